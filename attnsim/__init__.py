@@ -1,0 +1,13 @@
+"""attnsim: a formal-proof companion, with executable extraction, for "On the Existence of
+Universal Simulators of Attention" (arXiv:2506.18739).
+
+Every construction is one GAHAT-RASP program run three ways: exactly (Fraction / SymPy),
+in Z3 (its selectors proven to pick the intended keys) and in NumPy (the numeric twin).
+"""
+
+from attnsim.rasp.engine import evaluate, trace
+from attnsim.rasp.schedule import cost
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "cost", "evaluate", "trace"]

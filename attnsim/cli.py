@@ -1,0 +1,95 @@
+"""The `attnsim` command line: verify (and, as issues land, audit, simulate, report, bench, compile)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from attnsim import __version__
+
+COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
+
+
+def command(name: str, configure: Callable[[argparse.ArgumentParser], None]) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
+    """Register a subcommand: ``configure`` adds its arguments, the decorated function runs it."""
+
+    def deco(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        COMMANDS[name] = (configure, fn)
+        return fn
+
+    return deco
+
+
+# -- verify ------------------------------------------------------------------------------------
+def _verify_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the results as a JSON list on stdout")
+    p.add_argument("--only", metavar="PREFIX", help="run only obligations whose id starts with PREFIX")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per obligation (then: unknown)")
+    p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
+    p.add_argument("--deep", action="store_true", help="also run the slow, larger-bound obligations")
+
+
+@command("verify", _verify_args)
+def verify(args: argparse.Namespace) -> int:
+    """Run every proof obligation and print the table; exit 0 only if none failed or stayed unknown."""
+    from attnsim.proofs.registry import select
+    from attnsim.proofs.runner import run_all
+
+    err = Console(stderr=True)
+    t0 = time.perf_counter()
+    obs = select(args.only, include_deep=args.deep)
+    if not obs:
+        err.print(f"no obligation matches {args.only!r}")
+        return 2
+    with Progress(
+        TextColumn("verify"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True
+    ) as prog:
+        task = prog.add_task("verify", total=len(obs))
+        results = run_all(obs, jobs=args.jobs, timeout=args.timeout, on_done=lambda r: prog.advance(task))
+    total = time.perf_counter() - t0
+    bad = [r for r in results if r.status in ("failed", "unknown")]
+    if args.json:
+        print(json.dumps([r.as_dict() for r in results], indent=1))
+    else:
+        out = Console()
+        table = Table(title=f"attnsim {__version__}: proof obligations")
+        for col in ("id", "method", "bound", "status", "s", "detail"):
+            table.add_column(col, overflow="fold")
+        colors = {"proved": "green", "passed": "cyan", "failed": "bold red", "unknown": "yellow"}
+        for r in results:
+            table.add_row(
+                r.id, r.method, "" if r.bound is None else str(r.bound),
+                f"[{colors[r.status]}]{r.status}[/]", f"{r.seconds:.2f}", r.detail[:160],
+            )
+        out.print(table)
+        counts = {s: sum(r.status == s for r in results) for s in ("proved", "passed", "failed", "unknown")}
+        out.print(", ".join(f"{v} {k}" for k, v in counts.items()) + f"; {len(results)} obligations in {total:.1f} s")
+    err.print(f"total time {total:.1f} s")
+    return 1 if bad else 0
+
+
+# -- entry point -------------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="attnsim", description="Universal simulators of attention, proven three ways.")
+    parser.add_argument("--version", action="version", version=f"attnsim {__version__}")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    for name, (configure, fn) in COMMANDS.items():
+        sp = sub.add_parser(name, help=(fn.__doc__ or "").strip().splitlines()[0])
+        configure(sp)
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.cmd][1](args)
+    except (ValueError, KeyError) as exc:  # user errors: one clear line, no traceback
+        print(f"attnsim {args.cmd}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

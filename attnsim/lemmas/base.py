@@ -1,0 +1,382 @@
+"""The Construction object every lemma returns, and the obligations every lemma shares.
+
+A :class:`Construction` bundles one program, the :class:`Layout` of its operands and result,
+the textbook reference, the paper's result it realizes and the Z3 intents of its selectors.
+``run`` encodes the operands into one token sequence (Proposition 1), runs the program with
+the chosen backend and decodes the result block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from attnsim.proofs import z3sel
+from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.rasp.arith import BackendError
+from attnsim.rasp.engine import BACKENDS, Trace, evaluate, trace
+from attnsim.rasp.layout import Block, Layout, LayoutError, MatRef, as_array
+from attnsim.rasp.schedule import Cost, cost
+
+
+class ConstructionError(ValueError):
+    """Bad operands for a construction (shape, NaN, singular...)."""
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A selector's intended pattern, stated over Q, K and sizes (usually via a Block)."""
+
+    name: str
+    selector: C.Selector
+    intent: E.Expr
+    queries: E.Expr
+    statement: str
+    parametric: bool = True
+    assumptions: tuple[E.Expr, ...] = ()
+    minimum: tuple[tuple[str, int], ...] = ()
+
+
+def to_backend(x: Any, backend: str, what: str = "operand") -> np.ndarray:
+    """Convert an operand (NumPy of any dtype, nested lists, SymPy matrix) to a backend array."""
+    a = as_array(x)
+    if backend == "numpy":
+        try:
+            out = np.asarray(a, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ConstructionError(f"{what} has non-numeric entries; use backend='sympy'") from None
+        if not np.all(np.isfinite(out)):
+            raise ConstructionError(f"{what} contains NaN or inf")
+        return out
+    flat = a.reshape(-1)
+    res = np.empty(flat.shape, dtype=object)
+    for i, v in enumerate(flat):
+        if backend == "exact":
+            if isinstance(v, (float, np.floating)) and not np.isfinite(v):
+                raise ConstructionError(f"{what} contains NaN or inf")
+            try:
+                from attnsim.symbolic.arith import ExactArith
+
+                res[i] = ExactArith.to_fraction(v)
+            except BackendError as exc:
+                raise ConstructionError(f"{what}: {exc}") from None
+        elif backend == "sympy":
+            if isinstance(v, (float, np.floating)):
+                if not np.isfinite(v):
+                    raise ConstructionError(f"{what} contains NaN or inf")
+                f = Fraction(float(v))
+                res[i] = sp.Rational(f.numerator, f.denominator)
+            elif isinstance(v, Fraction):
+                res[i] = sp.Rational(v.numerator, v.denominator)
+            else:
+                res[i] = sp.sympify(v)
+        else:
+            raise ConstructionError(f"unknown backend {backend!r}; use one of {BACKENDS}")
+    return res.reshape(a.shape)
+
+
+@dataclass
+class Construction:
+    """One lemma, theorem or application as a runnable, checkable program."""
+
+    name: str
+    paper_ref: str
+    program: C.SOp
+    layout: Layout
+    inputs: tuple[str, ...]
+    reference_fn: Callable[..., Any]
+    output: str = "out"
+    out_shape: tuple[int, ...] | None = None
+    intents: list[Intent] = field(default_factory=list)
+    paper_cost: dict[str, Any] | None = None
+    exact: bool = True
+    check_inputs: Callable[..., None] | None = None
+
+    # -- running ------------------------------------------------------------------------
+    def _operands(self, operands: Sequence[Any], backend: str) -> list[np.ndarray]:
+        if backend not in BACKENDS:
+            raise ConstructionError(f"unknown backend {backend!r}; use one of {BACKENDS}")
+        if len(operands) != len(self.inputs):
+            raise ConstructionError(f"{self.name} takes {len(self.inputs)} operand(s) ({', '.join(self.inputs)}), got {len(operands)}")
+        out = []
+        for nm, x in zip(self.inputs, operands, strict=True):
+            a = to_backend(x, backend, nm)
+            want = self.layout[nm].shape
+            if a.shape != want:
+                raise ConstructionError(f"{self.name}: operand {nm} must have shape {want}, got {a.shape}")
+            out.append(a)
+        if self.check_inputs is not None:
+            self.check_inputs(*out, backend=backend)
+        return out
+
+    def encode(self, *operands: Any, backend: str = "numpy") -> np.ndarray:
+        """The token sequence holding the operands."""
+        ops = self._operands(operands, backend)
+        seq = self.layout.encode(dict(zip(self.inputs, ops, strict=True)))
+        return np.asarray(seq, dtype=np.float64) if backend == "numpy" else seq
+
+    def run(self, *operands: Any, backend: str = "numpy") -> np.ndarray:
+        """Run the program and decode the result (float64 or dtype object)."""
+        if backend == "exact" and not self.exact:
+            raise ConstructionError(f"{self.name} uses irrational primitives (exp...): no exact backend; use backend='sympy'")
+        seq = self.encode(*operands, backend=backend)
+        try:
+            out = evaluate(self.program, seq, backend)
+        except BackendError as exc:
+            raise ConstructionError(f"{self.name}: {exc}") from None
+        res = self.layout.decode(out, self.output)
+        return res.reshape(self.out_shape) if self.out_shape is not None else res
+
+    def trace(self, *operands: Any, backend: str = "numpy") -> Trace:
+        """Every intermediate value and selector matrix, by label."""
+        return trace(self.program, self.encode(*operands, backend=backend), backend)
+
+    def reference(self, *operands: Any, backend: str = "numpy") -> np.ndarray:
+        """The textbook formula, in the same backend and types as ``run``."""
+        ops = self._operands(operands, backend)
+        res = self.reference_fn(*ops, backend=backend)
+        res = np.asarray(res, dtype=np.float64 if backend == "numpy" else object)
+        return res.reshape(self.out_shape) if self.out_shape is not None else res
+
+    def cost(self) -> Cost:
+        """Layers, heads per layer, positions."""
+        return cost(self.program, positions=self.layout.total)
+
+    @property
+    def ref(self) -> MatRef:
+        """The result as a matrix reference, for composition."""
+        return MatRef(self.program, self.layout[self.output])
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for b in self.layout:
+            for e in (b.offset, b.rows, b.cols, b.stack):
+                out.update(C.size_bindings(e))
+        return out
+
+
+# -- shared obligation builders ------------------------------------------------------------------
+def symbolic_operands(con: Construction, prefix: str = "") -> list[np.ndarray]:
+    """One fresh real symbol per operand entry."""
+    out = []
+    for nm in con.inputs:
+        shape = con.layout[nm].shape
+        flat = [sp.Symbol(f"{prefix}{nm}_{'_'.join(map(str, ix))}", real=True) for ix in np.ndindex(*shape)]
+        arr = np.empty(len(flat), dtype=object)
+        arr[:] = flat
+        out.append(arr.reshape(shape))
+    return out
+
+
+def rational_operands(con: Construction, rng: np.random.Generator) -> list[np.ndarray]:
+    """Random rationals p/q with |p| <= 20, 1 <= q <= 9."""
+    out = []
+    for nm in con.inputs:
+        shape = con.layout[nm].shape
+        flat = [Fraction(int(rng.integers(-20, 21)), int(rng.integers(1, 10))) for _ in range(int(np.prod(shape)))]
+        arr = np.empty(len(flat), dtype=object)
+        arr[:] = flat
+        out.append(arr.reshape(shape))
+    return out
+
+
+def first_difference(got: np.ndarray, want: np.ndarray, simplify: Callable[[Any], Any]) -> str | None:
+    """The first entry where two object arrays differ, with the simplified difference."""
+    if got.shape != want.shape:
+        return f"shape {got.shape} != {want.shape}"
+    for ix in np.ndindex(*got.shape):
+        d = simplify(got[ix] - want[ix])
+        if d != 0:
+            return f"entry {ix}: program - reference = {d}"
+    return None
+
+
+def sympy_check(make: Callable[[], Construction], simplify: Callable[[Any], Any] | None = None) -> Callable[[float], Outcome]:
+    """Check: on symbolic operands, run(..., 'sympy') - reference simplifies to 0 everywhere."""
+
+    def check(timeout: float) -> Outcome:
+        con = make()
+        ops = symbolic_operands(con)
+        got = con.run(*ops, backend="sympy")
+        want = con.reference(*ops, backend="sympy")
+        simp = simplify or (lambda e: sp.simplify(sp.expand(e)))
+        diff = first_difference(got, want, simp)
+        if diff:
+            return Outcome.bad(diff)
+        return Outcome.good(f"{got.size} entries equal symbolically")
+
+    return check
+
+
+def exact_check(make: Callable[[], Construction], trials: int = 3, seed: int = 0) -> Callable[[float], Outcome]:
+    """Check: on random rationals, run(..., 'exact') == reference(..., 'exact')."""
+
+    def check(timeout: float) -> Outcome:
+        con = make()
+        rng = np.random.default_rng(seed)
+        for t in range(trials):
+            ops = rational_operands(con, rng)
+            got = con.run(*ops, backend="exact")
+            want = con.reference(*ops, backend="exact")
+            diff = first_difference(got, want, lambda e: e)
+            if diff:
+                return Outcome.bad(f"trial {t}: {diff}")
+        return Outcome.good(f"{trials} random rational inputs equal with ==")
+
+    return check
+
+
+def numeric_check(
+    make: Callable[[], Construction], tol: float, trials: int = 2, seed: int = 0, scale: float = 1.0
+) -> Callable[[float], Outcome]:
+    """Check: float64 run within ``tol`` (relative to the entries' scale) of the NumPy reference."""
+
+    def check(timeout: float) -> Outcome:
+        con = make()
+        rng = np.random.default_rng(seed)
+        worst = 0.0
+        for _ in range(trials):
+            ops = [rng.normal(size=con.layout[nm].shape) * scale for nm in con.inputs]
+            got = con.run(*ops)
+            want = con.reference(*ops)
+            s = max(1.0, float(np.max(np.abs(want))) if want.size else 1.0)
+            err = float(np.max(np.abs(got - want))) / s if want.size else 0.0
+            if not np.isfinite(err):
+                return Outcome.bad("non-finite output")
+            worst = max(worst, err)
+        if worst <= tol:
+            return Outcome.good(f"max relative error {worst:.3g} <= {tol:g}")
+        return Outcome.bad(f"max relative error {worst:.3g} > {tol:g}")
+
+    return check
+
+
+def intent_obligations(
+    cid: str, paper_ref: str, make: Callable[[], Construction], bound: int = 8
+) -> list[Obligation]:
+    """One Z3 obligation per selector intent of the construction (parametric or bounded)."""
+    con = make()
+    obs = []
+    for it in con.intents:
+        method = "z3-parametric" if it.parametric else "z3-bounded"
+
+        def check(timeout: float, name: str = it.name) -> Outcome:
+            c = make()
+            intent = next(i for i in c.intents if i.name == name)
+            return z3sel.prove_selector(
+                intent.selector,
+                intent.intent,
+                queries=intent.queries,
+                length=c.layout.length,
+                assumptions=intent.assumptions,
+                minimum=dict(intent.minimum),
+                bound=None if intent.parametric else bound,
+                timeout=timeout,
+            )
+
+        obs.append(
+            Obligation(
+                f"{cid}/{method}/{it.name}",
+                cid,
+                paper_ref,
+                method,
+                check,
+                statement=it.statement,
+                bound=None if it.parametric else bound,
+            )
+        )
+    return obs
+
+
+def layout_obligation(cid: str, paper_ref: str, make: Callable[[], Construction]) -> Obligation:
+    """Z3, all sizes: the layout's blocks are injective, pairwise disjoint and inside the sequence."""
+
+    def check(timeout: float) -> Outcome:
+        return prove_layout(make().layout, timeout)
+
+    return Obligation(
+        f"{cid}/z3-parametric/layout",
+        cid,
+        "Proposition 1",
+        "z3-parametric",
+        check,
+        statement="every block is injective (row-major), blocks of one channel are disjoint, all lie inside the sequence",
+    )
+
+
+def prove_layout(layout: Layout, timeout: float = 10.0) -> Outcome:
+    """Injective, disjoint, in range: for all values of the size symbols."""
+    h1, i1, j1, h2, i2, j2 = (E.Var(n) for n in ("h1", "i1", "j1", "h2", "i2", "j2"))
+    blocks = list(layout)
+    for a_ix, a in enumerate(blocks):
+        rng1 = _in_shape(a, h1, i1, j1)
+        pa = a.position(i1, j1, h1)
+        # in range
+        res = z3sel.prove((pa >= 0) & (pa < layout.length), (rng1,), timeout=timeout)
+        if res.ok is not True:
+            return Outcome(res.ok, f"block {a.name} leaves the sequence: {res.detail}")
+        # injective
+        rng2 = _in_shape(a, h2, i2, j2)
+        same = pa.eq(a.position(i2, j2, h2))
+        goal = E.Not(same) | (h1.eq(h2) & i1.eq(i2) & j1.eq(j2))
+        res = z3sel.prove(goal, (rng1 & rng2,), timeout=timeout)
+        if res.ok is not True:
+            return Outcome(res.ok, f"block {a.name} not injective: {res.detail}")
+        for b in blocks[a_ix + 1 :]:
+            if b.channel != a.channel:
+                continue
+            pb = b.position(i2, j2, h2)
+            res = z3sel.prove(E.Not(pa.eq(pb)), (rng1 & _in_shape(b, h2, i2, j2),), timeout=timeout)
+            if res.ok is not True:
+                return Outcome(res.ok, f"blocks {a.name} and {b.name} overlap: {res.detail}")
+    return Outcome.good(f"{len(blocks)} blocks injective, disjoint and in range for all sizes")
+
+
+def _in_shape(b: Block, h: E.Expr, i: E.Expr, j: E.Expr) -> E.Expr:
+    return (h >= 0) & (h < b.stack) & (i >= 0) & (i < b.rows) & (j >= 0) & (j < b.cols)
+
+
+def standard_obligations(
+    cid: str,
+    paper_ref: str,
+    make: Callable[[], Construction],
+    *,
+    sympy_sizes: bool = True,
+    exact: bool = True,
+    numeric_tol: float | None = 1e-12,
+) -> list[Obligation]:
+    """sympy + exact + numeric + z3 intents + layout, for one instance of a construction."""
+    obs: list[Obligation] = []
+    con = make()
+    tag = "-".join(f"{k}{v}" for k, v in sorted(con.sizes.items())) or "0"
+    if sympy_sizes:
+        obs.append(Obligation(f"{cid}/sympy/{tag}", cid, paper_ref, "sympy", sympy_check(make), "program == reference on symbols"))
+    if exact and con.exact:
+        obs.append(Obligation(f"{cid}/exact/{tag}", cid, paper_ref, "exact", exact_check(make), "program == reference on random rationals"))
+    if numeric_tol is not None:
+        obs.append(
+            Obligation(f"{cid}/numeric/{tag}", cid, paper_ref, "numeric", numeric_check(make, numeric_tol), f"float64 within {numeric_tol:g}")
+        )
+    return obs
+
+
+__all__ = [
+    "Block",
+    "Construction",
+    "ConstructionError",
+    "Intent",
+    "Layout",
+    "LayoutError",
+    "MatRef",
+    "intent_obligations",
+    "layout_obligation",
+    "standard_obligations",
+]

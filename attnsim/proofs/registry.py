@@ -1,0 +1,56 @@
+"""Where constructions register their obligations (lazily, through provider functions)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+
+from attnsim.proofs.obligation import Obligation, ObligationError
+
+Provider = Callable[[], Iterable[Obligation]]
+_PROVIDERS: list[Provider] = []
+_CACHE: list[Obligation] | None = None
+
+# Modules whose import registers providers; each later issue adds its own.
+CATALOG = (
+    "attnsim.proofs.language",
+    "attnsim.lemmas",
+)
+
+
+def provider(fn: Provider) -> Provider:
+    """Decorator: ``fn()`` yields this module's obligations when verify asks for them."""
+    _PROVIDERS.append(fn)
+    return fn
+
+
+def all_obligations(include_deep: bool = True) -> list[Obligation]:
+    """Every registered obligation, in registration order (ids are unique)."""
+    global _CACHE
+    if _CACHE is None:
+        for mod in CATALOG:
+            importlib.import_module(mod)
+        seen: dict[str, Obligation] = {}
+        for p in _PROVIDERS:
+            for ob in p():
+                if ob.id in seen:
+                    raise ObligationError(f"duplicate obligation id {ob.id!r}")
+                seen[ob.id] = ob
+        _CACHE = list(seen.values())
+    return [o for o in _CACHE if include_deep or not o.deep]
+
+
+def by_id(oid: str) -> Obligation:
+    for o in all_obligations():
+        if o.id == oid:
+            return o
+    raise ObligationError(f"no obligation with id {oid!r}")
+
+
+def select(prefix: str | None = None, include_deep: bool = False) -> list[Obligation]:
+    """Obligations whose id starts with ``prefix`` (a trailing ``*`` is allowed)."""
+    obs = all_obligations(include_deep=include_deep)
+    if not prefix:
+        return obs
+    p = prefix.rstrip("*")
+    return [o for o in obs if o.id.startswith(p)]

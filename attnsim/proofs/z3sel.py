@@ -1,0 +1,141 @@
+"""Selectors to Z3: prove that a selector picks exactly the intended keys.
+
+A Select whose keys and queries are index expressions of the position (built from
+``indices``, integer constants, ``length`` and index Maps) becomes a formula S(q, k) over a
+query position q, a key position k and the size symbols.  The *intent* is another formula,
+usually written in matrix coordinates through a :class:`~attnsim.rasp.layout.Block`.  We ask Z3
+for (q, k, sizes) where they differ:
+
+* ``unsat``  -> proved (for all sizes >= their minimum, or every size <= bound);
+* ``sat``    -> failed, with the counterexample (sizes, q, k, and what they stand for);
+* ``unknown``-> unknown (never proved).
+
+div/mod become fresh quotient/remainder variables (see :class:`attnsim.rasp.expr.Z3Translator`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import z3
+
+from attnsim.proofs.obligation import Outcome
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+
+Q, K = E.Var("q"), E.Var("k")
+
+
+class NotStructural(ValueError):
+    """The selector compares values that depend on tokens: no index-level formula."""
+
+
+def size_names(*exprs: E.Expr) -> dict[str, int]:
+    """Sizes mentioned in expressions, with their bound values."""
+    out: dict[str, int] = {}
+    for e in exprs:
+        out.update(C.size_bindings(e))
+    return out
+
+
+def selector_expr(sel: C.Selector) -> E.Expr:
+    """The selector as a boolean index expression over q and k."""
+    if isinstance(sel, C.Select):
+        if sel.cmp == "TRUE":
+            return E.Const(1).eq(1)
+        if sel.cmp == "FALSE":
+            return E.Const(0).eq(1)
+        ek, eq = C.index_expr(sel.keys, K), C.index_expr(sel.queries, Q)
+        if ek is None or eq is None:
+            raise NotStructural(f"selector {sel.label} compares token-dependent values")
+        return {
+            "==": lambda: ek.eq(eq),
+            "!=": lambda: ek.ne(eq),
+            "<": lambda: ek < eq,
+            "<=": lambda: ek <= eq,
+            ">": lambda: ek > eq,
+            ">=": lambda: ek >= eq,
+        }[sel.cmp]()
+    if isinstance(sel, C.SelectAnd):
+        return selector_expr(sel.a) & selector_expr(sel.b)
+    if isinstance(sel, C.SelectOr):
+        return selector_expr(sel.a) | selector_expr(sel.b)
+    if isinstance(sel, C.SelectNot):
+        return E.Not(selector_expr(sel.a))
+    raise NotStructural(f"not a selector: {sel!r}")
+
+
+def prove(
+    goal: E.Expr,
+    assumptions: Sequence[E.Expr] = (),
+    *,
+    minimum: Mapping[str, int] | None = None,
+    bound: int | None = None,
+    timeout: float = 10.0,
+    free: Sequence[str] = (),
+    explain: Callable[[dict[str, int]], str] | None = None,
+) -> Outcome:
+    """Prove ``assumptions -> goal`` for all integer values of the variables.
+
+    Size variables are >= 1 (or ``minimum[name]``); with ``bound`` every size is also <= bound.
+    ``free`` names other integer variables (positions); all are universally quantified.
+    """
+    sizes = size_names(goal, *assumptions)
+    names = set(goal.variables())
+    for a in assumptions:
+        names |= a.variables()
+    env = {n: z3.Int(n) for n in names}
+    side: list[Any] = []
+    tr = E.Z3Translator(env, side)
+    s = z3.Solver()
+    s.set("timeout", int(timeout * 1000))
+    for n in sizes:
+        s.add(env[n] >= (minimum or {}).get(n, 1))
+        if bound is not None:
+            s.add(env[n] <= bound)
+    for a in assumptions:
+        s.add(tr.boolean(a))
+    s.add(z3.Not(tr.boolean(goal)))
+    s.add(*side)
+    res = s.check()
+    scope = f"every size <= {bound}" if bound is not None else "all sizes"
+    if res == z3.unsat:
+        return Outcome.good(f"unsat: holds for {scope} ({', '.join(sorted(sizes)) or 'no sizes'})")
+    if res == z3.sat:
+        m = s.model()
+        vals = {n: m.eval(v, model_completion=True).as_long() for n, v in env.items()}
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(vals.items()))
+        extra = f"; {explain(vals)}" if explain else ""
+        return Outcome.bad(f"counterexample: {shown}{extra}")
+    return Outcome.unknown(f"z3 unknown ({s.reason_unknown()})")
+
+
+def prove_selector(
+    sel: C.Selector,
+    intent: E.Expr,
+    *,
+    queries: E.Expr,
+    length: E.Expr,
+    assumptions: Sequence[E.Expr] = (),
+    minimum: Mapping[str, int] | None = None,
+    bound: int | None = None,
+    timeout: float = 10.0,
+    explain: Callable[[dict[str, int]], str] | None = None,
+) -> Outcome:
+    """For every query q with ``queries(q)`` and key k in [0, length): S(q, k) <-> intent(q, k).
+
+    ``intent`` and ``queries`` are boolean expressions over Q, K and the sizes.
+    """
+    try:
+        s_expr = selector_expr(sel)
+    except NotStructural as exc:
+        return Outcome.bad(str(exc))
+    s_expr = s_expr.substitute({"length": length})
+    goal = _iff(s_expr, intent)
+    assume = [queries, Q >= 0, Q < length, K >= 0, K < length, *assumptions]
+    return prove(goal, assume, minimum=minimum, bound=bound, timeout=timeout, explain=explain)
+
+
+def _iff(a: E.Expr, b: E.Expr) -> E.Expr:
+    return (a & b) | (E.Not(a) & E.Not(b))

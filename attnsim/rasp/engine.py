@@ -1,0 +1,433 @@
+"""One engine, three arithmetics: run a GAHAT-RASP program on a token sequence.
+
+The engine walks the program in topological order.  Values that depend only on positions and
+sizes (``structural``) are computed as NumPy int64 arrays whatever the backend; everything else
+is held in the chosen arithmetic.  Each value is freed after its last use.
+
+Selectors are never materialized as L x L matrices when their shape allows a fast path:
+
+* an AND of *key conditions* (``Select(keys, Full(c), cmp)``), *query conditions*
+  (``Select(Full(c), queries, cmp)``) and at most one *equality* ``Select(k, q, ==)`` is
+  computed as a block mean: keys grouped by value, O(L log L); with ``keys = indices`` the
+  equality is a gather, O(L);
+* any other selector is evaluated densely, in chunks of queries so that no block exceeds
+  ``DENSE_CELLS`` cells.
+
+Both paths implement the same semantics (docs/semantics.md); the language obligations
+``rasp/exact/fastpath-*`` check them against each other exhaustively on small cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from attnsim.numeric.arith import NumpyArith
+from attnsim.rasp import core as C
+from attnsim.rasp.arith import Arithmetic, BackendError
+from attnsim.symbolic.arith import ExactArith, SympyArith
+
+DENSE_CELLS = 1 << 22
+BACKENDS = ("numpy", "exact", "sympy")
+
+_CMP: dict[str, Callable[[Any, Any], Any]] = {
+    "==": lambda k, q: k == q,
+    "!=": lambda k, q: k != q,
+    "<": lambda k, q: k < q,
+    "<=": lambda k, q: k <= q,
+    ">": lambda k, q: k > q,
+    ">=": lambda k, q: k >= q,
+}
+
+
+def arithmetic(backend: str | Arithmetic) -> Arithmetic:
+    """The arithmetic for a backend name."""
+    if isinstance(backend, Arithmetic):
+        return backend
+    table: dict[str, Callable[[], Arithmetic]] = {"numpy": NumpyArith, "exact": ExactArith, "sympy": SympyArith}
+    if backend not in table:
+        raise BackendError(f"unknown backend {backend!r}; use one of {BACKENDS}")
+    return table[backend]()
+
+
+def compare(cmp: str, k: Any, q: Any) -> np.ndarray:
+    """cmp(key, query), elementwise with broadcasting, as a bool array."""
+    if cmp == "TRUE":
+        return np.ones(np.broadcast(k, q).shape, dtype=bool)
+    if cmp == "FALSE":
+        return np.zeros(np.broadcast(k, q).shape, dtype=bool)
+    return np.asarray(_CMP[cmp](k, q)).astype(bool)
+
+
+def _scalar(c: Fraction) -> Any:
+    return int(c) if c.denominator == 1 else c
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class SelectorPlan:
+    """A selector as key mask AND query mask AND (optionally) one equality k-value == q-value."""
+
+    key_atoms: list[tuple[C.SOp, str, Fraction]] = field(default_factory=list)
+    query_atoms: list[tuple[Fraction, C.SOp, str]] = field(default_factory=list)
+    eq: tuple[C.SOp, C.SOp] | None = None
+    empty: bool = False
+
+
+def plan_selector(sel: C.Selector) -> SelectorPlan | None:
+    """Decompose a selector for the fast path; None when only the dense path applies."""
+    plan = SelectorPlan()
+    stack: list[C.Selector] = [sel]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, C.SelectAnd):
+            stack += [s.a, s.b]
+            continue
+        if not isinstance(s, C.Select):
+            return None
+        if s.cmp == "TRUE":
+            continue
+        if s.cmp == "FALSE":
+            plan.empty = True
+            continue
+        kc, qc = isinstance(s.keys, C.Full), isinstance(s.queries, C.Full)
+        if kc and qc:
+            if not bool(compare(s.cmp, s.keys.value, s.queries.value)):  # type: ignore[attr-defined]
+                plan.empty = True
+        elif qc:
+            plan.key_atoms.append((s.keys, s.cmp, Fraction(s.queries.value)))  # type: ignore[attr-defined]
+        elif kc:
+            plan.query_atoms.append((Fraction(s.keys.value), s.queries, s.cmp))  # type: ignore[attr-defined]
+        elif s.cmp == "==" and plan.eq is None:
+            plan.eq = (s.keys, s.queries)
+        else:
+            return None
+    return plan
+
+
+def selector_leaves(sel: C.Selector) -> list[C.SOp]:
+    """The SOps a selector reads (keys and queries of its Select atoms)."""
+    out: list[C.SOp] = []
+    stack: list[C.RASPExpr] = [sel]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, C.Select):
+            out += [s.keys, s.queries]
+        else:
+            stack += list(s.children())
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+class Run:
+    """State of one program run: values by node id, freed after their last use."""
+
+    def __init__(
+        self,
+        outputs: Sequence[C.SOp],
+        inputs: Any,
+        arith: Arithmetic,
+        allow_nonfinite: bool = False,
+        keep_all: bool = False,
+        dense_only: bool = False,
+    ) -> None:
+        self.arith = arith
+        self.outputs = list(outputs)
+        self.keep_all = keep_all
+        self.dense_only = dense_only
+        arr = np.asarray(inputs, dtype=object) if not isinstance(inputs, np.ndarray) else inputs
+        if arr.ndim != 1:
+            raise BackendError(f"a program's input is a 1-D token sequence; got shape {arr.shape}")
+        if arr.shape[0] == 0:
+            raise BackendError("a program's input must have at least one token")
+        self.L = int(arr.shape[0])
+        self.tokens = arith.from_input(inputs, allow_nonfinite)
+        self.ints: dict[int, np.ndarray] = {}
+        self.vals: dict[int, np.ndarray] = {}
+        self.order = C.topological(self.outputs)
+        self.structural: dict[int, bool] = {}
+        self.selectors: dict[int, np.ndarray] = {}
+
+    # -- access ---------------------------------------------------------------------------
+    def value(self, node: C.SOp) -> np.ndarray:
+        """The node's values in the run's arithmetic."""
+        key = id(node)
+        if key not in self.vals:
+            self.vals[key] = self.arith.from_int(self.ints[key])
+        return self.vals[key]
+
+    def integers(self, node: C.SOp) -> np.ndarray:
+        """The node's values as int64 (fails clearly when they are not integers)."""
+        key = id(node)
+        if key not in self.ints:
+            self.ints[key] = self.arith.to_int(self.vals[key], f"{node.label}")
+        return self.ints[key]
+
+    def comparable(self, node: C.SOp) -> np.ndarray:
+        if id(node) in self.ints:
+            return self.ints[id(node)]
+        return self.arith.comparable(self.vals[id(node)], f"selector on {node.label}")
+
+    # -- main loop ------------------------------------------------------------------------
+    def execute(self) -> None:
+        reads: dict[int, list[C.SOp]] = {}
+        refs: dict[int, int] = {}
+        for node in self.order:
+            if isinstance(node, (C.Map, C.SequenceMap)):
+                r = list(node.args)
+            elif isinstance(node, C.Aggregate):
+                r = [node.values, *selector_leaves(node.selector)]
+            elif isinstance(node, C.SelectorWidth):
+                r = selector_leaves(node.selector)
+            else:
+                r = []
+            reads[id(node)] = r
+            for x in r:
+                refs[id(x)] = refs.get(id(x), 0) + 1
+        for o in self.outputs:
+            refs[id(o)] = refs.get(id(o), 0) + 1
+        for node in self.order:
+            if isinstance(node, C.SOp):
+                self.compute(node)
+            if self.keep_all:
+                continue
+            for x in reads.get(id(node), []):
+                refs[id(x)] -= 1
+                if refs[id(x)] == 0:
+                    self.ints.pop(id(x), None)
+                    self.vals.pop(id(x), None)
+
+    def compute(self, node: C.SOp) -> None:
+        L, key = self.L, id(node)
+        if isinstance(node, C.Tokens):
+            self.vals[key] = self.tokens
+        elif isinstance(node, C.Indices):
+            self.ints[key] = np.arange(L, dtype=np.int64)
+        elif isinstance(node, C.Length):
+            self.ints[key] = np.full(L, L, dtype=np.int64)
+        elif isinstance(node, C.Full):
+            v = Fraction(node.value)
+            if v.denominator == 1:
+                self.ints[key] = np.full(L, int(v), dtype=np.int64)
+            else:
+                self.vals[key] = self.arith.const(v, L)
+        elif isinstance(node, (C.Map, C.SequenceMap)):
+            fn = node.fn
+            if isinstance(fn, C.IndexFn):
+                args = [self.integers(a) for a in node.args]
+                out = fn.evaluate(*args)
+                self.ints[key] = np.broadcast_to(np.asarray(out, dtype=np.int64), (L,)).copy()
+            else:
+                args_v = [self.value(a) for a in node.args]
+                try:
+                    self.vals[key] = self.arith.apply(fn.primitive, fn.params, args_v)
+                except BackendError as exc:
+                    raise BackendError(f"{node.label}: {exc}") from None
+        elif isinstance(node, C.Aggregate):
+            self.vals[key] = self.reduce(node.selector, self.value(node.values))
+        elif isinstance(node, C.SelectorWidth):
+            self.ints[key] = self.reduce(node.selector, None)
+        else:
+            raise C.ProgramError(f"unknown node type {type(node).__name__}")
+
+    # -- selectors ------------------------------------------------------------------------
+    def dense_block(self, sel: C.Selector, q: np.ndarray) -> np.ndarray:
+        """S[q, k] for the queries ``q`` and all keys."""
+        if isinstance(sel, C.Select):
+            if sel.cmp in ("TRUE", "FALSE"):
+                return np.full((len(q), self.L), sel.cmp == "TRUE")
+            kv = self.comparable(sel.keys)
+            qv = self.comparable(sel.queries)
+            return compare(sel.cmp, kv[None, :], qv[q][:, None])
+        if isinstance(sel, C.SelectAnd):
+            return self.dense_block(sel.a, q) & self.dense_block(sel.b, q)
+        if isinstance(sel, C.SelectOr):
+            return self.dense_block(sel.a, q) | self.dense_block(sel.b, q)
+        if isinstance(sel, C.SelectNot):
+            return ~self.dense_block(sel.a, q)
+        raise C.ProgramError(f"not a selector: {sel!r}")
+
+    def dense_matrix(self, sel: C.Selector) -> np.ndarray:
+        """The full L x L selector matrix (for traces and checks)."""
+        return self.dense_block(sel, np.arange(self.L))
+
+    def reduce(self, sel: C.Selector, values: np.ndarray | None) -> np.ndarray:
+        """Aggregate (mean of ``values``) or SelectorWidth (``values`` None) over the selector."""
+        if self.keep_all and self.L * self.L <= DENSE_CELLS:
+            self.selectors[id(sel)] = self.dense_matrix(sel)
+        plan = None if self.dense_only else plan_selector(sel)
+        if plan is None:
+            return self._reduce_dense(sel, values)
+        return self._reduce_plan(plan, values)
+
+    def _reduce_dense(self, sel: C.Selector, values: np.ndarray | None) -> np.ndarray:
+        L = self.L
+        chunk = max(1, DENSE_CELLS // L)
+        parts = []
+        for start in range(0, L, chunk):
+            q = np.arange(start, min(L, start + chunk))
+            block = self.dense_block(sel, q)
+            if values is None:
+                parts.append(block.sum(axis=1).astype(np.int64))
+            else:
+                parts.append(self.arith.dense_aggregate(block, values))
+        return np.concatenate(parts)
+
+    def _reduce_plan(self, plan: SelectorPlan, values: np.ndarray | None) -> np.ndarray:
+        L = self.L
+        counting = values is None
+        zero = np.zeros(L, dtype=np.int64) if counting else self.arith.zeros(L)
+        if plan.empty:
+            return zero
+        km = np.ones(L, dtype=bool)
+        for sop, cmp, c in plan.key_atoms:
+            km &= compare(cmp, self.comparable(sop), _scalar(c))
+        qm = np.ones(L, dtype=bool)
+        for c, sop, cmp in plan.query_atoms:
+            qm &= compare(cmp, _scalar(c), self.comparable(sop))
+        if plan.eq is None:
+            ks = np.flatnonzero(km)
+            if ks.size == 0:
+                return zero
+            if counting:
+                return np.where(qm, ks.size, 0).astype(np.int64)
+            m = self.arith.mean(values[ks])  # type: ignore[index]
+            out = zero.copy()
+            out[qm] = m
+            return out
+        ksop, qsop = plan.eq
+        qv = self.comparable(qsop)
+        if isinstance(ksop, C.Indices):
+            return self._gather(km, qm, qv, values)
+        kv = self.comparable(ksop)
+        return self._group(km, qm, kv, qv, values)
+
+    def _gather(self, km: np.ndarray, qm: np.ndarray, qv: np.ndarray, values: np.ndarray | None) -> np.ndarray:
+        """keys = indices, cmp ==: query q reads position qv[q] (if in range and key-allowed)."""
+        L = self.L
+        if qv.dtype.kind in "iu":
+            qi = qv.astype(np.int64)
+            ok = np.ones(L, dtype=bool)
+        elif qv.dtype.kind == "f":
+            ok = np.isfinite(qv) & (np.rint(qv) == qv)
+            qi = np.where(ok, np.rint(qv), -1).astype(np.int64)
+        else:
+            ok = np.array([Fraction(x).denominator == 1 for x in qv], dtype=bool)
+            qi = np.array([int(Fraction(x)) if o else -1 for x, o in zip(qv, ok, strict=True)], dtype=np.int64)
+        ok &= qm & (qi >= 0) & (qi < L)
+        ok[ok] &= km[qi[ok]]
+        if values is None:
+            return ok.astype(np.int64)
+        out = self.arith.zeros(L)
+        out[ok] = values[qi[ok]]
+        return out
+
+    def _group(
+        self, km: np.ndarray, qm: np.ndarray, kv: np.ndarray, qv: np.ndarray, values: np.ndarray | None
+    ) -> np.ndarray:
+        """Equality selector: group the allowed keys by value; each query reads its group."""
+        L = self.L
+        ks = np.flatnonzero(km)
+        numeric = kv.dtype.kind in "iuf" and qv.dtype.kind in "iuf"
+        if numeric and (values is None or values.dtype.kind == "f"):
+            uniq, inv = np.unique(kv[ks], return_inverse=True)
+            counts = np.bincount(inv, minlength=len(uniq))
+            pos = np.searchsorted(uniq, qv)
+            posc = np.minimum(pos, max(len(uniq) - 1, 0))
+            found = qm & (pos < len(uniq)) & (uniq[posc] == qv) if len(uniq) else np.zeros(L, dtype=bool)
+            if values is None:
+                return np.where(found, counts[posc] if len(uniq) else 0, 0).astype(np.int64)
+            sums = np.bincount(inv, weights=values[ks], minlength=len(uniq))
+            out = np.zeros(L)
+            out[found] = sums[posc[found]] / counts[posc[found]]
+            return out
+        groups: dict[Any, list[int]] = {}
+        for k in ks:
+            groups.setdefault(kv[k], []).append(int(k))
+        zero = np.zeros(L, dtype=np.int64) if values is None else self.arith.zeros(L)
+        cache: dict[Any, Any] = {}
+        for q in np.flatnonzero(qm):
+            g = groups.get(qv[q])
+            if g is None:
+                continue
+            if values is None:
+                zero[q] = len(g)
+            else:
+                if qv[q] not in cache:
+                    cache[qv[q]] = self.arith.mean(values[np.asarray(g)])
+                zero[q] = cache[qv[q]]
+        return zero
+
+
+# ---------------------------------------------------------------------------------------------
+def evaluate(
+    program: C.SOp | Sequence[C.SOp],
+    inputs: Any,
+    backend: str | Arithmetic = "numpy",
+    *,
+    allow_nonfinite: bool = False,
+    dense_only: bool = False,
+) -> Any:
+    """Run a program on a 1-D token sequence.
+
+    Returns a 1-D NumPy array (float64 for "numpy", dtype object of Fractions for "exact", of
+    SymPy expressions for "sympy"); a list of them when ``program`` is a sequence of SOps.
+    ``dense_only`` disables the fast paths (used to check them).
+    """
+    outs = [program] if isinstance(program, C.SOp) else list(program)
+    for o in outs:
+        if not isinstance(o, C.SOp):
+            raise C.ProgramError(f"a program's output must be an SOp, got {o!r}")
+    run = Run(outs, inputs, arithmetic(backend), allow_nonfinite=allow_nonfinite, dense_only=dense_only)
+    run.execute()
+    res = [run.value(o) for o in outs]
+    return res[0] if isinstance(program, C.SOp) else res
+
+
+@dataclass
+class Trace:
+    """Every SOp's values and every selector's matrix, by (unique) label."""
+
+    values: dict[str, np.ndarray]
+    selectors: dict[str, np.ndarray]
+    order: list[str]
+
+    def __getitem__(self, label: str) -> np.ndarray:
+        if label in self.values:
+            return self.values[label]
+        return self.selectors[label]
+
+    def __contains__(self, label: str) -> bool:
+        return label in self.values or label in self.selectors
+
+
+def trace(
+    program: C.SOp | Sequence[C.SOp], inputs: Any, backend: str | Arithmetic = "numpy", *, allow_nonfinite: bool = False
+) -> Trace:
+    """Run a program keeping every intermediate value and (for L*L <= DENSE_CELLS) selector matrix."""
+    outs = [program] if isinstance(program, C.SOp) else list(program)
+    run = Run(outs, inputs, arithmetic(backend), allow_nonfinite=allow_nonfinite, keep_all=True)
+    run.execute()
+    values: dict[str, np.ndarray] = {}
+    selectors: dict[str, np.ndarray] = {}
+    order: list[str] = []
+    seen: set[str] = set()
+    for node in run.order:
+        lab = node.label
+        if lab in seen:
+            lab = f"{lab}#{node._uid}"  # type: ignore[attr-defined]
+        seen.add(lab)
+        if isinstance(node, C.SOp):
+            values[lab] = run.value(node)
+            order.append(lab)
+        elif isinstance(node, C.Selector):
+            if id(node) not in run.selectors and run.L * run.L <= DENSE_CELLS:
+                run.selectors[id(node)] = run.dense_matrix(node)
+            if id(node) in run.selectors:
+                selectors[lab] = run.selectors[id(node)]
+                order.append(lab)
+    return Trace(values, selectors, order)

@@ -1,0 +1,188 @@
+"""Proposition 1: matrices as token sequences.
+
+A :class:`Block` places a stack of ``stack`` matrices of shape ``rows x cols`` at ``offset``,
+flattened row-major: entry (h, i, j) sits at ``offset + (h*rows + i)*cols + j``.  A
+:class:`Layout` is a set of named blocks inside a sequence of ``length`` positions.  Offsets
+and shapes are index expressions over :class:`~attnsim.rasp.core.Size` symbols, so the same
+object encodes/decodes concrete arrays and states selector intents to Z3 in matrix
+coordinates.  A :class:`MatRef` is an SOp plus the block where its matrix lives: the unit
+that lemma constructions compose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+
+
+class LayoutError(ValueError):
+    """An array does not fit its block, or a block is unknown."""
+
+
+def _val(e: E.Expr | int) -> int:
+    e = E.lift(e)
+    return int(e.evaluate(C.size_bindings(e)))
+
+
+@dataclass(frozen=True, eq=False)
+class Block:
+    """A stack of row-major matrices at an offset."""
+
+    name: str
+    offset: E.Expr
+    rows: E.Expr
+    cols: E.Expr
+    stack: E.Expr = field(default_factory=lambda: E.Const(1))
+    channel: str = "tokens"
+
+    @staticmethod
+    def of(
+        name: str,
+        offset: E.Expr | int,
+        rows: E.Expr | int,
+        cols: E.Expr | int,
+        stack: E.Expr | int = 1,
+        channel: str = "tokens",
+    ) -> Block:
+        """A block; ``channel`` names the SOp it lives in (blocks of one channel must not overlap)."""
+        return Block(name, E.lift(offset), E.lift(rows), E.lift(cols), E.lift(stack), channel)
+
+    # concrete values ------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        h = _val(self.stack)
+        base = (_val(self.rows), _val(self.cols))
+        return base if h == 1 and self.is_single else (h, *base)
+
+    @property
+    def is_single(self) -> bool:
+        return isinstance(self.stack, E.Const) and self.stack.value == 1
+
+    @property
+    def start(self) -> int:
+        return _val(self.offset)
+
+    @property
+    def size(self) -> int:
+        return _val(self.stack) * _val(self.rows) * _val(self.cols)
+
+    @property
+    def end(self) -> int:
+        return self.start + self.size
+
+    def positions(self) -> np.ndarray:
+        """Positions of the entries, shaped like the block's array."""
+        return np.arange(self.start, self.end).reshape(self.shape)
+
+    # index expressions ----------------------------------------------------------------------
+    def position(self, i: E.Expr | int, j: E.Expr | int, h: E.Expr | int = 0) -> E.Expr:
+        """offset + (h*rows + i)*cols + j, as an index expression."""
+        return self.offset + (E.lift(h) * self.rows + E.lift(i)) * self.cols + E.lift(j)
+
+    def size_expr(self) -> E.Expr:
+        return self.stack * self.rows * self.cols
+
+    def end_expr(self) -> E.Expr:
+        return self.offset + self.size_expr()
+
+    def contains(self, p: E.Expr) -> E.Expr:
+        """offset <= p < offset + size."""
+        return (p >= self.offset) & (p < self.end_expr())
+
+    def coords(self, p: E.Expr) -> tuple[E.Expr, E.Expr, E.Expr]:
+        """(h, i, j) of position p (meaningful when p is inside the block)."""
+        rel = p - self.offset
+        flat_row = rel // self.cols
+        return flat_row // self.rows, flat_row % self.rows, rel % self.cols
+
+
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """Named blocks in a sequence of ``length`` positions."""
+
+    blocks: tuple[Block, ...]
+    length: E.Expr
+
+    @staticmethod
+    def of(*blocks: Block, length: E.Expr | int | None = None) -> Layout:
+        ln = E.lift(length) if length is not None else _max_end(blocks)
+        return Layout(tuple(blocks), ln)
+
+    def __getitem__(self, name: str) -> Block:
+        for b in self.blocks:
+            if b.name == name:
+                return b
+        raise LayoutError(f"no block {name!r} in layout (blocks: {[b.name for b in self.blocks]})")
+
+    def __iter__(self) -> Iterator[Block]:
+        return iter(self.blocks)
+
+    @property
+    def total(self) -> int:
+        return _val(self.length)
+
+    def encode(self, arrays: Mapping[str, Any], fill: Any = 0) -> np.ndarray:
+        """Place arrays into one token sequence (dtype object, so that any backend can read it)."""
+        seq = np.empty(self.total, dtype=object)
+        seq[:] = fill
+        for name, arr in arrays.items():
+            b = self[name]
+            if b.channel != "tokens":
+                raise LayoutError(f"block {name} lives in channel {b.channel!r}, not in the input tokens")
+            a = as_array(arr)
+            if a.shape != b.shape:
+                raise LayoutError(f"{name} must have shape {b.shape}, got {a.shape}")
+            seq[b.start : b.end] = a.reshape(-1)
+        return seq
+
+    def decode(self, seq: np.ndarray, name: str) -> np.ndarray:
+        """Read a block back as an array (same dtype as the sequence)."""
+        b = self[name]
+        if len(seq) < b.end:
+            raise LayoutError(f"sequence of length {len(seq)} is too short for block {name} ending at {b.end}")
+        return np.asarray(seq)[b.start : b.end].reshape(b.shape)
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [
+            {"name": b.name, "offset": b.start, "shape": b.shape, "offset_expr": E.render(b.offset)}
+            for b in self.blocks
+        ]
+
+
+def _max_end(blocks: tuple[Block, ...]) -> E.Expr:
+    out: E.Expr = E.Const(0)
+    for b in blocks:
+        out = E.emax(out, b.end_expr())
+    return out
+
+
+def as_array(x: Any) -> np.ndarray:
+    """NumPy arrays, nested lists and SymPy matrices as NumPy arrays (object dtype kept)."""
+    try:
+        import sympy as sp
+
+        if isinstance(x, sp.MatrixBase):
+            return np.array(x.tolist(), dtype=object)
+    except ImportError:  # pragma: no cover
+        pass
+    a = np.asarray(x)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class MatRef:
+    """A matrix inside a program: the SOp holding it and the block where it lives."""
+
+    sop: C.SOp
+    block: Block
+    aux: tuple[Block, ...] = ()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.block.shape

@@ -1,0 +1,127 @@
+"""The language's semantics (docs/semantics.md): averaging, empty default, fast paths, errors."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnsim import evaluate
+from attnsim.rasp import (
+    BackendError,
+    PrimitiveError,
+    ProgramError,
+    aggregate,
+    apply,
+    full,
+    imap,
+    indices,
+    select,
+    selector_width,
+    tokens,
+)
+from attnsim.rasp.core import Map, Prim, Size
+
+
+def test_aggregate_is_mean_of_selected_keys() -> None:
+    prog = aggregate(select(indices, full(2), "<"), tokens)  # keys 0, 1 for every query
+    out = evaluate(prog, [4, 6, 100], "exact")
+    assert list(out) == [5, 5, 5]
+
+
+def test_empty_selection_gives_zero() -> None:
+    prog = aggregate(select(indices, full(0), "<"), tokens)
+    assert list(evaluate(prog, [1.0, 2.0])) == [0.0, 0.0]
+
+
+def test_selector_width_counts() -> None:
+    prog = selector_width(select(indices, indices, "<="))
+    assert list(evaluate(prog, [0, 0, 0, 0], "exact")) == [1, 2, 3, 4]
+
+
+def test_transpose_index_function() -> None:
+    n = Size("n", 3)
+    refl = imap(lambda p: (p % n) * n + p // n, indices)
+    out = evaluate(aggregate(select(indices, refl, "=="), tokens), np.arange(9.0))
+    assert np.array_equal(out, np.arange(9.0).reshape(3, 3).T.reshape(-1))
+
+
+def test_three_backends_same_shape_and_types() -> None:
+    prog = apply("mul", tokens, aggregate(select(indices, full(1), "<="), tokens))
+    a = evaluate(prog, [1, 2, 3])
+    b = evaluate(prog, [1, 2, 3], "exact")
+    x = sp.symbols("x0:3")
+    c = evaluate(prog, list(x), "sympy")
+    assert a.dtype == np.float64 and b.dtype == object and c.dtype == object
+    assert a.shape == b.shape == c.shape == (3,)
+    assert isinstance(b[0], Fraction)
+    assert sp.simplify(c[2] - x[2] * (x[0] + x[1]) / 2) == 0
+
+
+def test_exp_has_no_exact_value() -> None:
+    with pytest.raises(BackendError, match="exp.*sympy"):
+        evaluate(apply("exp", tokens), [1, 2], "exact")
+
+
+@pytest.mark.parametrize("bad", [[1.0, float("nan")], [float("inf")]])
+def test_nonfinite_tokens_rejected(bad: list[float]) -> None:
+    with pytest.raises(BackendError, match="NaN/inf"):
+        evaluate(tokens, bad)
+    assert np.isnan(evaluate(tokens, [float("nan")], allow_nonfinite=True)[0])
+
+
+def test_unknown_primitive_and_wrong_input() -> None:
+    with pytest.raises(PrimitiveError, match="unknown primitive 'cosh'"):
+        Map(Prim("cosh"), tokens)
+    with pytest.raises(BackendError, match="1-D"):
+        evaluate(tokens, np.zeros((2, 2)))
+    with pytest.raises(ProgramError, match="needs an SOp"):
+        Map(Prim("neg"), "tokens")  # type: ignore[arg-type]
+    foreign = apply("neg", tokens)
+    object.__setattr__(foreign, "inner", "tokens")
+    with pytest.raises(ProgramError, match="foreign node"):
+        evaluate(foreign, [1])
+
+
+def test_cycle_is_detected() -> None:
+    a = apply("neg", tokens)
+    b = apply("neg", a)
+    object.__setattr__(a, "inner", b)
+    with pytest.raises(ProgramError, match="cycle"):
+        evaluate(b, [1])
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> object:
+    """Random small programs over tokens, indices and selectors."""
+    pool = [tokens, apply("affine", tokens, params=(2, 1))]
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["agg", "map", "width"]))
+        k = draw(st.sampled_from([indices, imap(lambda p: p // 2, indices), tokens]))
+        q = draw(st.sampled_from([indices, imap(lambda p: 3 - p, indices), full(1)]))
+        cmp = draw(st.sampled_from(["==", "<", "<=", "!=", ">", ">="]))
+        sel = select(k, q, cmp)
+        if draw(st.booleans()):
+            sel = sel & select(indices, full(draw(st.integers(0, 4))), "<")
+        v = draw(st.sampled_from(pool))
+        if kind == "agg":
+            pool.append(aggregate(sel, v))
+        elif kind == "width":
+            pool.append(apply("identity", selector_width(sel)))
+        else:
+            pool.append(apply(draw(st.sampled_from(["add", "mul", "sub", "max"])), v, draw(st.sampled_from(pool))))
+    return pool[-1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs(), st.lists(st.integers(-3, 3), min_size=1, max_size=6))
+def test_backends_agree_and_fast_equals_dense(prog: object, toks: list[int]) -> None:
+    a = evaluate(prog, toks)  # type: ignore[arg-type]
+    b = evaluate(prog, toks, "exact")  # type: ignore[arg-type]
+    d = evaluate(prog, toks, "exact", dense_only=True)  # type: ignore[arg-type]
+    c = evaluate(prog, toks, "sympy")  # type: ignore[arg-type]
+    assert list(b) == list(d)
+    assert np.allclose(a, np.array([float(x) for x in b]), atol=1e-9)
+    assert all(sp.Rational(x.numerator, x.denominator) == y for x, y in zip(b, c, strict=True))
