@@ -17,7 +17,9 @@ from attnsim import __version__
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
 
-def command(name: str, configure: Callable[[argparse.ArgumentParser], None]) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
+def command(
+    name: str, configure: Callable[[argparse.ArgumentParser], None]
+) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
     """Register a subcommand: ``configure`` adds its arguments, the decorated function runs it."""
 
     def deco(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -65,8 +67,12 @@ def verify(args: argparse.Namespace) -> int:
         colors = {"proved": "green", "passed": "cyan", "failed": "bold red", "unknown": "yellow"}
         for r in results:
             table.add_row(
-                r.id, r.method, "" if r.bound is None else str(r.bound),
-                f"[{colors[r.status]}]{r.status}[/]", f"{r.seconds:.2f}", r.detail[:160],
+                r.id,
+                r.method,
+                "" if r.bound is None else str(r.bound),
+                f"[{colors[r.status]}]{r.status}[/]",
+                f"{r.seconds:.2f}",
+                r.detail[:160],
             )
         out.print(table)
         counts = {s: sum(r.status == s for r in results) for s in ("proved", "passed", "failed", "unknown")}
@@ -76,8 +82,18 @@ def verify(args: argparse.Namespace) -> int:
 
 
 # -- entry point -------------------------------------------------------------------------------
+# Modules that define further subcommands with @command (each issue adds its own line).
+COMMAND_MODULES: tuple[str, ...] = ()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="attnsim", description="Universal simulators of attention, proven three ways.")
+    import importlib
+
+    for mod in COMMAND_MODULES:
+        importlib.import_module(mod)
+    parser = argparse.ArgumentParser(
+        prog="attnsim", description="Universal simulators of attention, proven three ways."
+    )
     parser.add_argument("--version", action="version", version=f"attnsim {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True)
     for name, (configure, fn) in COMMANDS.items():

@@ -5,9 +5,9 @@ Each lemma module is short, named after the lemma, and exposes a factory returni
 Importing this package registers every lemma's obligations (see ``obligations.py``).
 """
 
+from attnsim.lemmas import obligations as _obligations  # noqa: F401  (registers providers)
 from attnsim.lemmas.base import Construction, ConstructionError
 from attnsim.lemmas.matmul import matmul, matmul_ref
 from attnsim.lemmas.transpose import transpose, transpose_ref
-from attnsim.lemmas import obligations as _obligations  # noqa: F401  (registers providers)
 
 __all__ = ["Construction", "ConstructionError", "matmul", "matmul_ref", "transpose", "transpose_ref"]

@@ -104,7 +104,9 @@ class Construction:
         if backend not in BACKENDS:
             raise ConstructionError(f"unknown backend {backend!r}; use one of {BACKENDS}")
         if len(operands) != len(self.inputs):
-            raise ConstructionError(f"{self.name} takes {len(self.inputs)} operand(s) ({', '.join(self.inputs)}), got {len(operands)}")
+            raise ConstructionError(
+                f"{self.name} takes {len(self.inputs)} operand(s) ({', '.join(self.inputs)}), got {len(operands)}"
+            )
         out = []
         for nm, x in zip(self.inputs, operands, strict=True):
             a = to_backend(x, backend, nm)
@@ -125,7 +127,9 @@ class Construction:
     def run(self, *operands: Any, backend: str = "numpy") -> np.ndarray:
         """Run the program and decode the result (float64 or dtype object)."""
         if backend == "exact" and not self.exact:
-            raise ConstructionError(f"{self.name} uses irrational primitives (exp...): no exact backend; use backend='sympy'")
+            raise ConstructionError(
+                f"{self.name} uses irrational primitives (exp...): no exact backend; use backend='sympy'"
+            )
         seq = self.encode(*operands, backend=backend)
         try:
             out = evaluate(self.program, seq, backend)
@@ -199,7 +203,9 @@ def first_difference(got: np.ndarray, want: np.ndarray, simplify: Callable[[Any]
     return None
 
 
-def sympy_check(make: Callable[[], Construction], simplify: Callable[[Any], Any] | None = None) -> Callable[[float], Outcome]:
+def sympy_check(
+    make: Callable[[], Construction], simplify: Callable[[Any], Any] | None = None
+) -> Callable[[float], Outcome]:
     """Check: on symbolic operands, run(..., 'sympy') - reference simplifies to 0 everywhere."""
 
     def check(timeout: float) -> Outcome:
@@ -259,9 +265,7 @@ def numeric_check(
     return check
 
 
-def intent_obligations(
-    cid: str, paper_ref: str, make: Callable[[], Construction], bound: int = 8
-) -> list[Obligation]:
+def intent_obligations(cid: str, paper_ref: str, make: Callable[[], Construction], bound: int = 8) -> list[Obligation]:
     """One Z3 obligation per selector intent of the construction (parametric or bounded)."""
     con = make()
     obs = []
@@ -308,7 +312,7 @@ def layout_obligation(cid: str, paper_ref: str, make: Callable[[], Construction]
         "Proposition 1",
         "z3-parametric",
         check,
-        statement="every block is injective (row-major), blocks of one channel are disjoint, all lie inside the sequence",
+        statement="every block is injective (row-major), blocks of one channel are disjoint, all lie in the sequence",
     )
 
 
@@ -358,12 +362,32 @@ def standard_obligations(
     con = make()
     tag = "-".join(f"{k}{v}" for k, v in sorted(con.sizes.items())) or "0"
     if sympy_sizes:
-        obs.append(Obligation(f"{cid}/sympy/{tag}", cid, paper_ref, "sympy", sympy_check(make), "program == reference on symbols"))
+        obs.append(
+            Obligation(
+                f"{cid}/sympy/{tag}", cid, paper_ref, "sympy", sympy_check(make), "program == reference on symbols"
+            )
+        )
     if exact and con.exact:
-        obs.append(Obligation(f"{cid}/exact/{tag}", cid, paper_ref, "exact", exact_check(make), "program == reference on random rationals"))
+        obs.append(
+            Obligation(
+                f"{cid}/exact/{tag}",
+                cid,
+                paper_ref,
+                "exact",
+                exact_check(make),
+                "program == reference on random rationals",
+            )
+        )
     if numeric_tol is not None:
         obs.append(
-            Obligation(f"{cid}/numeric/{tag}", cid, paper_ref, "numeric", numeric_check(make, numeric_tol), f"float64 within {numeric_tol:g}")
+            Obligation(
+                f"{cid}/numeric/{tag}",
+                cid,
+                paper_ref,
+                "numeric",
+                numeric_check(make, numeric_tol),
+                f"float64 within {numeric_tol:g}",
+            )
         )
     return obs
 

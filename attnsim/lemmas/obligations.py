@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable
 
+from attnsim.lemmas.base import intent_obligations, layout_obligation, standard_obligations
 from attnsim.lemmas.matmul import PAPER_REF as MATMUL_REF
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import PAPER_REF as TRANSPOSE_REF
 from attnsim.lemmas.transpose import transpose
-from attnsim.lemmas.base import intent_obligations, layout_obligation, standard_obligations
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import provider
 
@@ -20,8 +21,10 @@ def transpose_obligations() -> Iterable[Obligation]:
     yield from intent_obligations("transpose", ref, lambda: transpose(2, 3, heads=2))
     yield layout_obligation("transpose", ref, lambda: transpose(2, 3, heads=2))
     for r, c in itertools.product((1, 2, 3), repeat=2):
-        yield from standard_obligations("transpose", ref, lambda r=r, c=c: transpose(r, c), numeric_tol=0.0)
-    yield from standard_obligations("transpose", ref, lambda: transpose(64, 64), sympy_sizes=False, exact=False, numeric_tol=0.0)
+        yield from standard_obligations("transpose", ref, functools.partial(transpose, r, c), numeric_tol=0.0)
+    yield from standard_obligations(
+        "transpose", ref, lambda: transpose(64, 64), sympy_sizes=False, exact=False, numeric_tol=0.0
+    )
 
 
 @provider
@@ -30,6 +33,6 @@ def matmul_obligations() -> Iterable[Obligation]:
     yield from intent_obligations("matmul", ref, lambda: matmul(2, 3, 2, heads=2))
     yield layout_obligation("matmul", ref, lambda: matmul(2, 3, 2, heads=2))
     for r, k, c in itertools.product((1, 2, 3), repeat=3):
-        yield from standard_obligations("matmul", ref, lambda r=r, k=k, c=c: matmul(r, k, c))
+        yield from standard_obligations("matmul", ref, functools.partial(matmul, r, k, c))
     yield from standard_obligations("matmul", ref, lambda: matmul(4, 4, 4), exact=False, numeric_tol=None)
     yield from standard_obligations("matmul", ref, lambda: matmul(64, 64, 64), sympy_sizes=False, exact=False)

@@ -10,6 +10,7 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from typing import Any
 from multiprocessing.connection import Connection
 
 from attnsim.proofs.obligation import Obligation, Outcome, Result, status_of
@@ -26,7 +27,16 @@ def run_inline(ob: Obligation, timeout: float) -> Result:
 
 
 def _result(ob: Obligation, out: Outcome, seconds: float) -> Result:
-    return Result(ob.id, ob.construction, ob.paper_ref, ob.method, ob.bound, status_of(ob.method, out), round(seconds, 4), out.detail)
+    return Result(
+        ob.id,
+        ob.construction,
+        ob.paper_ref,
+        ob.method,
+        ob.bound,
+        status_of(ob.method, out),
+        round(seconds, 4),
+        out.detail,
+    )
 
 
 def _child(ob: Obligation, timeout: float, conn: Connection) -> None:
@@ -57,7 +67,7 @@ def run_all(
         return res
     ctx = mp.get_context("fork")
     pending = list(enumerate(obs))
-    running: dict[int, tuple[mp.process.BaseProcess, Connection, float, Obligation]] = {}
+    running: dict[int, tuple[Any, Connection, float, Obligation]] = {}
     results: dict[int, Result] = {}
     while pending or running:
         while pending and len(running) < jobs:

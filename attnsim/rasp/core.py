@@ -213,7 +213,7 @@ class SOp(RASPExpr):
 
     @property
     def encoding(self) -> str:
-        return self._encoding  # type: ignore[attr-defined,no-any-return]
+        return self._encoding  # type: ignore[attr-defined]
 
     def named(self, label: str) -> SOp:
         super().named(label)

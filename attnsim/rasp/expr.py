@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-
 _ARITH = ("+", "-", "*", "div", "mod", "min", "max")
 _CMP = ("==", "!=", "<", "<=", ">", ">=")
 _BOOL = ("and", "or")

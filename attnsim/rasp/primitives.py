@@ -159,12 +159,8 @@ register(
     "max(x, 0)",
 )
 register("abs", 1, "relu-exact", np.abs, abs, lambda x: _sp().Abs(x), "|x|")
-register(
-    "max", 2, "relu-exact", np.maximum, lambda x, y: max(x, y), lambda x, y: _sp().Max(x, y), "max(x, y)"
-)
-register(
-    "min", 2, "relu-exact", np.minimum, lambda x, y: min(x, y), lambda x, y: _sp().Min(x, y), "min(x, y)"
-)
+register("max", 2, "relu-exact", np.maximum, lambda x, y: max(x, y), lambda x, y: _sp().Max(x, y), "max(x, y)")
+register("min", 2, "relu-exact", np.minimum, lambda x, y: min(x, y), lambda x, y: _sp().Min(x, y), "min(x, y)")
 register("mul", 2, "generalized", lambda x, y: x * y, lambda x, y: x * y, lambda x, y: x * y, "x * y")
 register("square", 1, "generalized", lambda x: x * x, lambda x: x * x, lambda x: x * x, "x^2")
 register("reciprocal", 1, "generalized", _np_recip, _exact_recip, lambda x: 1 / x, "1/x")
@@ -203,7 +199,11 @@ register(
     "generalized",
     lambda c, x: np.where(c != 0, x, 0.0),
     lambda c, x: x if c != 0 else Fraction(0),
-    lambda c, x: _sp().Piecewise((x, _sp().Ne(c, 0)), (0, True)) if not _sp().sympify(c).is_number else (x if c != 0 else _sp().Integer(0)),
+    lambda c, x: (
+        _sp().Piecewise((x, _sp().Ne(c, 0)), (0, True))
+        if not _sp().sympify(c).is_number
+        else (x if c != 0 else _sp().Integer(0))
+    ),
     "x if c != 0 else 0 (c a 0/1 flag; exact with ReLU only given a bound on |x|)",
 )
 register(
@@ -212,6 +212,8 @@ register(
     "generalized",
     lambda c, x, y: np.where(c != 0, x, y),
     lambda c, x, y: x if c != 0 else y,
-    lambda c, x, y: (x if c != 0 else y) if _sp().sympify(c).is_number else _sp().Piecewise((x, _sp().Ne(c, 0)), (y, True)),
+    lambda c, x, y: (
+        (x if c != 0 else y) if _sp().sympify(c).is_number else _sp().Piecewise((x, _sp().Ne(c, 0)), (y, True))
+    ),
     "x if c != 0 else y (c a 0/1 flag)",
 )

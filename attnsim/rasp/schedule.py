@@ -93,7 +93,11 @@ def cost(program: C.SOp | Sequence[C.SOp], positions: int | None = None) -> Cost
         elif isinstance(node, (C.Map, C.SequenceMap)):
             prims[lyr] += 1
             d = 1 + max(
-                (depth_in.get(id(a), 0) for a in node.args if layer[id(a)] == lyr and isinstance(a, (C.Map, C.SequenceMap))),
+                (
+                    depth_in.get(id(a), 0)
+                    for a in node.args
+                    if layer[id(a)] == lyr and isinstance(a, (C.Map, C.SequenceMap))
+                ),
                 default=0,
             )
             depth_in[id(node)] = d

@@ -69,9 +69,7 @@ class ExactArith(Arithmetic):
 
     def _apply(self, prim: P.Primitive, params: tuple[Any, ...], args: list[np.ndarray]) -> np.ndarray:
         if prim.exact is None:
-            raise BackendError(
-                f"primitive {prim.name!r} has no exact (rational) value; use backend='sympy'"
-            )
+            raise BackendError(f"primitive {prim.name!r} has no exact (rational) value; use backend='sympy'")
         fn = prim.exact
         try:
             return _obj([Fraction(fn(*xs, *params)) for xs in zip(*args, strict=True)])

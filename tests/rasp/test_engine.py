@@ -61,7 +61,7 @@ def test_three_backends_same_shape_and_types() -> None:
 
 
 def test_exp_has_no_exact_value() -> None:
-    with pytest.raises(BackendError, match="exp.*sympy"):
+    with pytest.raises(BackendError, match=r"exp.*sympy"):
         evaluate(apply("exp", tokens), [1, 2], "exact")
 
 
