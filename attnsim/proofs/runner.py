@@ -10,8 +10,8 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
 from multiprocessing.connection import Connection
+from typing import Any
 
 from attnsim.proofs.obligation import Obligation, Outcome, Result, status_of
 
