@@ -12,7 +12,10 @@ from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import PAPER_REF as TRANSPOSE_REF
 from attnsim.lemmas.transpose import transpose
 from attnsim.proofs.obligation import Obligation
-from attnsim.proofs.registry import provider
+from attnsim.proofs.registry import provider, register_construction
+
+register_construction("transpose", TRANSPOSE_REF, lambda: transpose(2, 3))
+register_construction("matmul", MATMUL_REF, lambda: matmul(2, 3, 2))
 
 
 @provider

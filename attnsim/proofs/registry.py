@@ -18,6 +18,26 @@ CATALOG = (
 )
 
 
+_CONSTRUCTIONS: dict[str, tuple[str, Callable[[], object]]] = {}
+
+
+def register_construction(name: str, paper_ref: str, example: Callable[[], object]) -> None:
+    """Declare a construction (by the id prefix its obligations use) with a small example factory.
+
+    Mutation testing, the audit, the report and the compiler iterate over these.
+    """
+    if name in _CONSTRUCTIONS:
+        raise ObligationError(f"construction {name!r} registered twice")
+    _CONSTRUCTIONS[name] = (paper_ref, example)
+
+
+def constructions() -> dict[str, tuple[str, Callable[[], object]]]:
+    """name -> (paper_ref, example factory), for every registered construction."""
+    for mod in CATALOG:
+        importlib.import_module(mod)
+    return dict(_CONSTRUCTIONS)
+
+
 def provider(fn: Provider) -> Provider:
     """Decorator: ``fn()`` yields this module's obligations when verify asks for them."""
     _PROVIDERS.append(fn)
