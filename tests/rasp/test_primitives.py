@@ -30,12 +30,15 @@ def test_three_meanings_agree(name: str) -> None:
     ps = _params(prim)
     assert prim.realization in P.REALIZATIONS
     for xs in _args(prim):
-        if name in ("reciprocal",) and xs[0] == 0 or name == "div" and xs[1] == 0:
+        if (name in ("reciprocal",) and xs[0] == 0) or (name == "div" and xs[1] == 0):
             continue
         if name == "sqrt" and xs[0] < 0:
             continue
         num = float(prim.numpy(*(np.array([float(x)]) for x in xs), *(float(p) for p in ps))[0])
-        sym = prim.sympy(*(sp.Rational(x.numerator, x.denominator) for x in xs), *(sp.Rational(p.numerator, p.denominator) for p in ps))
+        sym = prim.sympy(
+            *(sp.Rational(x.numerator, x.denominator) for x in xs),
+            *(sp.Rational(p.numerator, p.denominator) for p in ps),
+        )
         assert math.isclose(num, float(sp.N(sym, 30)), rel_tol=1e-12, abs_tol=1e-12), (name, xs)
         if prim.exact is not None:
             try:
