@@ -8,6 +8,7 @@ the chosen backend and decodes the result block.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.proofs import z3sel
+from attnsim.proofs import decode, z3sel
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -275,16 +276,7 @@ def intent_obligations(cid: str, paper_ref: str, make: Callable[[], Construction
         def check(timeout: float, name: str = it.name) -> Outcome:
             c = make()
             intent = next(i for i in c.intents if i.name == name)
-            return z3sel.prove_selector(
-                intent.selector,
-                intent.intent,
-                queries=intent.queries,
-                length=c.layout.length,
-                assumptions=intent.assumptions,
-                minimum=dict(intent.minimum),
-                bound=None if intent.parametric else bound,
-                timeout=timeout,
-            )
+            return check_intent(intent, c.layout, timeout=timeout, bound=None if intent.parametric else bound)
 
         obs.append(
             Obligation(
@@ -298,6 +290,58 @@ def intent_obligations(cid: str, paper_ref: str, make: Callable[[], Construction
             )
         )
     return obs
+
+
+def check_intent(intent: Intent, layout: Layout, *, timeout: float = 10.0, bound: int | None = None) -> Outcome:
+    """Prove one intent: for all sizes by decoding positions (``bound`` None), else every size <= bound.
+
+    A failure names the sizes, the query and key positions and the matrix entries they hold.
+    """
+    try:
+        s_expr = z3sel.selector_expr(intent.selector).substitute({"length": layout.length})
+    except z3sel.NotStructural as exc:
+        return Outcome.bad(str(exc))
+    explain = decode.selector_explainer(s_expr, intent.intent, layout, layout.length, intent.queries)
+    t0 = time.perf_counter()
+    if bound is None:
+        out = decode.prove_intent(
+            s_expr,
+            intent.intent,
+            queries=intent.queries,
+            layout=layout,
+            assumptions=intent.assumptions,
+            minimum=dict(intent.minimum),
+            timeout=timeout,
+        )
+        if out is not None and out.ok is not None:
+            return out
+        left = timeout - (time.perf_counter() - t0)
+        if left <= 0.05:
+            return out or Outcome.unknown("timeout")
+        plain = z3sel.prove_selector(
+            intent.selector,
+            intent.intent,
+            queries=intent.queries,
+            length=layout.length,
+            assumptions=intent.assumptions,
+            minimum=dict(intent.minimum),
+            timeout=left,
+            explain=explain,
+        )
+        if plain.ok is None and out is not None:
+            return Outcome.unknown(f"{out.detail}; plain Z3: {plain.detail}")
+        return plain
+    return z3sel.prove_selector(
+        intent.selector,
+        intent.intent,
+        queries=intent.queries,
+        length=layout.length,
+        assumptions=intent.assumptions,
+        minimum=dict(intent.minimum),
+        bound=bound,
+        timeout=timeout,
+        explain=explain,
+    )
 
 
 def layout_obligation(cid: str, paper_ref: str, make: Callable[[], Construction]) -> Obligation:
@@ -317,35 +361,48 @@ def layout_obligation(cid: str, paper_ref: str, make: Callable[[], Construction]
 
 
 def prove_layout(layout: Layout, timeout: float = 10.0) -> Outcome:
-    """Injective, disjoint, in range: for all values of the size symbols."""
-    h1, i1, j1, h2, i2, j2 = (E.Var(n) for n in ("h1", "i1", "j1", "h2", "i2", "j2"))
+    """Injective, disjoint, in range: for all values of the size symbols.
+
+    Positions are decoded into block coordinates (:mod:`attnsim.proofs.decode`), so each claim
+    is a small Z3 query over coordinates and sizes.
+    """
+    p1, p2 = E.Var("p1"), E.Var("p2")
     blocks = list(layout)
+    t0 = time.perf_counter()
+    used: set[str] = set()
+
+    def left() -> float:
+        return max(0.05, timeout - (time.perf_counter() - t0))
+
+    def run(goal: E.Expr, *decodes: decode.Decode) -> Outcome:
+        res = decode.prove(goal, decode=list(decodes), timeout=left())
+        used.update(decode.lemmas_in(res.detail))
+        return res
+
     for a_ix, a in enumerate(blocks):
-        rng1 = _in_shape(a, h1, i1, j1)
-        pa = a.position(i1, j1, h1)
-        # in range
-        res = z3sel.prove((pa >= 0) & (pa < layout.length), (rng1,), timeout=timeout)
+        one = decode.Decode("p1", (a,), cover=True)
+        res = run((p1 >= 0) & (p1 < layout.length), one)
         if res.ok is not True:
             return Outcome(res.ok, f"block {a.name} leaves the sequence: {res.detail}")
-        # injective
-        rng2 = _in_shape(a, h2, i2, j2)
-        same = pa.eq(a.position(i2, j2, h2))
-        goal = E.Not(same) | (h1.eq(h2) & i1.eq(i2) & j1.eq(j2))
-        res = z3sel.prove(goal, (rng1 & rng2,), timeout=timeout)
+        # injective: equal positions of in-range coordinates have equal coordinates
+        c1, c2 = (tuple(E.Var(f"{n}{s}") for n in ("h", "i", "j")) for s in (1, 2))
+        ext = {f"{n}{s}": x for s in (1, 2) for n, x in zip(("h", "i", "j"), (a.stack, a.rows, a.cols), strict=True)}
+        same = a.position(c1[1], c1[2], c1[0]).eq(a.position(c2[1], c2[2], c2[0]))
+        goal = E.Not(same) | (c1[0].eq(c2[0]) & c1[1].eq(c2[1]) & c1[2].eq(c2[2]))
+        res = decode.prove(goal, coords=ext, timeout=left())
+        used.update(decode.lemmas_in(res.detail))
         if res.ok is not True:
             return Outcome(res.ok, f"block {a.name} not injective: {res.detail}")
         for b in blocks[a_ix + 1 :]:
             if b.channel != a.channel:
                 continue
-            pb = b.position(i2, j2, h2)
-            res = z3sel.prove(E.Not(pa.eq(pb)), (rng1 & _in_shape(b, h2, i2, j2),), timeout=timeout)
+            res = run(E.Not(p1.eq(p2)), one, decode.Decode("p2", (b,), cover=True))
             if res.ok is not True:
                 return Outcome(res.ok, f"blocks {a.name} and {b.name} overlap: {res.detail}")
-    return Outcome.good(f"{len(blocks)} blocks injective, disjoint and in range for all sizes")
-
-
-def _in_shape(b: Block, h: E.Expr, i: E.Expr, j: E.Expr) -> E.Expr:
-    return (h >= 0) & (h < b.stack) & (i >= 0) & (i < b.rows) & (j >= 0) & (j < b.cols)
+    lemmas = ", ".join(decode.LEMMAS[n].id for n in sorted(used))
+    return Outcome.good(
+        f"{len(blocks)} blocks injective, disjoint and in range for all sizes (decoded coordinates; lemmas: {lemmas})"
+    )
 
 
 def standard_obligations(

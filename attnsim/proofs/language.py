@@ -1,7 +1,8 @@
 """The language's own obligations.
 
 * ``rasp/z3-parametric/*``: the div/mod decoding lemmas that every layout relies on, for all
-  sizes (Z3 with quotient/remainder variables);
+  sizes (Z3 with quotient/remainder variables); the decoding prover
+  (:mod:`attnsim.proofs.decode`) assumes instances of these and only these;
 * ``rasp/exact/fastpath-*``: the engine's fast paths (gather, block mean, key/query masks,
   selector width) equal the dense semantics, exhaustively on small cases, in exact arithmetic.
 """
@@ -13,50 +14,34 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from attnsim.proofs import z3sel
+from attnsim.proofs import decode, z3sel
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import provider
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.engine import evaluate
+from attnsim.rasp.layout import Block
 
 PAPER = "Definition (GAHAT-RASP semantics)"
 
 
-def _lemmas() -> list[tuple[str, str, E.Expr, tuple[E.Expr, ...]]]:
-    p, a, b, x, y = (E.Var(s) for s in ("p", "a", "b", "x", "y"))
-    nn, mm = C.Size("n", 1), C.Size("m", 1)
-    return [
-        (
-            "divmod-recompose",
-            "p = (p div n) n + p mod n and 0 <= p mod n < n, for n >= 1",
-            ((p // nn) * nn + p % nn).eq(p) & (p % nn >= 0) & (p % nn < nn),
-            (),
-        ),
-        (
-            "divmod-unique",
-            "a n + x = b n + y with 0 <= x, y < n implies a = b and x = y",
-            a.eq(b) & x.eq(y),
-            ((a * nn + x).eq(b * nn + y), x >= 0, x < nn, y >= 0, y < nn),
-        ),
-        (
-            "decode-position",
-            "for 0 <= j < n: (i n + j) div n = i and (i n + j) mod n = j",
-            ((a * nn + x) // nn).eq(a) & ((a * nn + x) % nn).eq(x),
-            (x >= 0, x < nn),
-        ),
-        ("row-bound", "0 <= p < m n implies 0 <= p div n < m", (p // nn >= 0) & (p // nn < mm), (p >= 0, p < mm * nn)),
-        (
-            "reflect-involution",
-            "reflected(p) = (p mod n) n + p div n is an involution on [0, n^2)",
-            (((p % nn) * nn + p // nn) % nn * nn + ((p % nn) * nn + p // nn) // nn).eq(p),
-            (p >= 0, p < nn * nn),
-        ),
-    ]
-
-
 def _lemma_check(goal: E.Expr, assume: tuple[E.Expr, ...]) -> Callable[[float], Outcome]:
     return lambda timeout: z3sel.prove(goal, assume, timeout=timeout)
+
+
+def _reflect_check(timeout: float) -> Outcome:
+    """reflected(reflected(p)) = p on [0, n^2): decode p = a n + b (0 <= a, b < n), then div/mod rewrite."""
+    p, nn = E.Var("p"), C.Size("n", 1)
+
+    def refl(x: E.Expr) -> E.Expr:
+        return (x % nn) * nn + x // nn
+
+    square = Block.of("square", 0, nn, nn)
+    return decode.prove(
+        refl(refl(p)).eq(p),
+        decode=[decode.Decode("p", (square,), cover=True, ranges=(p >= 0, p < nn * nn))],
+        timeout=timeout,
+    )
 
 
 def _fastpath_cases() -> list[tuple[str, Callable[[], C.SOp]]]:
@@ -101,10 +86,16 @@ def _fastpath_check(make: Callable[[], C.SOp], max_len: int = 6) -> Callable[[fl
 
 @provider
 def obligations() -> Iterable[Obligation]:
-    for name, statement, goal, assume in _lemmas():
-        yield Obligation(
-            f"rasp/z3-parametric/{name}", "rasp", PAPER, "z3-parametric", _lemma_check(goal, assume), statement
-        )
+    for lm in decode.LEMMAS.values():
+        yield Obligation(lm.id, "rasp", PAPER, "z3-parametric", _lemma_check(lm.goal, lm.assumptions), lm.statement)
+    yield Obligation(
+        "rasp/z3-parametric/reflect-involution",
+        "rasp",
+        PAPER,
+        "z3-parametric",
+        _reflect_check,
+        "reflected(p) = (p mod n) n + p div n is an involution on [0, n^2)",
+    )
     for name, make in _fastpath_cases():
         yield Obligation(
             f"rasp/exact/fastpath-{name}",

@@ -11,6 +11,9 @@ for (q, k, sizes) where they differ:
 * ``unknown``-> unknown (never proved).
 
 div/mod become fresh quotient/remainder variables (see :class:`attnsim.rasp.expr.Z3Translator`).
+This direct translation decides bounded claims and small parametric ones; parametric selector
+intents go through :mod:`attnsim.proofs.decode` first (positions decoded into matrix
+coordinates), which turns the nonlinear question into small, mostly linear ones.
 """
 
 from __future__ import annotations

@@ -1,0 +1,933 @@
+"""Compositional Z3 proofs of selector intents, for all sizes, by decoding positions.
+
+Z3 alone often answers ``unknown`` on selector intents: symbolic sizes make the index
+arithmetic nonlinear, and div/mod by a symbolic divisor is hard.  We first rewrite the question
+into the matrix coordinates the layout gives it, using only instances of proven lemmas
+(:data:`LEMMAS`, registered as ``rasp/z3-parametric/<name>`` by :mod:`attnsim.proofs.language`):
+
+1. **decode** (``block-decode``, ``block-position``): a position constrained to a
+   :class:`Block` is replaced by ``block.position(i, j, h)`` over fresh coordinates with
+   ``0 <= coord < extent``; a key position is case-split into "inside block B" (decoded
+   likewise) for every block whose membership test the intent uses, and "outside all of them";
+   the case decides those membership tests;
+2. **div/mod** (``decode-position``): ``(X d + Y) div d -> X`` and ``mod -> Y`` once
+   ``d >= 1`` and ``0 <= Y < d`` are shown by interval bounds;
+3. **refine** (``divmod-recompose``, ``row-bound``): a coordinate ``v`` in ``[0, M d)`` that is
+   divided by ``d`` becomes ``a d + b`` with ``0 <= a < M``, ``0 <= b < d``;
+4. **digits** (``divmod-unique``): ``X1 d + Y1 = X2 d + Y2`` with both ``Y`` in ``[0, d)``
+   becomes ``X1 = X2 and Y1 = Y2``; ``(P div d) = t`` becomes ``t d <= P < t d + d``
+   (``div-characterization``);
+5. **bounds**: every compared polynomial T over coordinates gets the facts ``lb <= T <= ub``.
+
+*Interval bounds* are a sound procedure, not a lemma: every coordinate lies in
+``[0, extent)``, every size is ``>= its minimum``, a term with a positive coefficient is at most
+its value at the coordinates' maxima (and >= 0), and a polynomial in the sizes is non-negative
+when all its coefficients are after shifting each size by its minimum.
+
+Each case left is a small Z3 query, first with every product of unknowns abstracted to a fresh
+variable (linear: ``unsat`` there is ``unsat`` here), then in full.  Every case ``unsat`` ->
+proved for all sizes; a ``sat`` model (shrunk to sizes <= 2, 3, 4 or 8 when possible) is
+re-evaluated on the original, unrewritten formulas and, when it really violates them, reported
+as a counterexample in matrix coordinates; anything else is ``unknown``, never proved.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy as sp
+import sympy.tensor.tensor  # SymPy imports it lazily on the first Add (0.4 s): do it once, at import
+import z3
+
+from attnsim.proofs.obligation import Outcome
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.rasp.layout import Block, Layout
+
+Q, K = E.Var("q"), E.Var("k")
+
+
+# -- the lemmas an instance of which a proof may use -------------------------------------------
+@dataclass(frozen=True)
+class Lemma:
+    """A universally quantified fact over integers (sizes >= 1), proven once by Z3."""
+
+    name: str
+    statement: str
+    goal: E.Expr
+    assumptions: tuple[E.Expr, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return f"rasp/z3-parametric/{self.name}"
+
+
+def _make_lemmas() -> dict[str, Lemma]:
+    p, a, b, x, y, o = (E.Var(s) for s in ("p", "a", "b", "x", "y", "o"))
+    nn, mm = C.Size("n", 1), C.Size("m", 1)
+    hh, rr, cc = C.Size("H", 1), C.Size("R", 1), C.Size("C", 1)
+    rel = p - o
+    h, i, j = rel // cc // rr, rel // cc % rr, rel % cc
+    return {
+        lm.name: lm
+        for lm in (
+            Lemma(
+                "divmod-recompose",
+                "p = (p div n) n + p mod n and 0 <= p mod n < n, for n >= 1",
+                ((p // nn) * nn + p % nn).eq(p) & (p % nn >= 0) & (p % nn < nn),
+            ),
+            Lemma(
+                "divmod-unique",
+                "a n + x = b n + y with 0 <= x, y < n implies a = b and x = y",
+                a.eq(b) & x.eq(y),
+                ((a * nn + x).eq(b * nn + y), x >= 0, x < nn, y >= 0, y < nn),
+            ),
+            Lemma(
+                "decode-position",
+                "for 0 <= j < n: (i n + j) div n = i and (i n + j) mod n = j",
+                ((a * nn + x) // nn).eq(a) & ((a * nn + x) % nn).eq(x),
+                (x >= 0, x < nn),
+            ),
+            Lemma(
+                "block-position",
+                "for 0 <= h < H, 0 <= i < R, 0 <= j < C: o <= o + (h R + i) C + j < o + H R C",
+                (o + (a * rr + b) * cc + x >= o) & (o + (a * rr + b) * cc + x < o + hh * rr * cc),
+                (a >= 0, a < hh, b >= 0, b < rr, x >= 0, x < cc),
+            ),
+            Lemma(
+                "div-characterization",
+                "for n >= 1: p div n = a if and only if a n <= p < a n + n",
+                (p // nn).eq(a).eq((a * nn <= p) & (p < a * nn + nn)),
+            ),
+            Lemma(
+                "row-bound",
+                "0 <= p < m n implies 0 <= p div n < m",
+                (p // nn >= 0) & (p // nn < mm),
+                (p >= 0, p < mm * nn),
+            ),
+            Lemma(
+                "block-decode",
+                "o <= p < o + H R C implies p = o + (h R + i) C + j for the coordinates "
+                "h = (p-o) div C div R < H, i = (p-o) div C mod R < R, j = (p-o) mod C < C, all >= 0",
+                (h >= 0) & (h < hh) & (i >= 0) & (i < rr) & (j >= 0) & (j < cc) & p.eq(o + (h * rr + i) * cc + j),
+                (p >= o, p < o + hh * rr * cc),
+            ),
+        )
+    }
+
+
+LEMMAS: dict[str, Lemma] = _make_lemmas()
+
+
+# -- expressions <-> SymPy polynomials ---------------------------------------------------------
+class _Refine(Exception):
+    """Restart with coordinate ``var`` split as ``a * d + b``."""
+
+    def __init__(self, var: str, d: sp.Expr) -> None:
+        super().__init__(var)
+        self.var, self.d = var, d
+
+
+@dataclass
+class _Ctx:
+    """Symbols of one case: sizes (with minimum), coordinates (with extent), opaque atoms."""
+
+    minimum: dict[str, int]
+    sizes: dict[str, E.Expr] = field(default_factory=dict)  # name -> Size node
+    extents: dict[str, sp.Expr] = field(default_factory=dict)  # coordinate -> exclusive upper bound
+    atoms: dict[str, E.Expr] = field(default_factory=dict)  # fingerprint -> node
+    atom_syms: dict[str, sp.Symbol] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
+    rewrites: int = 0
+    memo: dict[int, E.Expr] = field(default_factory=dict)
+    interned: dict[tuple[Any, ...], E.Expr] = field(default_factory=dict)
+    sides: dict[sp.Expr, sp.Expr] = field(default_factory=dict)
+    nonneg_memo: dict[sp.Expr, bool] = field(default_factory=dict)
+    sym_memo: dict[int, sp.Expr] = field(default_factory=dict)
+    keep: list[E.Expr] = field(default_factory=list)
+
+    def sym(self, name: str) -> sp.Symbol:
+        return sp.Symbol(name, integer=True)
+
+    def to_sym(self, e: E.Expr) -> sp.Expr:
+        got = self.sym_memo.get(id(e))
+        if got is None:
+            got = self.sym_memo[id(e)] = self._to_sym(e)
+            self.keep.append(e)
+        return got
+
+    def _to_sym(self, e: E.Expr) -> sp.Expr:
+        if isinstance(e, C.Size):
+            self.sizes[e.name] = e
+            return self.sym(e.name)
+        if isinstance(e, E.Var):
+            return self.sym(e.name)
+        if isinstance(e, E.Const):
+            return sp.Integer(e.value)
+        if isinstance(e, E.BinOp) and e.op in ("+", "-", "*"):
+            a, b = self.to_sym(e.a), self.to_sym(e.b)
+            return sp.expand(a + b if e.op == "+" else a - b if e.op == "-" else a * b)
+        fp = E.render(e)
+        if fp not in self.atom_syms:
+            s = sp.Symbol(f"atom{len(self.atom_syms)}", integer=True)
+            self.atom_syms[fp] = s
+            self.atoms[s.name] = e
+        return self.atom_syms[fp]
+
+    def to_expr(self, s: sp.Expr) -> E.Expr:
+        s = sp.expand(s)
+        if s.is_Integer:
+            return E.Const(int(s))
+        if s.is_Symbol:
+            name = s.name
+            if name in self.atoms:
+                return self.atoms[name]
+            if name in self.sizes:
+                return self.sizes[name]
+            return E.Var(name)
+        if s.is_Add:
+            terms = [self.to_expr(t) for t in s.args]
+            out = terms[0]
+            for t in terms[1:]:
+                out = out + t
+            return out
+        if s.is_Mul:
+            facs = [self.to_expr(t) for t in s.args]
+            out = facs[0]
+            for f in facs[1:]:
+                out = out * f
+            return out
+        if s.is_Pow and s.exp.is_Integer and int(s.exp) >= 1:
+            base = self.to_expr(s.base)
+            out = base
+            for _ in range(int(s.exp) - 1):
+                out = out * base
+            return out
+        raise ValueError(f"cannot turn {s} into an index expression")
+
+    # interval bounds ---------------------------------------------------------------------
+    def bound(self, p: sp.Expr, upper: bool) -> sp.Expr | None:
+        """A polynomial in the sizes bounding ``p`` from above (or below), or None."""
+        p = sp.expand(p)
+        out = sp.Integer(0)
+        for t in sp.Add.make_args(p):
+            coeff, rest = t.as_coeff_Mul()
+            if not coeff.is_Rational:
+                return None
+            powers = rest.as_powers_dict() if rest != 1 else {}
+            coords = {}
+            size_part = sp.Integer(1)
+            for base, ex in powers.items():
+                if not (base.is_Symbol and ex.is_Integer and int(ex) >= 1):
+                    return None
+                if base.name in self.extents:
+                    coords[base] = int(ex)
+                elif base.name in self.sizes:
+                    size_part *= base**ex
+                else:
+                    return None  # an atom or a free variable: no bound
+            if not coords:
+                out += coeff * size_part
+                continue
+            if (coeff > 0) == upper:
+                val = sp.Integer(1)
+                for v, ex in coords.items():
+                    val *= (self.extents[v.name] - 1) ** ex
+                out += coeff * size_part * val
+            # else: the term has the sign opposite to the bound sought; 0 bounds it
+        return sp.expand(out)
+
+    def nonneg(self, p: sp.Expr) -> bool:
+        """p (a polynomial in the sizes) >= 0 whenever every size >= its minimum (sufficient test)."""
+        p = sp.expand(p)
+        got = self.nonneg_memo.get(p)
+        if got is None:
+            got = self.nonneg_memo[p] = self._nonneg(p)
+        return got
+
+    def _nonneg(self, p: sp.Expr) -> bool:
+        if p.is_Number:
+            return bool(p >= 0)
+        subs = {}
+        for s in p.free_symbols:
+            if s.name not in self.sizes:
+                return False
+            subs[s] = sp.Symbol(f"shift_{s.name}", nonnegative=True) + self.minimum.get(s.name, 1)
+        q = sp.expand(p.xreplace(subs))
+        return all(c.is_Number and c >= 0 for c in q.as_coefficients_dict().values())
+
+    def in_range(self, y: sp.Expr, d: sp.Expr) -> bool:
+        """0 <= y <= d - 1, by interval bounds."""
+        lo, hi = self.bound(y, upper=False), self.bound(y, upper=True)
+        return lo is not None and hi is not None and self.nonneg(lo) and self.nonneg(d - 1 - hi)
+
+    # div / mod -----------------------------------------------------------------------------
+    def split(self, a: sp.Expr, d: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+        """a = X d + Y with X the terms divisible by the monomial d (integer coefficients)."""
+        x, y = sp.Integer(0), sp.Integer(0)
+        dc, dm = d.as_coeff_Mul()
+        dpow = dm.as_powers_dict() if dm != 1 else {}
+        if not dc.is_Integer or int(dc) == 0:
+            return x, sp.expand(a)
+        for t in sp.Add.make_args(sp.expand(a)):
+            tc, tm = t.as_coeff_Mul()
+            tpow = tm.as_powers_dict() if tm != 1 else {}
+            if tc.is_Integer and all(tpow.get(b, 0) >= ex for b, ex in dpow.items()):
+                quo, rem = divmod(int(tc), int(dc))
+                rest = sp.Mul(*[b ** (ex - dpow.get(b, 0)) for b, ex in tpow.items()])
+                if dpow and rem:  # symbolic divisor: the coefficient must divide exactly
+                    y += t
+                    continue
+                x += quo * rest
+                y += rem * rest
+            else:
+                y += t
+        return sp.expand(x), sp.expand(y)
+
+    def divmod(self, op: str, a: E.Expr, d: E.Expr) -> E.Expr | None:
+        sa, sd = self.to_sym(a), self.to_sym(d)
+        if sd.is_Integer and int(sd) < 1:
+            return None
+        if sd.is_Add or not (sd.is_Integer or self.nonneg(sd - 1)):
+            return None
+        x, y = self.split(sa, sd)
+        if self.in_range(y, sd):
+            self.used.add("decode-position")
+            self.rewrites += 1
+            return self.to_expr(x if op == "div" else y)
+        # a coordinate v in [0, M d) divided by d: split it and start again
+        for t in sp.Add.make_args(y):
+            if t.is_Symbol and t.name in self.extents:
+                m = sp.cancel(self.extents[t.name] / sd)
+                _, den = sp.fraction(m)
+                if den == 1 and m.is_polynomial() and m != 1 and sd != 1:
+                    raise _Refine(t.name, sd)
+        return None
+
+    # comparisons ---------------------------------------------------------------------------
+    def poly(self, e: E.Expr) -> sp.Expr | None:
+        """e as a polynomial free of opaque atoms, or None."""
+        s = self.to_sym(e)
+        return None if any(x.name in self.atoms for x in s.free_symbols) else s
+
+    def side(self, p: sp.Expr) -> E.Expr:
+        """A comparison operand in canonical (expanded) form, remembered for the bound facts."""
+        p = sp.expand(p)
+        self.sides.setdefault(p, p)
+        return self.intern_tree(self.to_expr(p))
+
+    def intern_tree(self, e: E.Expr) -> E.Expr:
+        if isinstance(e, E.BinOp):
+            return self.intern(E.BinOp(e.op, self.intern_tree(e.a), self.intern_tree(e.b)))
+        return self.intern(e)
+
+    def size_divisors(self, *ps: sp.Expr) -> list[sp.Expr]:
+        """Monomials in the sizes dividing some term of the polynomials (candidate radices)."""
+        out: dict[sp.Expr, int] = {}
+        for p in ps:
+            for t in sp.Add.make_args(p):
+                pw = [(b, int(x)) for b, x in t.as_powers_dict().items() if b.is_Symbol and b.name in self.sizes]
+                for exps in itertools.product(*[range(x + 1) for _, x in pw]):
+                    m = sp.Mul(*[b**x for (b, _), x in zip(pw, exps, strict=True)])
+                    if m != 1:
+                        out.setdefault(m, sum(exps))
+        return sorted(out, key=lambda m: (out[m], sp.default_sort_key(m)))
+
+    def eq_parts(self, p: sp.Expr, q: sp.Expr, depth: int = 0) -> list[tuple[sp.Expr, sp.Expr]]:
+        """p == q as a conjunction of equalities of digits (divmod-unique), as far as bounds allow."""
+        dp, dq = sp.expand(p).as_coefficients_dict(), sp.expand(q).as_coefficients_dict()
+        common = sum((m * c for m, c in dp.items() if dq.get(m) == c), sp.Integer(0))
+        p, q = sp.expand(p - common), sp.expand(q - common)
+        if p == q:
+            return []
+        if depth < 8:
+            for d in self.size_divisors(p, q):
+                if not self.nonneg(d - 1):
+                    continue
+                x1, y1 = self.split(p, d)
+                x2, y2 = self.split(q, d)
+                if (x1 != 0 or x2 != 0) and self.in_range(y1, d) and self.in_range(y2, d):
+                    self.used.add("divmod-unique")
+                    self.rewrites += 1
+                    return self.eq_parts(x1, x2, depth + 1) + self.eq_parts(y1, y2, depth + 1)
+        return [(p, q)]
+
+    def canon(self, e: E.Expr) -> E.Expr:
+        """An integer term in expanded form (opaque atoms kept), so equal terms look equal to Z3."""
+        return self.intern_tree(self.to_expr(self.to_sym(e)))
+
+    def compare(self, op: str, a: E.Expr, b: E.Expr) -> E.Expr | None:
+        pa, pb = self.poly(a), self.poly(b)
+        if pa is not None and pb is not None:
+            if op in ("==", "!="):
+                parts = self.eq_parts(pa, pb)
+                conj: E.Expr = E.Const(1)
+                for x, y in parts:
+                    atom = self.intern(E.BinOp("==", self.side(x), self.side(y)))
+                    conj = atom if isinstance(conj, E.Const) else self.intern(E.BinOp("and", conj, atom))
+                return conj if op == "==" else self.intern(E.Not(conj))
+            return self.intern(E.BinOp(op, self.side(pa), self.side(pb)))
+        if op == "==":
+            # (X div d) == t  <->  t d <= X < t d + d   (div-characterization, d >= 1)
+            for u, v in ((a, b), (b, a)):
+                pv = self.poly(v)
+                if isinstance(u, E.BinOp) and u.op == "div" and pv is not None:
+                    pd, px = self.poly(u.b), self.poly(u.a)
+                    if pd is not None and px is not None and self.nonneg(pd - 1):
+                        self.used.add("div-characterization")
+                        self.rewrites += 1
+                        lo = self.intern(E.BinOp("<=", self.side(pv * pd), self.side(px)))
+                        hi = self.intern(E.BinOp("<", self.side(px), self.side(pv * pd + pd)))
+                        return self.intern(E.BinOp("and", lo, hi))
+        sa = self.side(pa) if pa is not None else self.canon(a)
+        sb = self.side(pb) if pb is not None else self.canon(b)
+        return self.intern(E.BinOp(op, sa, sb))
+
+    def bound_facts(self) -> list[E.Expr]:
+        """lb <= T <= ub for every compared polynomial T over coordinates (interval bounds)."""
+        out: list[E.Expr] = []
+        for p in self.sides.values():
+            if not any(s.name in self.extents for s in p.free_symbols):
+                continue
+            t = self.intern_tree(self.to_expr(p))
+            lo, hi = self.bound(p, upper=False), self.bound(p, upper=True)
+            if lo is not None:
+                out.append(t >= self.to_expr(lo))
+            if hi is not None:
+                out.append(t <= self.to_expr(hi))
+        return out
+
+    def norm(self, e: E.Expr) -> E.Expr:
+        """Rewrite every div/mod that the bounds allow, bottom-up (shared sub-trees once)."""
+        got = self.memo.get(id(e))
+        if got is None:
+            got = self.memo[id(e)] = self._norm(e)
+            self.keep.append(e)
+        return got
+
+    def intern(self, e: E.Expr) -> E.Expr:
+        """One object per structure among rewritten nodes (children are already interned)."""
+        if isinstance(e, E.Var):
+            key: tuple[Any, ...] = ("v", e.name, type(e).__name__)
+        elif isinstance(e, E.Const):
+            key = ("c", e.value)
+        elif isinstance(e, E.BinOp):
+            key = ("b", e.op, id(e.a), id(e.b))
+        elif isinstance(e, E.Not):
+            key = ("n", id(e.a))
+        else:
+            assert isinstance(e, E.If)
+            key = ("i", id(e.cond), id(e.a), id(e.b))
+        return self.interned.setdefault(key, e)
+
+    def _norm(self, e: E.Expr) -> E.Expr:
+        return self.intern(self._norm1(e))
+
+    def _norm1(self, e: E.Expr) -> E.Expr:
+        if isinstance(e, (E.Var, E.Const)):
+            return e
+        if isinstance(e, E.Not):
+            na = self.norm(e.a)
+            return E.Const(int(na.value == 0)) if isinstance(na, E.Const) else E.Not(na)
+        if isinstance(e, E.If):
+            c = self.norm(e.cond)
+            if isinstance(c, E.Const):
+                return self.norm(e.a) if c.value else self.norm(e.b)
+            return E.If(c, self.norm(e.a), self.norm(e.b))
+        assert isinstance(e, E.BinOp)
+        a, b = self.norm(e.a), self.norm(e.b)
+        if e.op in ("div", "mod"):
+            key = ("dm", e.op, id(a), id(b))
+            if key not in self.interned:
+                r = self.divmod(e.op, a, b)
+                self.interned[key] = r if r is not None else E.BinOp(e.op, self.canon(a), self.canon(b))
+            return self.interned[key]
+        if e.op in ("==", "!=", "<", "<=", ">", ">="):
+            r = self.compare(e.op, a, b)
+            if r is not None:
+                return r
+        if e.op in ("min", "max"):
+            a, b = self.canon(a), self.canon(b)
+        ca = a.value if isinstance(a, E.Const) else None
+        cb = b.value if isinstance(b, E.Const) else None
+        if e.op == "and" and (ca == 0 or cb == 0):
+            return E.Const(0)
+        if e.op == "or" and ((ca is not None and ca != 0) or (cb is not None and cb != 0)):
+            return E.Const(1)
+        if e.op in ("and", "or") and ca is not None:
+            return b
+        if e.op in ("and", "or") and cb is not None:
+            return a
+        if ca is not None and cb is not None:
+            return E.Const(int(E.BinOp(e.op, a, b).evaluate({})))
+        return E.BinOp(e.op, a, b)
+
+
+# -- the prover --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Decode:
+    """Decode variable ``var`` through ``blocks``: one case per block, plus "outside" unless ``cover``.
+
+    With ``cover`` the claim is about values of ``var`` inside one of the blocks only (membership
+    is a hypothesis of the claim: :func:`prove_intent` sets it only when the query condition
+    contains that block's membership test).  ``ranges`` are assumptions on ``var`` that the
+    membership implies (dropped inside a block, kept outside).
+    """
+
+    var: str
+    blocks: tuple[Block, ...]
+    cover: bool = False
+    ranges: tuple[E.Expr, ...] = ()
+
+
+def _coords(b: Block, prefix: str) -> tuple[dict[str, E.Expr], E.Expr]:
+    """Fresh coordinates (name -> extent) and the position they stand for."""
+    ext: dict[str, E.Expr] = {}
+    h: E.Expr = E.Const(0)
+    if not (isinstance(b.stack, E.Const) and b.stack.value == 1):
+        h = E.Var(f"{prefix}_h")
+        ext[f"{prefix}_h"] = b.stack
+    i, j = E.Var(f"{prefix}_i"), E.Var(f"{prefix}_j")
+    ext[f"{prefix}_i"], ext[f"{prefix}_j"] = b.rows, b.cols
+    return ext, b.position(i, j, h)
+
+
+def prove(
+    goal: E.Expr,
+    assumptions: Sequence[E.Expr] = (),
+    *,
+    decode: Sequence[Decode] = (),
+    coords: Mapping[str, E.Expr] | None = None,
+    minimum: Mapping[str, int] | None = None,
+    timeout: float = 10.0,
+    check: Callable[[dict[str, int]], bool | None] | None = None,
+    explain: Callable[[dict[str, int]], str] | None = None,
+) -> Outcome:
+    """Prove ``assumptions -> goal`` for all sizes, decoding the named variables through blocks.
+
+    ``coords`` names further variables ranging over ``[0, extent)`` (coordinates given directly).
+
+    ``check(values)`` re-evaluates a model on the original formulas (True: a real
+    counterexample); without it a model is re-evaluated on ``assumptions`` and ``goal``.
+    """
+    t0 = time.perf_counter()
+    mins = dict(minimum or {})
+    cases: list[list[tuple[str, Block | None]]] = [[]]
+    for d in decode:
+        opts: list[tuple[str, Block | None]] = [(d.var, b) for b in d.blocks]
+        if not d.cover:
+            opts.append((d.var, None))
+        cases = [[*c, o] for c in cases for o in opts]
+    used: set[str] = set()
+    rewrites = 0
+    names: list[str] = []
+    for case in cases:
+        left = timeout - (time.perf_counter() - t0)
+        if left <= 0:
+            return Outcome.unknown(f"timeout after {len(names)} of {len(cases)} cases")
+        res, info = _prove_case(goal, assumptions, case, decode, mins, left, dict(coords or {}))
+        used |= info["used"]
+        rewrites += info["rewrites"]
+        label = ", ".join(f"{v} in {b.name}" if b is not None else f"{v} outside" for v, b in case) or "single case"
+        if res == "sat":
+            vals = info["model"]
+            every = [*assumptions, *(r for d in decode for r in d.ranges)]
+            real = check(vals) if check is not None else _violates(goal, every, vals)
+            if real:
+                told = explain(vals) if explain else ""
+                shown = ", ".join(f"{k}={v}" for k, v in sorted(vals.items()))
+                return Outcome.bad(f"counterexample ({label}): {told or shown}")
+            return Outcome.unknown(f"case {label}: Z3 model does not violate the original formulas (rewrite bug?)")
+        if res != "unsat":
+            return Outcome.unknown(f"case {label}: z3 {res}")
+        names.append(label)
+    if decode:
+        used.add("block-decode")
+    lemmas = ", ".join(LEMMAS[n].id for n in sorted(used))
+    return Outcome.good(
+        f"unsat in {len(cases)} case(s) ({'; '.join(names)}), {rewrites} div/mod rewrites; "
+        f"holds for all sizes; lemmas: {lemmas or 'none'}"
+    )
+
+
+def _prove_case(
+    goal: E.Expr,
+    assumptions: Sequence[E.Expr],
+    case: list[tuple[str, Block | None]],
+    decode: Sequence[Decode],
+    mins: dict[str, int],
+    timeout: float,
+    coords: dict[str, E.Expr],
+) -> tuple[str, dict[str, Any]]:
+    extents: dict[str, E.Expr] = dict(coords)
+    subst: dict[str, E.Expr] = {}
+    extra: list[E.Expr] = []
+    used: set[str] = set()
+    truth: dict[str, int] = {}
+    assume = list(assumptions)
+    for (var, blk), dec in zip(case, decode, strict=True):
+        if blk is not None:
+            new_ext, pos = _coords(blk, f"{var}{blk.name}".replace(".", "_"))
+            extents.update(new_ext)
+            subst[var] = pos
+            truth[E.render(blk.contains(E.Var(var)))] = 1  # block-position
+            used.add("block-position")
+        else:
+            extra += [E.Not(b.contains(E.Var(var))) for b in dec.blocks]
+            truth.update({E.render(b.contains(E.Var(var))): 0 for b in dec.blocks})
+            assume += dec.ranges
+    # the case decides every membership test of a decoded variable it names
+    goal = _fold(goal, truth)
+    assume = [_fold(a, truth) for a in assume]
+    assume += extra
+    for _ in range(12):
+        ctx = _Ctx(mins)
+        for name, ext in extents.items():
+            ctx.extents[name] = ctx.to_sym(ext)
+        try:
+            memo: dict[int, E.Expr] = {}
+            g = ctx.norm(_subst(goal, subst, memo))
+            hyps = [ctx.norm(_subst(a, subst, memo)) for a in assume]
+            break
+        except _Refine as r:
+            # v in [0, M d)  ->  v = a d + b  (divmod-recompose, row-bound)
+            v = r.var
+            d_expr = ctx.to_expr(r.d)
+            m_expr = ctx.to_expr(sp.cancel(ctx.extents[v] / r.d))
+            hi, lo = E.Var(f"{v}_hi"), E.Var(f"{v}_lo")
+            new = hi * d_expr + lo
+            subst = {k: _subst(e, {v: new}) for k, e in subst.items()}
+            del extents[v]
+            extents[hi.name], extents[lo.name] = m_expr, d_expr
+            used |= {"divmod-recompose", "row-bound"}
+    else:
+        return "unknown", {"used": used, "rewrites": 0, "model": {}}
+    used |= ctx.used
+    hyps += ctx.bound_facts()
+    res, model = _z3(g, hyps, extents, ctx, mins, timeout)
+    vals: dict[str, int] = {}
+    if res == "sat":
+        blocks = [b for d in decode for b in d.blocks]
+        shapes = [x for b in blocks for x in (b.offset, b.stack, b.rows, b.cols)]
+        for s in _sizes_of(goal, *assumptions, *(r for d in decode for r in d.ranges), *shapes):
+            vals[s] = model.get(s, mins.get(s, 1))
+        env = dict(model)
+        env.update(vals)
+        for var, pos in subst.items():
+            vals[var] = int(pos.evaluate(env))
+        for n in _free_vars(goal, *assumptions) - set(vals):
+            vals[n] = model.get(n, 0)
+    return res, {"used": used, "rewrites": ctx.rewrites, "model": vals}
+
+
+def _subst(e: E.Expr, m: Mapping[str, E.Expr], memo: dict[int, E.Expr] | None = None) -> E.Expr:
+    """Substitute variables, keeping shared sub-trees shared (so that rewriting visits them once)."""
+    memo = {} if memo is None else memo
+    got = memo.get(id(e))
+    if got is not None:
+        return got
+    if isinstance(e, E.Var):
+        out: E.Expr = m.get(e.name, e)
+    elif isinstance(e, E.Const):
+        out = e
+    elif isinstance(e, E.Not):
+        out = E.Not(_subst(e.a, m, memo))
+    elif isinstance(e, E.If):
+        out = E.If(_subst(e.cond, m, memo), _subst(e.a, m, memo), _subst(e.b, m, memo))
+    else:
+        assert isinstance(e, E.BinOp)
+        out = E.BinOp(e.op, _subst(e.a, m, memo), _subst(e.b, m, memo))
+    memo[id(e)] = out
+    return out
+
+
+def _fold(e: E.Expr, truth: Mapping[str, int]) -> E.Expr:
+    """Replace the sub-formulas whose rendering is a key of ``truth`` by that constant."""
+    if not truth:
+        return e
+    return E.map_tree(e, lambda n: E.Const(truth[fp]) if (fp := E.render(n)) in truth else None)
+
+
+def _sizes_of(*exprs: E.Expr) -> set[str]:
+    out: set[str] = set()
+    for e in exprs:
+        out |= set(C.size_bindings(e))
+    return out
+
+
+def _free_vars(*exprs: E.Expr) -> set[str]:
+    out: set[str] = set()
+    for e in exprs:
+        out |= set(e.variables())
+    return out
+
+
+def _z3(
+    goal: E.Expr,
+    hyps: Sequence[E.Expr],
+    extents: Mapping[str, E.Expr],
+    ctx: _Ctx,
+    mins: Mapping[str, int],
+    timeout: float,
+) -> tuple[str, dict[str, int]]:
+    names: set[str] = set(goal.variables())
+    for h in (*hyps, *extents.values()):
+        names |= h.variables()
+    names |= set(extents)
+    env = {n: z3.Int(n) for n in names}
+    sizes = _sizes_of(goal, *hyps, *extents.values()) | set(ctx.sizes)
+    lower = {n: mins.get(n, 1) for n in sizes if n in env} | {v: 0 for v in extents}
+
+    def formulas(tr: E.Z3Translator, side: list[Any]) -> list[Any]:
+        facts: list[Any] = [env[n] >= lb for n, lb in lower.items() if n in sizes]
+        for v, ext in extents.items():
+            facts += [env[v] >= 0, env[v] < tr.term(ext)]
+        facts += [tr.boolean(h) for h in hyps]
+        facts.append(z3.Not(tr.boolean(goal)))
+        return facts + side
+
+    # first the linear abstraction (every product of unknowns a fresh variable): unsat there is
+    # unsat here, and it is decided fast; otherwise the full nonlinear query
+    lin_side: list[Any] = []
+    lin = _LinearTranslator(env, lin_side, lower=lower)
+    lin_facts = formulas(lin, lin_side)
+    if lin.products:
+        s = z3.Solver()
+        s.set("timeout", max(1, int(min(timeout, 1.0) * 1000)))
+        s.add(*lin_facts, *lin.bounds)
+        if s.check() == z3.unsat:
+            return "unsat", {}
+    side: list[Any] = []
+    facts = formulas(E.Z3Translator(env, side), side)
+    s = z3.Solver()
+    s.set("timeout", max(1, int(timeout * 1000)))
+    s.add(*facts)
+    res = s.check()
+    if res == z3.unsat:
+        return "unsat", {}
+    if res == z3.sat:
+        m = s.model()
+        # prefer a small counterexample: the same query with every size <= 2, 3, 4, 8
+        s.set("timeout", 1000)
+        for cap in (2, 3, 4, 8):
+            s.push()
+            s.add(*[env[n] <= cap for n in sizes if n in env])
+            if s.check() == z3.sat:
+                m = s.model()
+                s.pop()
+                break
+            s.pop()
+        return "sat", {n: m.eval(v, model_completion=True).as_long() for n, v in env.items()}
+    return str(s.reason_unknown()), {}
+
+
+class _LinearTranslator(E.Z3Translator):
+    """Z3 translation with every product of two non-constant terms replaced by a fresh integer.
+
+    A product of variables with known non-negative lower bounds (sizes >= their minimum,
+    coordinates >= 0) keeps the product of those bounds as a fact (``bounds``).
+    """
+
+    def __init__(self, env: Mapping[str, Any], side: list[Any], lower: Mapping[str, int]) -> None:
+        super().__init__(env, side)
+        self.lower = lower
+        self.products: dict[str, Any] = {}
+        self.bounds: list[Any] = []
+
+    def term(self, e: E.Expr) -> Any:
+        if isinstance(e, E.BinOp) and e.op == "*" and not isinstance(e.a, E.Const) and not isinstance(e.b, E.Const):
+            key = E.render(e)
+            if key not in self.products:
+                v = z3.Int(f"mono!{len(self.products)}")
+                self.products[key] = v
+                lb = self._lower(e)
+                if lb is not None:
+                    self.bounds.append(v >= lb)
+            return self.products[key]
+        return super().term(e)
+
+    def _lower(self, e: E.Expr) -> int | None:
+        if isinstance(e, E.Const):
+            return e.value
+        if isinstance(e, E.Var):
+            return self.lower.get(e.name)
+        if isinstance(e, E.BinOp) and e.op == "*":
+            a, b = self._lower(e.a), self._lower(e.b)
+            if a is None or b is None or a < 0 or b < 0:
+                return None
+            return a * b
+        return None
+
+
+def _violates(goal: E.Expr, assumptions: Sequence[E.Expr], vals: Mapping[str, int]) -> bool | None:
+    try:
+        if not all(int(a.evaluate(vals)) for a in assumptions):
+            return False
+        return not int(goal.evaluate(vals))
+    except (E.ExprError, ZeroDivisionError):
+        return None
+
+
+# -- selectors --------------------------------------------------------------------------------
+def _mentions(e: E.Expr, fp: str) -> bool:
+    return any(E.render(n) == fp for n in E.nodes(e))
+
+
+def key_blocks(intent: E.Expr, layout: Layout, var: E.Var = K) -> tuple[Block, ...]:
+    """The layout blocks whose membership test of ``var`` occurs in the intent."""
+    out: list[Block] = []
+    seen: set[str] = set()
+    for b in layout:
+        fp = E.render(b.contains(var))
+        if fp not in seen and _mentions(intent, fp):
+            out.append(b)
+            seen.add(fp)
+    return tuple(out)
+
+
+def query_block(queries: E.Expr, layout: Layout, var: E.Var = Q) -> Block | None:
+    """The layout block that the query condition (or one of its conjuncts) restricts ``var`` to."""
+    conj = _conjuncts(queries)
+    fps = {E.render(c) for c in conj}
+    for b in layout:
+        if E.render(b.contains(var)) in fps:
+            return b
+    return None
+
+
+def _conjuncts(e: E.Expr) -> list[E.Expr]:
+    """e and, if it is a conjunction, every conjunction inside it (sub-trees of the and-tree)."""
+    if isinstance(e, E.BinOp) and e.op == "and":
+        return [e, *_conjuncts(e.a), *_conjuncts(e.b)]
+    return [e]
+
+
+def describe_position(layout: Layout, p: int, sizes: Mapping[str, int], prefer: Sequence[Block] = ()) -> str:
+    """'A[h, i, j]' (or 'A[i, j]') for the block holding position p at these sizes.
+
+    Blocks in ``prefer`` are named alone when one of them holds p; otherwise every block of the
+    layout that holds p is listed.
+    """
+
+    def hits(blocks: Sequence[Block]) -> list[str]:
+        out: list[str] = []
+        for b in blocks:
+            try:
+                off = int(b.offset.evaluate(sizes))
+                hh, rr, cc = (int(x.evaluate(sizes)) for x in (b.stack, b.rows, b.cols))
+            except E.ExprError:
+                continue
+            rel = p - off
+            if 0 <= rel < hh * rr * cc:
+                h, i, j = rel // cc // rr, rel // cc % rr, rel % cc
+                name = f"{b.name}[{h}, {i}, {j}]" if not b.is_single else f"{b.name}[{i}, {j}]"
+                if name not in out:
+                    out.append(name)
+        return out
+
+    found = hits(prefer) or hits(list(layout))
+    return " / ".join(found) if found else "outside every block"
+
+
+def selector_explainer(
+    sel_expr: E.Expr, intent: E.Expr, layout: Layout, length: E.Expr, queries: E.Expr | None = None
+) -> Callable[[dict[str, int]], str]:
+    """Turn a counterexample (sizes, q, k) into matrix coordinates and what the intent wanted."""
+    pref = key_blocks(intent, layout)
+    qb = query_block(queries, layout) if queries is not None else None
+    qpref = (qb,) if qb is not None else ()
+
+    def explain(vals: dict[str, int]) -> str:
+        sizes = {n: v for n, v in vals.items() if n not in ("q", "k")}
+        q, k = vals.get("q"), vals.get("k")
+        if q is None or k is None:
+            return ""
+        try:
+            n = int(length.evaluate(sizes))
+            env = dict(sizes, q=q, k=k)
+            s_val, i_val = int(sel_expr.evaluate(env)), int(intent.evaluate(env))
+            ks_all = np.arange(max(n, 0))
+            want = np.broadcast_to(np.asarray(intent.evaluate(dict(sizes, q=q, k=ks_all))), ks_all.shape)
+            got = np.broadcast_to(np.asarray(sel_expr.evaluate(dict(sizes, q=q, k=ks_all))), ks_all.shape)
+        except (E.ExprError, ZeroDivisionError):
+            return ""
+
+        def keys(mask: np.ndarray) -> str:
+            idx = ks_all[mask != 0]
+            txt = [f"k={int(x)} = {describe_position(layout, int(x), sizes, pref)}" for x in idx[:3]]
+            return (", ".join(txt) + (f" and {len(idx) - 3} more" if len(idx) > 3 else "")) if txt else "no key"
+
+        qs = describe_position(layout, q, sizes, qpref)
+        ks = describe_position(layout, k, sizes, pref)
+        size_txt = ", ".join(f"{a}={b}" for a, b in sorted(sizes.items()))
+        verb = "selects" if s_val else "does not select"
+        ivb = "the intent excludes it" if s_val and not i_val else "the intent requires it"
+        return (
+            f"at {size_txt}: query q={q} = {qs} {verb} key k={k} = {ks} but {ivb}; "
+            f"the selector selects {keys(got)}; the intent says {keys(want)}"
+        )
+
+    return explain
+
+
+def prove_intent(
+    sel_expr: E.Expr,
+    intent: E.Expr,
+    *,
+    queries: E.Expr,
+    layout: Layout,
+    assumptions: Sequence[E.Expr] = (),
+    minimum: Mapping[str, int] | None = None,
+    timeout: float = 10.0,
+) -> Outcome | None:
+    """S(q, k) <-> intent(q, k) for every query in its block and every key, for all sizes.
+
+    ``sel_expr`` is the selector formula (``length`` already replaced).  Returns None when no
+    block of the layout matches the query condition (the caller then asks Z3 directly).
+    """
+    qb = query_block(queries, layout)
+    if qb is None:
+        return None
+    length = layout.length
+    goal = (sel_expr & intent) | (E.Not(sel_expr) & E.Not(intent))
+    assume = [queries, *assumptions]
+    decode = [
+        Decode("q", (qb,), cover=True, ranges=(Q >= 0, Q < length)),
+        Decode("k", key_blocks(intent, layout), ranges=(K >= 0, K < length)),
+    ]
+    explain = selector_explainer(sel_expr, intent, layout, length, queries)
+    return prove(goal, assume, decode=decode, minimum=minimum, timeout=timeout, explain=explain)
+
+
+def lemmas_in(detail: str) -> list[str]:
+    """Names of the lemmas of :data:`LEMMAS` that a proof's detail string says it used."""
+    return sorted(set(re.findall(r"rasp/z3-parametric/([\w-]+)", detail)) & set(LEMMAS))
+
+
+def lemma_outcome(name: str, timeout: float = 10.0) -> Outcome:
+    """Prove one lemma of :data:`LEMMAS` with plain Z3."""
+    from attnsim.proofs import z3sel
+
+    lm = LEMMAS[name]
+    return z3sel.prove(lm.goal, lm.assumptions, timeout=timeout)
+
+
+__all__ = [
+    "LEMMAS",
+    "Decode",
+    "Lemma",
+    "describe_position",
+    "key_blocks",
+    "lemma_outcome",
+    "lemmas_in",
+    "prove",
+    "prove_intent",
+    "query_block",
+    "selector_explainer",
+]
