@@ -1,0 +1,177 @@
+"""Activation MaxMin (GroupSort with groups of 2): each pair (x[2t], x[2t+1]) -> (max, min).
+
+Pairs are consecutive entries WITHIN A ROW: (A[i, 2t], A[i, 2t+1]); the number of columns must
+be even (an odd length is an error naming it).  Because rows are flattened row-major with an
+even width, these are also the consecutive pairs of the flattened order.
+
+* layer 1: one gather head brings the partner A[h, i, j xor 1], j xor 1 = j + 1 - 2 (j mod 2);
+* MLP: max(x, partner) at even columns, min(x, partner) at odd ones (max/min are relu-exact;
+  the parity is a structural 0/1 flag selecting between them with ``where``).
+
+1 layer and 1 head for every length, against the paper's 2 layers (compare, copy the flag to
+the partner, swap).  Exact on every backend.  Authors' example:
+MaxMin([14, 18, 3, 12, 6, 20, 7, 17, 13, 9]) = [18, 14, 12, 3, 20, 6, 17, 7, 13, 9].
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from attnsim.lemmas.allsizes_extra import KeySet, Semantics, semantics_algebra
+from attnsim.lemmas.base import (
+    Construction,
+    ConstructionError,
+    Intent,
+    intent_obligations,
+    layout_obligation,
+    standard_obligations,
+)
+from attnsim.lemmas.relu import VectorConstruction
+from attnsim.lemmas.softmax import embedded_obligations
+from attnsim.lemmas.transpose import _check_sizes
+from attnsim.proofs import z3sel
+from attnsim.proofs.allsizes import all_sizes_obligation
+from attnsim.proofs.obligation import Obligation
+from attnsim.proofs.registry import provider, register_construction
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.rasp.layout import Block, Layout, MatRef
+
+PAPER_REF = "Activation MaxMin (GroupSort, groups of 2)"
+
+
+def maxmin_ref(a: MatRef, name: str = "maxmin") -> tuple[MatRef, list[Intent]]:
+    """Composable form: MaxMin of every row of ``a`` (pairs (2t, 2t+1) within each row).
+
+    The result lives at ``a``'s positions in a new channel ``name``: entry (h, i, 2t) holds
+    max(A[h, i, 2t], A[h, i, 2t+1]) and entry (h, i, 2t+1) the min.  ``a``'s column count must
+    be even (ConstructionError otherwise).  Cost: 1 layer, 1 gather head.
+    """
+    b = a.block
+    cols = int(b.cols.evaluate(C.size_bindings(b.cols)))
+    if cols % 2:
+        raise ConstructionError(f"MaxMin sorts pairs: the row length must be even, got {cols}")
+    out = Block.of(name, b.offset, b.rows, b.cols, b.stack, channel=name)
+
+    def partner_pos(p: E.Expr) -> E.Expr:
+        return p + 1 - 2 * (b.coords(p)[2] % 2)
+
+    partner = C.imap(partner_pos, C.indices).named(f"{name}.partner_pos")
+    sel = C.select(C.indices, partner, "==").named(f"{name}.partner")
+    y = C.aggregate(sel, a.sop).named(f"{name}.partner_value")
+    odd = C.imap(lambda p: b.coords(p)[2] % 2, C.indices).named(f"{name}.odd")
+    hi = C.apply("max", a.sop, y).named(f"{name}.max")
+    lo = C.apply("min", a.sop, y).named(f"{name}.min")
+    res = C.apply("where", odd, lo, hi).named(name)
+
+    q, k = z3sel.Q, z3sel.K
+    hq, iq, jq = out.coords(q)
+    hk, ik, jk = b.coords(k)
+    intent = Intent(
+        "partner",
+        sel,
+        b.contains(k) & hk.eq(hq) & ik.eq(iq) & jk.eq(jq + 1 - 2 * (jq % 2)),
+        out.contains(q),
+        "entry (h, i, j) selects exactly the key holding A[h, i, j xor 1] (its pair partner)",
+        assumptions=((b.cols % 2).eq(0),),
+    )
+    return MatRef(res, out), [intent]
+
+
+def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
+    """Each consecutive pair of every row sorted in decreasing order."""
+    pairs = a.reshape(*a.shape[:-1], a.shape[-1] // 2, 2)
+    x, y = pairs[..., 0], pairs[..., 1]
+    if backend == "numpy":
+        hi, lo = np.maximum(x, y), np.minimum(x, y)
+    elif backend == "sympy":
+        hi = np.vectorize(lambda u, v: sp.Max(u, v), otypes=[object])(x, y)
+        lo = np.vectorize(lambda u, v: sp.Min(u, v), otypes=[object])(x, y)
+    else:
+        hi = np.vectorize(lambda u, v: u if u >= v else v, otypes=[object])(x, y)
+        lo = np.vectorize(lambda u, v: v if u >= v else u, otypes=[object])(x, y)
+    return np.stack([hi, lo], axis=-1).reshape(a.shape)
+
+
+def maxmin(length: int, rows: int | None = None) -> Construction:
+    """MaxMin of a vector of even ``length``, or of each row of a (rows, length) matrix."""
+    _check_sizes(length=length, rows=rows or 1)
+    if length % 2:
+        raise ConstructionError(f"MaxMin sorts pairs: the length must be even, got {length}")
+    n = C.Size("n", length)
+    r = C.Size("rows", rows) if rows is not None else 1
+    a_blk = Block.of("A", 0, r, n)
+    res, intents = maxmin_ref(MatRef(C.tokens, a_blk), name="out")
+    return VectorConstruction(
+        "maxmin",
+        PAPER_REF,
+        res.sop,
+        Layout.of(a_blk, res.block),
+        ("A",),
+        _reference,
+        out_shape=(length,) if rows is None else None,
+        intents=intents,
+        paper_cost={"layers": 2, "heads": [1, 1], "note": "compare with the partner, copy the flag, swap"},
+    )
+
+
+# -- all sizes: the partner intent + layout (Z3), the program at symbolic sizes (SymPy) -----------
+T_PAIR = sp.Symbol("t", integer=True, nonnegative=True)
+
+
+def _maxmin_semantics(con: Construction) -> Semantics:
+    """Entry (h, i, j) gathers the one key (h, i, j + 1 - 2 (j mod 2)); the parity flag is j mod 2."""
+
+    def reference(h: Any, i: Any, j: Any, sizes: dict[str, Any]) -> Any:
+        a = sp.IndexedBase("A")
+        hi = sp.Max(a[h, i, j], a[h, i, j + 1])
+        lo = sp.Min(a[h, i, j - 1], a[h, i, j])
+        return sp.Piecewise((hi, sp.Eq(sp.Mod(j, 2), 0)), (lo, True))
+
+    partner = KeySet("partner", "A", lambda h, i, j, m: (h, i, j + 1 - 2 * (j % 2)))
+    return Semantics(
+        "A",
+        (partner,),
+        reference,
+        claims={"out.odd": lambda h, i, j: j % 2},
+        cases=({"j": 2 * T_PAIR}, {"j": 2 * T_PAIR + 1}),
+    )
+
+
+def maxmin_all_sizes() -> Obligation:
+    """``all-sizes``: the partner gather and layout for every even width and row count (Z3); the
+    program at symbolic (i, j = 2t or 2t + 1) is max resp. min of the pair (A[i, 2t], A[i, 2t+1])."""
+    makes = [functools.partial(maxmin, 6, 5), functools.partial(maxmin, 4, 3)]
+    return all_sizes_obligation(
+        "maxmin",
+        PAPER_REF,
+        makes[0],
+        semantics_algebra(makes, _maxmin_semantics, "maxmin"),
+        statement="for every even n and rows: (i, 2t) -> max and (i, 2t+1) -> min of (A[i, 2t], A[i, 2t+1])",
+    )
+
+
+register_construction("maxmin", PAPER_REF, lambda: maxmin(4, rows=3))
+
+
+@provider
+def maxmin_obligations() -> Iterable[Obligation]:
+    """Z3 partner intent (all sizes, even width), layout, sympy/exact/numeric (bit-exact)."""
+    yield maxmin_all_sizes()
+    yield from intent_obligations("maxmin", PAPER_REF, lambda: maxmin(4, rows=3))
+    yield layout_obligation("maxmin", PAPER_REF, lambda: maxmin(4, rows=3))
+    yield from embedded_obligations("maxmin", PAPER_REF, maxmin_ref, stacked=False)
+    for n in (2, 4, 6):
+        for r in (None, 2, 3):
+            yield from standard_obligations("maxmin", PAPER_REF, functools.partial(maxmin, n, r), numeric_tol=0.0)
+    yield from standard_obligations(
+        "maxmin", PAPER_REF, lambda: maxmin(64, rows=64), sympy_sizes=False, exact=False, numeric_tol=0.0
+    )
+
+
+__all__ = ["maxmin", "maxmin_all_sizes", "maxmin_ref"]

@@ -1,0 +1,127 @@
+"""Activation ReLU: max(x, 0) element-wise, no attention (0 layers, one MLP primitive).
+
+The paper lists ReLU beside MaxMin as the activations its simulator supports; it needs no
+attention at all.  ``relu(length)`` acts on a vector, ``relu(length, rows=r)`` on an r x length
+matrix; :func:`relu_ref` on any matrix block.  Exact on every backend (relu-exact primitive).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from attnsim.lemmas.allsizes_extra import Semantics, semantics_algebra
+from attnsim.lemmas.base import Construction, ConstructionError, Intent, layout_obligation, standard_obligations
+from attnsim.lemmas.transpose import _check_sizes
+from attnsim.proofs.allsizes import all_sizes_obligation
+from attnsim.proofs.obligation import Obligation
+from attnsim.proofs.registry import provider, register_construction
+from attnsim.rasp import core as C
+from attnsim.rasp.layout import Block, Layout, MatRef, as_array
+
+PAPER_REF = "Activation ReLU"
+
+
+@dataclass
+class VectorConstruction(Construction):
+    """A Construction whose single-row operands may also be given as 1-D vectors."""
+
+    def _operands(self, operands: Sequence[Any], backend: str) -> list[np.ndarray]:
+        if len(operands) != len(self.inputs):
+            raise ConstructionError(
+                f"{self.name} takes {len(self.inputs)} operand(s) ({', '.join(self.inputs)}), got {len(operands)}"
+            )
+        fixed = []
+        for nm, x in zip(self.inputs, operands, strict=True):
+            a = as_array(x)
+            want = self.layout[nm].shape
+            if a.ndim == 1 and len(want) == 2 and want[0] == 1:
+                if a.shape[0] != want[1]:
+                    raise ConstructionError(f"{self.name}: operand {nm} must have length {want[1]}, got {a.shape[0]}")
+                a = a.reshape(1, -1)
+            fixed.append(a)
+        return super()._operands(fixed, backend)
+
+
+def relu_ref(a: MatRef, name: str = "relu") -> tuple[MatRef, list[Intent]]:
+    """Composable form: max(A, 0) entry-wise, at A's positions in a new channel (no selectors)."""
+    b = a.block
+    out = Block.of(name, b.offset, b.rows, b.cols, b.stack, channel=name)
+    return MatRef(C.apply("relu", a.sop).named(name), out), []
+
+
+def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
+    if backend == "numpy":
+        return np.maximum(a, 0.0)
+    if backend == "sympy":
+        return np.vectorize(lambda v: sp.Max(v, 0), otypes=[object])(a)
+    return np.vectorize(lambda v: max(v, 0 * v), otypes=[object])(a)
+
+
+def relu(length: int, rows: int | None = None) -> Construction:
+    """ReLU of a vector of ``length`` entries, or of a (rows, length) matrix."""
+    _check_sizes(length=length, rows=rows or 1)
+    n = C.Size("n", length)
+    r = C.Size("rows", rows) if rows is not None else 1
+    a_blk = Block.of("A", 0, r, n)
+    res, intents = relu_ref(MatRef(C.tokens, a_blk), name="out")
+    return VectorConstruction(
+        "relu",
+        PAPER_REF,
+        res.sop,
+        Layout.of(a_blk, res.block),
+        ("A",),
+        _reference,
+        out_shape=(length,) if rows is None else None,
+        intents=intents,
+        paper_cost={"layers": 0, "heads": [], "note": "element-wise, no attention"},
+    )
+
+
+# -- all sizes: no selectors; the layout (Z3) and the one position-wise map (SymPy) ---------------
+def _relu_semantics(con: Construction) -> Semantics:
+    def reference(h: Any, i: Any, j: Any, sizes: dict[str, Any]) -> Any:
+        return sp.Max(sp.IndexedBase("A")[h, i, j], 0)
+
+    return Semantics("A", (), reference)
+
+
+def relu_all_sizes() -> Obligation:
+    """``all-sizes`` for an attention-free map: what it means here, honestly.
+
+    No selector, so no intent: the claim is that the layout is injective and disjoint for every
+    (rows, n), the output block sits at the operand's positions, and the program evaluated at a
+    symbolic entry (i, j) is max(A[i, j], 0).  Nothing in the program depends on the size.
+    """
+    makes = [functools.partial(relu, 5, 3), functools.partial(relu, 4, 2)]
+    return all_sizes_obligation(
+        "relu",
+        PAPER_REF,
+        makes[0],
+        semantics_algebra(makes, _relu_semantics, "relu"),
+        statement="for every n and rows: the layout holds and output (i, j) is max(A[i, j], 0) (no attention)",
+    )
+
+
+register_construction("relu", PAPER_REF, lambda: relu(4, rows=3))
+
+
+@provider
+def relu_obligations() -> Iterable[Obligation]:
+    """sympy/exact/numeric (bit-exact) for every dimension <= 3, numeric at 64; layout."""
+    yield relu_all_sizes()
+    yield layout_obligation("relu", PAPER_REF, lambda: relu(3, rows=2))
+    for n in (1, 2, 3):
+        for r in (None, 2, 3):
+            yield from standard_obligations("relu", PAPER_REF, functools.partial(relu, n, r), numeric_tol=0.0)
+    yield from standard_obligations(
+        "relu", PAPER_REF, lambda: relu(64, rows=64), sympy_sizes=False, exact=False, numeric_tol=0.0
+    )
+
+
+__all__ = ["VectorConstruction", "relu", "relu_all_sizes", "relu_ref"]

@@ -1,0 +1,569 @@
+"""Lemma 3 (softmax): row-wise softmax with average hard attention plus an element-wise exp.
+
+For an r x c matrix (or a stack (h, r, c) in per-head blocks), flattened row-major:
+
+* MLP (layer 0): e = exp(x), the TRUE exp (primitive ``exp``, realization ``generalized``);
+* layer 1: ONE block-mean head for all rows at once, keys and queries in the same flattened
+  row: ``Select(row, row, ==)`` with row(p) = (p - offset) div c (positions outside the block
+  have rows < 0 or >= h r, so no key outside the block is ever selected: proven for all sizes,
+  at any offset, in any longer sequence); the MLP forms the row sum
+  as c x mean (the paper's "sum = count x AHAT mean") and divides.
+
+So softmax costs 1 layer and 1 head for every shape and stack, against the paper's 2 layers
+with one head per row (3 rows hard-coded) and +1 layer for multi-head.  ``stable=True``
+subtracts the row MEAN first (same head, one more layer: 2 layers, like the paper); it is
+exact in SymPy because softmax is invariant under a per-row shift.  The max-shift that NumPy
+uses is not offered: a row max needs a value-dependent selector (``Select(x, x, >)``), which
+runs dense L x L, has no truth value on SymPy symbols and costs 2 more layers (3 > paper).
+
+The masked form (``valid_cols``) serves the universal simulator, where the true number of
+columns n <= c is a runtime value: padded columns get weight 0 and stay out of the sum.
+
+Exact only in SymPy: the exact (Fraction) backend raises a clear error (exp is irrational).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from attnsim.lemmas.allsizes_extra import KeySet, Semantics, semantics_algebra
+from attnsim.lemmas.base import (
+    Construction,
+    ConstructionError,
+    Intent,
+    check_intent,
+    first_difference,
+    intent_obligations,
+    layout_obligation,
+    numeric_check,
+    standard_obligations,
+    sympy_check,
+)
+from attnsim.lemmas.transpose import _check_sizes
+from attnsim.proofs import z3sel
+from attnsim.proofs.allsizes import all_sizes_obligation
+from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.proofs.registry import provider, register_construction
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.rasp.layout import Block, Layout, MatRef
+
+PAPER_REF = "Lemma 3 (softmax)"
+
+
+def _int(e: Any) -> int:
+    return int(e.evaluate(C.size_bindings(e)))
+
+
+def softmax_ref(
+    a: MatRef,
+    name: str = "softmax",
+    *,
+    valid_cols: C.SOp | None = None,
+    stable: bool = False,
+) -> tuple[MatRef, list[Intent]]:
+    """Composable form: row-wise softmax of ``a`` (per row of every stacked matrix).
+
+    The result lives at the same positions as ``a``, in a new channel ``name``.
+
+    ``valid_cols``: an SOp holding, at every position of ``a``'s block, the true number of
+    columns n (a runtime value, 1 <= n <= c).  Columns j >= n then get weight exactly 0 and do
+    not enter the denominator: out[.., i, j] = exp(x_ij) / sum_{l < n} exp(x_il) for j < n,
+    0 for j >= n.  The mask is computed in the MLP (``lt(j, n)``), never by a value-dependent
+    selector, so the one block-mean head keeps its O(L log L) fast path; sum = c x mean still
+    holds because the padded entries are 0.  n = 0 leaves a row 0/0 (NaN in float64).  n must be
+    at the block's positions before this layer (e.g. broadcast by one earlier head); it adds no
+    layer of its own.
+
+    ``stable``: subtract the row mean (of the valid entries) before exp; +1 layer, same head.
+
+    Values at positions outside ``a``'s block are unspecified (possibly NaN: 0/0 where a
+    masked "row" there is empty); only the result block is meaningful.
+
+    Returns the result and the Z3 intent of the row-sum head.
+    """
+    b = a.block
+    cols = _int(b.cols)
+    out = Block.of(name, b.offset, b.rows, b.cols, b.stack, channel=name)
+    row = C.imap(lambda p: (p - b.offset) // b.cols, C.indices).named(f"{name}.row")
+    sel = C.select(row, row, "==").named(f"{name}.rowsum")
+    x = a.sop
+    mask: C.SOp | None = None
+    if valid_cols is not None:
+        col = C.imap(lambda p: (p - b.offset) % b.cols, C.indices).named(f"{name}.col")
+        mask = C.apply("lt", col, valid_cols).named(f"{name}.mask")
+        x = C.apply("gate", mask, x).named(f"{name}.masked")
+    if stable:
+        m = C.aggregate(sel, x).named(f"{name}.rowmean")
+        if valid_cols is not None:
+            m = C.apply("div", C.apply("scale", m, params=(cols,)), valid_cols).named(f"{name}.validmean")
+        x = C.apply("sub", x, m).named(f"{name}.shifted")
+    e = C.apply("exp", x).named(f"{name}.exp")
+    if mask is not None:
+        e = C.apply("gate", mask, e).named(f"{name}.exp_masked")
+    mean = C.aggregate(sel, e).named(f"{name}.mean")
+    denom = C.apply("scale", mean, params=(cols,)).named(f"{name}.sum")
+    y = C.apply("div", e, denom).named(name)
+
+    q, k = z3sel.Q, z3sel.K
+    hq, iq, _ = out.coords(q)
+    hk, ik, _ = b.coords(k)
+    intent = Intent(
+        "rowsum",
+        sel,
+        b.contains(k) & hk.eq(hq) & ik.eq(iq),
+        out.contains(q),
+        "the row-sum head of entry (h, i, j) selects exactly the c keys of row (h, i) of the operand",
+    )
+    return MatRef(y, out), [intent]
+
+
+def masked_softmax_ref(
+    a: MatRef, valid_cols: C.SOp, name: str = "softmax", *, stable: bool = False
+) -> tuple[MatRef, list[Intent]]:
+    """``softmax_ref(a, name, valid_cols=valid_cols, stable=stable)``: see there."""
+    return softmax_ref(a, name, valid_cols=valid_cols, stable=stable)
+
+
+def _paper_cost(rows: int, heads: int | None) -> dict[str, Any]:
+    return {
+        "layers": 2 + (1 if heads is not None else 0),
+        "heads": [rows],
+        "note": "2 layers; exp FFN then one block-mean head per row (3 rows hard-coded); multi-head +1 layer",
+    }
+
+
+def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
+    """Textbook softmax along the last axis (NumPy: max-shifted; SymPy: exp(x)/sum exp)."""
+    if backend == "numpy":
+        z = np.exp(a - a.max(axis=-1, keepdims=True))
+        return z / z.sum(axis=-1, keepdims=True)
+    if backend == "sympy":
+        out = np.empty(a.shape, dtype=object)
+        for ix in np.ndindex(*a.shape[:-1]):
+            es = [sp.exp(v) for v in a[ix]]
+            tot = sp.Add(*es)
+            for j, ej in enumerate(es):
+                out[(*ix, j)] = ej / tot
+        return out
+    raise ConstructionError("softmax has no exact (rational) reference: exp is irrational; use backend='sympy'")
+
+
+EXP_MAX = 709.0  # exp(x) overflows float64 above ~709.78 and loses precision (subnormal) below ~-708
+
+
+def float_range_check(a: np.ndarray, stable: bool, what: str = "softmax") -> None:
+    """Refuse float64 inputs whose exps overflow/underflow, instead of returning NaN silently.
+
+    Plain: every row max must lie in [-708, 709].  Mean-shifted: max - mean <= 709 per row (the
+    largest term is then >= 1, so the denominator never underflows).
+    """
+    if a.size == 0:
+        return
+    top = a.max(axis=-1)
+    if stable:
+        gap = float(np.max(top - a.mean(axis=-1)))
+        if gap > EXP_MAX:
+            raise ConstructionError(f"{what}: a row's max exceeds its mean by {gap:.4g} > 709: exp overflows float64")
+        return
+    hi, lo = float(np.max(top)), float(np.min(top))
+    if hi > EXP_MAX:
+        raise ConstructionError(f"{what}: entry {hi:.4g} > 709 overflows exp in float64; use stable=True")
+    if lo < -EXP_MAX + 1:
+        raise ConstructionError(f"{what}: a row's max {lo:.4g} < -708 underflows exp in float64; use stable=True")
+
+
+def softmax(rows: int, cols: int, heads: int | None = None, *, stable: bool = False) -> Construction:
+    """Row-wise softmax of A (rows, cols), or of a stack (heads, rows, cols) per head."""
+    _check_sizes(rows=rows, cols=cols, heads=heads or 1)
+    r, c = C.Size("rows", rows), C.Size("cols", cols)
+    h = C.Size("heads", heads) if heads is not None else 1
+    a_blk = Block.of("A", 0, r, c, h)
+    res, intents = softmax_ref(MatRef(C.tokens, a_blk), name="out", stable=stable)
+    return Construction(
+        "softmax",
+        PAPER_REF,
+        res.sop,
+        Layout.of(a_blk, res.block),
+        ("A",),
+        _reference,
+        intents=intents,
+        paper_cost=_paper_cost(rows, heads),
+        exact=False,
+        check_inputs=functools.partial(_check_plain, stable=stable),
+    )
+
+
+def _check_plain(a: np.ndarray, backend: str = "numpy", stable: bool = False) -> None:
+    if backend == "numpy":
+        float_range_check(a, stable)
+
+
+def masked_softmax(rows: int, cols: int, heads: int | None = None, *, stable: bool = False) -> Construction:
+    """Softmax over the first n of ``cols`` columns; n is a runtime operand: ``run(A, [[n]])``.
+
+    A harness for :func:`softmax_ref` with ``valid_cols``: n sits in a 1 x 1 block after A and
+    one gather head broadcasts it to every position (that head is the harness's, +1 layer; a
+    caller that already holds n everywhere pays nothing).  Columns j >= n of the result are 0.
+    """
+    _check_sizes(rows=rows, cols=cols, heads=heads or 1)
+    r, c = C.Size("rows", rows), C.Size("cols", cols)
+    h = C.Size("heads", heads) if heads is not None else 1
+    a_blk = Block.of("A", 0, r, c, h)
+    n_blk = Block.of("n", a_blk.end_expr(), 1, 1)
+    n_src = C.imap(lambda p: n_blk.position(0, 0), C.indices).named("n.source")
+    bsel = C.select(C.indices, n_src, "==").named("n.broadcast")
+    n_all = C.aggregate(bsel, C.tokens).named("n.everywhere")
+    res, intents = softmax_ref(MatRef(C.tokens, a_blk), name="out", valid_cols=n_all, stable=stable)
+    q, k = z3sel.Q, z3sel.K
+    intents.append(
+        Intent(
+            "broadcast_n",
+            bsel,
+            k.eq(n_blk.position(0, 0)),
+            res.block.contains(q),
+            "every entry of A selects exactly the key holding n",
+        )
+    )
+
+    def reference(a: np.ndarray, n: np.ndarray, backend: str = "numpy") -> Any:
+        nn = int(n.reshape(-1)[0])
+        out = np.zeros(a.shape) if backend == "numpy" else np.full(a.shape, sp.Integer(0), dtype=object)
+        out[..., :nn] = _reference(a[..., :nn], backend)
+        return out
+
+    def check(a: np.ndarray, n: np.ndarray, backend: str = "numpy") -> None:
+        v = n.reshape(-1)[0]
+        ok = sp.sympify(v).is_Integer if backend == "sympy" else float(v) == math.floor(float(v))
+        if not ok or not 1 <= int(v) <= cols:
+            raise ConstructionError(f"masked softmax: n must be an integer in 1..{cols} (valid columns), got {v}")
+        if backend == "numpy":
+            float_range_check(a[..., : int(v)], stable, "masked softmax")
+
+    return Construction(
+        "softmax-masked",
+        PAPER_REF,
+        res.sop,
+        Layout.of(a_blk, n_blk, res.block),
+        ("A", "n"),
+        reference,
+        intents=intents,
+        paper_cost=_paper_cost(rows, heads),
+        exact=False,
+        check_inputs=check,
+    )
+
+
+# -- a fast, sound canonical form for the SymPy obligations ------------------------------------
+def exp_canonical(e: Any) -> Any:
+    """A form of ``e`` that is 0 iff ``e`` vanishes for all real values of its symbols.
+
+    When ``e`` is a rational function of exponentials of rational linear forms in real symbols
+    x_s (softmax's case), each exp(sum a_s x_s) becomes prod t_s^(a_s D) with t_s = exp(x_s / D)
+    a positive symbol (D = lcm of the denominators of the a_s); x -> t is a bijection R -> R+,
+    so ``e`` is identically 0 iff the resulting rational function cancels to 0.  Otherwise falls
+    back to ``sp.simplify``.
+    """
+    e = sp.sympify(e)
+    syms = sorted(e.free_symbols, key=str)
+    atoms = list(e.atoms(sp.exp))
+    linear: list[dict[Any, Any]] = []
+    for at in atoms:
+        d = sp.expand(at.args[0]).as_coefficients_dict()
+        if any(s not in syms or not v.is_Rational for s, v in d.items()):
+            return sp.simplify(e)
+        linear.append(d)
+    den = math.lcm(1, *(int(v.q) for d in linear for v in d.values()))
+    t = {s: sp.Symbol(f"_t_{s}", positive=True) for s in syms}
+    rep = {at: sp.Mul(*(t[s] ** (v * den) for s, v in d.items())) for at, d in zip(atoms, linear, strict=True)}
+    out = e.xreplace(rep)
+    if out.free_symbols & set(syms):
+        return sp.simplify(e)
+    return sp.cancel(sp.together(out))
+
+
+def masked_sympy_check(rows: int, cols: int, n: int, heads: int | None = None, stable: bool = False) -> Any:
+    """Check: symbolic A, concrete n; program == masked reference (via :func:`exp_canonical`)."""
+
+    def check(timeout: float) -> Outcome:
+        con = masked_softmax(rows, cols, heads, stable=stable)
+        shape = con.layout["A"].shape
+        a = np.empty(shape, dtype=object)
+        for ix in np.ndindex(*shape):
+            a[ix] = sp.Symbol(f"A_{'_'.join(map(str, ix))}", real=True)
+        nn = np.array([[n]], dtype=object)
+        got = con.run(a, nn, backend="sympy")
+        want = con.reference(a, nn, backend="sympy")
+        diff = first_difference(got, want, exp_canonical)
+        return Outcome.bad(diff) if diff else Outcome.good(f"{got.size} entries equal symbolically (n = {n})")
+
+    return check
+
+
+def masked_numeric_check(
+    rows: int, cols: int, tol: float, seed: int = 0, scale: float = 1.0, stable: bool = True, offset: float = 0.0
+) -> Any:
+    """Check: float64 masked softmax vs the NumPy reference for several random n."""
+
+    def check(timeout: float) -> Outcome:
+        con = masked_softmax(rows, cols, stable=stable)
+        rng = np.random.default_rng(seed)
+        worst = 0.0
+        for n in sorted({1, cols, *(int(v) for v in rng.integers(1, cols + 1, size=3))}):
+            a = offset + rng.normal(size=(rows, cols)) * scale
+            err = float(np.max(np.abs(con.run(a, [[n]]) - con.reference(a, [[n]]))))
+            if not np.isfinite(err):
+                return Outcome.bad(f"non-finite output at n = {n}")
+            worst = max(worst, err)
+        if worst <= tol:
+            return Outcome.good(f"max abs error {worst:.3g} <= {tol:g}")
+        return Outcome.bad(f"max abs error {worst:.3g} > {tol:g}")
+
+    return check
+
+
+def large_numeric_check(
+    make: Callable[[], Construction], tol: float, offset: float = 3000.0, scale: float = 30.0, seed: int = 0
+) -> Callable[[float], Outcome]:
+    """Check: float64 within ``tol`` of NumPy's max-shifted softmax on entries offset + N(0, scale^2)."""
+
+    def check(timeout: float) -> Outcome:
+        con = make()
+        a = offset + scale * np.random.default_rng(seed).normal(size=con.layout["A"].shape)
+        err = float(np.max(np.abs(con.run(a) - con.reference(a))))
+        if not np.isfinite(err):
+            return Outcome.bad("non-finite output (exp overflow)")
+        if err <= tol:
+            return Outcome.good(f"max abs error {err:.3g} <= {tol:g}")
+        return Outcome.bad(f"max abs error {err:.3g} > {tol:g}")
+
+    return check
+
+
+def embedded_obligations(
+    cid: str, paper_ref: str, build: Callable[[MatRef], tuple[MatRef, list[Intent]]], stacked: bool = True
+) -> list[Obligation]:
+    """Z3, all sizes: the composable form's selectors at ANY offset inside ANY longer sequence.
+
+    The operand is a (rows, cols) matrix, or a stack (heads, rows, cols) when ``stacked``, at a
+    symbolic ``offset`` >= 0 in a sequence of offset + size + ``pad`` positions (pad >= 0): what
+    composition needs, beyond the harness.
+    """
+    off, pad = C.Size("offset", 2), C.Size("pad", 3)
+    stack: Any = C.Size("heads", 2) if stacked else 1
+    blk = Block.of("A", off, C.Size("rows", 2), C.Size("cols", 4), stack)
+    layout = Layout.of(blk, length=blk.end_expr() + pad)
+    _, intents = build(MatRef(C.tokens, blk))
+    obs = []
+    for it in intents:
+
+        def check(timeout: float, name: str = it.name) -> Outcome:
+            # built here, not when listed: the check sees the code as it is when it runs (mutation testing)
+            it = next(i for i in build(MatRef(C.tokens, blk))[1] if i.name == name)
+            wide = dataclasses.replace(it, minimum=(("offset", 0), ("pad", 0), *it.minimum))
+            return check_intent(wide, layout, timeout=timeout)
+
+        obs.append(
+            Obligation(
+                f"{cid}/z3-parametric/{it.name}-embedded",
+                cid,
+                paper_ref,
+                "z3-parametric",
+                check,
+                statement=f"{it.statement}; operand at any offset in any longer sequence",
+            )
+        )
+    return obs
+
+
+# -- all sizes: intents + layout (Z3) and the program evaluated at symbolic sizes (SymPy) ---------
+def _row_keys(con: Construction) -> KeySet:
+    """The row-sum head of entry (h, i, j) averages the c keys (h, i, l), l < c, of A."""
+    return KeySet("rowsum", "A", lambda h, i, j, m: (h, i, m), con.layout["A"].cols, lambda h, i, j: j)
+
+
+def _softmax_semantics(con: Construction) -> Semantics:
+    def reference(h: Any, i: Any, j: Any, sizes: dict[str, Any]) -> Any:
+        a, m = sp.IndexedBase("A"), sp.Symbol("m", integer=True)
+        return sp.exp(a[h, i, j]) / sp.Sum(sp.exp(a[h, i, m]), (m, 0, sizes["cols"] - 1))
+
+    return Semantics("A", (_row_keys(con),), reference)
+
+
+N_VALID = sp.Symbol("n", integer=True, positive=True)
+
+
+def _masked_semantics(con: Construction) -> Semantics:
+    def reference(h: Any, i: Any, j: Any, sizes: dict[str, Any]) -> Any:
+        a, m = sp.IndexedBase("A"), sp.Symbol("m", integer=True)
+        val = sp.exp(a[h, i, j]) / sp.Sum(sp.exp(a[h, i, m]), (m, 0, N_VALID - 1))
+        return sp.Piecewise((val, sp.Lt(j, N_VALID)), (0, True))
+
+    n_key = KeySet("broadcast_n", "n", lambda h, i, j, m: (E.Const(0), E.Const(0), E.Const(0)))
+    return Semantics(
+        "A",
+        (_row_keys(con), n_key),
+        reference,
+        claims={"out.col": lambda h, i, j: j},
+        scalars={"n": N_VALID},
+        truths=(lambda sizes: sp.Lt(sp.Symbol("j", integer=True, nonnegative=True), N_VALID),),
+        splits=((N_VALID, "cols"),),
+        scalar_bounds={"n": "cols"},
+    )
+
+
+def softmax_all_sizes(stable: bool = False, masked: bool = False) -> Obligation:
+    """``all-sizes``: every intent and the layout (Z3), and the program at symbolic sizes is softmax (SymPy).
+
+    Evaluated at symbolic (h, i, j), rows, cols, heads: the row-sum head's mean over the c keys of
+    the row times the scale constant (read as the size cols) is Sum_{l < c} exp(A[h, i, l]); the
+    output divides exp(A[h, i, j]) by it.  Mean-shifted: the shift cancels symbolically.  Masked:
+    for every runtime n with 1 <= n <= cols (what the input check enforces), the sum is split at n.
+    """
+    cid = "softmax-masked" if masked else "softmax"
+    factory = masked_softmax if masked else softmax
+    makes = [functools.partial(factory, 3, 5, 2, stable=stable), functools.partial(factory, 4, 6, 3, stable=stable)]
+    sem = _masked_semantics if masked else _softmax_semantics
+    what = ("masked " if masked else "") + ("mean-shifted " if stable else "") + "softmax"
+    return all_sizes_obligation(
+        cid,
+        PAPER_REF,
+        makes[0],
+        semantics_algebra(makes, sem, what),
+        statement=f"for every heads, rows, cols{', n <= cols' if masked else ''}: output (h, i, j) is the {what}",
+        detail="stable" if stable else "lemma",
+    )
+
+
+register_construction("softmax", PAPER_REF, lambda: softmax(2, 3, heads=2))
+register_construction("softmax-masked", PAPER_REF, lambda: masked_softmax(2, 3, heads=2, stable=True))
+
+
+@provider
+def softmax_obligations() -> Iterable[Obligation]:
+    """sympy (every dimension <= 3, exp symbolic), numeric up to 64, Z3 intents, layout."""
+    ref = PAPER_REF
+    yield softmax_all_sizes()
+    yield softmax_all_sizes(stable=True)
+    yield from intent_obligations("softmax", ref, lambda: softmax(2, 3, heads=2))
+    yield layout_obligation("softmax", ref, lambda: softmax(2, 3, heads=2))
+    for r, c in itertools.product((1, 2, 3), repeat=2):
+        for h in (None, 2, 3):
+            yield from standard_obligations(
+                "softmax", ref, functools.partial(softmax, r, c, h), exact=False, numeric_tol=None
+            )
+        yield Obligation(
+            f"softmax/sympy/stable-cols{c}-rows{r}",
+            "softmax",
+            ref,
+            "sympy",
+            sympy_check(functools.partial(softmax, r, c, stable=True), exp_canonical),
+            "mean-shifted program == exp(x)/sum exp(x) on symbols",
+        )
+    for r, c, h in ((64, 64, None), (16, 64, 4), (8, 3, None)):
+        yield from standard_obligations(
+            "softmax", ref, functools.partial(softmax, r, c, h), sympy_sizes=False, exact=False, numeric_tol=1e-12
+        )
+    yield Obligation(
+        "softmax/numeric/stable-cols64-rows64",
+        "softmax",
+        ref,
+        "numeric",
+        numeric_check(lambda: softmax(64, 64, stable=True), 1e-12),
+        "mean-shifted float64 within 1e-12 of NumPy",
+    )
+    yield Obligation(
+        "softmax/numeric/stable-cols64-rows64-offset3000",
+        "softmax",
+        ref,
+        "numeric",
+        large_numeric_check(lambda: softmax(64, 64, stable=True), 1e-12),
+        "mean-shifted float64 within 1e-12 at entries 3000 + N(0, 30^2), where plain exp overflows",
+    )
+    yield from embedded_obligations("softmax", ref, softmax_ref)
+
+
+def _ms_tag(r: int, c: int, n: int, h: int | None, stable: bool) -> str:
+    return f"{'stable-' if stable else ''}cols{c}-{f'heads{h}-' if h else ''}n{n}-rows{r}"
+
+
+@provider
+def masked_softmax_obligations() -> Iterable[Obligation]:
+    """The masked form: sympy for every dimension <= 3 and every n <= c, numeric at 64, Z3."""
+    ref, cid = PAPER_REF, "softmax-masked"
+    yield softmax_all_sizes(masked=True)
+    yield softmax_all_sizes(stable=True, masked=True)
+    yield from intent_obligations(cid, ref, lambda: masked_softmax(2, 3, heads=2))
+    yield layout_obligation(cid, ref, lambda: masked_softmax(2, 3, heads=2))
+    for r, c in itertools.product((1, 2, 3), repeat=2):
+        for n in range(1, c + 1):
+            yield Obligation(
+                f"{cid}/sympy/{_ms_tag(r, c, n, None, False)}",
+                cid,
+                ref,
+                "sympy",
+                masked_sympy_check(r, c, n),
+                "masked program == softmax of the first n columns, 0 elsewhere, on symbols",
+            )
+    for r, c, n, h in ((3, 3, 2, 2), (2, 3, 2, None)):
+        yield Obligation(
+            f"{cid}/sympy/{_ms_tag(r, c, n, h, True)}",
+            cid,
+            ref,
+            "sympy",
+            masked_sympy_check(r, c, n, h, stable=True),
+            "masked, valid-mean-shifted program == masked reference on symbols",
+        )
+    yield Obligation(
+        f"{cid}/numeric/cols64-rows64",
+        cid,
+        ref,
+        "numeric",
+        masked_numeric_check(64, 64, 1e-12, stable=False),
+        "float64 within 1e-12 for n in {1, 64, 3 random}",
+    )
+    yield Obligation(
+        f"{cid}/numeric/stable-cols64-rows64",
+        cid,
+        ref,
+        "numeric",
+        masked_numeric_check(64, 64, 1e-12),
+        "float64 within 1e-12 for n in {1, 64, 3 random}",
+    )
+    yield Obligation(
+        f"{cid}/numeric/stable-cols64-rows64-offset3000",
+        cid,
+        ref,
+        "numeric",
+        masked_numeric_check(64, 64, 1e-12, scale=30.0, offset=3000.0),
+        "valid-mean-shifted float64 within 1e-12 at entries 3000 + N(0, 30^2), where plain exp overflows",
+    )
+    # small rows: a shift off by a factor (c+1)/c leaves 3000/c, which underflows exp only for small c
+    yield Obligation(
+        f"{cid}/numeric/stable-cols3-rows3-offset3000",
+        cid,
+        ref,
+        "numeric",
+        masked_numeric_check(3, 3, 1e-12, scale=30.0, offset=3000.0),
+        "valid-mean-shifted float64 within 1e-12 at entries 3000 + N(0, 30^2), 3 columns (the shift must be the mean)",
+    )
+
+
+__all__ = [
+    "embedded_obligations",
+    "exp_canonical",
+    "large_numeric_check",
+    "masked_softmax",
+    "masked_softmax_ref",
+    "softmax",
+    "softmax_all_sizes",
+    "softmax_ref",
+]
