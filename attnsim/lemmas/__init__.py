@@ -5,9 +5,53 @@ Each lemma module is short, named after the lemma, and exposes a factory returni
 Importing this package registers every lemma's obligations (see ``obligations.py``).
 """
 
+from attnsim.lemmas import allsizes_extra as _allsizes_extra  # noqa: F401  (registers faddeev-steps)
 from attnsim.lemmas import obligations as _obligations  # noqa: F401  (registers providers)
 from attnsim.lemmas.base import Construction, ConstructionError
+from attnsim.lemmas.cofactor import (
+    SingularMatrixError,
+    adjugate3_ref,
+    cofactor3,
+    cofactor3_ref,
+    det3,
+    det3_ref,
+    inverse3,
+    inverse3_ref,
+)
+from attnsim.lemmas.faddeev import det, det_ref, frobenius_ref, inverse, inverse_ref, trace_ref
 from attnsim.lemmas.matmul import matmul, matmul_ref
+from attnsim.lemmas.maxmin import maxmin, maxmin_ref
+from attnsim.lemmas.relu import relu, relu_ref
+from attnsim.lemmas.softmax import masked_softmax, masked_softmax_ref, softmax, softmax_ref
 from attnsim.lemmas.transpose import transpose, transpose_ref
 
-__all__ = ["Construction", "ConstructionError", "matmul", "matmul_ref", "transpose", "transpose_ref"]
+__all__ = [
+    "Construction",
+    "ConstructionError",
+    "SingularMatrixError",
+    "adjugate3_ref",
+    "cofactor3",
+    "cofactor3_ref",
+    "det",
+    "det3",
+    "det3_ref",
+    "det_ref",
+    "frobenius_ref",
+    "inverse",
+    "inverse3",
+    "inverse3_ref",
+    "inverse_ref",
+    "masked_softmax",
+    "masked_softmax_ref",
+    "matmul",
+    "matmul_ref",
+    "maxmin",
+    "maxmin_ref",
+    "relu",
+    "relu_ref",
+    "softmax",
+    "softmax_ref",
+    "trace_ref",
+    "transpose",
+    "transpose_ref",
+]
