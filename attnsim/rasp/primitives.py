@@ -217,3 +217,26 @@ register(
     ),
     "x if c != 0 else y (c a 0/1 flag)",
 )
+
+
+def _np_elu1(x: Any) -> Any:
+    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+
+
+def _sp_elu1(x: Any) -> Any:
+    s = _sp()
+    x = s.sympify(x)
+    if x.is_number:
+        return x + 1 if x > 0 else s.exp(x)
+    return s.Piecewise((x + 1, x > 0), (s.exp(x), True))
+
+
+register(
+    "elu1",
+    1,
+    "generalized",
+    _np_elu1,
+    None,
+    _sp_elu1,
+    "elu(x) + 1 = x + 1 if x > 0 else e^x (the linear-attention feature map of Katharopoulos et al. 2020)",
+)

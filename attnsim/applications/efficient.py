@@ -1,0 +1,231 @@
+"""Application (attention variants): linear attention and Linformer, composed from our lemmas.
+
+* :func:`linear_attention` (Katharopoulos et al. 2020, "Transformers are RNNs"), non-causal, with
+  the feature map phi = elu + 1:  out_i = phi(q_i)^T (sum_j phi(k_j) v_j^T) / phi(q_i)^T (sum_j phi(k_j)).
+  Program: phi in the MLP; transpose_ref(phi(K)); matmul_ref gives S = phi(K)^T V and
+  z = phi(K)^T 1 (one layer pair, in parallel); matmul_ref gives phi(Q) S and phi(Q) z; one gather
+  head brings the denominator of row i to every entry (i, j); the MLP divides.
+  The reference is the *quadratic* form (phi(Q) phi(K)^T) V / rowsum(phi(Q) phi(K)^T), so the SymPy
+  proof also checks the re-association that makes the attention linear.
+* :func:`linformer` (Wang et al. 2020): out = softmax(Q (E K)^T / sqrt(d)) (F V) with projections E, F
+  (k x n).  Program: matmul_ref for E K and F V (in parallel), transpose_ref, matmul_ref for the
+  scores, division by sqrt(d) in the MLP, softmax_ref, matmul_ref with F V.
+
+Both use exp (elu's negative branch, softmax): exact only in SymPy, no Fraction backend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from attnsim.lemmas.base import Construction, ConstructionError, Intent
+from attnsim.lemmas.matmul import matmul_ref
+from attnsim.lemmas.softmax import softmax_ref
+from attnsim.lemmas.transpose import _check_sizes, transpose_ref
+from attnsim.proofs import z3sel
+from attnsim.rasp import core as C
+from attnsim.rasp.layout import Block, Layout, MatRef
+
+LINEAR_REF = "Application (linear attention; Katharopoulos et al. 2020)"
+LINFORMER_REF = "Application (Linformer; Wang et al. 2020)"
+
+
+def _elu1(a: np.ndarray, backend: str) -> np.ndarray:
+    if backend == "numpy":
+        return np.where(a > 0, a + 1.0, np.exp(np.minimum(a, 0.0)))
+    return np.vectorize(
+        lambda x: (
+            sp.Piecewise((x + 1, x > 0), (sp.exp(x), True))
+            if not sp.sympify(x).is_number
+            else (x + 1 if x > 0 else sp.exp(x))
+        ),
+        otypes=[object],
+    )(a)
+
+
+def _mat(a: np.ndarray) -> Any:
+    return sp.Matrix(a.tolist())
+
+
+def linear_attention(n: int, d: int, dv: int) -> Construction:
+    """Non-causal linear attention with phi = elu + 1 for Q, K (n x d) and V (n x dv)."""
+    _check_sizes(n=n, d=d, dv=dv)
+    nn, dd, vv = C.Size("n", n), C.Size("d", d), C.Size("dv", dv)
+    q_blk = Block.of("Q", 0, nn, dd)
+    k_blk = Block.of("K", q_blk.end_expr(), nn, dd)
+    v_blk = Block.of("V", k_blk.end_expr(), nn, vv)
+    phi = C.apply("elu1", C.tokens).named("la.phi")
+    kt, i1 = transpose_ref(MatRef(phi, k_blk), name="la.phiKt")
+    s, i2 = matmul_ref(kt, MatRef(C.tokens, v_blk), name="la.kv")
+    ones = MatRef(C.full(1), Block.of("la.ones", 0, nn, 1, channel="la.ones"))
+    z, i3 = matmul_ref(kt, ones, name="la.ksum")
+    num, i4 = matmul_ref(MatRef(phi, q_blk), s, name="la.num")
+    den, i5 = matmul_ref(MatRef(phi, q_blk), z, name="la.den")
+    out_blk = Block.of("out", 0, nn, vv, channel="la.out")
+    src = C.imap(lambda p: den.block.position(out_blk.coords(p)[1], 0), C.indices).named("la.den_src")
+    sel = C.select(C.indices, src, "==").named("la.den_gather")
+    den_at = C.aggregate(sel, den.sop).named("la.den_at")
+    y = C.apply("div", num.sop, den_at).named("la.out")
+    q, k = z3sel.Q, z3sel.K
+    _, iq, _ = out_blk.coords(q)
+    _, ik, jk = den.block.coords(k)
+    gather = Intent(
+        "den_gather",
+        sel,
+        den.block.contains(k) & ik.eq(iq) & jk.eq(0),
+        out_blk.contains(q),
+        "entry (i, j) of the output selects exactly the denominator phi(q_i)^T z of row i",
+    )
+    intents = [
+        _renamed(it, p) for p, its in (("kt", i1), ("kv", i2), ("ksum", i3), ("num", i4), ("den", i5)) for it in its
+    ] + [gather]
+    blocks = [
+        q_blk,
+        k_blk,
+        v_blk,
+        kt.block,
+        ones.block,
+        *s.aux,
+        s.block,
+        *z.aux,
+        z.block,
+        *num.aux,
+        num.block,
+        *den.aux,
+        den.block,
+        out_blk,
+    ]
+
+    def reference(qm: np.ndarray, km: np.ndarray, vm: np.ndarray, backend: str = "numpy") -> Any:
+        fq, fk = _elu1(qm, backend), _elu1(km, backend)
+        if backend == "numpy":
+            a = fq @ fk.T
+            return (a @ vm) / a.sum(axis=1, keepdims=True)
+        a = _mat(fq) * _mat(fk).T
+        av = a * _mat(vm)
+        return np.array([[av[i, j] / sum(a.row(i)) for j in range(dv)] for i in range(n)], dtype=object)
+
+    return Construction(
+        "linear_attention",
+        LINEAR_REF,
+        y,
+        Layout.of(*blocks),
+        ("Q", "K", "V"),
+        reference,
+        intents=intents,
+        paper_cost={"layers": None, "heads": None, "note": "claimed reconstructible in RASP, no construction given"},
+        exact=False,
+        check_inputs=_finite,
+    )
+
+
+def linformer(n: int, d: int, dv: int, k: int, scale: bool = True) -> Construction:
+    """Linformer attention softmax(Q (E K)^T / sqrt(d)) (F V) for Q, K (n x d), V (n x dv), E, F (k x n)."""
+    _check_sizes(n=n, d=d, dv=dv, k=k)
+    nn, dd, vv, kk = C.Size("n", n), C.Size("d", d), C.Size("dv", dv), C.Size("k", k)
+    q_blk = Block.of("Q", 0, nn, dd)
+    k_blk = Block.of("K", q_blk.end_expr(), nn, dd)
+    v_blk = Block.of("V", k_blk.end_expr(), nn, vv)
+    e_blk = Block.of("E", v_blk.end_expr(), kk, nn)
+    f_blk = Block.of("F", e_blk.end_expr(), kk, nn)
+    t = C.tokens
+    ek, i1 = matmul_ref(MatRef(t, e_blk), MatRef(t, k_blk), name="lf.EK")
+    fv, i2 = matmul_ref(MatRef(t, f_blk), MatRef(t, v_blk), name="lf.FV")
+    ekt, i3 = transpose_ref(ek, name="lf.EKt")
+    sc, i4 = matmul_ref(MatRef(t, q_blk), ekt, name="lf.scores")
+    if scale:
+        scaled = C.apply("div", sc.sop, C.apply("sqrt", C.full(d)).named("lf.sqrt_d")).named("lf.scaled")
+    else:
+        scaled = sc.sop
+    pr, i5 = softmax_ref(MatRef(scaled, sc.block), name="lf.softmax")
+    out, i6 = matmul_ref(pr, fv, name="out")
+    intents = [
+        _renamed(it, p)
+        for p, its in (("EK", i1), ("FV", i2), ("EKt", i3), ("scores", i4), ("softmax", i5), ("out", i6))
+        for it in its
+    ]
+    blocks = [
+        q_blk,
+        k_blk,
+        v_blk,
+        e_blk,
+        f_blk,
+        *ek.aux,
+        ek.block,
+        *fv.aux,
+        fv.block,
+        ekt.block,
+        *sc.aux,
+        sc.block,
+        pr.block,
+        *out.aux,
+        out.block,
+    ]
+
+    def reference(qm: Any, km: Any, vm: Any, em: Any, fm: Any, backend: str = "numpy") -> Any:
+        if backend == "numpy":
+            s = qm @ (em @ km).T / (np.sqrt(d) if scale else 1.0)
+            w = np.exp(s)
+            return (w / w.sum(axis=1, keepdims=True)) @ (fm @ vm)
+        s = _mat(qm) * (_mat(em) * _mat(km)).T / (sp.sqrt(d) if scale else 1)
+        w = s.applyfunc(sp.exp)
+        p = sp.Matrix(n, k, lambda i, j: w[i, j] / sum(w.row(i)))
+        return np.array((p * (_mat(fm) * _mat(vm))).tolist(), dtype=object)
+
+    return Construction(
+        "linformer",
+        LINFORMER_REF,
+        out.sop,
+        Layout.of(*blocks),
+        ("Q", "K", "V", "E", "F"),
+        reference,
+        intents=intents,
+        paper_cost={"layers": None, "heads": None, "note": "claimed reconstructible in RASP, no construction given"},
+        exact=False,
+        check_inputs=_finite,
+    )
+
+
+def _renamed(it: Intent, prefix: str) -> Intent:
+    return Intent(
+        f"{prefix}-{it.name}",
+        it.selector,
+        it.intent,
+        it.queries,
+        it.statement,
+        it.parametric,
+        it.assumptions,
+        it.minimum,
+    )
+
+
+def _finite(*ops: np.ndarray, backend: str = "numpy") -> None:
+    if backend == "numpy":
+        for a in ops:
+            if not np.all(np.isfinite(np.asarray(a, dtype=np.float64))):
+                raise ConstructionError("operands contain NaN or inf")
+
+
+def atomized(e: Any) -> Any:
+    """A rational canonical form with every exp / Piecewise atom (exp arguments expanded) replaced
+    by a positive symbol, and an atom that SymPy folded into the reciprocal of another
+    (1/exp(x) = exp(-x), 1/Piecewise(...) = Piecewise(1/...)) by the symbol's reciprocal.  Result 0
+    means the expression vanishes for every positive value of the atoms, hence identically when
+    every such atom is positive -- true here: exp > 0 and elu + 1 > 0 (the only Piecewise these
+    programs make).  A sufficient, sound test; a non-zero result is not a disproof."""
+    e = sp.sympify(e)
+    e = e.replace(lambda a: isinstance(a, sp.exp), lambda a: sp.exp(sp.expand(a.args[0])))
+    atoms = sorted(e.atoms(sp.exp, sp.Piecewise), key=sp.default_sort_key)
+    rep: dict[Any, Any] = {}
+    for i, a in enumerate(atoms):
+        inv = 1 / a
+        if isinstance(inv, sp.exp):
+            inv = sp.exp(sp.expand(inv.args[0]))
+        rep[a] = 1 / rep[inv] if inv in rep else sp.Symbol(f"_a{i}", positive=True)
+    return sp.cancel(sp.together(e.xreplace(rep)))
+
+
+__all__ = ["atomized", "linear_attention", "linformer"]

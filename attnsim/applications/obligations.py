@@ -1,0 +1,498 @@
+"""The applications' obligations that `attnsim verify` runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import z3
+
+from attnsim.applications import efficient, kparity, lipschitz, match
+from attnsim.applications.z3prog import prove_for_all_inputs
+from attnsim.lemmas.base import (
+    Construction,
+    exact_check,
+    intent_obligations,
+    layout_obligation,
+    numeric_check,
+    sympy_check,
+)
+from attnsim.proofs import z3sel
+from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.proofs.registry import provider, register_construction
+from attnsim.rasp import expr as E
+
+register_construction("match2", match.PAPER_REF, lambda: match.match2(6, 4))
+register_construction("parity", kparity.PAPER_REF, lambda: kparity.parity(6))
+register_construction("sparse_parity", kparity.PAPER_REF, lambda: kparity.sparse_parity(7, (0, 3, 5)))
+
+
+def exhaustive_check(
+    make: Callable[[], Construction],
+    alphabet: Sequence[int],
+    spec: Callable[[tuple[int, ...]], np.ndarray],
+    prefix: tuple[int, ...] = (),
+) -> Callable[[float], Outcome]:
+    """Check: the exact-backend run equals ``spec`` on EVERY input over ``alphabet`` (starting with ``prefix``)."""
+
+    def check(timeout: float) -> Outcome:
+        con = make()
+        n = con.layout["x"].shape[1]
+        count = 0
+        for tail in itertools.product(alphabet, repeat=n - len(prefix)):
+            x = prefix + tail
+            got = con.run(list(x), backend="exact")
+            want = spec(x)
+            if not all(g == w for g, w in zip(got.reshape(-1), np.asarray(want).reshape(-1), strict=True)):
+                return Outcome.bad(f"x = {list(x)}: program {list(got)} != spec {list(want)}")
+            count += 1
+        return Outcome.good(f"all {count} inputs equal with == (exact backend)")
+
+    return check
+
+
+def random_check(
+    make: Callable[[], Construction],
+    draw: Callable[[np.random.Generator], Any],
+    spec: Callable[[Any], Any],
+    trials: int,
+) -> Callable[[float], Outcome]:
+    """Check: float64 runs equal ``spec`` exactly (outputs are 0/1) on random inputs."""
+
+    def check(timeout: float) -> Outcome:
+        con = make()
+        rng = np.random.default_rng(0)
+        for t in range(trials):
+            x = draw(rng)
+            got, want = con.run(x), np.asarray(spec(x), dtype=np.float64)
+            if not np.array_equal(got.reshape(-1), want.reshape(-1)):
+                bad = int(np.flatnonzero(got.reshape(-1) != want.reshape(-1))[0])
+                return Outcome.bad(f"trial {t}: position {bad} differs")
+        return Outcome.good(f"{trials} random inputs equal the spec")
+
+    return check
+
+
+def _m2spec(x: tuple[int, ...], p: int, inc: bool) -> np.ndarray:
+    return match.match2_spec(x, p, inc)
+
+
+def _pspec(x: Any, n: int, sub: tuple[int, ...] | None) -> np.ndarray:
+    return np.full(n, kparity.parity_spec(x, sub))
+
+
+def _draw_ints(rng: np.random.Generator, n: int) -> np.ndarray:
+    return rng.integers(-(10**6), 10**6, n)
+
+
+def binary(x: Any) -> Any:
+    """A Z3 token constraint: x in {0, 1}."""
+    return z3.Or(x == 0, x == 1)
+
+
+def _z3_parity(xs: list[Any]) -> list[Any]:
+    return [z3.Sum(xs) % 2] * len(xs)
+
+
+def _prefixes(base: int, n: int, chunk: int = 1024) -> list[tuple[int, ...]]:
+    """Fixed leading tokens splitting the base**n inputs into checks of at most ``chunk`` inputs."""
+    m = 0
+    while base ** (n - m) > chunk:
+        m += 1
+    return [tuple(t) for t in itertools.product(range(base), repeat=m)]
+
+
+def _match2_z3_spec(p: int, include_self: bool) -> Callable[[list[Any]], list[Any]]:
+    def spec(xs: list[Any]) -> list[Any]:
+        n = len(xs)
+        return [
+            z3.If(z3.Or([(xs[i] + xs[j]) % p == 0 for j in range(n) if include_self or j != i] or [False]), 1, 0)
+            for i in range(n)
+        ]
+
+    return spec
+
+
+def _z3_all(cases: list[tuple[Callable[[], Construction], int, Any, Any]]) -> Callable[[float], Outcome]:
+    def check(timeout: float) -> Outcome:
+        done = []
+        for make, n, spec, domain in cases:
+            res = prove_for_all_inputs(make().program, n, spec, domain, timeout=timeout)
+            if res.ok is not True:
+                return Outcome(res.ok, f"length {n}: {res.detail}")
+            done.append(n)
+        return Outcome.good(f"unsat for every length in {done}")
+
+    return check
+
+
+@provider
+def match2_obligations() -> Iterable[Obligation]:
+    """Exhaustive (exact backend, all inputs over residues 0..p-1, length <= 6), Z3 over all integers (p = 2),
+    random long inputs."""
+    ref = match.PAPER_REF
+    for p, max_len in ((2, 6), (3, 6), (4, 6), (5, 5)):
+        for inc in (True, False):
+            tag = "self" if inc else "noself"
+            for n in range(1, max_len + 1):
+                for pre in _prefixes(p, n):
+                    ptag = f"-x0={''.join(map(str, pre))}" if pre else ""
+                    yield Obligation(
+                        f"match2/exact/all-inputs-p{p}-{tag}-L{n}{ptag}",
+                        "match2",
+                        ref,
+                        "exact",
+                        exhaustive_check(
+                            functools.partial(match.match2, n, p, inc),
+                            range(p),
+                            functools.partial(_m2spec, p=p, inc=inc),
+                            prefix=pre,
+                        ),
+                        f"every input over 0..{p - 1} of length {n}"
+                        + (f" starting with {pre}" if pre else "")
+                        + (", j = i allowed" if inc else ", j != i"),
+                    )
+    for p, inc, max_len in ((2, True, 6), (2, False, 5), (3, True, 3), (3, False, 3)):
+        tag = "self" if inc else "noself"
+        for n in range(1, max_len + 1):
+            yield Obligation(
+                f"match2/z3-bounded/all-integers-p{p}-{tag}-L{n}",
+                "match2",
+                ref,
+                "z3-bounded",
+                _z3_all([(functools.partial(match.match2, n, p, inc), n, _match2_z3_spec(p, inc), None)]),
+                f"p = {p}: output == spec for EVERY integer input (unbounded values) of length {n}",
+                bound=n,
+            )
+    for inc in (True, False):
+        tag = "self" if inc else "noself"
+        for p, n in ((7, 1000), (97, 20000)):
+            yield Obligation(
+                f"match2/sampled/random-p{p}-{tag}-L{n}",
+                "match2",
+                ref,
+                "sampled",
+                random_check(
+                    functools.partial(match.match2, n, p, inc),
+                    functools.partial(_draw_ints, n=n),
+                    functools.partial(_m2spec, p=p, inc=inc),
+                    trials=3,
+                ),
+                f"float64 run == spec on random integers, p = {p}, length {n}",
+            )
+
+
+def _parity_mod2_check(make: Callable[[], Construction]) -> Callable[[float], Outcome]:
+    """Z3, all c >= 0: the program's output index function maps c to 1 iff c is odd."""
+
+    def check(timeout: float) -> Outcome:
+        fn = kparity.index_fn_of(make())
+        c = E.Var("c")
+        out = fn.expr.substitute({fn.argnames[0]: c})
+        odd = (c >= 0) & out.eq(c - 2 * (c // 2))
+        bits = (out.eq(0) | out.eq(1)) & odd
+        return z3sel.prove(bits, (c >= 0,), timeout=timeout)
+
+    return check
+
+
+@provider
+def parity_obligations() -> Iterable[Obligation]:
+    """Exhaustive up to length 12 (exact), Z3 mask intents and mod-2 algebra for all lengths, Z3 unrolling."""
+    ref = kparity.PAPER_REF
+    yield from intent_obligations("parity", ref, lambda: kparity.parity(5))
+    yield from intent_obligations("sparse_parity", ref, lambda: kparity.sparse_parity(9, (0, 4, 5, 8)))
+    yield Obligation(
+        "parity/z3-parametric/mod2",
+        "parity",
+        ref,
+        "z3-parametric",
+        _parity_mod2_check(lambda: kparity.parity(5)),
+        "for every integer count c >= 0 the output index function is 1 iff c is odd, else 0",
+    )
+    yield Obligation(
+        "sparse_parity/z3-parametric/mod2",
+        "sparse_parity",
+        ref,
+        "z3-parametric",
+        _parity_mod2_check(lambda: kparity.sparse_parity(9, (0, 4, 5, 8))),
+        "for every integer count c >= 0 the output index function is 1 iff c is odd, else 0",
+    )
+    for n in range(1, 13):
+        for pre in _prefixes(2, n):
+            tag = f"L{n}" + (f"-x0={''.join(map(str, pre))}" if pre else "")
+            yield Obligation(
+                f"parity/exact/all-inputs-{tag}",
+                "parity",
+                ref,
+                "exact",
+                exhaustive_check(
+                    functools.partial(kparity.parity, n),
+                    (0, 1),
+                    functools.partial(_pspec, n=n, sub=None),
+                    prefix=pre,
+                ),
+                f"every binary input of length {n}" + (f" starting with {pre}" if pre else ""),
+            )
+    subsets = {12: (0, 3, 4, 7, 11), 9: (8,), 10: (1, 2, 5, 6, 9), 7: (0, 3, 5)}  # 7: the registered example
+    for n, sub in subsets.items():
+        for pre in _prefixes(2, n):
+            tag = f"L{n}-k{len(sub)}" + (f"-x0={''.join(map(str, pre))}" if pre else "")
+            yield Obligation(
+                f"sparse_parity/exact/all-inputs-{tag}",
+                "sparse_parity",
+                ref,
+                "exact",
+                exhaustive_check(
+                    functools.partial(kparity.sparse_parity, n, sub),
+                    (0, 1),
+                    functools.partial(_pspec, n=n, sub=sub),
+                    prefix=pre,
+                ),
+                f"every binary input of length {n}, subset {sub}",
+            )
+    yield Obligation(
+        "parity/z3-bounded/unrolled",
+        "parity",
+        ref,
+        "z3-bounded",
+        _z3_all([(functools.partial(kparity.parity, n), n, _z3_parity, binary) for n in range(1, 7)]),
+        "Z3 unrolling of the program (independent of the engine): output == sum mod 2, every binary input, length <= 6",
+        bound=6,
+    )
+    yield Obligation(
+        "parity/sampled/random-L4096",
+        "parity",
+        ref,
+        "sampled",
+        random_check(
+            lambda: kparity.parity(4096),
+            lambda rng: rng.integers(0, 2, 4096),
+            lambda x: np.full(4096, kparity.parity_spec(x)),
+            trials=3,
+        ),
+        "float64 run == spec on random binary inputs of length 4096",
+    )
+
+
+# -- linear attention and Linformer ---------------------------------------------------------------
+register_construction("linear_attention", efficient.LINEAR_REF, lambda: efficient.linear_attention(3, 2, 2))
+register_construction("linformer", efficient.LINFORMER_REF, lambda: efficient.linformer(3, 2, 2, 2))
+
+
+def _tag(con: Construction) -> str:
+    return "-".join(f"{k}{v}" for k, v in sorted(con.sizes.items()))
+
+
+def _variant_obligations(
+    cid: str,
+    ref: str,
+    small: Callable[[], Construction],
+    sym: list[Callable[[], Construction]],
+    big: Callable[[], Construction],
+    tol: float,
+) -> Iterable[Obligation]:
+    yield from intent_obligations(cid, ref, small)
+    yield layout_obligation(cid, ref, small)
+    for make in sym:
+        yield Obligation(
+            f"{cid}/sympy/{_tag(make())}",
+            cid,
+            ref,
+            "sympy",
+            sympy_check(make, efficient.atomized),
+            "program == the textbook formula on symbolic operands (exp/Piecewise atoms as free positive symbols)",
+        )
+    for make in (small, big):
+        yield Obligation(
+            f"{cid}/numeric/{_tag(make())}",
+            cid,
+            ref,
+            "numeric",
+            numeric_check(make, tol, trials=2),
+            f"float64 within {tol:g} of the NumPy reference",
+        )
+
+
+Stages = Callable[..., dict[str, np.ndarray]]
+
+
+def _la_stages(qm: np.ndarray, km: np.ndarray, vm: np.ndarray) -> dict[str, np.ndarray]:
+    """What each intermediate block of linear attention holds (the composed lemmas' results)."""
+    fq, fk = efficient._elu1(qm, "numpy"), efficient._elu1(km, "numpy")
+    kv, ks = fk.T @ vm, fk.T @ np.ones((len(km), 1))
+    return {"la.phiKt": fk.T, "la.kv": kv, "la.ksum": ks, "la.num": fq @ kv, "la.den": fq @ ks}
+
+
+def _lf_stages(d: int) -> Stages:
+    def stages(qm: np.ndarray, km: np.ndarray, vm: np.ndarray, em: np.ndarray, fm: np.ndarray) -> dict[str, np.ndarray]:
+        ek, fv = em @ km, fm @ vm
+        sc = qm @ ek.T
+        w = np.exp(sc / np.sqrt(d))
+        return {
+            "lf.EK": ek,
+            "lf.FV": fv,
+            "lf.EKt": ek.T,
+            "lf.scores": sc,
+            "lf.softmax": w / w.sum(axis=1, keepdims=True),
+        }
+
+    return stages
+
+
+def stages_check(make: Callable[[], Construction], stages: Stages, tol: float) -> Callable[[float], Outcome]:
+    """Check: every intermediate block, decoded from the trace at its layout offset, holds its stage's
+    value (float64 within ``tol`` relative): each composed lemma keeps its contract (result in its block)."""
+
+    def check(timeout: float) -> Outcome:
+        con = make()
+        rng = np.random.default_rng(0)
+        ops = [rng.normal(size=con.layout[nm].shape) for nm in con.inputs]
+        tr = con.trace(*ops)
+        for name, want in stages(*ops).items():
+            got = con.layout.decode(tr[name], name)
+            err = float(np.max(np.abs(got - want))) / max(1.0, float(np.max(np.abs(want))))
+            if not err <= tol:
+                return Outcome.bad(f"block {name}: relative error {err:.3g} > {tol:g}")
+        return Outcome.good(f"{len(stages(*ops))} intermediate blocks hold their stage's value within {tol:g}")
+
+    return check
+
+
+@provider
+def efficient_obligations() -> Iterable[Obligation]:
+    """Z3 intents of every composed lemma head, layout, SymPy at small sizes, float64 against NumPy."""
+    la, lf = efficient.linear_attention, efficient.linformer
+    yield from _variant_obligations(
+        "linear_attention",
+        efficient.LINEAR_REF,
+        lambda: la(3, 2, 2),
+        [lambda: la(1, 1, 1), lambda: la(2, 2, 2), lambda: la(3, 1, 2)],
+        lambda: la(32, 8, 8),
+        1e-12,
+    )
+    yield from _variant_obligations(
+        "linformer",
+        efficient.LINFORMER_REF,
+        lambda: lf(3, 2, 2, 2),
+        [lambda: lf(2, 2, 2, 1), lambda: lf(2, 2, 1, 2), lambda: lf(3, 1, 1, 2)],
+        lambda: lf(32, 8, 8, 4),
+        1e-12,
+    )
+    for cid, ref, make, stages in (
+        ("linear_attention", efficient.LINEAR_REF, lambda: la(3, 2, 2), _la_stages),
+        ("linformer", efficient.LINFORMER_REF, lambda: lf(3, 2, 2, 2), _lf_stages(2)),
+    ):
+        yield Obligation(
+            f"{cid}/numeric/stages-{_tag(make())}",
+            cid,
+            ref,
+            "numeric",
+            stages_check(make, stages, 1e-12),
+            "every intermediate block (each composed lemma's result) holds its value, float64 within 1e-12",
+        )
+
+
+# -- Lipschitz approximation ---------------------------------------------------------------------
+def _small_net() -> lipschitz.LipschitzNetwork:
+    return lipschitz.lipschitz_approximator(abs, 1.0, 0.5, (-1.0, 1.0), method="mcshane")
+
+
+def _small_interp() -> lipschitz.LipschitzNetwork:
+    return lipschitz.lipschitz_approximator(math.sin, 1.0, 0.5, (-1.0, 1.0))
+
+
+register_construction("lipschitz", lipschitz.PAPER_REF, _small_net)
+
+
+def _approx_check(name: str, eps: float, samples: int, method: str = "auto") -> Callable[[float], Outcome]:
+    """Check: sup |f - network| <= epsilon on a fine grid, and the program == the network (float64)."""
+
+    def check(timeout: float) -> Outcome:
+        f, lip, dom = lipschitz.EXAMPLES[name]
+        net = lipschitz.lipschitz_approximator(f, lip, eps, dom, method=method)
+        err = lipschitz.sup_error(net, f, dom, 4001 if net.dim == 1 else 81)
+        if not err <= eps * (1 + 1e-9):  # the bound is tight (a kink mid-interval): allow float rounding
+            return Outcome.bad(f"sup error {err:.3g} > epsilon {eps}")
+        rng = np.random.default_rng(1)
+        lo = np.array([d[0] for d in np.reshape(dom, (-1, 2))])
+        hi = np.array([d[1] for d in np.reshape(dom, (-1, 2))])
+        worst = 0.0
+        for _ in range(samples):
+            x = lo + (hi - lo) * rng.random(net.dim)
+            got = float(net.run(x)[0, 0])
+            worst = max(worst, abs(got - float(net.network(x[None, :])[0])))
+        if worst > 1e-9:
+            return Outcome.bad(f"program differs from the network by {worst:.3g}")
+        return Outcome.good(f"sup error {err:.3g} <= {eps}; program == network within {worst:.2g} at {samples} points")
+
+    return check
+
+
+def _exact_network_check(name: str, eps: float, method: str = "auto") -> Callable[[float], Outcome]:
+    """Check: exact backend, the program equals the network (same weights) at rational points, with ==."""
+
+    def check(timeout: float) -> Outcome:
+        f, lip, dom = lipschitz.EXAMPLES[name]
+        net = lipschitz.lipschitz_approximator(f, lip, eps, dom, method=method)
+        for x in lipschitz.exact_points(net, 3):
+            got, want = net.run(x, backend="exact"), net.reference(x, backend="exact")
+            if not (got == want).all():
+                return Outcome.bad(f"x = {x.tolist()}: program {got.tolist()} != network {want.tolist()}")
+        return Outcome.good("3 rational points: program == network with ==")
+
+    return check
+
+
+@provider
+def lipschitz_obligations() -> Iterable[Obligation]:
+    """Z3 intents + layout (small net), program == architecture (exact, numeric; random weights),
+    program == network with the constructed weights (exact), sup error <= epsilon (float64, fine grid)."""
+    ref = lipschitz.PAPER_REF
+    yield from intent_obligations("lipschitz", ref, _small_net)
+    yield layout_obligation("lipschitz", ref, _small_net)
+    for it in intent_obligations("lipschitz", ref, _small_interp):
+        yield dataclasses.replace(it, id=it.id.replace("z3-parametric/", "z3-parametric/interp-"))
+    yield Obligation(
+        "lipschitz/exact/architecture-random-weights",
+        "lipschitz",
+        ref,
+        "exact",
+        exact_check(_small_net),
+        "for random rational weights and points, the program == the GroupSort network (Fractions, ==)",
+    )
+    yield Obligation(
+        "lipschitz/numeric/architecture-random-weights",
+        "lipschitz",
+        ref,
+        "numeric",
+        numeric_check(_small_net, 1e-12),
+        "for random float weights and points, the program == the GroupSort network within 1e-12",
+    )
+    cases = [("abs", 0.5, "mcshane"), ("sin", 0.5, "mcshane"), ("sawtooth", 1.0, "mcshane"), ("cone", 1.0, "mcshane")]
+    cases += [("abs", 0.1, "interpolation"), ("sin", 0.05, "interpolation"), ("sawtooth", 0.05, "interpolation")]
+    for name, eps, method in cases:
+        yield Obligation(
+            f"lipschitz/exact/network-{method}-{name}-eps{eps}",
+            "lipschitz",
+            ref,
+            "exact",
+            _exact_network_check(name, eps, method),
+            f"{name}: the program computes the constructed network exactly at rational points",
+        )
+    cases = [(n, 0.1, "mcshane") for n in ("abs", "sin", "sawtooth")] + [("cone", 0.2, "mcshane")]
+    cases += [(n, e, "interpolation") for n in ("abs", "sin", "sawtooth") for e in (0.1, 0.01)]
+    for name, eps, method in cases:
+        yield Obligation(
+            f"lipschitz/numeric/sup-error-{method}-{name}-eps{eps}",
+            "lipschitz",
+            ref,
+            "numeric",
+            _approx_check(name, eps, 5, method),
+            f"{name}: sup |f - network| <= {eps} on a fine grid; the program == the network at sample points",
+        )

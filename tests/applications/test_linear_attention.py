@@ -1,0 +1,73 @@
+"""Applications (attention variants): linear attention (Katharopoulos et al. 2020, phi = elu + 1) and
+Linformer (Wang et al. 2020), composed from our transpose / matmul / softmax lemmas."""
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnsim import applications
+from attnsim.applications.efficient import atomized
+from attnsim.lemmas.base import ConstructionError, symbolic_operands, sympy_check
+from attnsim.rasp import primitives as P
+
+
+def _elu1(x: np.ndarray) -> np.ndarray:
+    return np.where(x > 0, x + 1, np.exp(x))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 4), st.integers(1, 4), st.integers(0, 10**6))
+def test_linear_attention_numeric(n: int, d: int, dv: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    q, k, v = rng.normal(size=(n, d)), rng.normal(size=(n, d)), rng.normal(size=(n, dv))
+    fq, fk = _elu1(q), _elu1(k)
+    want = (fq @ (fk.T @ v)) / (fq @ fk.sum(axis=0))[:, None]  # the linear (RNN) form
+    assert np.allclose(applications.linear_attention(n, d, dv).run(q, k, v), want, atol=1e-12, rtol=1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(0, 10**6))
+def test_linformer_numeric(n: int, d: int, dv: int, kk: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    q, k, v = rng.normal(size=(n, d)), rng.normal(size=(n, d)), rng.normal(size=(n, dv))
+    e, f = rng.normal(size=(kk, n)), rng.normal(size=(kk, n))
+    s = q @ (e @ k).T / np.sqrt(d)
+    w = np.exp(s - s.max(axis=1, keepdims=True))
+    want = (w / w.sum(axis=1, keepdims=True)) @ (f @ v)
+    assert np.allclose(applications.linformer(n, d, dv, kk).run(q, k, v, e, f), want, atol=1e-12, rtol=1e-10)
+
+
+def test_sympy_proofs_and_that_they_can_fail() -> None:
+    assert sympy_check(lambda: applications.linear_attention(2, 2, 1), atomized)(30.0).ok is True
+    assert sympy_check(lambda: applications.linformer(2, 1, 1, 2), atomized)(30.0).ok is True
+    con = applications.linear_attention(2, 1, 1)
+    ops = symbolic_operands(con)
+    got = con.run(*ops, backend="sympy")
+    unnormalized = con.reference(*ops, backend="sympy") * 2  # a wrong formula must not cancel
+    assert atomized(got[0, 0] - unnormalized[0, 0]) != 0
+
+
+def test_costs_and_backends() -> None:
+    la = applications.linear_attention(4, 3, 2)
+    lf = applications.linformer(4, 3, 2, 2)
+    assert la.cost().layers == 6 and lf.cost().layers == 8
+    rng = np.random.default_rng(0)
+    with pytest.raises(ConstructionError, match="exact"):
+        la.run(rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2)), backend="exact")
+    bad = rng.normal(size=(4, 3))
+    bad[0, 0] = np.nan
+    with pytest.raises(ConstructionError, match="NaN"):
+        la.run(bad, bad, rng.normal(size=(4, 2)))
+    with pytest.raises(ConstructionError, match="shape"):
+        la.run(rng.normal(size=(3, 3)), bad, rng.normal(size=(4, 2)))
+
+
+def test_elu1_primitive() -> None:
+    p = P.get("elu1")
+    assert p.realization == "generalized" and p.exact is None
+    xs = np.array([-2.0, -0.5, 0.0, 0.5, 3.0])
+    assert np.allclose(p.numpy(xs), _elu1(xs))
+    assert [float(p.sympy(sp.Rational(int(x * 2), 2))) for x in xs] == pytest.approx(list(_elu1(xs)))
+    assert isinstance(p.sympy(sp.Symbol("x", real=True)), sp.Piecewise)

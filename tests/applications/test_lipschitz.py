@@ -1,0 +1,92 @@
+"""Application (approximation of Lipschitz functions): a MaxMin (GroupSort) network built from our
+matmul and MaxMin lemmas approximates an L-Lipschitz f within epsilon (McShane/Whitney midpoint bound)."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnsim import applications
+from attnsim.applications.lipschitz import EXAMPLES, exact_points, sup_error
+from attnsim.lemmas.base import ConstructionError
+
+
+def test_size_formula_matches_the_program() -> None:
+    cases = [(1.0, 0.5, (-1, 1)), (1.0, 0.1, (-1, 1)), (3.0, 0.1, (0, 2)), (1.0, 0.5, ((-1, 1), (-1, 1)))]
+    for (lip, eps, dom), method in itertools.product(cases, ("auto", "mcshane")):
+        net = applications.lipschitz_approximator(lambda *x: 0.0, lip, eps, dom, method=method)
+        size, formula = net.size(), applications.size_formula(lip, eps, dom, method=method)
+        assert size["nodes"] == formula["nodes"]
+        assert size["layers"] == formula["layers"] and size["matmuls"] == formula["matmuls"]
+        assert net.bound <= eps + 1e-12
+
+
+@pytest.mark.parametrize(
+    ("name", "method"),
+    [(n, m) for n in sorted(EXAMPLES) for m in ("interpolation", "mcshane") if n != "cone" or m == "mcshane"],
+)
+def test_examples_within_epsilon_and_program_equals_network(name: str, method: str) -> None:
+    f, lip, dom = EXAMPLES[name]
+    eps = 0.25
+    net = applications.lipschitz_approximator(f, lip, eps, dom, method=method)
+    assert net.method == method
+    assert sup_error(net, f, dom, 2001 if net.dim == 1 else 61) <= eps * (1 + 1e-9)
+    rng = np.random.default_rng(0)
+    box = np.reshape(dom, (-1, 2))
+    for _ in range(3):
+        x = box[:, 0] + (box[:, 1] - box[:, 0]) * rng.random(net.dim)
+        assert abs(net.run(x)[0, 0] - net.network(x[None, :])[0]) <= 1e-12
+        assert abs(net.run(x)[0, 0] - f(*x)) <= eps
+
+
+def test_exact_backend_program_equals_network() -> None:
+    for method in ("interpolation", "mcshane"):
+        net = applications.lipschitz_approximator(math.sin, 1.0, 0.5, (-math.pi, math.pi), method=method)
+        for x in exact_points(net, 2):
+            assert (net.run(x, backend="exact") == net.reference(x, backend="exact")).all()
+
+
+def test_interpolation_has_constant_depth() -> None:
+    layers = {applications.lipschitz_approximator(math.sin, 1.0, e, (-3, 3)).cost().layers for e in (0.5, 0.05, 0.005)}
+    assert layers == {5}
+
+
+def test_batch() -> None:
+    net = applications.lipschitz_approximator(abs, 1.0, 0.25, (-1, 1), batch=4)
+    x = np.array([[-0.9], [-0.1], [0.33], [0.8]])
+    assert np.allclose(net.run(x)[:, 0], net.network(x), atol=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.floats(0.2, 2.0), st.floats(0.5, 4.0), st.sampled_from([0.1, 0.2, 0.4]))
+def test_random_sines_within_epsilon(a: float, b: float, eps: float) -> None:
+    lip = a * b
+    f = lambda x: a * math.sin(b * x)
+    for method in ("interpolation", "mcshane"):
+        net = applications.lipschitz_approximator(f, lip, eps, (-2.0, 2.0), method=method)
+        assert sup_error(net, f, (-2.0, 2.0), 3001) <= eps * (1 + 1e-9)
+
+
+def test_bad_inputs() -> None:
+    with pytest.raises(ConstructionError, match="epsilon"):
+        applications.lipschitz_approximator(abs, 1.0, 0.0, (-1, 1))
+    with pytest.raises(ConstructionError, match="lipschitz_constant"):
+        applications.lipschitz_approximator(abs, -1.0, 0.1, (-1, 1))
+    with pytest.raises(ConstructionError, match="lo < hi"):
+        applications.lipschitz_approximator(abs, 1.0, 0.1, (1, -1))
+    with pytest.raises(ConstructionError, match="Lipschitz"):
+        applications.lipschitz_approximator(lambda x: 10 * x, 1.0, 0.1, (-1, 1))
+    with pytest.raises(ConstructionError, match="1-D only"):
+        applications.lipschitz_approximator(lambda x, y: 0.0, 1.0, 0.5, ((-1, 1), (-1, 1)), method="interpolation")
+    with pytest.raises(ConstructionError, match="method"):
+        applications.lipschitz_approximator(abs, 1.0, 0.5, (-1, 1), method="spline")
+    with pytest.raises(ConstructionError, match="nodes"):
+        applications.lipschitz_approximator(lambda x, y: 0.0, 1.0, 1e-4, ((-1, 1), (-1, 1)))
+    net = applications.lipschitz_approximator(abs, 1.0, 0.5, (-1, 1))
+    with pytest.raises(ConstructionError, match="NaN"):
+        net.run([np.nan])
+    with pytest.raises(ConstructionError, match="shape"):
+        net.run([0.1, 0.2])
