@@ -1,0 +1,513 @@
+"""Obligations for the universal simulator U (Theorem 6, Corollary 6.1, Theorem 9, Corollary 9.1, hierarchy).
+
+Compositional: every stage of U is a lemma construction (matmul, transpose, masked softmax)
+whose algebra the lemma obligations prove on fresh symbols; here Z3 proves, for U's own
+layout, that each stage's selectors pick the intended keys (so each stage's output block is
+the next stage's input block), that the views between stages (Q/K/V out of QKV^T, concat(O)^T)
+and aligned channels agree position by position, and that the pointer-dependent gathers read
+only the pointed layer record.  An exhaustive enumeration checks that the MLP masks select
+exactly the true sizes for every n <= N, d <= D, h <= H, d_head <= K, d_ff <= F.  On top:
+whole-U SymPy checks at n = d_model = 2 and float64 runs up to capacity 32.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from attnsim.proofs import z3sel
+from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.proofs.registry import provider, register_construction
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.rasp.engine import evaluate
+from attnsim.simulator.congruence import Atoms, difference
+from attnsim.simulator.reference import TransformerLayer
+from attnsim.simulator.universal import PTR, SEQ, UniversalSimulator
+
+CID = "simulator"
+THM6 = "Theorem 6"
+COR61 = "Corollary 6.1"
+THM9 = "Theorem 9 / Corollary 9.1"
+HIER = "hierarchy (N >= n)"
+SMALL = (3, 3, 2, 2, 3)  # the capacity whose program the Z3 obligations translate (sizes stay symbols)
+
+register_construction(CID, f"{THM6}, {COR61}, {THM9}, {HIER}", lambda: UniversalSimulator(3, 3, 2, 2, 3))
+
+
+@functools.cache
+def _u(*cap: int) -> UniversalSimulator:
+    return UniversalSimulator(*cap)
+
+
+def _concrete(e: E.Expr, env: dict[str, int]) -> E.Expr:
+    return e.substitute({k: E.Const(v) for k, v in env.items()})
+
+
+def _prove_sizes(
+    goal: E.Expr, assumptions: list[E.Expr], bound: int | None, timeout: float, free_ptr: bool = False
+) -> Outcome:
+    """Parametric (bound None) or by Z3 on every capacity with all sizes in 1..bound."""
+    if bound is None:
+        return z3sel.prove(goal, assumptions, timeout=timeout)
+    n = 0
+    for vals in itertools.product(range(1, bound + 1), repeat=5):
+        env = dict(zip("NDHKF", vals, strict=True))
+        res = z3sel.prove(_concrete(goal, env), [_concrete(a, env) for a in assumptions], timeout=timeout)
+        if res.ok is not True:
+            return Outcome(res.ok, f"capacity {env}: {res.detail}")
+        n += 1
+    return Outcome.good(f"unsat for each of the {n} capacities with N, D, H, K, F in 1..{bound}")
+
+
+# -- Z3: selectors, views, pointer gathers ------------------------------------------------------
+# intents whose parametric proof Z3 finds in about 1 s on an idle core; the others are enumerated over capacities
+PARAMETRIC = {
+    "n.broadcast",
+    "d.broadcast",
+    "ptr.broadcast",
+    "ln_x.colmean",
+    "proj.sum",
+    "bqkv_at.gather",
+    "bo_at.gather",
+    "ln_r1.colmean",
+    "g2_at.gather",
+    "be2_at.gather",
+    "b1_at.gather",
+    "b2_at.gather",
+    "ln_r2.colmean",
+}
+
+
+def intent_check(name: str, bound: int | None) -> Callable[[float], Outcome]:
+    def check(timeout: float) -> Outcome:
+        u = _u(*SMALL)
+        it = dict(u.intents)[name]
+        s_expr = z3sel.selector_expr(it.selector).substitute({"length": SEQ})
+        goal = z3sel._iff(s_expr, it.intent)
+        q, k = z3sel.Q, z3sel.K
+        assume = [it.queries, q >= 0, q < SEQ, k >= 0, k < SEQ, SEQ >= u._positions_expr(1)]
+        return _prove_sizes(goal, assume, bound, timeout)
+
+    return check
+
+
+def link_check(name: str, bound: int | None) -> Callable[[float], Outcome]:
+    def check(timeout: float) -> Outcome:
+        u = _u(*SMALL)
+        ln = next(x for x in u.links if x.name == name)
+        h, i, j = E.Var("h"), E.Var("i"), E.Var("j")
+        ph, pi, pj = ln.coords(h, i, j)
+        c, p = ln.consumer, ln.producer
+        inside = (h >= 0) & (h < c.stack) & (i >= 0) & (i < c.rows) & (j >= 0) & (j < c.cols)
+        p_in = (ph >= 0) & (ph < p.stack) & (pi >= 0) & (pi < p.rows) & (pj >= 0) & (pj < p.cols)
+        goal = c.position(i, j, h).eq(p.position(pi, pj, ph)) & p_in
+        return _prove_sizes(goal, [inside], bound, timeout)
+
+    return check
+
+
+def ptr_check(name: str, bound: int | None) -> Callable[[float], Outcome]:
+    def check(timeout: float) -> Outcome:
+        u = _u(*SMALL)
+        pg = next(x for x in u.ptr_gathers if x.name == name)
+        fn = pg.source.fn  # type: ignore[attr-defined]
+        q = z3sel.Q
+        src = fn.expr.substitute({"x0": q, "x1": PTR})
+        lo = u.base + PTR * u.record_size
+        hi = lo + u.record_size
+        goal = (pg.queries & src.eq(lo + pg.rel) & (src >= lo) & (src < hi)) | (E.Not(pg.queries) & (src < 0))
+        return _prove_sizes(goal, [q >= 0, PTR >= 0], bound, timeout)
+
+    return check
+
+
+LEMMA_PROOFS = {
+    "matmul": "matmul/all-sizes/lemma",
+    "transpose": "transpose/all-sizes/lemma",
+    "softmax": "softmax-masked/all-sizes/lemma",
+}
+STAGE_LEMMA = {
+    "proj": "matmul",
+    "scores": "matmul",
+    "av": "matmul",
+    "wo": "matmul",
+    "ffn1": "matmul",
+    "ffn2": "matmul",
+    "Q": "transpose",
+    "PT": "transpose",
+    "probs": "softmax",
+}
+
+
+def coverage_check(timeout: float) -> Outcome:
+    """Every attention head of U is a lemma stage's or a stated gather, each with its own Z3 obligation."""
+    from attnsim.proofs.registry import all_obligations
+
+    u = _u(*SMALL)
+    covered = {id(it.selector) for _, it in u.intents} | {id(p.selector) for p in u.ptr_gathers}
+    heads = [n for n in C.topological([u.program]) if isinstance(n, (C.Aggregate, C.SelectorWidth))]
+    loose = [n.label for n in heads if id(n.selector) not in covered]
+    if loose:
+        return Outcome.bad(f"attention ops without an intent: {loose}")
+    ids = {o.id for o in all_obligations()}
+    missing = [v for v in LEMMA_PROOFS.values() if v not in ids]
+    stages = {name.split(".")[0] for name, _ in u.intents}
+    own = {"n", "d", "ptr", "ln_x", "ln_r1", "ln_r2"}  # header broadcasts and LayerNorm column means
+    unknown = sorted(s for s in stages if s not in STAGE_LEMMA and s not in own and not s.endswith("_at"))
+    if missing or unknown:
+        return Outcome.bad(f"lemma obligations missing: {missing}; stages without a lemma: {unknown}")
+    return Outcome.good(
+        f"{len(heads)} attention ops, all covered; lemma stages {sorted(STAGE_LEMMA)} "
+        f"proven by {sorted(LEMMA_PROOFS.values())}"
+    )
+
+
+def layout_enum_check(bound: int) -> Callable[[float], Outcome]:
+    """Every block's positions (row-major, per channel) are distinct, disjoint and inside the sequence."""
+
+    def check(timeout: float) -> Outcome:
+        n = 0
+        for cap in itertools.product(range(1, bound + 1), repeat=5):
+            u = UniversalSimulator(*cap)
+            lay, total = u.layout, u.positions()
+            used: dict[str, set[int]] = {}
+            for b in lay:
+                pos = b.positions().reshape(-1)
+                if len(set(pos.tolist())) != b.size or (b.size and (pos.min() < 0 or pos.max() >= total)):
+                    return Outcome.bad(f"capacity {cap}: block {b.name} is not injective or leaves the sequence")
+                seen = used.setdefault(b.channel, set())
+                if seen & set(pos.tolist()):
+                    return Outcome.bad(f"capacity {cap}: block {b.name} overlaps another block of {b.channel}")
+                seen |= set(pos.tolist())
+            n += 1
+        return Outcome.good(f"{len(lay.blocks)} blocks checked position by position for {n} capacities in 1..{bound}")
+
+    return check
+
+
+# -- masks: exhaustive enumeration, exact arithmetic -------------------------------------------
+def mask_check(caps: tuple[tuple[int, int, int, int, int], ...]) -> Callable[[float], Outcome]:
+    def check(timeout: float) -> Outcome:
+        count = 0
+        for cap in caps:
+            u = _u(*cap)
+            N, D, H, K, F = cap
+            masks = u.masks
+            for n, d, h, k, f in itertools.product(
+                range(1, N + 1), range(1, D + 1), range(1, H + 1), range(1, K + 1), range(0, F + 1)
+            ):
+                T = TransformerLayer.random(d, h, k, f or None, seed=count)
+                x = np.ones((n, d))
+                seq = [Fraction(v) for v in u.encode(T, x)]
+                vals = evaluate([m.sop for m in masks], np.array(seq, dtype=object), "exact")
+                sizes = {"n": n, "d": d, "heads": h, "d_head": k, "d_ff": f}
+                for m, v in zip(masks, vals, strict=True):
+                    b = m.block
+                    stack = b.shape[0] if len(b.shape) == 3 else 1
+                    rows, cols = b.shape[-2:]
+                    for hh, ii, jj in itertools.product(range(stack), range(rows), range(cols)):
+                        pos = b.start + (hh * rows + ii) * cols + jj
+                        want = Fraction(int(m.intent(hh, ii, jj, sizes)))
+                        if v[pos] != want:
+                            return Outcome.bad(f"capacity {cap}, sizes {sizes}: {m.name}[{hh},{ii},{jj}] = {v[pos]}")
+                count += 1
+        return Outcome.good(f"{len(u.masks)} masks equal their intent (==) on {count} (capacity, size) combinations")
+
+    return check
+
+
+# -- whole-U SymPy checks ------------------------------------------------------------------------
+def _rational_layer(d: int, h: int, k: int, f: int | None, seed: int, **kw: Any) -> TransformerLayer:
+    T = TransformerLayer.random(d, h, k, f, seed=seed, **kw)
+    rng = np.random.default_rng(seed)
+
+    def rat(a: np.ndarray) -> np.ndarray:
+        out = np.empty(a.shape, dtype=object)
+        for ix in np.ndindex(*a.shape):
+            out[ix] = sp.Rational(int(rng.integers(-9, 10)), int(rng.integers(1, 5)))
+        return out
+
+    fields = [
+        "w_q",
+        "w_k",
+        "w_v",
+        "w_o",
+        "b_q",
+        "b_k",
+        "b_v",
+        "b_o",
+        "ln1_weight",
+        "ln1_bias",
+        "ln2_weight",
+        "ln2_bias",
+    ]
+    if f is not None:
+        fields += ["w1", "b1", "w2", "b2"]
+    rep = {nm: rat(getattr(T, nm)) for nm in fields}
+    return T.with_options(**rep, scale=1 / sp.sqrt(k), eps=sp.Rational(1, 100))
+
+
+def whole_check(
+    cap: tuple[int, int, int, int, int | None],
+    sizes: tuple[int, int, int, int, int | None],
+    options: dict[str, Any],
+    symbolic_weights: bool = True,
+) -> Callable[[float], Outcome]:
+    """U (sympy backend) == T(X) on symbolic X (and symbolic or random rational weights), by congruence."""
+
+    def check(timeout: float) -> Outcome:
+        u = UniversalSimulator(*cap)
+        n, d, h, k, f = sizes
+        if symbolic_weights:
+            T = TransformerLayer.symbolic(d, h, k, f, **options)
+        else:
+            T = _rational_layer(d, h, k, f, seed=1, **options)
+        x = np.array([[sp.Symbol(f"x_{i}_{j}", real=True) for j in range(d)] for i in range(n)], dtype=object)
+        got = u.run(T, x, backend="sympy")
+        want = T(x)
+        atoms = Atoms()
+        for ix in np.ndindex(*want.shape):
+            diff = difference(got[ix], want[ix], atoms)
+            if diff != 0:
+                return Outcome.bad(f"entry {ix}: U - T(X) = {str(diff)[:200]}")
+        return Outcome.good(f"{want.size} entries equal symbolically ({len(atoms.table)} congruence atoms)")
+
+    return check
+
+
+# -- numerics --------------------------------------------------------------------------------------
+def numeric_check(
+    cap: tuple[int, int, int, int, int],
+    sizes: tuple[int, int, int, int, int | None],
+    options: dict[str, Any],
+    tol: float,
+) -> Callable[[float], Outcome]:
+    def check(timeout: float) -> Outcome:
+        u = _u(*cap)
+        n, d, h, k, f = sizes
+        T = TransformerLayer.random(d, h, k, f, seed=7, **options)
+        x = np.random.default_rng(3).normal(size=(n, d))
+        err = float(np.max(np.abs(u.run(T, x) - T(x))))
+        if err <= tol:
+            return Outcome.good(f"max abs error {err:.3g} <= {tol:g}")
+        return Outcome.bad(f"max abs error {err:.3g} > {tol:g}")
+
+    return check
+
+
+def stack_check(tol: float) -> Callable[[float], Outcome]:
+    def check(timeout: float) -> Outcome:
+        u = _u(8, 8, 2, 4, 16)
+        layers = [
+            TransformerLayer.random(6, 2, 3, 16, seed=1, residual=True, norm="post"),
+            TransformerLayer.random(6, 1, 4, None, seed=2, residual=True, norm="pre"),
+            TransformerLayer.random(6, 2, 2, 5, seed=3, activation="gelu"),
+        ]
+        x = np.random.default_rng(0).normal(size=(5, 6))
+        want = x
+        for T in layers:
+            want = T(want)
+        err = float(np.max(np.abs(u.run_stack(layers, x) - want)))
+        if err <= tol:
+            return Outcome.good(f"3 looped passes of one program: max abs error {err:.3g} <= {tol:g}")
+        return Outcome.bad(f"max abs error {err:.3g} > {tol:g}")
+
+    return check
+
+
+def fixture_check(name: str, tol: float) -> Callable[[float], Outcome]:
+    def check(timeout: float) -> Outcome:
+        from attnsim.simulator.fixtures import check_fixture
+
+        errs = check_fixture(name)
+        worst = max(errs.values())
+        detail = ", ".join(f"{k} {v:.3g}" for k, v in errs.items())
+        return Outcome.good(detail) if worst <= tol else Outcome.bad(f"{detail} > {tol:g}")
+
+    return check
+
+
+OPTION_COMBOS = [
+    {"residual": r, "norm": nm, "activation": a}
+    for r, nm, a in itertools.product((False, True), ("none", "post", "pre"), ("relu", "gelu"))
+]
+
+
+def _tag(o: dict[str, Any]) -> str:
+    return f"{'res' if o['residual'] else 'nores'}-{o['norm']}-{o['activation']}"
+
+
+@provider
+def simulator_obligations() -> Iterable[Obligation]:
+    u = _u(*SMALL)
+    # stage selectors
+    for name, it in u.intents:
+        stmt = f"{it.statement} (stage {name.split('.')[0]} of U, {u.fingerprint})"
+        if name in PARAMETRIC:
+            yield Obligation(f"{CID}/z3-parametric/{name}", CID, THM9, "z3-parametric", intent_check(name, None), stmt)
+            continue
+        # record offsets are products of sizes: parametric Z3 times out; enumerate capacities instead
+        yield Obligation(f"{CID}/z3-bounded/{name}", CID, THM9, "z3-bounded", intent_check(name, 2), stmt, bound=2)
+        yield Obligation(
+            f"{CID}/z3-bounded/{name}-3", CID, THM9, "z3-bounded", intent_check(name, 3), stmt, bound=3, deep=True
+        )
+    for ln in u.links:
+        yield Obligation(
+            f"{CID}/z3-parametric/link-{ln.name}", CID, THM9, "z3-parametric", link_check(ln.name, None), ln.statement
+        )
+    for pg in u.ptr_gathers:
+        stmt = f"{pg.statement}; the source lies inside the pointed record [base + ptr S, base + (ptr+1) S)"
+        yield Obligation(
+            f"{CID}/z3-parametric/ptr-{pg.name}", CID, HIER, "z3-parametric", ptr_check(pg.name, None), stmt
+        )
+    yield Obligation(
+        f"{CID}/exact/layout-capacities-2",
+        CID,
+        "Proposition 1",
+        "exact",
+        layout_enum_check(2),
+        "every block injective, disjoint per channel, inside the sequence: all capacities with sizes in 1..2",
+    )
+    yield Obligation(
+        f"{CID}/exact/layout-capacities-3",
+        CID,
+        "Proposition 1",
+        "exact",
+        layout_enum_check(3),
+        "every block injective, disjoint per channel, inside the sequence: all capacities with sizes in 1..3",
+        deep=True,
+    )
+    yield Obligation(
+        f"{CID}/exact/stage-coverage",
+        CID,
+        THM9,
+        "exact",
+        coverage_check,
+        "every attention op of U is a lemma stage (matmul, transpose, masked softmax) or a stated gather/mean",
+    )
+    yield Obligation(
+        f"{CID}/exact/masks-all-sizes",
+        CID,
+        HIER,
+        "exact",
+        mask_check(((3, 2, 2, 2, 2), (1, 1, 1, 1, 1), (4, 3, 1, 2, 1))),
+        "every MLP mask is 1 exactly on the true n, d, h, d_head, d_ff, for every size <= capacity",
+    )
+    # whole-U symbolic
+    yield Obligation(
+        f"{CID}/sympy/attn-h1-n2-d2",
+        CID,
+        THM6,
+        "sympy",
+        whole_check((2, 2, 1, 2, None), (2, 2, 1, 2, None), {}),
+        "U == softmax attention on symbolic X and weights (1 head)",
+    )
+    yield Obligation(
+        f"{CID}/sympy/attn-h2-n2-d2",
+        CID,
+        THM9,
+        "sympy",
+        whole_check((2, 2, 2, 1, None), (2, 2, 2, 1, None), {}),
+        "U == 2-head attention on symbolic X and weights",
+    )
+    yield Obligation(
+        f"{CID}/sympy/ffn-res-rational-n2-d2",
+        CID,
+        COR61,
+        "sympy",
+        whole_check((2, 2, 1, 2, 2), (2, 2, 1, 2, 2), {"residual": True}, symbolic_weights=False),
+        "U == encoder layer with ReLU FFN and residual: symbolic X, random rational weights",
+    )
+    yield Obligation(
+        f"{CID}/sympy/ffn-res-n2-d2",
+        CID,
+        COR61,
+        "sympy",
+        whole_check((2, 2, 1, 2, 2), (2, 2, 1, 2, 2), {"residual": True}),
+        "U == encoder layer with ReLU FFN and residual, all symbolic",
+        deep=True,
+    )
+    yield Obligation(
+        f"{CID}/sympy/hier-attn-N3-n2",
+        CID,
+        HIER,
+        "sympy",
+        whole_check((3, 3, 2, 2, None), (2, 2, 1, 1, None), {}),
+        "a capacity (N, D, H, K) = (3, 3, 2, 2) U == a smaller symbolic T (n = d = 2, 1 head, d_head 1)",
+    )
+    yield Obligation(
+        f"{CID}/sympy/post-attn-rational-n2-d2",
+        CID,
+        COR61,
+        "sympy",
+        whole_check((2, 2, 1, 2, None), (2, 2, 1, 2, None), {"residual": True, "norm": "post"}, symbolic_weights=False),
+        "U == post-norm attention layer (LayerNorm by congruence): symbolic X, rational weights",
+    )
+    for norm, act in (("post", "relu"), ("pre", "gelu")):
+        yield Obligation(
+            f"{CID}/sympy/{norm}-ffn-{act}-n2-d2",
+            CID,
+            COR61,
+            "sympy",
+            whole_check((2, 2, 1, 2, 2), (2, 2, 1, 2, 2), {"residual": True, "norm": norm, "activation": act}),
+            f"U == {norm}-norm encoder layer with {act} FFN, all symbolic (congruence)",
+            deep=True,
+        )
+    # numerics at capacity 32
+    cap32 = (32, 32, 4, 8, 64)
+    for o in OPTION_COMBOS:
+        for f in (64, None):
+            if f is None and o["activation"] == "gelu":
+                continue
+            tag = _tag(o) + ("" if f else "-noffn")
+            yield Obligation(
+                f"{CID}/numeric/cap32-{tag}",
+                CID,
+                COR61 if f else THM9,
+                "numeric",
+                numeric_check(cap32, (32, 32, 4, 8, f), o, 1e-10),
+                "float64 U vs reference at full capacity 32 (4 heads), max abs error <= 1e-10",
+            )
+    yield Obligation(
+        f"{CID}/numeric/cap32-hier-small",
+        CID,
+        HIER,
+        "numeric",
+        numeric_check(cap32, (7, 20, 3, 5, 33), {"residual": True, "norm": "post", "activation": "gelu"}, 1e-10),
+        "capacity-32 U simulates n=7, d=20, h=3, d_head=5, d_ff=33 within 1e-10",
+    )
+    yield Obligation(
+        f"{CID}/numeric/stack-3-layers",
+        CID,
+        HIER,
+        "numeric",
+        stack_check(1e-10),
+        "run_stack: one program looped 3 times == composed references (mixed options, sizes)",
+    )
+    for name in ("encoder_post_relu", "encoder_pre_gelu", "mha"):
+        yield Obligation(
+            f"{CID}/numeric/torch-{name}",
+            CID,
+            COR61,
+            "numeric",
+            fixture_check(name, 1e-10),
+            "from_state_dict + reference + U vs torch's float64 output (committed fixture)",
+        )
+    yield Obligation(
+        f"{CID}/numeric/torch-stack2",
+        CID,
+        HIER,
+        "numeric",
+        fixture_check("stack2", 1e-10),
+        "run_stack vs torch nn.TransformerEncoder (2 layers), committed fixture",
+    )
+
+
+__all__ = ["OPTION_COMBOS", "simulator_obligations"]

@@ -1,0 +1,101 @@
+"""The simulated layer T (Theorem 6 / Corollary 6.1 / Theorem 9): reference semantics and importers."""
+
+import math
+import sys
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from attnsim import TransformerLayer
+from attnsim.simulator.reference import SimulatorError, layer_norm
+
+
+def _mha_by_hand(T: TransformerLayer, x: np.ndarray) -> np.ndarray:
+    outs = []
+    for h in range(T.n_heads):
+        q, k, v = x @ T.w_q[h] + T.b_q[h], x @ T.w_k[h] + T.b_k[h], x @ T.w_v[h] + T.b_v[h]
+        s = q @ k.T / math.sqrt(T.d_head)
+        e = np.exp(s)
+        outs.append((e / e.sum(axis=1, keepdims=True)) @ v)
+    return np.hstack(outs) @ T.w_o + T.b_o
+
+
+def test_attention_matches_textbook() -> None:
+    T = TransformerLayer.random(d_model=4, n_heads=2, d_head=2, seed=0)
+    x = np.random.default_rng(1).normal(size=(3, 4))
+    assert np.max(np.abs(T(x) - _mha_by_hand(T, x))) <= 1e-12
+
+
+def test_post_norm_encoder_layer() -> None:
+    T = TransformerLayer.random(4, 2, 2, d_ff=8, seed=0, residual=True, norm="post", activation="gelu")
+    x = np.random.default_rng(1).normal(size=(3, 4))
+    y1 = layer_norm(x + _mha_by_hand(T, x), T.ln1_weight, T.ln1_bias, T.eps)
+    u = y1 @ T.w1 + T.b1
+    g = 0.5 * u * (1 + np.vectorize(math.erf)(u / math.sqrt(2)))
+    want = layer_norm(y1 + g @ T.w2 + T.b2, T.ln2_weight, T.ln2_bias, T.eps)
+    assert np.max(np.abs(T(x) - want)) <= 1e-12
+    # LayerNorm itself: zero mean, unit biased variance before the affine part
+    z = layer_norm(x, np.ones(4), np.zeros(4), 0.0)
+    assert np.allclose(z.mean(axis=1), 0) and np.allclose(z.var(axis=1), 1)
+
+
+def test_symbolic_layer() -> None:
+    T = TransformerLayer.symbolic(d_model=2, n_heads=1, d_head=2, d_ff=2)
+    x = sp.Matrix(2, 2, sp.symbols("x0:4", real=True))
+    y = T(x)
+    assert y.shape == (2, 2) and y.dtype == object
+    assert sp.Symbol("w1_0_0", real=True) in sp.sympify(y[0, 0]).free_symbols
+
+
+@pytest.mark.parametrize(
+    ("kw", "msg"),
+    [
+        ({"w_q": np.zeros((2, 3))}, "w_q must have shape"),
+        ({"w_k": np.zeros((1, 2, 3))}, "w_k must have shape"),
+        ({"w_o": np.full((2, 2), np.nan)}, "NaN"),
+        ({"norm": "mid"}, "norm must be one of"),
+        ({"activation": "tanh"}, "activation must be one of"),
+        ({"w1": np.zeros((2, 3))}, "both w1"),
+        ({"eps": 0.0}, "eps must be > 0"),
+    ],
+)
+def test_bad_parameters(kw: dict, msg: str) -> None:
+    base = {"w_q": np.zeros((1, 2, 2)), "w_k": np.zeros((1, 2, 2)), "w_v": np.zeros((1, 2, 2)), "w_o": np.zeros((2, 2))}
+    with pytest.raises(SimulatorError, match=msg):
+        TransformerLayer(**(base | kw))
+
+
+def test_bad_input() -> None:
+    T = TransformerLayer.random(4, 1, 2, seed=0)
+    with pytest.raises(SimulatorError, match="X must have shape"):
+        T(np.zeros((3, 5)))
+    with pytest.raises(SimulatorError, match="NaN"):
+        T(np.full((3, 4), np.inf))
+
+
+def test_from_state_dict_mha_convention() -> None:
+    """torch stores W (out, in) and computes x W^T; heads are row blocks of in_proj_weight."""
+    rng = np.random.default_rng(0)
+    d, h = 4, 2
+    sd = {
+        "in_proj_weight": rng.normal(size=(3 * d, d)),
+        "in_proj_bias": rng.normal(size=3 * d),
+        "out_proj.weight": rng.normal(size=(d, d)),
+        "out_proj.bias": rng.normal(size=d),
+    }
+    T = TransformerLayer.from_state_dict(sd, n_heads=h)
+    x = rng.normal(size=(3, d))
+    q = x @ sd["in_proj_weight"][:d].T + sd["in_proj_bias"][:d]
+    assert np.allclose(np.hstack([x @ T.w_q[i] + T.b_q[i] for i in range(h)]), q)
+    assert T.residual is False and T.norm == "none" and T.d_ff is None
+    with pytest.raises(SimulatorError, match="divisor"):
+        TransformerLayer.from_state_dict(sd, n_heads=3)
+    with pytest.raises(SimulatorError, match="in_proj_weight"):
+        TransformerLayer.from_state_dict({"x": np.zeros(2)}, n_heads=1)
+
+
+def test_from_torch_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(SimulatorError, match=r"attnsim\[torch\]"):
+        TransformerLayer.from_torch(object())

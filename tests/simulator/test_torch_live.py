@@ -1,0 +1,38 @@
+"""Corollary 6.1 / Theorem 9 against live torch modules (skipped when torch is not installed)."""
+
+import numpy as np
+import pytest
+
+from attnsim import TransformerLayer, UniversalSimulator
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize(("norm_first", "act"), [(False, "relu"), (True, "gelu"), (False, "gelu")])
+def test_encoder_layer(norm_first: bool, act: str) -> None:
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(
+        6, 3, 10, dropout=0.0, activation=act, batch_first=True, norm_first=norm_first, dtype=torch.float64
+    ).eval()
+    x = torch.randn(1, 4, 6, dtype=torch.float64)
+    with torch.no_grad():
+        want = layer(x)[0].numpy()
+    T = TransformerLayer.from_torch(layer)
+    U = UniversalSimulator(5, 8, 3, 2, 12)
+    assert np.max(np.abs(T(x[0].numpy()) - want)) <= 1e-12
+    assert np.max(np.abs(U.run(T, x[0].numpy()) - want)) <= 1e-12
+
+
+def test_multihead_attention() -> None:
+    torch.manual_seed(1)
+    mha = torch.nn.MultiheadAttention(4, 2, batch_first=True, dtype=torch.float64).eval()
+    x = torch.randn(1, 3, 4, dtype=torch.float64)
+    with torch.no_grad():
+        want = mha(x, x, x, need_weights=False)[0][0].numpy()
+    T = TransformerLayer.from_torch(mha)
+    assert np.max(np.abs(UniversalSimulator(3, 4, 2, 2).run(T, x[0].numpy()) - want)) <= 1e-12
+
+
+def test_unsupported_module() -> None:
+    with pytest.raises(ValueError, match="from_torch takes"):
+        TransformerLayer.from_torch(torch.nn.Linear(2, 2))
