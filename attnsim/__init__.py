@@ -5,9 +5,11 @@ Every construction is one GAHAT-RASP program run three ways: exactly (Fraction /
 in Z3 (its selectors proven to pick the intended keys) and in NumPy (the numeric twin).
 """
 
+from attnsim.compile import compile  # attnsim.compile(program, max_len=...) -> weights
 from attnsim.rasp.engine import evaluate, trace
 from attnsim.rasp.schedule import cost
+from attnsim.simulator import TransformerLayer, UniversalSimulator
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "cost", "evaluate", "trace"]
+__all__ = ["TransformerLayer", "UniversalSimulator", "__version__", "compile", "cost", "evaluate", "trace"]

@@ -1,0 +1,14 @@
+"""Executable extraction: compile a GAHAT-RASP program to concrete transformer weights.
+
+``attnsim.compile(program, max_len=...)`` returns a :class:`CompiledTransformer` whose plain
+NumPy forward (exact in ints/Fractions when no irrational primitive is present) equals the
+interpreter.  See :mod:`attnsim.compile.compiler` for how each construct compiles.
+"""
+
+from attnsim.compile.compiler import compile_program
+from attnsim.compile.domain import Domain, DomainError
+from attnsim.compile.model import CompiledTransformer, CompileError
+
+compile = compile_program  # the package's public verb; shadows the builtin only in this namespace
+
+__all__ = ["CompileError", "CompiledTransformer", "Domain", "DomainError", "compile", "compile_program"]

@@ -1,0 +1,640 @@
+"""The compiled transformer: named residual dimensions, explicit weights, a plain NumPy forward.
+
+Conventions (so that nothing must be guessed to use the weights):
+
+* the model runs on ``[BOS] + tokens``; row 0 of the residual stream is BOS;
+* embedding: ``X[0] = pos_embed[0]`` (only ``bos`` = 1), ``X[p + 1] = pos_embed[p + 1] + x_p * tok_embed``;
+* layer 0 is an MLP only; every later layer is attention (all heads read the same residual,
+  outputs are added) followed by an MLP made of *stages* (a ReLU block ``X += relu(X W1) W2``,
+  and/or generalized position-wise function nodes), applied in order;
+* attention is average hard attention: ``S = (X W_Q)(X W_K)^T``; each query averages
+  ``X W_V`` over the keys whose score is maximal, then ``W_O`` maps the average back;
+* no biases: affine constants ride the ``one`` dimension (1 on tokens, 0 on BOS), so that the
+  BOS row stays exactly zero outside ``bos`` -- BOS is then a key of value 0 whose score sits
+  between "selected" and "not selected", giving the empty-selection default 0;
+* read-out: the program's value is ``X[1:] @ readout``.
+
+Exact mode runs every matrix product on dtype-object arrays of ints and Fractions; float mode
+uses float64, where a key counts as maximal when its score is within half of the head's
+score gap of the row maximum (scores of distinct classes differ by at least the gap, so
+this only absorbs rounding).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attnsim.rasp import primitives as P
+
+
+class CompileError(ValueError):
+    """A program cannot be compiled (the reason names the node), or a compiled model got bad input."""
+
+
+def obj(shape: tuple[int, ...]) -> np.ndarray:
+    """An object array of Python int zeros."""
+    out = np.empty(shape, dtype=object)
+    out.fill(0)
+    return out
+
+
+def as_number(x: Fraction | int) -> Fraction | int:
+    """Python int when integral (much faster in object arithmetic), else the Fraction."""
+    f = Fraction(x)
+    return int(f) if f.denominator == 1 else f
+
+
+@dataclass
+class Head:
+    """One attention head: score = (x W_Q).(x W_K); ``gap`` separates maximal from other scores."""
+
+    name: str
+    kind: str  # "aggregate" (BOS below the selected keys) or "width" (BOS tied with them)
+    W_Q: np.ndarray
+    W_K: np.ndarray
+    W_V: np.ndarray
+    W_O: np.ndarray
+    margin: Fraction
+    gap: Fraction
+    forms: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReluStage:
+    """X += relu(X W1) W2 (W1: d x h, W2: h x d)."""
+
+    W1: np.ndarray
+    W2: np.ndarray
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FnNode:
+    """A generalized position-wise function: X[:, out] = prim(X W_in) on token rows, 0 on BOS."""
+
+    prim: str
+    params: tuple[Fraction, ...]
+    W_in: np.ndarray
+    out: int
+    note: str = ""
+
+
+@dataclass
+class Stage:
+    relu: ReluStage | None
+    fns: list[FnNode]
+
+
+@dataclass
+class Layer:
+    heads: list[Head]
+    mlp: list[Stage]
+
+
+def _rows(w: np.ndarray) -> np.ndarray:
+    return (
+        np.flatnonzero(np.array([any(v != 0 for v in row) for row in w], dtype=bool)) if w.size else np.array([], int)
+    )
+
+
+class _Float:
+    """float64 copies of the weights and the non-zero row sets, cached per matrix."""
+
+    def __init__(self) -> None:
+        self.cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def get(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        key = id(w)
+        if key not in self.cache:
+            rows = _rows(w)
+            self.cache[key] = (rows, w[rows].astype(np.float64), w[rows])
+        return self.cache[key]
+
+
+def _wmean(w: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """w @ v where keys of weight 0 contribute nothing even if their value is not finite."""
+    fin = np.isfinite(v)
+    if fin.all():
+        return w @ v
+    out = w @ np.where(fin, v, 0.0)
+    bad = (w > 0).astype(np.float64) @ (~fin).astype(np.float64) > 0
+    out[bad] = np.nan
+    return out
+
+
+_QDIV = np.frompyfunc(lambda a, n: a // n if isinstance(a, int) and a % n == 0 else Fraction(a) / n, 2, 1)
+
+
+class CompiledTransformer:
+    """Explicit transformer weights for a GAHAT-RASP program (see the module docstring)."""
+
+    def __init__(
+        self,
+        dims: list[str],
+        max_len: int,
+        pos_embed: np.ndarray,
+        tok_embed: np.ndarray,
+        layers: list[Layer],
+        readout: np.ndarray,
+        vocab: tuple[Fraction, ...] | None = None,
+        notes: dict[str, Any] | None = None,
+        name: str = "program",
+    ) -> None:
+        self.dims = dims
+        self.max_len = max_len
+        self.pos_embed = pos_embed
+        self.tok_embed = tok_embed
+        self.layers = layers
+        self.readout = readout
+        self.vocab = vocab
+        self.notes = notes or {}
+        self.name = name
+        self._f = _Float()
+        self.program: Any = None
+
+    # -- shape facts --------------------------------------------------------------------------
+    @property
+    def d_model(self) -> int:
+        return len(self.dims)
+
+    @property
+    def n_layers(self) -> int:
+        """Attention layers (layer 0, an MLP before any attention, is not counted)."""
+        return len(self.layers) - 1
+
+    @property
+    def exact_capable(self) -> bool:
+        """True when every function node has a rational (exact) value."""
+        return all(P.get(f.prim).exact is not None for lyr in self.layers for st in lyr.mlp for f in st.fns)
+
+    def dim(self, name: str) -> int:
+        try:
+            return self.dims.index(name)
+        except ValueError:
+            raise CompileError(f"no residual dimension named {name!r}") from None
+
+    def matrices(self) -> list[tuple[str, np.ndarray]]:
+        out: list[tuple[str, np.ndarray]] = [("pos_embed", self.pos_embed), ("tok_embed", self.tok_embed)]
+        for li, lyr in enumerate(self.layers):
+            for hi, h in enumerate(lyr.heads):
+                for nm in ("W_Q", "W_K", "W_V", "W_O"):
+                    out.append((f"L{li}.H{hi}.{nm}", getattr(h, nm)))
+            for si, st in enumerate(lyr.mlp):
+                if st.relu is not None:
+                    out.append((f"L{li}.S{si}.W1", st.relu.W1))
+                    out.append((f"L{li}.S{si}.W2", st.relu.W2))
+                for fi, fn in enumerate(st.fns):
+                    out.append((f"L{li}.S{si}.F{fi}.W_in", fn.W_in))
+        out.append(("readout", self.readout))
+        return out
+
+    def parameter_count(self, nonzero: bool = False) -> int:
+        """Entries of every weight matrix (dense, as Tracr counts them), or only the non-zero ones."""
+        if nonzero:
+            return sum(int(sum(1 for v in m.reshape(-1) if v != 0)) for _, m in self.matrices())
+        return sum(int(m.size) for _, m in self.matrices())
+
+    def heads_per_layer(self) -> list[int]:
+        return [len(lyr.heads) for lyr in self.layers[1:]]
+
+    def mlp_widths(self) -> list[list[int]]:
+        """Hidden width of each ReLU stage, per layer (layer 0 first)."""
+        return [[st.relu.W1.shape[1] for st in lyr.mlp if st.relu is not None] for lyr in self.layers]
+
+    def generalized_nodes(self) -> list[str]:
+        return [f"L{li}: {fn.note}" for li, lyr in enumerate(self.layers) for st in lyr.mlp for fn in st.fns]
+
+    def summary(self) -> str:
+        """Layers, heads, residual width, MLP widths, parameters, selector forms, generalized nodes."""
+        lines = [
+            f"compiled {self.name}: max_len {self.max_len}, residual width {self.d_model}",
+            f"  layers {self.n_layers} (+ layer-0 MLP), heads per layer {self.heads_per_layer()}",
+            f"  MLP hidden widths per layer (stages) {self.mlp_widths()}",
+            f"  parameters {self.parameter_count():,} dense, {self.parameter_count(nonzero=True):,} non-zero",
+            f"  exact forward available: {self.exact_capable}",
+        ]
+        for li, lyr in enumerate(self.layers):
+            for h in lyr.heads:
+                lines.append(f"  L{li} head {h.name} [{h.kind}, margin {h.margin}, gap {h.gap}]: {'; '.join(h.forms)}")
+        for li, lyr in enumerate(self.layers):
+            for st in lyr.mlp:
+                if st.relu is not None:
+                    for n in st.relu.notes:
+                        lines.append(f"  L{li} MLP: {n}")
+        gen = self.generalized_nodes()
+        lines.append(f"  generalized function nodes: {len(gen)}" + ("" if gen else " (none: every MLP is ReLU-exact)"))
+        lines += [f"    {g}" for g in gen]
+        for k, v in self.notes.items():
+            if isinstance(v, list):
+                lines += [f"  {k}: {x}" for x in v]
+            else:
+                lines.append(f"  {k}: {v}")
+        return "\n".join(lines)
+
+    # -- running ------------------------------------------------------------------------------
+    def _check(self, tokens: Any, exact: bool) -> np.ndarray:
+        arr = np.asarray(tokens, dtype=object)
+        if arr.ndim == 1:
+            arr = arr[None, :]
+        if arr.ndim != 2:
+            raise CompileError(f"inputs must be a token sequence or a batch (B, L); got shape {arr.shape}")
+        B, L = arr.shape
+        if L < 1 or L > self.max_len:
+            raise CompileError(f"sequence length {L} outside 1..max_len={self.max_len}")
+        raw = np.asarray(tokens)
+        if raw.dtype.kind in "iub":
+            ints = raw.reshape(B, L).astype(np.int64)
+            if self.vocab is not None:
+                ok = np.isin(ints, np.array([int(v) for v in self.vocab if v.denominator == 1], dtype=np.int64))
+                if not ok.all():
+                    bad = tuple(np.argwhere(~ok)[0])
+                    raise CompileError(
+                        f"token {bad[1]} = {ints[bad]} is outside the vocabulary the model was compiled for"
+                    )
+            return ints.astype(object) if exact else ints.astype(np.float64)
+        out = np.empty((B, L), dtype=object)
+        for ix, v in np.ndenumerate(arr):
+            if isinstance(v, (float, np.floating)) and not math.isfinite(float(v)):
+                raise CompileError(f"token {ix[1]} is {v}: NaN/inf tokens are rejected")
+            try:
+                f = Fraction(v) if not isinstance(v, (float, np.floating)) else Fraction(float(v))
+            except (TypeError, ValueError):
+                raise CompileError(f"token {ix[1]} = {v!r} is not a real number") from None
+            if self.vocab is not None and f not in self.vocab:
+                raise CompileError(f"token {ix[1]} = {v} is outside the vocabulary the model was compiled for")
+            out[ix] = as_number(f) if exact else float(f)
+        return out if exact else out.astype(np.float64)
+
+    def _mm(self, x: np.ndarray, w: np.ndarray, exact: bool) -> np.ndarray:
+        rows, wf, wx = self._f.get(w)
+        if rows.size == 0:
+            return obj((*x.shape[:-1], w.shape[1])) if exact else np.zeros((*x.shape[:-1], w.shape[1]))
+        if exact:
+            return x[..., rows] @ wx
+        xs = x[..., rows]
+        fin = np.isfinite(xs)
+        if fin.all():
+            return xs @ wf
+        # a non-finite entry (e.g. 0/0 at a position outside a matrix block) reaches only the
+        # columns whose weight on it is non-zero, as in the program (0 * nan counts as 0)
+        out = np.where(fin, xs, 0.0) @ wf
+        bad = (~fin).astype(np.float64) @ (wf != 0).astype(np.float64) > 0
+        out[bad] = np.nan
+        return out
+
+    def embed(self, tokens: np.ndarray, exact: bool) -> np.ndarray:
+        B, L = tokens.shape
+        pe = self.pos_embed if exact else self.pos_embed.astype(np.float64)
+        te = self.tok_embed if exact else self.tok_embed.astype(np.float64)
+        x = np.broadcast_to(pe[: L + 1], (B, L + 1, self.d_model)).copy()
+        x[:, 1:, :] = x[:, 1:, :] + tokens[:, :, None] * te[None, None, :]
+        return x
+
+    def attend(self, h: Head, x: np.ndarray, exact: bool, beta: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The head's contribution to the residual, and its attention weights (B, T, T)."""
+        q, k = self._mm(x, h.W_Q, exact), self._mm(x, h.W_K, exact)
+        s = q @ np.swapaxes(k, 1, 2)
+        v = self._mm(x, h.W_V, exact)
+        if not exact:
+            s = np.where(np.isnan(s), -np.inf, s)  # a score the program cannot compare never selects
+        if beta is not None:
+            s = s.astype(np.float64)
+            z = beta * (s - s.max(axis=2, keepdims=True))
+            w = np.exp(z)
+            w /= w.sum(axis=2, keepdims=True)
+            out = _wmean(w, v.astype(np.float64))
+        elif exact:
+            mx = s.max(axis=2, keepdims=True)
+            w = s == mx
+            cnt = w.sum(axis=2, keepdims=True)
+            out = _QDIV(w.astype(np.int64).astype(object) @ v, cnt)
+        else:
+            s = s.astype(np.float64)
+            mx = s.max(axis=2, keepdims=True)
+            w = (s >= mx - min(float(h.gap), 1.0) / 2).astype(np.float64)
+            w /= w.sum(axis=2, keepdims=True)
+            out = _wmean(w, v)
+        return self._mm(out, h.W_O, exact), w
+
+    def mlp_stage(self, st: Stage, x: np.ndarray, exact: bool) -> np.ndarray:
+        add = obj(x.shape) if exact else np.zeros(x.shape)
+        if st.relu is not None:
+            hdn = self._mm(x, st.relu.W1, exact)
+            hdn = np.where(hdn > 0, hdn, 0)
+            add = add + self._mm(hdn, st.relu.W2, exact)
+        one = x[..., self.dims.index("one")]
+        for fn in st.fns:
+            args = self._mm(x, fn.W_in, exact)
+            add[..., fn.out] = add[..., fn.out] + self._apply(fn, args, one, exact)
+        return add
+
+    def _apply(self, fn: FnNode, args: np.ndarray, one: np.ndarray, exact: bool) -> np.ndarray:
+        prim = P.get(fn.prim)
+        if not exact:
+            with np.errstate(all="ignore"):
+                val = prim.numpy(
+                    *(args[..., i].astype(np.float64) for i in range(args.shape[-1])), *map(float, fn.params)
+                )
+            return np.where(one != 0, val, 0.0)
+        if prim.exact is None:
+            raise CompileError(f"function node {fn.note} ({fn.prim}) has no exact value; use exact=False")
+        out = obj(one.shape)
+        for ix in np.ndindex(*one.shape):
+            if one[ix] != 0:
+                try:
+                    out[ix] = as_number(prim.exact(*(Fraction(a) for a in args[ix]), *fn.params))
+                except P.PrimitiveError as exc:
+                    raise CompileError(f"function node {fn.note}: {exc}") from None
+        return out
+
+    def run(
+        self, tokens: Any, exact: bool | None = None, beta: float | None = None, keep: bool = False
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The residual stream after the last layer (B, L+1, d); with ``keep``, also after every sublayer."""
+        if exact is None:
+            exact = self.exact_capable and beta is None
+        if exact and beta is not None:
+            raise CompileError("soft attention (beta) runs in float64 only")
+        if exact and not self.exact_capable:
+            raise CompileError("this model has irrational function nodes (exp, gelu...): no exact forward")
+        tok = self._check(tokens, exact)
+        if exact:
+            n, d, states = _ExactRun(self).run(tok, keep)
+            return _ExactRun.fractions(n, d), states
+        x = self.embed(tok, False)
+        states = [x.copy()] if keep else []
+        for li, lyr in enumerate(self.layers):
+            if li > 0:
+                add = np.zeros(x.shape)
+                for h in lyr.heads:
+                    add = add + self.attend(h, x, False, beta)[0]
+                x = x + add
+                if keep:
+                    states.append(x.copy())
+            for st in lyr.mlp:
+                x = x + self.mlp_stage(st, x, False)
+            if keep:
+                states.append(x.copy())
+        return x, states
+
+    def forward(self, tokens: Any, exact: bool | None = None, beta: float | None = None) -> np.ndarray:
+        """The program's output per token: shape (L,) for one sequence, (B, L) for a batch.
+
+        ``exact`` (default: whenever possible) runs in ints/Fractions; ``beta`` replaces hard
+        attention by softmax at inverse temperature beta (float64).
+        """
+        if exact is None:
+            exact = self.exact_capable and beta is None
+        if exact:
+            if beta is not None or not self.exact_capable:
+                self.run(tokens, exact, beta)  # raises the clear error
+            er = _ExactRun(self)
+            n, d, _ = er.run(self._check(tokens, True), False)
+            yn, yd = er.mm(n[:, 1:, :], d, self.readout[:, None])
+            y = _ExactRun.fractions(yn[..., 0], yd)
+        else:
+            x, _ = self.run(tokens, False, beta)
+            y = self._mm(x[:, 1:, :], self.readout[:, None], False)[..., 0]
+        return y[0] if np.asarray(tokens, dtype=object).ndim == 1 else y
+
+    __call__ = forward
+
+    # -- persistence --------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write an .npz: float64 weights by name, exact sparse (row, col, value) copies, and the layout."""
+        path = Path(path)
+        arrays: dict[str, np.ndarray] = {}
+        meta: dict[str, Any] = {
+            "format": "attnsim-compiled-1",
+            "name": self.name,
+            "dims": self.dims,
+            "max_len": self.max_len,
+            "vocab": None if self.vocab is None else [str(v) for v in self.vocab],
+            "notes": self.notes,
+            "layers": [],
+        }
+        for nm, m in self.matrices():
+            arrays[nm] = m.astype(np.float64)
+            m2 = m.reshape(m.shape[0], -1) if m.ndim == 2 else m.reshape(1, -1)
+            r, c = np.nonzero(np.array([[v != 0 for v in row] for row in m2], dtype=bool).reshape(m2.shape))
+            arrays[nm + ".exact_rc"] = np.stack([r, c]).astype(np.int64)
+            arrays[nm + ".exact_v"] = np.array([str(Fraction(m2[i, j])) for i, j in zip(r, c, strict=True)], dtype=str)
+        for lyr in self.layers:
+            meta["layers"].append(
+                {
+                    "heads": [
+                        {"name": h.name, "kind": h.kind, "margin": str(h.margin), "gap": str(h.gap), "forms": h.forms}
+                        for h in lyr.heads
+                    ],
+                    "mlp": [
+                        {
+                            "relu": None if st.relu is None else {"notes": st.relu.notes},
+                            "fns": [
+                                {"prim": f.prim, "params": [str(p) for p in f.params], "out": f.out, "note": f.note}
+                                for f in st.fns
+                            ],
+                        }
+                        for st in lyr.mlp
+                    ],
+                }
+            )
+        arrays["meta"] = np.array(json.dumps(meta))
+        with open(path, "wb") as fh:
+            np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]
+        return path
+
+    @staticmethod
+    def load(path: str | Path) -> CompiledTransformer:
+        """Read a model written by :meth:`save` (weights restored exactly)."""
+        try:
+            z = np.load(Path(path), allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise CompileError(f"cannot read compiled model {path}: {exc}") from None
+        meta = json.loads(str(z["meta"]))
+        if meta.get("format") != "attnsim-compiled-1":
+            raise CompileError(f"{path} is not an attnsim compiled model")
+
+        def mat(nm: str) -> np.ndarray:
+            shape = z[nm].shape
+            out = obj(shape if len(shape) == 2 else (1, shape[0]))
+            rc, vals = z[nm + ".exact_rc"], z[nm + ".exact_v"]
+            for (i, j), v in zip(rc.T, vals, strict=True):
+                out[i, j] = as_number(Fraction(str(v)))
+            return out if len(shape) == 2 else out[0]
+
+        layers = []
+        for li, lm in enumerate(meta["layers"]):
+            heads = [
+                Head(
+                    hm["name"],
+                    hm["kind"],
+                    mat(f"L{li}.H{hi}.W_Q"),
+                    mat(f"L{li}.H{hi}.W_K"),
+                    mat(f"L{li}.H{hi}.W_V"),
+                    mat(f"L{li}.H{hi}.W_O"),
+                    margin=Fraction(hm["margin"]),
+                    gap=Fraction(hm["gap"]),
+                    forms=hm["forms"],
+                )
+                for hi, hm in enumerate(lm["heads"])
+            ]
+            stages = []
+            for si, sm in enumerate(lm["mlp"]):
+                relu = None
+                if sm["relu"] is not None:
+                    relu = ReluStage(mat(f"L{li}.S{si}.W1"), mat(f"L{li}.S{si}.W2"), sm["relu"]["notes"])
+                fns = [
+                    FnNode(
+                        f["prim"],
+                        tuple(Fraction(p) for p in f["params"]),
+                        mat(f"L{li}.S{si}.F{fi}.W_in"),
+                        f["out"],
+                        f["note"],
+                    )
+                    for fi, f in enumerate(sm["fns"])
+                ]
+                stages.append(Stage(relu, fns))
+            layers.append(Layer(heads, stages))
+        vocab = None if meta["vocab"] is None else tuple(Fraction(v) for v in meta["vocab"])
+        return CompiledTransformer(
+            meta["dims"],
+            int(meta["max_len"]),
+            mat("pos_embed"),
+            mat("tok_embed"),
+            layers,
+            mat("readout"),
+            vocab,
+            meta["notes"],
+            meta["name"],
+        )
+
+    # -- torch --------------------------------------------------------------------------------
+    def to_torch(self) -> Any:
+        """A ``torch.nn.Module`` with the same float64 forward (needs the optional torch extra)."""
+        from attnsim.compile.torch_module import build
+
+        return build(self)
+
+
+class _ExactRun:
+    """Exact forward: the residual is an integer array N (Python ints) over ONE common denominator D.
+
+    Every weight matrix is an integer matrix over its own denominator, so each product is an
+    integer product; an attention average multiplies by lcm(1..T) / count.  This is the same
+    rational arithmetic as Fractions, only much faster (no per-entry gcd).
+    """
+
+    def __init__(self, model: CompiledTransformer) -> None:
+        self.m = model
+        if not hasattr(model, "_int_cache"):
+            model._int_cache = {}  # type: ignore[attr-defined]
+        self.cache: dict[Any, Any] = model._int_cache  # type: ignore[attr-defined]
+
+    def intmat(self, w: np.ndarray) -> tuple[np.ndarray, int]:
+        """w as (integer matrix, denominator), cached per weight matrix."""
+        key = ("int", id(w))
+        if key not in self.cache:
+            self.cache[key] = self.to_int(w)
+        out: tuple[np.ndarray, int] = self.cache[key]
+        return out
+
+    def weights(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        key = ("rows", id(w))
+        if key not in self.cache:
+            wi, den = self.intmat(w)
+            rows = _rows(w)
+            self.cache[key] = (rows, wi[rows], den)
+        out: tuple[np.ndarray, np.ndarray, int] = self.cache[key]
+        return out
+
+    def mm(self, n: np.ndarray, d: int, w: np.ndarray) -> tuple[np.ndarray, int]:
+        rows, wi, wd = self.weights(w)
+        if rows.size == 0:
+            return obj((*n.shape[:-1], w.shape[1])), 1
+        return n[..., rows] @ wi, d * wd
+
+    @staticmethod
+    def to_int(a: np.ndarray) -> tuple[np.ndarray, int]:
+        dens = np.array([Fraction(v).denominator for v in a.reshape(-1)] or [1], dtype=object)
+        den = int(np.lcm.reduce(dens))
+        out = np.empty(a.shape, dtype=object)
+        for ix, v in np.ndenumerate(a):
+            out[ix] = int(Fraction(v) * den)
+        return out, den
+
+    @staticmethod
+    def add(n1: np.ndarray, d1: int, n2: np.ndarray, d2: int) -> tuple[np.ndarray, int]:
+        ll = math.lcm(d1, d2)
+        return n1 * (ll // d1) + n2 * (ll // d2), ll
+
+    @staticmethod
+    def reduce(n: np.ndarray, d: int) -> tuple[np.ndarray, int]:
+        g = math.gcd(int(np.gcd.reduce(n.reshape(-1))) if n.size else 0, d)
+        return (n // g, d // g) if g > 1 else (n, d)
+
+    @staticmethod
+    def fractions(n: np.ndarray, d: int) -> np.ndarray:
+        out = np.empty(n.shape, dtype=object)
+        for ix, v in np.ndenumerate(n):
+            out[ix] = as_number(Fraction(v, d))
+        return out
+
+    def embed(self, tok: np.ndarray) -> tuple[np.ndarray, int]:
+        m = self.m
+        B, L = tok.shape
+        pi, pd = self.intmat(m.pos_embed)
+        ti, td = self.intmat(m.tok_embed)
+        pi = pi[: L + 1]
+        ki, kd = self.to_int(tok)
+        den = math.lcm(pd, td * kd)
+        n = np.broadcast_to(pi * (den // pd), (B, L + 1, m.d_model)).copy()
+        n[:, 1:, :] = n[:, 1:, :] + ki[:, :, None] * ti[None, None, :] * (den // (td * kd))
+        return n, den
+
+    def run(self, tok: np.ndarray, keep: bool) -> tuple[np.ndarray, int, list[np.ndarray]]:
+        m = self.m
+        n, d = self.embed(tok)
+        states = [self.fractions(n, d)] if keep else []
+        T = n.shape[1]
+        lc = math.lcm(*range(1, T + 1))
+        for li, lyr in enumerate(m.layers):
+            if li > 0:
+                acc, ad = obj(n.shape), 1
+                for h in lyr.heads:
+                    nq, _ = self.mm(n, d, h.W_Q)
+                    nk, _ = self.mm(n, d, h.W_K)
+                    s = nq @ np.swapaxes(nk, 1, 2)
+                    w = s == s.max(axis=2, keepdims=True)
+                    cnt = w.sum(axis=2, keepdims=True).astype(object)
+                    nv, dv = self.mm(n, d, h.W_V)
+                    avg = (w.astype(np.int64).astype(object) @ nv) * (lc // cnt)
+                    no, do = self.mm(avg, dv * lc, h.W_O)
+                    acc, ad = self.add(acc, ad, no, do)
+                n, d = self.reduce(*self.add(n, d, acc, ad))
+                if keep:
+                    states.append(self.fractions(n, d))
+            for st in lyr.mlp:
+                acc, ad = obj(n.shape), 1
+                if st.relu is not None:
+                    hn, hd = self.mm(n, d, st.relu.W1)
+                    hn = np.where(hn > 0, hn, 0)
+                    acc, ad = self.mm(hn, hd, st.relu.W2)
+                one = n[..., m.dims.index("one")]
+                for fn in st.fns:
+                    an, adn = self.mm(n, d, fn.W_in)
+                    args = self.fractions(an, adn)
+                    vi, vd = self.to_int(m._apply(fn, args, one, True))
+                    col = obj(n.shape)
+                    col[..., fn.out] = vi
+                    acc, ad = self.add(acc, ad, col, vd)
+                n, d = self.reduce(*self.add(n, d, acc, ad))
+            if keep:
+                states.append(self.fractions(n, d))
+        return n, d, states
