@@ -36,6 +36,8 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per obligation (then: unknown)")
     p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--deep", action="store_true", help="also run the slow, larger-bound obligations")
+    p.add_argument("--mutants", action="store_true", help="mutation testing: every mutant must be killed")
+    p.add_argument("--max-mutants", type=int, default=None, help="with --mutants: sample size (default 12, 0: all)")
 
 
 @command("verify", _verify_args)
@@ -44,6 +46,10 @@ def verify(args: argparse.Namespace) -> int:
     from attnsim.proofs.registry import select
     from attnsim.proofs.runner import run_all
 
+    if args.mutants:
+        from attnsim.proofs.mutants import run_cli
+
+        return run_cli(args)
     err = Console(stderr=True)
     t0 = time.perf_counter()
     obs = select(args.only, include_deep=args.deep)
@@ -75,6 +81,9 @@ def verify(args: argparse.Namespace) -> int:
                 r.detail[:160],
             )
         out.print(table)
+        from attnsim.proofs.allsizes import print_scope
+
+        print_scope(results, out)  # per construction: all sizes / bounded (sizes <= N) / sampled
         counts = {s: sum(r.status == s for r in results) for s in ("proved", "passed", "failed", "unknown")}
         out.print(", ".join(f"{v} {k}" for k, v in counts.items()) + f"; {len(results)} obligations in {total:.1f} s")
     err.print(f"total time {total:.1f} s")
@@ -83,7 +92,13 @@ def verify(args: argparse.Namespace) -> int:
 
 # -- entry point -------------------------------------------------------------------------------
 # Modules that define further subcommands with @command (each issue adds its own line).
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "attnsim.audit",
+    "attnsim.report.command",
+    "attnsim.bench",
+    "attnsim.compile.cli",
+    "attnsim.simulator.cli",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

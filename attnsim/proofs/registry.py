@@ -15,6 +15,9 @@ _CACHE: list[Obligation] | None = None
 CATALOG = (
     "attnsim.proofs.language",
     "attnsim.lemmas",
+    "attnsim.applications",
+    "attnsim.compile.obligations",
+    "attnsim.simulator.obligations",
 )
 
 

@@ -15,6 +15,7 @@ Nodes compare by identity (``==`` is never overloaded); each node has a cached s
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import inspect
 import itertools
@@ -32,6 +33,13 @@ NUMERICAL = "numerical"
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=", "TRUE", "FALSE")
 
 _ids = itertools.count()
+
+# Mutation testing (attnsim.proofs.mutants) sets this hook while it builds programs; it is None
+# otherwise.  It is called with every new node (it may alter the node's fields in place, before
+# anything reads them) and, from ``Block.of``, with every new Block (it returns the Block to use).
+MUTATION_HOOK: contextvars.ContextVar[Callable[[Any], Any] | None] = contextvars.ContextVar(
+    "attnsim_mutation_hook", default=None
+)
 
 
 class ProgramError(ValueError):
@@ -165,6 +173,9 @@ class RASPExpr:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_uid", next(_ids))
         object.__setattr__(self, "_label", None)
+        hook = MUTATION_HOOK.get()
+        if hook is not None:
+            hook(self)
 
     @property
     def label(self) -> str:

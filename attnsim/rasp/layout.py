@@ -51,7 +51,9 @@ class Block:
         channel: str = "tokens",
     ) -> Block:
         """A block; ``channel`` names the SOp it lives in (blocks of one channel must not overlap)."""
-        return Block(name, E.lift(offset), E.lift(rows), E.lift(cols), E.lift(stack), channel)
+        blk = Block(name, E.lift(offset), E.lift(rows), E.lift(cols), E.lift(stack), channel)
+        hook = C.MUTATION_HOOK.get()
+        return blk if hook is None else hook(blk)
 
     # concrete values ------------------------------------------------------------------------
     @property
