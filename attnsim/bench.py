@@ -1,0 +1,387 @@
+"""`attnsim bench`: how much slower is simulating than computing directly, and how does it grow?
+
+Times U's numeric simulation ``U.run(T, X)`` against the direct NumPy reference ``T(X)`` for
+``max_len = d_model`` in {8, 16, 32, 64}, and every registered construction's ``run`` against its
+NumPy formula (``reference``), with repeats and medians; reports the ratio, its growth with size
+(the log-log slope between consecutive sizes) and the peak memory of one run (tracemalloc, in a
+separate untimed run so that tracing does not distort the times). A wall-clock budget (default
+100 s) caps the whole run: a size whose predicted time would exceed what is left is skipped and
+said so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import itertools
+import json
+import math
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attnsim.cli import command
+
+SIZES = (8, 16, 32, 64)
+
+
+class BenchError(ValueError):
+    """Bad bench arguments (sizes, repeats, budget)."""
+
+
+@dataclass
+class Timing:
+    """One (construction, size): medians of ``repeats`` runs, ratio, peak memory."""
+
+    kind: str  # "lemma" or "simulator"
+    name: str
+    size: int | None  # None: the registered example (a construction whose sizes cannot be scaled)
+    positions: int | None
+    repeats: int
+    build_s: float
+    run_median_s: float
+    ref_median_s: float
+    ratio: float
+    peak_mb: float
+    error: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BenchResult:
+    """Everything `attnsim bench --json` prints."""
+
+    sizes: list[int]
+    repeats: int
+    budget_s: float
+    timings: list[Timing] = field(default_factory=list)
+    growth: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    total_s: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["timings"] = [asdict(t) for t in self.timings]
+        return d
+
+
+def _median_time(fn: Callable[[], Any], repeats: int, min_sample: float = 0.002) -> float:
+    """Median seconds per call over ``repeats`` samples; fast calls are looped (as timeit's
+    autorange does) so that one sample lasts at least ``min_sample`` seconds."""
+    loops = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(loops):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= min_sample or loops >= 10_000:
+            break
+        loops *= 10
+    times = [dt / loops]
+    for _ in range(repeats - 1):
+        t0 = time.perf_counter()
+        for _ in range(loops):
+            fn()
+        times.append((time.perf_counter() - t0) / loops)
+    return statistics.median(times)
+
+
+def _fmt_s(x: float) -> str:
+    """Seconds in a short human unit."""
+    if not math.isfinite(x):
+        return "-"
+    for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if x >= f:
+            return f"{x / f:.3g} {unit}"
+    return f"{x * 1e9:.3g} ns"
+
+
+def _peak_mb(fn: Callable[[], Any]) -> float:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fn()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak / 2**20
+
+
+def _growth(points: Sequence[Timing]) -> dict[str, Any]:
+    """How the ratio grows with size: log-log slopes between consecutive sizes, and the
+    least-squares log-log slope over all sizes (0: flat, 1: linear, 2: quadratic...)."""
+    pts = [(p.size, p.ratio) for p in points if p.size is not None and p.ratio > 0 and math.isfinite(p.ratio)]
+    steps = [
+        round(math.log(rb / ra) / math.log(sb / sa), 3) for (sa, ra), (sb, rb) in itertools.pairwise(pts) if sb != sa
+    ]
+    fit = None
+    if len({s for s, _ in pts}) >= 2:
+        x = np.log([s for s, _ in pts])
+        y = np.log([r for _, r in pts])
+        fit = round(float(np.polyfit(x, y, 1)[0]), 3)
+    return {"consecutive": steps, "fit": fit}
+
+
+def bench(
+    sizes: Sequence[int] = SIZES,
+    repeats: int = 7,
+    budget: float = 100.0,
+    only: str | None = None,
+    simulator: bool = True,
+    lemmas: bool = True,
+    on_step: Callable[[str], None] | None = None,
+) -> BenchResult:
+    """Run the benchmark (see the module docstring); nothing here asserts on time."""
+    from attnsim.report import data as D
+
+    if not sizes or any(int(s) < 1 for s in sizes):
+        raise BenchError(f"sizes must be positive integers, got {list(sizes)}")
+    if repeats < 1:
+        raise BenchError(f"repeats must be >= 1, got {repeats}")
+    if budget <= 0:
+        raise BenchError(f"budget must be positive, got {budget}")
+    t_start = time.perf_counter()
+    res = BenchResult(sorted(int(s) for s in sizes), repeats, budget)
+    say = on_step or (lambda s: None)
+
+    def left() -> float:
+        return budget - (time.perf_counter() - t_start)
+
+    if simulator:
+        if D.simulator_api() is None:
+            res.skipped.append("simulator: attnsim.simulator (UniversalSimulator) has not landed")
+        else:
+            reserve = 25.0 if lemmas else 0.0  # keep time for the constructions after U
+            _bench_simulator(res, lambda: left() - reserve, say)
+    if lemmas:
+        fams, skipped = D.families()
+        res.skipped += [f"{n}: {why}" for n, why in skipped]
+        todo = [f for f in fams if not only or f.name.startswith(only)]
+        for i, fam in enumerate(todo):  # each construction gets a fair share of what is left
+            share = max(left(), 0.0) / (len(todo) - i)
+            t_fam = time.perf_counter()
+
+            def share_left(t: float = t_fam, b: float = share) -> float:
+                return b - (time.perf_counter() - t)
+
+            _bench_family(res, fam, left, share_left, say)
+    for name in dict.fromkeys(t.name for t in res.timings):
+        pts = [t for t in res.timings if t.name == name]
+        if len(pts) > 1:
+            res.growth[name] = _growth(pts)
+    res.total_s = round(time.perf_counter() - t_start, 2)
+    return res
+
+
+def _predict(runs: Sequence[tuple[int, float]], size: int) -> float | None:
+    """Seconds of one run at ``size``, extrapolated log-log from the last two runs (cubic from one)."""
+    if not runs:
+        return None
+    s1, t1 = runs[-1]
+    if len(runs) >= 2 and runs[-2][0] != s1 and runs[-2][1] > 0:
+        s0, t0 = runs[-2]
+        k = max(1.0, math.log(t1 / t0) / math.log(s1 / s0))
+    else:
+        k = 3.0
+    return t1 * (size / s1) ** k
+
+
+def _bench_family(
+    res: BenchResult, fam: Any, left: Callable[[], float], share: Callable[[], float], say: Callable[[str], None]
+) -> None:
+    """Sizes of one construction while they fit its ``share`` of the budget (the first always runs)."""
+    from attnsim.report import data as D
+
+    rng = np.random.default_rng(0)
+    runs: list[tuple[int, float]] = []
+    grid: list[int | None] = list(res.sizes) if fam.scaled else [None]
+    for s in grid:
+        est = _predict(runs, s) if s is not None else None
+        if est is not None and est * (res.repeats + 3) > min(share(), left()):
+            res.skipped.append(
+                f"{fam.name} at size {s}: predicted {est * (res.repeats + 3):.1f} s, over its share of the budget"
+            )
+            break
+        if left() <= 0:
+            res.skipped.append(f"{fam.name}: budget exhausted")
+            break
+        say(f"{fam.name} size {s}")
+        t0 = time.perf_counter()
+        try:
+            con = fam.build(s)
+            build = time.perf_counter() - t0
+            ops = D.random_operands(con, rng)
+            t1 = time.perf_counter()
+            got = con.run(*ops)
+            if s is not None:
+                runs.append((s, time.perf_counter() - t1))
+        except ValueError as exc:
+            res.skipped.append(f"{fam.name} at size {s}: {exc}")
+            continue
+        want = con.reference(*ops)
+        run_m = _median_time(functools.partial(con.run, *ops), res.repeats)
+        ref_m = _median_time(functools.partial(con.reference, *ops), res.repeats)
+        peak = _peak_mb(functools.partial(con.run, *ops))
+        res.timings.append(
+            Timing(
+                "lemma",
+                fam.name,
+                s if s is not None else fam.example_size,
+                int(con.layout.total),
+                res.repeats,
+                round(build, 6),
+                run_m,
+                ref_m,
+                run_m / ref_m if ref_m > 0 else math.inf,
+                round(peak, 3),
+                D.rel_error(got, want),
+            )
+        )
+
+
+def _bench_simulator(res: BenchResult, left: Callable[[], float], say: Callable[[str], None]) -> None:
+    from attnsim.report import data as D
+
+    TL, US = D.simulator_api()  # type: ignore[misc]
+    runs: list[tuple[int, float]] = []  # (size, seconds of one build + run)
+    for s in res.sizes:
+        est = _predict(runs, s)
+        if est is not None and 3 * est > left():
+            res.skipped.append(
+                f"U at max_len = d_model = {s}: one run predicted at {est:.0f} s, over the remaining budget "
+                f"({max(left(), 0):.0f} s)"
+            )
+            break
+        say(f"U size {s}")
+        h = 2 if s >= 2 else 1
+        try:
+            t0 = time.perf_counter()
+            U = US(max_len=s, d_model=s, n_heads=h, d_head=max(1, s // h), d_ff=2 * s)
+            build = time.perf_counter() - t0
+            T = TL.random(d_model=s, n_heads=h, d_head=max(1, s // h), d_ff=2 * s, seed=0)
+            X = np.random.default_rng(0).normal(size=(s, s))
+            t1 = time.perf_counter()
+            got = U.run(T, X)
+            last = time.perf_counter() - t1 + build
+            runs.append((s, last))
+        except (ValueError, MemoryError) as exc:
+            res.skipped.append(f"U at size {s}: {type(exc).__name__}: {exc}")
+            break
+        want = T(X)
+        reps = res.repeats if last * res.repeats < left() / 4 else 1
+
+        def simulate(u: Any = U, t: Any = T, x: np.ndarray = X) -> Any:
+            return u.run(t, x)
+
+        def direct(t: Any = T, x: np.ndarray = X) -> Any:
+            return t(x)
+
+        run_m = _median_time(simulate, reps)
+        ref_m = _median_time(direct, max(reps, 5))
+        peak = _peak_mb(simulate) if last * 3 < left() else float("nan")
+        extra: dict[str, Any] = {"n_heads": h, "d_head": max(1, s // h), "d_ff": 2 * s}
+        positions = None
+        try:
+            c = U.cost()
+            extra["layers"] = int(D.cost_get(c, "layers"))
+            extra["heads"] = [int(x) for x in D.cost_get(c, "heads")]
+            pos = D.cost_get(c, "positions")
+            positions = None if pos is None else int(pos)
+        except Exception as exc:
+            extra["cost_note"] = str(exc)
+        res.timings.append(
+            Timing(
+                "simulator",
+                "U",
+                s,
+                positions,
+                reps,
+                round(build, 6),
+                run_m,
+                ref_m,
+                run_m / ref_m if ref_m > 0 else math.inf,
+                round(peak, 3),
+                D.rel_error(got, want),
+                extra,
+            )
+        )
+
+
+# -- CLI -------------------------------------------------------------------------------------
+def _sizes(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise BenchError(f"--sizes must be comma-separated integers, got {text!r}") from None
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    p.add_argument("--sizes", type=_sizes, default=list(SIZES), help="comma-separated sizes (default 8,16,32,64)")
+    p.add_argument("--repeats", type=int, default=7, help="timed runs per measurement (median reported)")
+    p.add_argument("--budget", type=float, default=100.0, help="wall-clock cap in seconds for the whole bench")
+    p.add_argument("--only", metavar="NAME", help="only constructions whose name starts with NAME")
+    p.add_argument("--no-simulator", action="store_true", help="skip U")
+    p.add_argument("--no-lemmas", action="store_true", help="skip the constructions")
+
+
+@command("bench", _args)
+def bench_cmd(args: argparse.Namespace) -> int:
+    """Time U and every construction against direct NumPy: medians, ratio, growth, peak memory."""
+    from rich.console import Console
+    from rich.table import Table
+
+    err = Console(stderr=True)
+    with err.status("bench") as st:
+        res = bench(
+            args.sizes,
+            args.repeats,
+            args.budget,
+            args.only,
+            simulator=not args.no_simulator,
+            lemmas=not args.no_lemmas,
+            on_step=lambda s: st.update(f"bench: {s}"),
+        )
+    if args.json:
+        print(json.dumps(_clean(res.as_dict()), indent=1, allow_nan=False))
+        return 0
+    out = Console(width=max(110, Console().width))
+    table = Table(title=f"attnsim bench: medians of {res.repeats} runs (ratio = ours / direct NumPy)")
+    for col in ("what", "size", "positions", "build", "ours", "NumPy", "ratio", "peak MB", "error"):
+        table.add_column(col, justify="right" if col != "what" else "left", no_wrap=True)
+    for t in res.timings:
+        table.add_row(
+            t.name,
+            "example" if t.size is None else str(t.size),
+            "-" if t.positions is None else str(t.positions),
+            _fmt_s(t.build_s),
+            _fmt_s(t.run_median_s),
+            _fmt_s(t.ref_median_s),
+            f"{t.ratio:.3g}",
+            f"{t.peak_mb:.3g}",
+            f"{t.error:.2g}",
+        )
+    out.print(table)
+    for name, g in res.growth.items():
+        out.print(f"{name}: ratio ~ size^{g['fit']} (log-log fit); between consecutive sizes {g['consecutive']}")
+    for s in res.skipped:
+        out.print(f"[yellow]skipped[/]: {s}")
+    out.print(f"total {res.total_s:.1f} s")
+    return 0
+
+
+def _clean(obj: Any) -> Any:
+    """NaN/inf -> None, so that --json is strict JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_clean(v) for v in obj]
+    return obj

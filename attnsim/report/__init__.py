@@ -1,0 +1,1 @@
+"""`attnsim report`: figures (matplotlib, Agg) and a report.md that embeds them."""

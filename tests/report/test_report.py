@@ -1,0 +1,73 @@
+"""`attnsim report`: figures and report.md (our Figure 2, costs beside the paper's, selectors, verify)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attnsim.cli import main
+from attnsim.report import data as D
+from attnsim.report.build import ReportConfig, _as_series, build_report
+
+
+def test_report_on_a_tiny_subset(tmp_path: Path) -> None:
+    """Paper Figure 2 analogue: PNGs and a report.md that embeds each of them, on transpose only."""
+    res = build_report(
+        ReportConfig(out=tmp_path, quick=True, only="transpose/z3", sizes=(2, 4), simulator_sizes=(), jobs=1)
+    )
+    md = res.markdown.read_text(encoding="utf-8")
+    for name in ("error.png", "cost.png", "selectors_transpose.png", "verify.png"):
+        p = tmp_path / name
+        assert p.is_file() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+    for img in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md):
+        assert (tmp_path / img).is_file(), img
+    assert "| transpose | 4 | 16 | 0 | == (0) |" in md  # bit-exact float64, equal in Fractions
+    assert "`transpose/z3-parametric/gather`" in md
+    assert res.verify_counts.get("failed", 0) == 0
+    data = json.loads((tmp_path / "data.json").read_text(encoding="utf-8"))
+    assert [p["size"] for p in data["sweeps"]["transpose"]] == [2, 4]
+
+
+def test_report_cli_writes_files(tmp_path: Path) -> None:
+    """The CLI wraps the same builder; --no-verify skips the obligations."""
+    assert main(["report", "--out", str(tmp_path), "--quick", "--only", "relu", "--no-verify"]) == 0
+    assert (tmp_path / "report.md").is_file() and (tmp_path / "error.png").is_file()
+    assert "Not run" in (tmp_path / "report.md").read_text(encoding="utf-8")
+
+
+def test_families_rebuild_their_examples() -> None:
+    """Every scalable family's recovered factory rebuilds its registered example (same layout)."""
+    fams, _ = D.families()
+    assert {"transpose", "matmul"} <= {f.name for f in fams}
+    for f in fams:
+        if f.scaled:
+            kw = {k: f.base[k] for k in f.scaled} | f.fixed
+            assert f.factory is not None and f.factory(**kw).layout.total == f.example.layout.total
+
+
+def test_exact_error_detects_a_wrong_reference() -> None:
+    """The exact column can fail: a construction whose reference is off by one ulp of Q is caught."""
+    fam = next(f for f in D.families()[0] if f.name == "matmul")
+    con = fam.build(2)
+    assert D.exact_error(con, np.random.default_rng(0)) == 0.0
+    good = con.reference_fn
+    con.reference_fn = lambda a, b, backend="numpy": good(a, b, backend=backend) + 1
+    assert D.exact_error(con, np.random.default_rng(0)) == 1.0
+
+
+def test_series_parsing() -> None:
+    """Soft-attention series in either shape are accepted; anything else is ignored."""
+    assert _as_series([(1.0, 0.5), (10.0, 0.01)]) == {"soft attention": ([1.0, 10.0], [0.5, 0.01])}
+    assert _as_series({"h": ([1, 2], [0.1, 0.2])}) == {"h": ([1.0, 2.0], [0.1, 0.2])}
+    assert _as_series("nope") is None
+
+
+def test_report_requires_out(capsys: pytest.CaptureFixture[str]) -> None:
+    """--out is mandatory (argparse error, exit 2)."""
+    with pytest.raises(SystemExit) as exc:
+        main(["report"])
+    assert exc.value.code == 2

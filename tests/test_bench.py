@@ -1,0 +1,46 @@
+"""`attnsim bench`: timing of simulation against direct NumPy (no timing assertions, by rule)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnsim.bench import BenchError, bench
+from attnsim.cli import main
+
+
+def test_bench_json_is_well_formed(capsys: pytest.CaptureFixture[str]) -> None:
+    """Paper Figure 2 companion: a tiny bench gives strict JSON with medians, ratio and memory."""
+    code = main(["bench", "--json", "--sizes", "2,4", "--repeats", "1", "--only", "transpose", "--no-simulator"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sizes"] == [2, 4] and out["repeats"] == 1
+    rows = [t for t in out["timings"] if t["name"] == "transpose"]
+    assert [t["size"] for t in rows] == [2, 4]
+    for t in rows:
+        assert t["kind"] == "lemma" and t["positions"] > 0 and t["error"] == 0.0
+        for k in ("run_median_s", "ref_median_s", "ratio", "peak_mb", "build_s"):
+            assert isinstance(t[k], float) and t[k] >= 0
+    assert set(out["growth"]["transpose"]) == {"consecutive", "fit"}
+    assert len(out["growth"]["transpose"]["consecutive"]) == 1
+
+
+def test_bench_skips_say_why() -> None:
+    """A construction filtered out gives no timings; no simulator gives a reason, never a crash."""
+    res = bench([2], repeats=1, budget=30, only="no-such-construction", simulator=False)
+    assert res.timings == []
+
+
+@pytest.mark.parametrize("kw", [{"sizes": []}, {"sizes": [0]}, {"repeats": 0}, {"budget": -1.0}])
+def test_bench_rejects_bad_arguments(kw: dict[str, object]) -> None:
+    """Bad configuration is a one-line BenchError (a ValueError)."""
+    args: dict[str, object] = {"sizes": [2], "repeats": 1, "budget": 5.0} | kw
+    with pytest.raises(BenchError):
+        bench(**args)  # type: ignore[arg-type]
+
+
+def test_bench_cli_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    """--sizes with junk is a clear error."""
+    with pytest.raises(SystemExit):
+        main(["bench", "--sizes", "a,b"])
