@@ -24,10 +24,18 @@ last) until one fails or errors: the mutant is *killed* by it.  An ``unknown`` n
 obligation that killed is re-run on the unmutated construction, and a kill only counts when it
 passes there.  A surviving mutant is *equivalent* only with a proof:
 
-* node level (Z3, all values of the size symbols): every changed index map or selector equals
-  the original at every position ``0 <= p < length`` of each instance built (the layout's
-  length; any length for a node outside every construction's program); SymPy: the primitive is
-  symmetric in the swapped operands;
+* node level (Z3, all values of the size symbols within the construction's domain: the minimum
+  sizes and the size-only assumptions of its intents, e.g. an even row length for MaxMin): every
+  changed index map or selector equals the original at every position ``0 <= p < length`` of each
+  instance built (the layout's length; any length for a node outside every construction's
+  program, under the domain of the intents built on it); SymPy: the primitive is symmetric in the
+  swapped operands.  A selector comparing index maps of the tokens is compared for all integer
+  token values; when Z3 cannot decide that with symbolic sizes (``x mod p``), once per size
+  assignment with every size <= :data:`BOUNDED_SIZE` and at each instance's sizes, labelled BOUNDED;
+* reader level: a changed index map read only by selectors, each proven unchanged (as above), or,
+  for a head with an intent, proven to still meet that intent (which the original meets by its
+  obligation) or to select the same keys at every query of the intent's region;
+* graph level: no changed node is reachable from any program or intent built (dead code);
 * output level: every changed instance is a fixed program (no size symbols) and a SymPy
   obligation proved its output equal to the reference on symbolic inputs.
 
@@ -542,7 +550,8 @@ def output_equivalent(
     covered: dict[tuple[str, tuple[tuple[str, int], ...]], str] = {}
     for oid, cons in symbolic:
         for con in cons:
-            covered.setdefault(_instance(con), oid)
+            if getattr(con, "layout", None) is not None:  # Constructions (built also holds Intents)
+                covered.setdefault(_instance(con), oid)
     missing = [k for k in needed if k not in covered]
     if missing:
         return False, f"{len(missing)} changed instance(s) without a SymPy proof"
@@ -851,7 +860,7 @@ def consumers_equivalent(hook: Mutator, built: Sequence[Any], timeout: float) ->
         if intent is not None:  # the changed head still meets its intent, which the original meets (its obligation)
             res = check_intent(intent, layout, timeout=timeout, bound=None if intent.parametric else 8)
             if res.ok is True:
-                kind = "all sizes" if intent.parametric else "BOUNDED: every size <= 8"
+                kind = _scope(res) if intent.parametric else "BOUNDED: every size <= 8"
                 proofs.append(
                     f"z3 ({kind}): the changed head still meets its intent {intent.name!r} (as the original does, "
                     f"by that intent's obligation), so it selects the same keys at every query of the intent's region"
