@@ -1,4 +1,4 @@
-"""Running obligations: one forked process each, a pool of workers, hard timeouts.
+"""Running obligations: a pool of forked, reused worker processes, hard timeouts.
 
 A check that exceeds its timeout is killed and reported ``unknown`` (never proved).
 """
@@ -39,14 +39,46 @@ def _result(ob: Obligation, out: Outcome, seconds: float) -> Result:
     )
 
 
-def _child(ob: Obligation, timeout: float, conn: Connection) -> None:
-    try:
-        out = ob.check(timeout)
-    except Exception as exc:
-        tb = traceback.format_exc(limit=3).strip().splitlines()[-1]
-        out = Outcome.bad(f"{type(exc).__name__}: {exc} ({tb})")
-    conn.send((out.ok, out.detail))
-    conn.close()
+def _worker(obs: Sequence[Obligation], conn: Connection) -> None:
+    """A forked worker: run the obligations whose indices arrive on ``conn`` until None."""
+    while True:
+        idx = conn.recv()
+        if idx is None:
+            return
+        ob = obs[idx]
+        t0 = time.perf_counter()
+        try:
+            out = ob.check(_TIMEOUT[0])
+        except Exception as exc:  # a crashing check is a failed check, with its reason
+            tb = traceback.format_exc(limit=3).strip().splitlines()[-1]
+            out = Outcome.bad(f"{type(exc).__name__}: {exc} ({tb})")
+        conn.send((idx, out.ok, out.detail, time.perf_counter() - t0))
+
+
+_TIMEOUT = [10.0]
+
+
+class _Slot:
+    """One worker process and the obligation it is running (if any)."""
+
+    def __init__(self, ctx: Any, obs: Sequence[Obligation]) -> None:
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_worker, args=(obs, child), daemon=True)
+        self.proc.start()
+        child.close()
+        self.task: int | None = None
+        self.t0 = 0.0
+
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            self.proc.kill()
+        else:
+            try:
+                self.conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+        self.proc.join(timeout=1)
+        self.conn.close()
 
 
 def run_all(
@@ -55,9 +87,14 @@ def run_all(
     timeout: float = 10.0,
     on_done: Callable[[Result], None] | None = None,
 ) -> list[Result]:
-    """Run obligations in forked workers (``jobs`` at once); results in input order."""
+    """Run obligations in ``jobs`` forked worker processes; results in input order.
+
+    Workers are forked once and reused (forking per obligation cost more system time than
+    many checks take); a worker whose obligation exceeds ``timeout`` is killed, the obligation
+    is ``unknown``, and a fresh worker takes its place.
+    """
     jobs = jobs or os.cpu_count() or 1
-    if jobs <= 1 or not hasattr(os, "fork"):
+    if not hasattr(os, "fork"):
         res = []
         for ob in obs:
             r = run_inline(ob, timeout)
@@ -66,41 +103,48 @@ def run_all(
                 on_done(r)
         return res
     ctx = mp.get_context("fork")
-    pending = list(enumerate(obs))
-    running: dict[int, tuple[Any, Connection, float, Obligation]] = {}
+    _TIMEOUT[0] = timeout
+    pending = list(range(len(obs)))
+    pending.reverse()
     results: dict[int, Result] = {}
-    while pending or running:
-        while pending and len(running) < jobs:
-            idx, ob = pending.pop(0)
-            parent, child = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(ob, timeout, child), daemon=True)
-            proc.start()
-            child.close()
-            running[idx] = (proc, parent, time.perf_counter(), ob)
-        done = []
-        for idx, (proc, conn, t0, ob) in running.items():
-            elapsed = time.perf_counter() - t0
-            if conn.poll():
-                try:
-                    ok, detail = conn.recv()
-                    out = Outcome(ok, detail)
-                except EOFError:
-                    out = Outcome.bad(f"worker died (exit code {proc.exitcode})")
-                done.append((idx, _result(ob, out, elapsed)))
-            elif not proc.is_alive():
-                out = Outcome.bad(f"worker died (exit code {proc.exitcode})")
-                done.append((idx, _result(ob, out, elapsed)))
-            elif elapsed > timeout + 0.5:
-                proc.kill()
-                out = Outcome.unknown(f"timeout after {timeout:g} s")
-                done.append((idx, _result(ob, out, elapsed)))
-        for idx, r in done:
-            proc, conn, _, _ = running.pop(idx)
-            conn.close()
-            proc.join(timeout=1)
-            results[idx] = r
-            if on_done:
-                on_done(r)
-        if not done:
-            time.sleep(0.002)
+    slots = [_Slot(ctx, obs) for _ in range(min(jobs, max(1, len(obs))))]
+
+    def finish(i: int, r: Result) -> None:
+        results[i] = r
+        if on_done:
+            on_done(r)
+
+    try:
+        while len(results) < len(obs):
+            for sl in slots:
+                if sl.task is None and pending:
+                    sl.task, sl.t0 = pending.pop(), time.perf_counter()
+                    sl.conn.send(sl.task)
+            busy = [sl for sl in slots if sl.task is not None]
+            ready = mp.connection.wait([sl.conn for sl in busy], timeout=0.05)
+            for k, sl in enumerate(slots):
+                task = sl.task
+                if task is None:
+                    continue
+                ob, elapsed = obs[task], time.perf_counter() - sl.t0
+                died = f"worker died (exit code {sl.proc.exitcode})"
+                if sl.conn in ready:
+                    try:
+                        idx, ok, detail, secs = sl.conn.recv()
+                        finish(idx, _result(ob, Outcome(ok, detail), secs))
+                        sl.task = None
+                        continue
+                    except (EOFError, OSError):
+                        finish(task, _result(ob, Outcome.bad(died), elapsed))
+                elif elapsed > timeout + 0.5:
+                    finish(task, _result(ob, Outcome.unknown(f"timeout after {timeout:g} s"), elapsed))
+                elif sl.proc.is_alive():
+                    continue
+                else:
+                    finish(task, _result(ob, Outcome.bad(died), elapsed))
+                sl.stop(kill=True)
+                slots[k] = _Slot(ctx, obs)
+    finally:
+        for sl in slots:
+            sl.stop(kill=sl.task is not None)
     return [results[i] for i in range(len(obs))]

@@ -33,3 +33,18 @@ def test_timeout_is_unknown() -> None:
     ob = Obligation("t/z3-parametric/slow", "t", "x", "z3-parametric", lambda t: (time.sleep(5), Outcome.good())[1])
     (r,) = run_all([ob], jobs=2, timeout=0.5)
     assert r.status == "unknown"
+
+
+def test_pool_survives_timeouts_and_dead_workers() -> None:
+    """Reused workers: a killed (timed-out) or dead worker is replaced and later checks still run."""
+    import os
+    import time
+
+    obs = [
+        Obligation("t/z3-parametric/slow", "t", "x", "z3-parametric", lambda t: (time.sleep(5), Outcome.good())[1]),
+        Obligation("t/exact/dies", "t", "x", "exact", lambda t: os._exit(3)),  # type: ignore[arg-type,return-value]
+        *[Obligation(f"t/exact/ok{i}", "t", "x", "exact", lambda t: Outcome.good()) for i in range(6)],
+    ]
+    res = run_all(obs, jobs=2, timeout=0.5)
+    assert [r.status for r in res] == ["unknown", "failed", *["passed"] * 6]
+    assert "worker died" in res[1].detail
