@@ -168,6 +168,27 @@ class Construction:
         return out
 
 
+@dataclass
+class VectorConstruction(Construction):
+    """A Construction whose single-row operands may also be given as 1-D vectors."""
+
+    def _operands(self, operands: Sequence[Any], backend: str) -> list[np.ndarray]:
+        if len(operands) != len(self.inputs):
+            raise ConstructionError(
+                f"{self.name} takes {len(self.inputs)} operand(s) ({', '.join(self.inputs)}), got {len(operands)}"
+            )
+        fixed = []
+        for nm, x in zip(self.inputs, operands, strict=True):
+            a = as_array(x)
+            want = self.layout[nm].shape
+            if a.ndim == 1 and len(want) == 2 and want[0] == 1:
+                if a.shape[0] != want[1]:
+                    raise ConstructionError(f"{self.name}: operand {nm} must have length {want[1]}, got {a.shape[0]}")
+                a = a.reshape(1, -1)
+            fixed.append(a)
+        return super()._operands(fixed, backend)
+
+
 # -- shared obligation builders ------------------------------------------------------------------
 def symbolic_operands(con: Construction, prefix: str = "") -> list[np.ndarray]:
     """One fresh real symbol per operand entry."""

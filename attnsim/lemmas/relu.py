@@ -8,44 +8,28 @@ matrix; :func:`relu_ref` on any matrix block.  Exact on every backend (relu-exac
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from attnsim.lemmas.allsizes_extra import Semantics, semantics_algebra
-from attnsim.lemmas.base import Construction, ConstructionError, Intent, layout_obligation, standard_obligations
+from attnsim.lemmas.base import (
+    Construction,
+    Intent,
+    VectorConstruction,
+    layout_obligation,
+    standard_obligations,
+)
 from attnsim.lemmas.transpose import _check_sizes
 from attnsim.proofs.allsizes import all_sizes_obligation
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
-from attnsim.rasp.layout import Block, Layout, MatRef, as_array
+from attnsim.rasp.layout import Block, Layout, MatRef
 
 PAPER_REF = "Activation ReLU"
-
-
-@dataclass
-class VectorConstruction(Construction):
-    """A Construction whose single-row operands may also be given as 1-D vectors."""
-
-    def _operands(self, operands: Sequence[Any], backend: str) -> list[np.ndarray]:
-        if len(operands) != len(self.inputs):
-            raise ConstructionError(
-                f"{self.name} takes {len(self.inputs)} operand(s) ({', '.join(self.inputs)}), got {len(operands)}"
-            )
-        fixed = []
-        for nm, x in zip(self.inputs, operands, strict=True):
-            a = as_array(x)
-            want = self.layout[nm].shape
-            if a.ndim == 1 and len(want) == 2 and want[0] == 1:
-                if a.shape[0] != want[1]:
-                    raise ConstructionError(f"{self.name}: operand {nm} must have length {want[1]}, got {a.shape[0]}")
-                a = a.reshape(1, -1)
-            fixed.append(a)
-        return super()._operands(fixed, backend)
 
 
 def relu_ref(a: MatRef, name: str = "relu") -> tuple[MatRef, list[Intent]]:
