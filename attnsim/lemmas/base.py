@@ -323,46 +323,41 @@ def check_intent(intent: Intent, layout: Layout, *, timeout: float = 10.0, bound
     except z3sel.NotStructural as exc:
         return Outcome.bad(str(exc))
     explain = decode.selector_explainer(s_expr, intent.intent, layout, layout.length, intent.queries)
-    t0 = time.perf_counter()
-    if bound is None:
-        out = decode.prove_intent(
-            s_expr,
-            intent.intent,
-            queries=intent.queries,
-            layout=layout,
-            assumptions=intent.assumptions,
-            minimum=dict(intent.minimum),
-            timeout=timeout,
-        )
-        if out is not None and out.ok is not None:
-            return out
-        left = timeout - (time.perf_counter() - t0)
-        if left <= 0.05:
-            return out or Outcome.unknown("timeout")
-        plain = z3sel.prove_selector(
+
+    def plain_z3(seconds: float, size_bound: int | None) -> Outcome:
+        return z3sel.prove_selector(
             intent.selector,
             intent.intent,
             queries=intent.queries,
             length=layout.length,
             assumptions=intent.assumptions,
             minimum=dict(intent.minimum),
-            timeout=left,
+            bound=size_bound,
+            timeout=seconds,
             explain=explain,
         )
-        if plain.ok is None and out is not None:
-            return Outcome.unknown(f"{out.detail}; plain Z3: {plain.detail}")
-        return plain
-    return z3sel.prove_selector(
-        intent.selector,
+
+    if bound is not None:
+        return plain_z3(timeout, bound)
+    t0 = time.perf_counter()
+    out = decode.prove_intent(
+        s_expr,
         intent.intent,
         queries=intent.queries,
-        length=layout.length,
+        layout=layout,
         assumptions=intent.assumptions,
         minimum=dict(intent.minimum),
-        bound=bound,
         timeout=timeout,
-        explain=explain,
     )
+    if out is not None and out.ok is not None:
+        return out
+    left = timeout - (time.perf_counter() - t0)
+    if left <= 0.05:
+        return out or Outcome.unknown("timeout")
+    plain = plain_z3(left, None)
+    if plain.ok is None and out is not None:
+        return Outcome.unknown(f"{out.detail}; plain Z3: {plain.detail}")
+    return plain
 
 
 def layout_obligation(cid: str, paper_ref: str, make: Callable[[], Construction]) -> Obligation:
