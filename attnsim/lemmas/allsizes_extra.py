@@ -642,7 +642,7 @@ def coefficient_step(n: int) -> Any:
     size = C.Size("n", n)
     a_blk = Block.of("A", OFFSET, size, size)
     m_blk = Block.of("M", a_blk.end_expr(), size, size)
-    at, intents = transpose_ref(MatRef(C.tokens, a_blk), offset=m_blk.offset, name="At")  # type: ignore[arg-type]
+    at, intents = transpose_ref(MatRef(C.tokens, a_blk), offset=m_blk.offset, name="At")
     f, more = frobenius_ref(at, MatRef(C.tokens, m_blk), name="out")
     return Construction(
         STEPS_ID,

@@ -15,12 +15,13 @@ import numpy as np
 from attnsim.lemmas.base import Construction, Intent
 from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
 
 PAPER_REF = "Lemma (transpose)"
 
 
-def transpose_ref(a: MatRef, offset: int = 0, name: str = "transpose") -> tuple[MatRef, list[Intent]]:
+def transpose_ref(a: MatRef, offset: E.Expr | int = 0, name: str = "transpose") -> tuple[MatRef, list[Intent]]:
     """Composable form: the transpose of ``a``, in a new channel at ``offset``."""
     b = a.block
     out = Block.of(name, offset, b.cols, b.rows, b.stack, channel=name)
