@@ -146,15 +146,9 @@ def frobenius_ref(x: MatRef, y: MatRef, name: str = "frobenius") -> tuple[MatRef
 
 def plus_identity(m: MatRef, c: C.SOp, name: str) -> MatRef:
     """M + c I, position-wise (an MLP step: the identity pattern is an index function)."""
-    blk = m.block
-
-    def eye(p: E.Expr) -> E.Expr:
-        _, i, j = blk.coords(p)
-        return blk.contains(p) & i.eq(j)  # 0/1
-
-    eye_sop = C.imap(eye, C.indices).named(f"{name}.eye")
+    eye_sop = identity_ref(m.block, f"{name}.eye").sop
     out = C.apply("add", m.sop, C.apply("mul", c, eye_sop)).named(name)
-    return MatRef(out, dataclasses.replace(blk, name=name, channel=name))
+    return MatRef(out, dataclasses.replace(m.block, name=name, channel=name))
 
 
 def identity_ref(blk: Block, name: str) -> MatRef:
@@ -165,6 +159,26 @@ def identity_ref(blk: Block, name: str) -> MatRef:
         return blk.contains(p) & i.eq(j)  # 0/1
 
     return MatRef(C.imap(eye, C.indices).named(name), dataclasses.replace(blk, name=name, channel=name))
+
+
+def _trace_of_product(
+    a: MatRef,
+    m: MatRef,
+    transposes: dict[int, MatRef],
+    name: str,
+    label: str,
+    intents: list[Intent],
+    aux: list[Block],
+) -> MatRef:
+    """tr(A M) = <A^T, M>: A^T is placed once per offset of M (cached in ``transposes``)."""
+    if m.block.start not in transposes:
+        at, its = transpose_ref(a, offset=m.block.start, name=f"{name}.At{len(transposes) or ''}")
+        transposes[m.block.start] = at
+        intents += _tagged(its, f"{name}.transpose")
+        aux.append(at.block)
+    f, its = frobenius_ref(transposes[m.block.start], m, name=label)
+    intents += [dataclasses.replace(i, name=f"{name}.frobenius.sum") for i in its]
+    return f
 
 
 # -- Faddeev-LeVerrier ---------------------------------------------------------------------------
@@ -197,14 +211,8 @@ def faddeev_ref(
             aux += [*p.aux, p.block]
         m = plus_identity(p, c, f"{name}.M{k + 1}")
         aux.append(m.block)
-        if m.block.start not in transposes:
-            at, its = transpose_ref(a, offset=m.block.start, name=f"{name}.At{len(transposes) or ''}")
-            transposes[m.block.start] = at
-            intents += _tagged(its, f"{name}.transpose")
-            aux.append(at.block)
         # c_{n-k-1} = -tr(A M_{k+1}) / (k+1) = -<A^T, M_{k+1}> / (k+1)
-        f, its = frobenius_ref(transposes[m.block.start], m, name=f"{name}.tr{k + 1}")
-        intents += [dataclasses.replace(i, name=f"{name}.frobenius.sum") for i in its]
+        f = _trace_of_product(a, m, transposes, name, f"{name}.tr{k + 1}", intents, aux)
         c = C.apply("scale", f.sop, params=(Fraction(-1, k + 1),)).named(f"{name}.c{n - k - 1}")
     det = (c if n % 2 == 0 else C.apply("neg", c)).named(f"{name}.det")
     det_ref = MatRef(det, scalar_block(f"{name}.det"))
@@ -251,13 +259,7 @@ def powers_ref(
     transposes: dict[int, MatRef] = {}
     for k in range(2, n + 1):
         m = pw[k - 1]
-        if m.block.start not in transposes:
-            at, its = transpose_ref(a, offset=m.block.start, name=f"{name}.At{len(transposes) or ''}")
-            transposes[m.block.start] = at
-            intents += _tagged(its, f"{name}.transpose")
-            aux.append(at.block)
-        f, its = frobenius_ref(transposes[m.block.start], m, name=f"{name}.p{k}")
-        intents += [dataclasses.replace(i, name=f"{name}.frobenius.sum") for i in its]
+        f = _trace_of_product(a, m, transposes, name, f"{name}.p{k}", intents, aux)
         p[k] = f.sop
     # Newton's identities (one MLP): e_0 = 1, k e_k = sum_{i=1}^{k} (-1)^(i-1) e_(k-i) p_i
     e: dict[int, C.SOp] = {}

@@ -27,11 +27,11 @@ from attnsim.lemmas.base import (
     Construction,
     ConstructionError,
     Intent,
+    VectorConstruction,
     intent_obligations,
     layout_obligation,
     standard_obligations,
 )
-from attnsim.lemmas.relu import VectorConstruction
 from attnsim.lemmas.softmax import embedded_obligations
 from attnsim.lemmas.transpose import _check_sizes
 from attnsim.proofs import z3sel
