@@ -15,7 +15,7 @@ the end-to-end error of the whole model run with soft attention (data for the re
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,25 +37,42 @@ def beta_for(h: Head, eta: float, vmax: float, n_keys: int) -> float:
     return max(0.0, math.log(2 * vmax * (n_keys - 1) / eta) / head_gap(h))
 
 
+def _head_inputs(ct: CompiledTransformer, states: Sequence[Any]) -> Iterator[tuple[int, Head, Any]]:
+    """(layer, head, the residual it reads) for every attention head.
+
+    ``states`` = [embedding, after MLP 0, after attn 1, after MLP 1, ...]: attention l reads 2l - 1.
+    """
+    for li, lyr in enumerate(ct.layers):
+        if li == 0:
+            continue
+        for h in lyr.heads:
+            yield li, h, states[2 * li - 1]
+
+
+def _value_max(ct: CompiledTransformer, h: Head, x: Any) -> float:
+    """max |value| the head can average, on the residual ``x``."""
+    v = ct._mm(x, h.W_V, False)
+    return float(np.max(np.abs(v))) if v.size else 0.0
+
+
+def _soft_error(ct: CompiledTransformer, h: Head, x: Any, beta: float) -> float:
+    """max |soft - hard| of the head's output at inverse temperature ``beta``."""
+    hard = ct.attend(h, x, False)[0]
+    soft = ct.attend(h, x, False, beta=beta)[0]
+    return float(np.max(np.abs(soft - hard))) if hard.size else 0.0
+
+
 def head_check(ct: CompiledTransformer, tokens: Any, eta: float = 1e-6) -> list[dict[str, Any]]:
     """Per head: the derived beta, the bound eta and the measured |soft - hard| on ``tokens``."""
     _, states = ct.run(np.asarray(tokens, dtype=np.float64), exact=False, keep=True)
     rows: list[dict[str, Any]] = []
-    # states: [embedding, after MLP 0, after attn 1, after MLP 1, ...]; attention l reads state 2l - 1
-    for li, lyr in enumerate(ct.layers):
-        if li == 0:
-            continue
-        x = states[2 * li - 1]
-        for h in lyr.heads:
-            v = ct._mm(x, h.W_V, False)
-            vmax = float(np.max(np.abs(v))) if v.size else 0.0
-            beta = beta_for(h, eta, vmax, x.shape[1])
-            hard = ct.attend(h, x, False)[0]
-            soft = ct.attend(h, x, False, beta=beta)[0]
-            err = float(np.max(np.abs(soft - hard))) if soft.size else 0.0
-            rows.append(
-                {"layer": li, "head": h.name, "gap": head_gap(h), "vmax": vmax, "beta": beta, "eta": eta, "error": err}
-            )
+    for li, h, x in _head_inputs(ct, states):
+        vmax = _value_max(ct, h, x)
+        beta = beta_for(h, eta, vmax, x.shape[1])
+        err = _soft_error(ct, h, x, beta)
+        rows.append(
+            {"layer": li, "head": h.name, "gap": head_gap(h), "vmax": vmax, "beta": beta, "eta": eta, "error": err}
+        )
     return rows
 
 
@@ -77,17 +94,10 @@ def error_vs_beta(
         for x, r, states in zip(inputs, refs, hard_states, strict=True):
             y = ct.forward(np.asarray(x, dtype=np.float64), exact=False, beta=float(b))
             worst = max(worst, float(np.max(np.abs(y - r))))
-            for li, lyr in enumerate(ct.layers):
-                if li == 0:
-                    continue
-                st = states[2 * li - 1]
-                for h in lyr.heads:
-                    v = ct._mm(st, h.W_V, False)
-                    vmax = float(np.max(np.abs(v))) if v.size else 0.0
-                    hard = ct.attend(h, st, False)[0]
-                    soft_out = ct.attend(h, st, False, beta=float(b))[0]
-                    head_err = max(head_err, float(np.max(np.abs(soft_out - hard))) if hard.size else 0.0)
-                    bound = max(bound, 2 * vmax * (st.shape[1] - 1) * math.exp(-float(b) * head_gap(h)))
+            for _, h, st in _head_inputs(ct, states):
+                vmax = _value_max(ct, h, st)
+                head_err = max(head_err, _soft_error(ct, h, st, float(b)))
+                bound = max(bound, 2 * vmax * (st.shape[1] - 1) * math.exp(-float(b) * head_gap(h)))
         out.append({"beta": float(b), "max_error": worst, "head_error": head_err, "head_bound": bound})
     return out
 
@@ -115,19 +125,15 @@ def observed_gaps(ct: CompiledTransformer, tokens: Any) -> list[dict[str, Any]]:
     toks = np.asarray(tokens, dtype=object if exact else np.float64)
     _, states = ct.run(toks, exact=exact, keep=True)
     rows: list[dict[str, Any]] = []
-    for li, lyr in enumerate(ct.layers):
-        if li == 0:
-            continue
-        x = states[2 * li - 1]
-        for h in lyr.heads:
-            q, k = ct._mm(x, h.W_Q, exact), ct._mm(x, h.W_K, exact)
-            s = (q @ np.swapaxes(k, 1, 2))[0]
-            worst: Any = None
-            for row in s:
-                mx = max(row)
-                lower = [mx - v for v in row if v != mx]
-                if lower:
-                    g = min(lower)
-                    worst = g if worst is None or g < worst else worst
-            rows.append({"layer": li, "head": h.name, "stated_gap": h.gap, "observed_gap": worst})
+    for li, h, x in _head_inputs(ct, states):
+        q, k = ct._mm(x, h.W_Q, exact), ct._mm(x, h.W_K, exact)
+        s = (q @ np.swapaxes(k, 1, 2))[0]
+        worst: Any = None
+        for row in s:
+            mx = max(row)
+            lower = [mx - v for v in row if v != mx]
+            if lower:
+                g = min(lower)
+                worst = g if worst is None or g < worst else worst
+        rows.append({"layer": li, "head": h.name, "stated_gap": h.gap, "observed_gap": worst})
     return rows
