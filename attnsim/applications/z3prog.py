@@ -62,14 +62,7 @@ def unroll(program: C.SOp, tokens: Sequence[Any], side: list[Any]) -> list[Any]:
                 sels[key] = [[b] * L for _ in range(L)]
                 continue
             ks, qs = vals[id(node.keys)], vals[id(node.queries)]
-            op: Callable[[Any, Any], Any] = {
-                "==": lambda a, b: a == b,
-                "!=": lambda a, b: a != b,
-                "<": lambda a, b: a < b,
-                "<=": lambda a, b: a <= b,
-                ">": lambda a, b: a > b,
-                ">=": lambda a, b: a >= b,
-            }[node.cmp]
+            op = E.COMPARATORS[node.cmp]
             sels[key] = [[op(ks[k], qs[q]) for k in range(L)] for q in range(L)]
         elif isinstance(node, C.SelectAnd):
             sa, sb = sels[id(node.a)], sels[id(node.b)]

@@ -25,7 +25,6 @@ are affine on their domain) cost nothing, they fold into the forms that read the
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -56,12 +55,7 @@ CODE_CAP = 1 << 20  # largest mixed-radix code domain for a multi-argument index
 TABLE_CAP = 1 << 16  # largest predicate table (key points x query points) of a selector
 
 _CMP: dict[str, Callable[[Any, Any], bool]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
+    **E.COMPARATORS,
     "TRUE": lambda a, b: True,
     "FALSE": lambda a, b: False,
 }

@@ -29,19 +29,11 @@ import numpy as np
 from attnsim.numeric.arith import NumpyArith
 from attnsim.rasp import core as C
 from attnsim.rasp.arith import Arithmetic, BackendError
+from attnsim.rasp.expr import COMPARATORS
 from attnsim.symbolic.arith import ExactArith, SympyArith
 
 DENSE_CELLS = 1 << 22
 BACKENDS = ("numpy", "exact", "sympy")
-
-_CMP: dict[str, Callable[[Any, Any], Any]] = {
-    "==": lambda k, q: k == q,
-    "!=": lambda k, q: k != q,
-    "<": lambda k, q: k < q,
-    "<=": lambda k, q: k <= q,
-    ">": lambda k, q: k > q,
-    ">=": lambda k, q: k >= q,
-}
 
 
 def arithmetic(backend: str | Arithmetic) -> Arithmetic:
@@ -60,7 +52,7 @@ def compare(cmp: str, k: Any, q: Any) -> np.ndarray:
         return np.ones(np.broadcast(k, q).shape, dtype=bool)
     if cmp == "FALSE":
         return np.zeros(np.broadcast(k, q).shape, dtype=bool)
-    return np.asarray(_CMP[cmp](k, q)).astype(bool)
+    return np.asarray(COMPARATORS[cmp](k, q)).astype(bool)
 
 
 def _scalar(c: Fraction) -> Any:

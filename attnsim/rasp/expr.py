@@ -13,6 +13,7 @@ the Z3 translation assumes when it introduces quotient/remainder variables.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -301,18 +302,19 @@ def _eval(e: Expr, env: Mapping[str, Any]) -> Any:
     if op in _BOOL:
         ta, tb = _truth(a), _truth(b)
         return ta * tb if op == "and" else np.maximum(ta, tb) if _arr(ta, tb) else max(ta, tb)
-    res = _CMP_FN[op](a, b)
+    res = COMPARATORS[op](a, b)
     return res.astype(np.int64) if isinstance(res, np.ndarray) else int(res)
 
 
-_CMP_FN: dict[str, Callable[[Any, Any], Any]] = {
-    "==": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
+COMPARATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }
+"""The six comparisons, elementwise on ints, NumPy arrays, Fractions and Z3 terms alike."""
 
 
 def _arr(*xs: Any) -> bool:
@@ -386,15 +388,7 @@ class Z3Translator:
             fa, fb = self.boolean(e.a), self.boolean(e.b)
             return z3.And(fa, fb) if e.op == "and" else z3.Or(fa, fb)
         if isinstance(e, BinOp) and e.op in _CMP:
-            a, b = self.term(e.a), self.term(e.b)
-            return {
-                "==": lambda: a == b,
-                "!=": lambda: a != b,
-                "<": lambda: a < b,
-                "<=": lambda: a <= b,
-                ">": lambda: a > b,
-                ">=": lambda: a >= b,
-            }[e.op]()
+            return COMPARATORS[e.op](self.term(e.a), self.term(e.b))
         return self.term(e) != 0
 
 
