@@ -19,11 +19,17 @@ from attnsim.proofs.obligation import Obligation, Outcome, Result, status_of
 def run_inline(ob: Obligation, timeout: float) -> Result:
     """Run one obligation in this process (no hard timeout; Z3 checks honour ``timeout``)."""
     t0 = time.perf_counter()
-    try:
-        out = ob.check(timeout)
-    except Exception as exc:  # a crashing check is a failed check, with its reason
-        out = Outcome.bad(f"{type(exc).__name__}: {exc}")
+    out = _check(ob, timeout)
     return _result(ob, out, time.perf_counter() - t0)
+
+
+def _check(ob: Obligation, timeout: float) -> Outcome:
+    """The obligation's outcome; a crashing check is a failed check, with its reason."""
+    try:
+        return ob.check(timeout)
+    except Exception as exc:
+        tb = traceback.format_exc(limit=3).strip().splitlines()[-1]
+        return Outcome.bad(f"{type(exc).__name__}: {exc} ({tb})")
 
 
 def _result(ob: Obligation, out: Outcome, seconds: float) -> Result:
@@ -39,31 +45,23 @@ def _result(ob: Obligation, out: Outcome, seconds: float) -> Result:
     )
 
 
-def _worker(obs: Sequence[Obligation], conn: Connection) -> None:
+def _worker(obs: Sequence[Obligation], timeout: float, conn: Connection) -> None:
     """A forked worker: run the obligations whose indices arrive on ``conn`` until None."""
     while True:
         idx = conn.recv()
         if idx is None:
             return
-        ob = obs[idx]
         t0 = time.perf_counter()
-        try:
-            out = ob.check(_TIMEOUT[0])
-        except Exception as exc:  # a crashing check is a failed check, with its reason
-            tb = traceback.format_exc(limit=3).strip().splitlines()[-1]
-            out = Outcome.bad(f"{type(exc).__name__}: {exc} ({tb})")
+        out = _check(obs[idx], timeout)
         conn.send((idx, out.ok, out.detail, time.perf_counter() - t0))
-
-
-_TIMEOUT = [10.0]
 
 
 class _Slot:
     """One worker process and the obligation it is running (if any)."""
 
-    def __init__(self, ctx: Any, obs: Sequence[Obligation]) -> None:
+    def __init__(self, ctx: Any, obs: Sequence[Obligation], timeout: float) -> None:
         self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker, args=(obs, child), daemon=True)
+        self.proc = ctx.Process(target=_worker, args=(obs, timeout, child), daemon=True)
         self.proc.start()
         child.close()
         self.task: int | None = None
@@ -103,11 +101,10 @@ def run_all(
                 on_done(r)
         return res
     ctx = mp.get_context("fork")
-    _TIMEOUT[0] = timeout
     pending = list(range(len(obs)))
     pending.reverse()
     results: dict[int, Result] = {}
-    slots = [_Slot(ctx, obs) for _ in range(min(jobs, max(1, len(obs))))]
+    slots = [_Slot(ctx, obs, timeout) for _ in range(min(jobs, max(1, len(obs))))]
 
     def finish(i: int, r: Result) -> None:
         results[i] = r
@@ -143,7 +140,7 @@ def run_all(
                 else:
                     finish(task, _result(ob, Outcome.bad(died), elapsed))
                 sl.stop(kill=True)
-                slots[k] = _Slot(ctx, obs)
+                slots[k] = _Slot(ctx, obs, timeout)
     finally:
         for sl in slots:
             sl.stop(kill=sl.task is not None)
