@@ -158,9 +158,10 @@ class Layout:
 
 
 def _max_end(blocks: tuple[Block, ...]) -> E.Expr:
+    """max(0, end of each block), each distinct end once (blocks often share one: keeps proofs small)."""
     out: E.Expr = E.Const(0)
-    for b in blocks:
-        out = E.emax(out, b.end_expr())
+    for end in {E.render(e): e for e in (b.end_expr() for b in blocks)}.values():
+        out = E.emax(out, end)
     return out
 
 
