@@ -36,6 +36,11 @@ passes there.  A surviving mutant is *equivalent* only with a proof:
   for a head with an intent, proven to still meet that intent (which the original meets by its
   obligation) or to select the same keys at every query of the intent's region;
 * graph level: no changed node is reachable from any program or intent built (dead code);
+* unread (:mod:`attnsim.proofs.taint`): the positions where a changed value may differ are
+  followed through the program (position-wise maps keep them; an attention read keeps only the
+  queries whose selected keys include one); Z3 proves that none reaches the output block and none
+  reaches an operand that can raise (a divisor...), for all sizes of the domain, else at each
+  instance's own sizes (BOUNDED, said so);
 * output level: every changed instance is a fixed program (no size symbols) and a SymPy
   obligation proved its output equal to the reference on symbolic inputs.
 
@@ -62,7 +67,7 @@ from multiprocessing.connection import Connection
 from types import FrameType, SimpleNamespace
 from typing import Any, cast
 
-from attnsim.proofs import registry, z3sel
+from attnsim.proofs import registry, taint, z3sel
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.runner import run_all
 from attnsim.rasp import core as C
@@ -476,12 +481,22 @@ def run_mutant(m: Mutant, obs: Sequence[Obligation], example: Callable[[], Any],
         applied = hook.applied
         equivalent, why = prove_equivalent(m, example, hook, timeout, built)
         if not equivalent:
-            ok, why2 = unreachable(hook, built)
-            if not ok:
-                ok, why2 = consumers_equivalent(hook, built, timeout)
-            if not ok and why2 == "-":
-                ok, why2 = output_equivalent(hook, built, symbolic)
-            equivalent, why = (True, why2) if ok else (False, why if why2.startswith("-") else f"{why}; {why2}")
+            provers: list[Callable[[], tuple[bool, str]]] = [
+                lambda: unreachable(hook, built),
+                lambda: consumers_equivalent(hook, built, timeout),
+                lambda: unread_changes(hook, built, timeout),
+                lambda: output_equivalent(hook, built, symbolic),
+            ]
+            tried = [why]
+            for prover in provers:
+                ok, why2 = prover()
+                if ok:
+                    equivalent, why = True, why2
+                    break
+                if why2 != "-":
+                    tried.append(why2)
+            else:
+                why = "; ".join(tried)
     finally:
         C.MUTATION_HOOK.reset(token)
         _collect_constructions(None)
@@ -753,18 +768,23 @@ def _prove_node(
             return True, f"z3: mutated index map = original at {domain}, {_scope(res)}"
         return False, f"z3 {'counterexample' if res.ok is False else 'unknown'}: {res.detail[:160]}"
     if op.startswith(("cmp:", "kq-swap", "drop:")):
-        if op.startswith("drop:"):
-            ka, kb = a.before
-            orig: C.Selector = _without_hook(
-                lambda: C.SelectAnd(ka, kb) if isinstance(a.node, C.SelectAnd) else C.SelectOr(ka, kb)
-            )
-        else:
-            k, q, cmp = a.before
-            orig = _without_hook(lambda: C.Select(k, q, cmp))
+        orig = _original_selector(a)
         return prove_same_selector(a.node, orig, timeout, seq, bound, minimum, assume, instances)
     if op.startswith("swap:"):
         return _prove_symmetric(a.node.fn, op)
     return False, f"no equivalence prover for {op}"
+
+
+def _original_selector(a: Applied) -> C.Selector:
+    """The selector a changed Select / SelectAnd / SelectOr was before the mutant (built unhooked)."""
+    if a.op.startswith("drop:"):
+        ka, kb = a.before
+        return cast(
+            C.Selector,
+            _without_hook(lambda: C.SelectAnd(ka, kb) if isinstance(a.node, C.SelectAnd) else C.SelectOr(ka, kb)),
+        )
+    k, q, cmp = a.before
+    return cast(C.Selector, _without_hook(lambda: C.Select(k, q, cmp)))
 
 
 def prove_same_selector(
@@ -875,6 +895,122 @@ def consumers_equivalent(hook: Mutator, built: Sequence[Any], timeout: float) ->
         + "; ".join(dict.fromkeys(proofs))
         + f" [{len(cases)} distinct selectors]"
     )
+
+
+def _initial_taint(a: Applied, at_least_one: Callable[[E.Expr], bool]) -> tuple[E.Expr | None, E.Expr | None]:
+    """(T(p), D(q, k)) of one changed node: where it may now differ from the original."""
+    n, op = a.node, a.op
+    if isinstance(n, (C.Map, C.SequenceMap)):
+        if isinstance(n.fn, C.IndexFn) and op.startswith("expr:"):
+            return taint.changed_map(n, a.before, n.args, at_least_one), None
+        if isinstance(n.fn, C.IndexFn) and op.startswith("swap:"):
+            return taint.changed_map(n, n.fn, a.before, at_least_one), None
+        if isinstance(n.fn, C.Prim) and op.startswith(("swap:", "param:")):
+            if n.fn.primitive.partial:
+                raise taint.Unsupported(f"the changed {n.fn.name} may raise where the original does not")
+            return taint.TRUE, None
+    if isinstance(n, C.Full) and op == "full:+1":
+        return taint.TRUE, None
+    if isinstance(n, C.Selector) and op.startswith(("cmp:", "kq-swap", "drop:")):
+        try:
+            new, old = z3sel.selector_expr(n), z3sel.selector_expr(_original_selector(a))
+        except z3sel.NotStructural:
+            return None, taint.TRUE
+        return None, (new & E.Not(old)) | (old & E.Not(new))
+    raise taint.Unsupported(f"no taint rule for {op}")
+
+
+def unread_changes(hook: Mutator, built: Sequence[Any], timeout: float) -> tuple[bool, str]:
+    """Equivalent on the outputs: in every Construction built that contains a changed node, Z3
+    proves that no position of the output block can hold a changed value (the changes stay where
+    only position-wise maps read them, and every selector leaves those positions out), and that no
+    change can make the program raise (:mod:`attnsim.proofs.taint`).  For all sizes of the
+    construction's domain when Z3 decides it; else at the instance's own sizes (BOUNDED, said so)."""
+    if not hook.log:
+        return False, "-"
+    changed = {id(a.node) for a in hook.log}
+    seen: set[int] = set()
+    symbolic: set[str] = set()
+    concrete: dict[str, list[str]] = {}
+    emptied = 0
+    n_cons = 0
+    for con in built:
+        layout, program = getattr(con, "layout", None), getattr(con, "program", None)
+        if layout is None or not isinstance(program, C.RASPExpr):
+            continue
+        hit = {id(x) for x in C.topological([program])} & changed
+        if not hit:
+            continue
+        seen |= hit
+        n_cons += 1
+        log = [a for a in hook.log if id(a.node) in hit]
+        why = ""
+        for fixed in (False, True):
+            try:
+                ok, why, k = _unread_in(con, program, log, timeout, fixed)
+            except taint.Unsupported as exc:
+                ok, why, k = False, str(exc), 0
+            if ok:
+                emptied += k
+                out = con.layout[con.output].name
+                if fixed:
+                    concrete.setdefault(out, []).append(", ".join(f"{n}={v}" for n, v in sorted(con.sizes.items())))
+                else:
+                    symbolic.add(out)
+                break
+        else:
+            return False, f"unread: {why}"
+    if n_cons == 0 or seen != changed:
+        return False, "-"
+    scope = []
+    if symbolic:
+        scope.append(f"for all sizes of the domain (output {', '.join(sorted(symbolic))})")
+    for out, at in concrete.items():
+        scope.append(f"BOUNDED: at the instances' own sizes ({'; '.join(dict.fromkeys(at))}) (output {out})")
+    return True, (
+        f"z3 {'; '.join(scope)}: no position of the output block can hold a changed value ({emptied} attention "
+        f"reads proven to skip every changed position; no partial primitive, divisor or token comparison reached) "
+        f"in all {n_cons} Constructions built"
+    )
+
+
+def _unread_in(
+    con: Any, program: C.RASPExpr, log: Sequence[Applied], timeout: float, fixed: bool
+) -> tuple[bool, str, int]:
+    """One Construction: (proved, why not, attention reads proven clean).  ``fixed``: the sizes take
+    the instance's values (linear arithmetic); else they stay symbols over the construction's domain."""
+    minimum, assume = domain_of(con)
+    layout = con.layout
+    values: dict[str, E.Expr | int] = dict(con.sizes) if fixed else {}
+    length = layout.length.substitute(values)
+    pos = taint.POS
+    hyps = tuple(h.substitute(values) for h in (pos >= 0, pos < length, *assume))
+    budget = timeout if fixed else min(timeout, 2.0)
+
+    def valid(goal: E.Expr, extra: tuple[E.Expr, ...] = ()) -> bool:
+        goal = goal.substitute({"length": length}).substitute(values)
+        hs = hyps + tuple(h.substitute(values) for h in extra)
+        key = "|".join(E.render(x) for x in (goal, *hs)) + repr(sorted(minimum.items()))
+        res = _SYMBOLIC.get(key) or z3sel.prove(goal, hs, minimum=minimum, timeout=budget)
+        _SYMBOLIC[key] = res
+        return res.ok is True
+
+    sop0: dict[int, E.Expr] = {}
+    sel0: dict[int, E.Expr] = {}
+    for a in log:
+        t0, d0 = _initial_taint(a, lambda d: valid(d >= 1))
+        if t0 is not None:
+            sop0[id(a.node)] = t0 if id(a.node) not in sop0 else sop0[id(a.node)] | t0
+        if d0 is not None:
+            sel0[id(a.node)] = d0 if id(a.node) not in sel0 else sel0[id(a.node)] | d0
+    spread = taint.Spread(length, lambda f: valid(E.Not(f)))
+    spread.run(program, sop0, sel0)
+    out_blk = layout[con.output]
+    t_out = spread.at(program, pos)
+    if t_out is not None and not valid(E.Not(t_out), (out_blk.contains(pos),)):
+        where = "at the instance's sizes" if fixed else "for all sizes"
+        return False, f"z3 could not show the output block {out_blk.name} unchanged {where}", spread.emptied
+    return True, "", spread.emptied
 
 
 _TOK_Q, _TOK_K = E.Var("token_q"), E.Var("token_k")

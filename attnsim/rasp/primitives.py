@@ -41,6 +41,7 @@ class Primitive:
     exact: Callable[..., Any] | None
     sympy: Callable[..., Any]
     doc: str
+    partial: tuple[int, ...] = ()  # operands whose value can make the exact implementation raise
 
 
 _REGISTRY: dict[str, Primitive] = {}
@@ -55,13 +56,18 @@ def register(
     sympy: Callable[..., Any],
     doc: str,
     n_params: int = 0,
+    partial: tuple[int, ...] = (),
 ) -> Primitive:
-    """Add a primitive to the registry (names are unique)."""
+    """Add a primitive to the registry (names are unique).
+
+    ``partial`` lists the operands on whose value the exact implementation may raise (a divisor,
+    a square root's argument): mutation testing's taint proofs must not let a change reach them.
+    """
     if realization not in REALIZATIONS:
         raise PrimitiveError(f"realization must be one of {REALIZATIONS}, got {realization!r}")
     if name in _REGISTRY:
         raise PrimitiveError(f"primitive {name!r} is already registered")
-    p = Primitive(name, arity, n_params, realization, numpy, exact, sympy, doc)
+    p = Primitive(name, arity, n_params, realization, numpy, exact, sympy, doc, partial)
     _REGISTRY[name] = p
     return p
 
@@ -163,8 +169,8 @@ register("max", 2, "relu-exact", np.maximum, lambda x, y: max(x, y), lambda x, y
 register("min", 2, "relu-exact", np.minimum, lambda x, y: min(x, y), lambda x, y: _sp().Min(x, y), "min(x, y)")
 register("mul", 2, "generalized", lambda x, y: x * y, lambda x, y: x * y, lambda x, y: x * y, "x * y")
 register("square", 1, "generalized", lambda x: x * x, lambda x: x * x, lambda x: x * x, "x^2")
-register("reciprocal", 1, "generalized", _np_recip, _exact_recip, lambda x: 1 / x, "1/x")
-register("div", 2, "generalized", _np_div, _exact_div, lambda x, y: x / y, "x / y")
+register("reciprocal", 1, "generalized", _np_recip, _exact_recip, lambda x: 1 / x, "1/x", partial=(0,))
+register("div", 2, "generalized", _np_div, _exact_div, lambda x, y: x / y, "x / y", partial=(1,))
 register("exp", 1, "generalized", np.exp, None, lambda x: _sp().exp(x), "e^x (true e)")
 register(
     "sqrt",
@@ -174,6 +180,7 @@ register(
     _exact_sqrt,
     lambda x: _sp().sqrt(x),
     "sqrt(x)",
+    partial=(0,),
 )
 register(
     "gelu",
