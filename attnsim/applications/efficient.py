@@ -125,7 +125,8 @@ def linear_attention(n: int, d: int, dv: int) -> Construction:
 def linformer(n: int, d: int, dv: int, k: int, scale: bool = True) -> Construction:
     """Linformer attention softmax(Q (E K)^T / sqrt(d)) (F V) for Q, K (n x d), V (n x dv), E, F (k x n)."""
     _check_sizes(n=n, d=d, dv=dv, k=k)
-    nn, dd, vv, kk = C.Size("n", n), C.Size("d", d), C.Size("dv", dv), C.Size("k", k)
+    # "kp": the projected length (the paper's k; a size may not be named k, the key position of proofs)
+    nn, dd, vv, kk = C.Size("n", n), C.Size("d", d), C.Size("dv", dv), C.Size("kp", k)
     q_blk = Block.of("Q", 0, nn, dd)
     k_blk = Block.of("K", q_blk.end_expr(), nn, dd)
     v_blk = Block.of("V", k_blk.end_expr(), nn, vv)

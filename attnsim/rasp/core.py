@@ -62,9 +62,17 @@ class Size(E.Var):
     def __post_init__(self) -> None:
         if not isinstance(self.value, int) or self.value < 0:
             raise ProgramError(f"size {self.name!r} must be a non-negative int, got {self.value!r}")
+        if self.name in RESERVED_NAMES or "!" in self.name:
+            raise ProgramError(
+                f"size name {self.name!r} is reserved (the query/key positions of selector proofs are "
+                f"{', '.join(sorted(RESERVED_NAMES))}; '!' marks internal variables): choose another name"
+            )
 
     def __hash__(self) -> int:
         return id(self)
+
+
+RESERVED_NAMES = frozenset({"q", "k"})  # z3sel.Q and z3sel.K: a size of that name would be the same variable
 
 
 def size_bindings(e: E.Expr) -> dict[str, int]:

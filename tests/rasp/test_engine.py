@@ -125,3 +125,12 @@ def test_backends_agree_and_fast_equals_dense(prog: object, toks: list[int]) -> 
     assert list(b) == list(d)
     assert np.allclose(a, np.array([float(x) for x in b]), atol=1e-9)
     assert all(sp.Rational(x.numerator, x.denominator) == y for x, y in zip(b, c, strict=True))
+
+
+@pytest.mark.parametrize("name", ["q", "k", "k!1"])
+def test_a_size_may_not_take_a_proof_variables_name(name: str) -> None:
+    """A size named k would be the key position of every selector proof (Linformer's k was): refused."""
+    from attnsim.rasp.core import ProgramError
+
+    with pytest.raises(ProgramError, match="reserved"):
+        Size(name, 2)
