@@ -2,9 +2,10 @@
 
 * :func:`linear_attention` (Katharopoulos et al. 2020, "Transformers are RNNs"), non-causal, with
   the feature map phi = elu + 1:  out_i = phi(q_i)^T (sum_j phi(k_j) v_j^T) / phi(q_i)^T (sum_j phi(k_j)).
-  Program: phi in the MLP; transpose_ref(phi(K)); matmul_ref gives S = phi(K)^T V and
-  z = phi(K)^T 1 (one layer pair, in parallel); matmul_ref gives phi(Q) S and phi(Q) z; one gather
-  head brings the denominator of row i to every entry (i, j); the MLP divides.
+  Program: phi in the MLP; transpose_ref(phi(K)) and, in parallel, z = phi(K)^T 1 as column sums
+  (``column_sums_ref``: one head, n x mean over a column; no ones vector in the layout);
+  matmul_ref gives S = phi(K)^T V; matmul_ref gives phi(Q) S and phi(Q) z; one gather head brings
+  the denominator of row i to every entry (i, j); the MLP divides.
   The reference is the *quadratic* form (phi(Q) phi(K)^T) V / rowsum(phi(Q) phi(K)^T), so the SymPy
   proof also checks the re-association that makes the attention linear.
 * :func:`linformer` (Wang et al. 2020): out = softmax(Q (E K)^T / sqrt(d)) (F V) with projections E, F
@@ -27,6 +28,7 @@ from attnsim.lemmas.softmax import softmax_ref
 from attnsim.lemmas.transpose import _check_sizes, transpose_ref
 from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
 
 LINEAR_REF = "Application (linear attention; Katharopoulos et al. 2020)"
@@ -50,6 +52,28 @@ def _mat(a: np.ndarray) -> Any:
     return sp.Matrix(a.tolist())
 
 
+def column_sums_ref(a: MatRef, name: str) -> tuple[MatRef, list[Intent]]:
+    """Composable form: z_j = sum_i A[i, j], as a (cols x 1) column at positions 0..cols-1 of a new
+    channel: rows x mean over the keys of column j (one head; no ones vector to multiply by)."""
+    blk = a.block
+    rows = int(blk.rows.evaluate(C.size_bindings(blk.rows)))
+    out = Block.of(name, 0, blk.cols, 1, channel=name)
+    col = C.imap(lambda p: E.if_(blk.contains(p), blk.coords(p)[2], -1), C.indices).named(f"{name}.col")
+    sel = C.select(col, C.indices, "==").named(f"{name}.sum")
+    mean = C.aggregate(sel, a.sop).named(f"{name}.mean")
+    z = C.apply("scale", mean, params=(rows,)).named(name)
+    _, _, jk = blk.coords(z3sel.K)
+    _, iq, _ = out.coords(z3sel.Q)
+    intent = Intent(
+        "sum",
+        sel,
+        blk.contains(z3sel.K) & jk.eq(iq),
+        out.contains(z3sel.Q),
+        f"entry j of {name} selects exactly the keys of column j of {blk.name}",
+    )
+    return MatRef(z, out), [intent]
+
+
 def linear_attention(n: int, d: int, dv: int) -> Construction:
     """Non-causal linear attention with phi = elu + 1 for Q, K (n x d) and V (n x dv)."""
     _check_sizes(n=n, d=d, dv=dv)
@@ -60,8 +84,7 @@ def linear_attention(n: int, d: int, dv: int) -> Construction:
     phi = C.apply("elu1", C.tokens).named("la.phi")
     kt, i1 = transpose_ref(MatRef(phi, k_blk), name="la.phiKt")
     s, i2 = matmul_ref(kt, MatRef(C.tokens, v_blk), name="la.kv")
-    ones = MatRef(C.full(1), Block.of("la.ones", 0, nn, 1, channel="la.ones"))
-    z, i3 = matmul_ref(kt, ones, name="la.ksum")
+    z, i3 = column_sums_ref(MatRef(phi, k_blk), name="la.ksum")
     num, i4 = matmul_ref(MatRef(phi, q_blk), s, name="la.num")
     den, i5 = matmul_ref(MatRef(phi, q_blk), z, name="la.den")
     out_blk = Block.of("out", 0, nn, vv, channel="la.out")
@@ -87,10 +110,8 @@ def linear_attention(n: int, d: int, dv: int) -> Construction:
         k_blk,
         v_blk,
         kt.block,
-        ones.block,
         *s.aux,
         s.block,
-        *z.aux,
         z.block,
         *num.aux,
         num.block,
