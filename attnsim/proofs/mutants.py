@@ -38,9 +38,11 @@ passes there.  A surviving mutant is *equivalent* only with a proof:
 * graph level: no changed node is reachable from any program or intent built (dead code);
 * unread (:mod:`attnsim.proofs.taint`): the positions where a changed value may differ are
   followed through the program (position-wise maps keep them; an attention read keeps only the
-  queries whose selected keys include one); Z3 proves that none reaches the output block and none
-  reaches an operand that can raise (a divisor...), for all sizes of the domain, else at each
-  instance's own sizes (BOUNDED, said so);
+  queries whose selected keys include one) until none is left or the output block is reached;
+  none may reach an operand that can raise (a divisor on the exact backend...).  Every instance
+  built is enumerated position by position at its own sizes; then Z3 tries the same for all sizes
+  of the domain (within a budget); the proof says which instances hold for all sizes and which
+  only at their sizes (BOUNDED);
 * output level: every changed instance is a fixed program (no size symbols) and a SymPy
   obligation proved its output equal to the reference on symbolic inputs.
 
