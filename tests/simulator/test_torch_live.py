@@ -5,7 +5,12 @@ import pytest
 
 from attnsim import TransformerLayer, UniversalSimulator
 
-torch = pytest.importorskip("torch")
+try:
+    import torch
+except ImportError:  # collected and skipped (not hidden from collection): the paper map cites these tests
+    torch = None  # type: ignore[assignment]
+
+pytestmark = pytest.mark.skipif(torch is None, reason="torch is not installed (pip install '.[torch]')")
 
 
 @pytest.mark.parametrize(("norm_first", "act"), [(False, "relu"), (True, "gelu"), (False, "gelu")])
