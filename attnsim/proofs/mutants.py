@@ -816,10 +816,7 @@ def prove_same_selector(
     iff = ((f_new & f_old) | (E.Not(f_new) & E.Not(f_old))).substitute({"length": seq})
     qv, kv = z3sel.Q, z3sel.K
     hyps = (qv >= 0, qv < seq, kv >= 0, kv < seq, *assume)
-    # sizes render by name: instances that differ only in size values share one all-sizes attempt
-    ckey = "|".join(E.render(x) for x in (iff, *hyps)) + repr(sorted((minimum or {}).items()))
-    res = _SYMBOLIC.get(ckey) or z3sel.prove(iff, hyps, minimum=minimum, timeout=timeout)
-    _SYMBOLIC[ckey] = res
+    res = _cached_prove(iff, hyps, minimum or {}, timeout)
     if res.ok is True:
         return True, f"z3: mutated selector = original for all 0 <= q, k < {bound}{tokens}{given}, {_scope(res)}"
     if res.ok is None and tokens:  # e.g. x mod p with p symbolic: nonlinear; each fixed p is linear
@@ -1000,11 +997,7 @@ def _unread_in(
 
     def valid(goal: E.Expr, extra: tuple[E.Expr, ...] = ()) -> bool:
         goal = goal.substitute({"length": length})
-        hs = hyps + extra
-        key = "|".join(E.render(x) for x in (goal, *hs)) + repr(sorted(minimum.items()))
-        res = _SYMBOLIC.get(key) or z3sel.prove(goal, hs, minimum=minimum, timeout=budget)
-        _SYMBOLIC[key] = res
-        return res.ok is True
+        return _cached_prove(goal, hyps + extra, minimum, budget).ok is True
 
     sizes = dict(con.sizes)
     dom: taint.Formulas | taint.Positions
@@ -1018,10 +1011,9 @@ def _unread_in(
     sel0: dict[int, E.Expr] = {}
     for a in log:
         t0, d0 = _initial_taint(a, at_least_one)
-        if t0 is not None:
-            sop0[id(a.node)] = t0 if id(a.node) not in sop0 else sop0[id(a.node)] | t0
-        if d0 is not None:
-            sel0[id(a.node)] = d0 if id(a.node) not in sel0 else sel0[id(a.node)] | d0
+        for into, x in ((sop0, t0), (sel0, d0)):
+            if x is not None:
+                into[id(a.node)] = x if id(a.node) not in into else into[id(a.node)] | x
     spread = taint.Spread(dom)
     spread.run(program, sop0, sel0)
     out_blk = layout[con.output]
@@ -1080,7 +1072,18 @@ def token_selector_expr(sel: C.Selector) -> E.Expr | None:
     return None
 
 
-_SYMBOLIC: dict[str, Outcome] = {}  # all-sizes selector proofs attempted in this (child) process
+_SYMBOLIC: dict[str, Outcome] = {}  # all-sizes proofs attempted in this (child) process
+
+
+def _cached_prove(goal: E.Expr, hyps: Sequence[E.Expr], minimum: dict[str, int], timeout: float) -> Outcome:
+    """z3sel.prove, once per (goal, hypotheses, minimum) in this process: sizes render by name, so
+    instances that differ only in size values share one all-sizes attempt."""
+    key = "|".join(E.render(x) for x in (goal, *hyps)) + repr(sorted(minimum.items()))
+    res = _SYMBOLIC.get(key) or z3sel.prove(goal, hyps, minimum=minimum, timeout=timeout)
+    _SYMBOLIC[key] = res
+    return res
+
+
 BOUNDED_SIZE = 8  # bounded equivalence proofs: every size <= this (and the sizes of every instance built)
 
 

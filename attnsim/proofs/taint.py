@@ -147,8 +147,11 @@ class Positions:
         self.env: dict[str, Any] = {**env, "length": length}
         self.pos = np.arange(length, dtype=np.int64)
 
+    def _env(self, e: E.Expr, at: Mapping[str, Any]) -> dict[str, Any]:
+        return {**self.env, **C.size_bindings(e), **at}
+
     def _eval(self, f: E.Expr, shape: tuple[int, ...], **at: Any) -> np.ndarray:
-        env = {**self.env, **C.size_bindings(f), **at}
+        env = self._env(f, at)
         if not f.variables() <= set(env):  # a free operand value (x!...): may differ anywhere
             return np.ones(shape, dtype=bool)
         return np.broadcast_to(np.asarray(f.evaluate(env)) != 0, shape).copy()
@@ -233,9 +236,8 @@ class Positions:
         return {"<": lo < qv, "<=": lo <= qv, ">": hi > qv, ">=": hi >= qv}[sel.cmp]
 
     def _values(self, e: E.Expr, **at: Any) -> Any:
-        env = {**self.env, **C.size_bindings(e), **at}
         n = len(next(iter(at.values())))
-        return np.broadcast_to(np.asarray(e.evaluate(env)), (n,))
+        return np.broadcast_to(np.asarray(e.evaluate(self._env(e, at))), (n,))
 
 
 MAX_ENUMERATED = 4096  # a changed selector is enumerated as a dense q x k array up to this length
