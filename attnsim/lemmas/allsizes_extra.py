@@ -330,10 +330,12 @@ def _prove_keys(ks: KeySet, it: Any, blocks: Mapping[str, Any], layout: Any, tim
             timeout=timeout,
         )
         return res if res is not None else Outcome.unknown("no query block")
-    if {v.name for v in E.nodes(pred) if isinstance(v, E.Var)} & {"h", "i", "j", "q"}:
+    if {v.name for v in E.nodes(pred) if isinstance(v, E.Var)} & {"h", "i", "j", z3sel.Q.name}:
         return Outcome.bad("a key set that depends on the query needs a query block")
     goal = (pred & it.intent) | (E.Not(pred) & E.Not(it.intent))
-    k_dec = decode.Decode("k", decode.key_blocks(it.intent, layout), ranges=(z3sel.K >= 0, z3sel.K < layout.length))
+    k_dec = decode.Decode(
+        z3sel.K.name, decode.key_blocks(it.intent, layout), ranges=(z3sel.K >= 0, z3sel.K < layout.length)
+    )
     return decode.prove(goal, [it.queries, *it.assumptions], decode=[k_dec], minimum=dict(it.minimum), timeout=timeout)
 
 
@@ -436,7 +438,7 @@ def _prove_claims(con: Any, sem: Semantics, timeout: float, cache: dict[str, Out
         assert val is not None
         want = claim(*qc)
         goal = ((val & want) | (E.Not(val) & E.Not(want))) if _is_bool(want) else val.eq(want)
-        dec = decode.Decode("q", (q,), cover=True)
+        dec = decode.Decode(z3sel.Q.name, (q,), cover=True)
         res = _cached(
             cache if cache is not None else {},
             f"claim {E.render(goal)} ; {_layout_key(con)}",
@@ -464,7 +466,7 @@ def _prove_claims(con: Any, sem: Semantics, timeout: float, cache: dict[str, Out
         if kres.ok is not True:
             return Outcome(kres.ok, f"key set of {ks.intent} is not its intent: {kres.detail}")
         # the evaluator uses the key set at every entry of the query block: the intent must cover it
-        dec = decode.Decode("q", (use,), cover=True)
+        dec = decode.Decode(z3sel.Q.name, (use,), cover=True)
         cover = _cached(
             cache if cache is not None else {},
             f"cover {E.render(it.queries)} ; {use.name} ; {_layout_key(con)}",

@@ -8,6 +8,7 @@ the chosen backend and decodes the result block.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ class Intent:
     parametric: bool = True
     assumptions: tuple[E.Expr, ...] = ()
     minimum: tuple[tuple[str, int], ...] = ()
+    keys: Any = None  # an attnsim.symbolic.execute.Enumeration: a hint that the all-sizes proof checks
 
 
 def to_backend(x: Any, backend: str, what: str = "operand") -> np.ndarray:
@@ -99,6 +101,60 @@ class Construction:
     paper_cost: dict[str, Any] | None = None
     exact: bool = True
     check_inputs: Callable[..., None] | None = None
+    specification: Any = None  # an attnsim.symbolic.specs.Spec: the independent textbook statement
+
+    # -- sizes ---------------------------------------------------------------------------
+    def bind(self, **sizes: int) -> Construction:
+        """The same construction with the named unbound sizes bound (an integer call of a factory
+        is the symbolic build followed by this); bound sizes and unknown names are refused."""
+        from attnsim.rasp.bind import Binder
+
+        free = self.free_sizes
+        for name, v in sizes.items():
+            if name not in free:
+                raise ConstructionError(
+                    f"{self.name}: no unbound size {name!r} (unbound: {', '.join(sorted(free)) or 'none'})"
+                )
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConstructionError(f"{self.name}: size {name} must be a positive int, got {v!r}")
+        if not sizes:
+            return self
+        b = Binder(sizes)
+        layout = Layout(tuple(b.block(x) for x in self.layout.blocks), b.expr(self.layout.length))
+        intents = [
+            dataclasses.replace(
+                it,
+                selector=b.node(it.selector),
+                intent=b.expr(it.intent),
+                queries=b.expr(it.queries),
+                assumptions=tuple(b.expr(a) for a in it.assumptions),
+            )
+            for it in self.intents
+        ]
+        out = dataclasses.replace(self, program=b.node(self.program), layout=layout, intents=intents)
+        for pre in self.preconditions:
+            if C.unbound_sizes(pre):
+                continue
+            if not pre.evaluate(C.size_bindings(b.expr(pre))):
+                raise ConstructionError(f"{self.name}: sizes {sizes} violate the precondition {E.render(pre)}")
+        return out
+
+    @property
+    def free_sizes(self) -> frozenset[str]:
+        """Names of the sizes not yet bound (an all-sizes proof works on these)."""
+        out: set[str] = set()
+        for b in self.layout:
+            for e in (b.offset, b.rows, b.cols, b.stack):
+                out |= C.unbound_sizes(e)
+        return frozenset(out)
+
+    @property
+    def preconditions(self) -> tuple[E.Expr, ...]:
+        """Declared size constraints (premises of the all-sizes proof; checked by ``bind``)."""
+        pre: list[E.Expr] = []
+        for it in self.intents:
+            pre += [a for a in it.assumptions if not (a.variables() & {"q!", "k!"})]
+        return tuple(pre)
 
     # -- running ------------------------------------------------------------------------
     def _operands(self, operands: Sequence[Any], backend: str) -> list[np.ndarray]:
@@ -150,6 +206,22 @@ class Construction:
         res = np.asarray(res, dtype=np.float64 if backend == "numpy" else object)
         return res.reshape(self.out_shape) if self.out_shape is not None else res
 
+    def spec(self, *operands: Any, backend: str = "numpy") -> np.ndarray:
+        """The independent specification (:mod:`attnsim.symbolic.specs`) evaluated on concrete operands.
+
+        The same spec object the all-sizes proof compares the program with; tests check it
+        against ``reference`` so that a wrong spec fails on its own."""
+        if self.specification is None:
+            raise ConstructionError(f"{self.name} has no independent specification")
+        ops = self._operands(operands, backend)
+        sizes = self.sizes
+
+        def resolve(e: Any) -> int:
+            return e if isinstance(e, int) else int(E.lift(e).evaluate(sizes))
+
+        res = self.specification.evaluate(dict(zip(self.inputs, ops, strict=True)), resolve, backend=backend)
+        return res.reshape(self.out_shape if self.out_shape is not None else self.layout[self.output].shape)
+
     def cost(self) -> Cost:
         """Layers, heads per layer, positions."""
         return cost(self.program, positions=self.layout.total)
@@ -187,6 +259,21 @@ class VectorConstruction(Construction):
                 a = a.reshape(1, -1)
             fixed.append(a)
         return super()._operands(fixed, backend)
+
+
+def size_args(**sizes: int | C.Size | None) -> tuple[dict[str, Any], dict[str, int]]:
+    """A factory's size arguments: an int becomes an unbound Size of that name (bound after the
+    symbolic build), a Size is used as given, None stays None.  Ints must be positive."""
+    sym: dict[str, Any] = {}
+    vals: dict[str, int] = {}
+    for name, v in sizes.items():
+        if v is None or isinstance(v, C.Size):
+            sym[name] = v
+        elif isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+            sym[name], vals[name] = C.Size(name), v
+        else:
+            raise ConstructionError(f"{name} must be a positive int or a Size, got {v!r}")
+    return sym, vals
 
 
 # -- shared obligation builders ------------------------------------------------------------------

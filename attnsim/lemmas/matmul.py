@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, Intent
-from attnsim.lemmas.transpose import _check_sizes
+from attnsim.lemmas.base import Construction, Intent, size_args
 from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
+from attnsim.symbolic import specs
+from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Lemma (matmul)"
 
@@ -52,8 +53,7 @@ def matmul_ref(a: MatRef, b: MatRef, name: str = "matmul") -> tuple[MatRef, list
     group = C.imap(lambda p: p // k, C.indices).named(f"{name}.group")
     sel_sum = C.select(group, C.indices, "==").named(f"{name}.sum")
     mean = C.aggregate(sel_sum, products).named(f"{name}.mean")
-    kk = int(k.evaluate(C.size_bindings(k)))
-    y = C.apply("scale", mean, params=(kk,)).named(name)
+    y = C.apply("scale", mean, params=(k,)).named(name)  # sum = k x mean, k a size expression
 
     q, key = z3sel.Q, z3sel.K
     hq, iq, jq, lq = decode(q)
@@ -82,16 +82,26 @@ def matmul_ref(a: MatRef, b: MatRef, name: str = "matmul") -> tuple[MatRef, list
             prod.contains(key) & hp.eq(ho) & rowp.eq(io * c + jo),
             out.contains(q),
             "output (h, i, j) selects exactly the k products (h, i, j, l), l < k",
+            keys=Enumeration(
+                key=lambda qp, lp: prod.position(out.coords(qp)[1] * c + out.coords(qp)[2], lp, out.coords(qp)[0]),
+                witness=lambda kp: prod.coords(kp)[2],
+                count=k,
+            ),
         ),
     ]
     return MatRef(y, out, aux=(prod,)), intents
 
 
-def matmul(rows: int, inner: int, cols: int, heads: int | None = None) -> Construction:
-    """A @ B for A (rows, inner), B (inner, cols); stacks (heads, ., .) multiply per head."""
-    _check_sizes(rows=rows, inner=inner, cols=cols, heads=heads or 1)
-    r, k, c = C.Size("rows", rows), C.Size("inner", inner), C.Size("cols", cols)
-    h = C.Size("heads", heads) if heads is not None else 1
+def matmul(
+    rows: int | C.Size, inner: int | C.Size, cols: int | C.Size, heads: int | C.Size | None = None
+) -> Construction:
+    """A @ B for A (rows, inner), B (inner, cols); stacks (heads, ., .) multiply per head.
+
+    Sizes may be ints or :class:`~attnsim.rasp.core.Size` symbols; an int call is the symbolic
+    build bound to those ints."""
+    sym, vals = size_args(rows=rows, inner=inner, cols=cols, heads=heads)
+    r, k, c = sym["rows"], sym["inner"], sym["cols"]
+    h = sym["heads"] if heads is not None else 1
     a_blk = Block.of("A", 0, r, k, h)
     b_blk = Block.of("B", a_blk.end_expr(), k, c, h)
     res, intents = matmul_ref(MatRef(C.tokens, a_blk), MatRef(C.tokens, b_blk), name="out")
@@ -108,5 +118,14 @@ def matmul(rows: int, inner: int, cols: int, heads: int | None = None) -> Constr
         ("A", "B"),
         reference,
         intents=intents,
-        paper_cost={"layers": 3, "heads": [1, rows + cols, rows * cols], "note": "length; r+C gathers; r*C sums"},
-    )
+        paper_cost={"layers": 3, "heads": _paper_heads(rows, cols), "note": "length; r+C gathers; r*C sums"},
+        specification=specs.MATMUL.at(rows=r, inner=k, cols=c, heads=h),
+    ).bind(**vals)
+
+
+def _paper_heads(rows: int | C.Size, cols: int | C.Size) -> list[int | str]:
+    """The paper's heads per layer (1 / r+C / r*C), as numbers when the sizes are."""
+    if isinstance(rows, int) and isinstance(cols, int):
+        return [1, rows + cols, rows * cols]
+    r, c = E.render(E.lift(rows)), E.render(E.lift(cols))
+    return [1, f"{r}+{c}", f"{r}*{c}"]

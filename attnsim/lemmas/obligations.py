@@ -6,15 +6,13 @@ import functools
 import itertools
 from collections.abc import Iterable
 
-import sympy as sp
-
 from attnsim.lemmas.base import intent_obligations, layout_obligation, standard_obligations
 from attnsim.lemmas.matmul import PAPER_REF as MATMUL_REF
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import PAPER_REF as TRANSPOSE_REF
 from attnsim.lemmas.transpose import transpose
-from attnsim.proofs.allsizes import all_sizes_obligation, both, count_mean, single_gather
-from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.proofs.allsizes import spec_obligation
+from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
 
@@ -22,62 +20,15 @@ register_construction("transpose", TRANSPOSE_REF, lambda: transpose(2, 3))
 register_construction("matmul", MATMUL_REF, lambda: matmul(2, 3, 2))
 
 
-def _transpose_wiring(timeout: float) -> Outcome:
-    """The output is the gather head's mean over the input tokens (what the algebra assumes)."""
-    con = transpose(2, 3, heads=2)
-    sel = next(i.selector for i in con.intents if i.name == "gather")
-    p = con.program
-    if isinstance(p, C.Aggregate) and p.selector is sel and isinstance(p.values, C.Tokens):
-        return Outcome.good("out = mean of the tokens over the gather selector")
-    return Outcome.bad(f"transpose output is not Aggregate(gather, tokens): {p!r}")
-
-
-def _matmul_wiring(timeout: float) -> Outcome:
-    """out = inner x mean over the sum selector of (gather_a mean) * (gather_b mean)."""
-    for rows, inner, cols in ((2, 3, 2), (1, 4, 3)):
-        con = matmul(rows, inner, cols, heads=2)
-        sels = {i.name: i.selector for i in con.intents}
-        p = con.program
-        ok = (
-            isinstance(p, C.Map)
-            and isinstance(p.fn, C.Prim)
-            and p.fn.name == "scale"
-            and p.fn.params == (inner,)
-            and isinstance(p.inner, C.Aggregate)
-            and p.inner.selector is sels["sum"]
-        )
-        prod = p.inner.values if ok and isinstance(p, C.Map) and isinstance(p.inner, C.Aggregate) else None
-        ok = ok and isinstance(prod, C.SequenceMap) and isinstance(prod.fn, C.Prim) and prod.fn.name == "mul"
-        if ok and isinstance(prod, C.SequenceMap) and len(prod.args) == 2:
-            a, b = prod.args
-            ok = (
-                isinstance(a, C.Aggregate)
-                and isinstance(b, C.Aggregate)
-                and a.selector is sels["gather_a"]
-                and b.selector is sels["gather_b"]
-            )
-        if not ok:
-            return Outcome.bad(f"matmul({rows}, {inner}, {cols}) is not inner x mean_sum(mean_a * mean_b)")
-    return Outcome.good("out = inner x mean over the sum selector of gathered A * gathered B (scale constant = inner)")
-
-
-def _matmul_algebra() -> tuple[sp.Expr, sp.Symbol, sp.Symbol]:
-    """Term A[h, i, l] B[h, l, j], summation index l, count k (the inner size), all symbolic."""
-    a, b = sp.IndexedBase("A"), sp.IndexedBase("B")
-    h, i, j, m = sp.symbols("h i j l", integer=True)
-    k = sp.Symbol("k", integer=True, positive=True)
-    return (a[h, i, m] * b[h, m, j], m, k)
-
-
 @provider
 def transpose_obligations() -> Iterable[Obligation]:
     ref = TRANSPOSE_REF
-    yield all_sizes_obligation(
+    rows, cols, heads = C.Size("rows"), C.Size("cols"), C.Size("heads")
+    yield spec_obligation(
         "transpose",
         ref,
-        lambda: transpose(2, 3, heads=2),
-        both(_transpose_wiring, single_gather(what="out[h, i, j] = A[h, j, i]")),
-        statement="for every heads, rows, cols: output (h, i, j) is A[h, j, i]",
+        [lambda: transpose(rows, cols), lambda: transpose(rows, cols, heads=heads)],
+        statement="program == spec out[h, i, j] = A[h, j, i], for every rows, cols (and heads), every entry",
     )
     yield from intent_obligations("transpose", ref, lambda: transpose(2, 3, heads=2))
     yield layout_obligation("transpose", ref, lambda: transpose(2, 3, heads=2))
@@ -93,13 +44,12 @@ def transpose_obligations() -> Iterable[Obligation]:
 @provider
 def matmul_obligations() -> Iterable[Obligation]:
     ref = MATMUL_REF
-    term, idx, count = _matmul_algebra()
-    yield all_sizes_obligation(
+    rows, inner, cols, heads = C.Size("rows"), C.Size("inner"), C.Size("cols"), C.Size("heads")
+    yield spec_obligation(
         "matmul",
         ref,
-        lambda: matmul(2, 3, 2, heads=2),
-        both(_matmul_wiring, count_mean(term, idx, count, "out[h, i, j]")),
-        statement="for every heads, rows, inner, cols: output (h, i, j) is Sum_l A[h, i, l] B[h, l, j]",
+        [lambda: matmul(rows, inner, cols), lambda: matmul(rows, inner, cols, heads=heads)],
+        statement="program == spec out[h, i, j] = sum_{l < inner} A[h, i, l] B[h, l, j], every size and entry",
     )
     yield from intent_obligations("matmul", ref, lambda: matmul(2, 3, 2, heads=2))
     yield layout_obligation("matmul", ref, lambda: matmul(2, 3, 2, heads=2))

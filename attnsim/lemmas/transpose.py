@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, Intent
+from attnsim.lemmas.base import Construction, Intent, size_args
 from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
+from attnsim.symbolic import specs
 
 PAPER_REF = "Lemma (transpose)"
 
@@ -46,11 +47,14 @@ def transpose_ref(a: MatRef, offset: E.Expr | int = 0, name: str = "transpose") 
     return MatRef(y, out), [intent]
 
 
-def transpose(rows: int, cols: int, heads: int | None = None) -> Construction:
-    """A^T for A of shape (rows, cols), or a stack (heads, rows, cols) transposed per head."""
-    _check_sizes(rows=rows, cols=cols, heads=heads or 1)
-    r, c = C.Size("rows", rows), C.Size("cols", cols)
-    h = C.Size("heads", heads) if heads is not None else 1
+def transpose(rows: int | C.Size, cols: int | C.Size, heads: int | C.Size | None = None) -> Construction:
+    """A^T for A of shape (rows, cols), or a stack (heads, rows, cols) transposed per head.
+
+    Sizes may be ints or :class:`~attnsim.rasp.core.Size` symbols; an int call is the symbolic
+    build bound to those ints."""
+    sym, vals = size_args(rows=rows, cols=cols, heads=heads)
+    r, c = sym["rows"], sym["cols"]
+    h = sym["heads"] if heads is not None else 1
     a_blk = Block.of("A", 0, r, c, h)
     res, intents = transpose_ref(MatRef(C.tokens, a_blk), name="out")
     layout = Layout.of(a_blk, res.block)
@@ -68,7 +72,8 @@ def transpose(rows: int, cols: int, heads: int | None = None) -> Construction:
         output="out",
         intents=intents,
         paper_cost={"layers": 2, "heads": [1, 1], "note": "length + 1 gather head (square n x n)"},
-    )
+        specification=specs.TRANSPOSE.at(rows=r, cols=c, heads=h),
+    ).bind(**vals)
 
 
 def _check_sizes(**kw: int) -> None:

@@ -167,6 +167,34 @@ def all_sizes_obligation(
     )
 
 
+def spec_obligation(
+    cid: str,
+    paper_ref: str,
+    makes: Sequence[Callable[[], Any]],
+    statement: str,
+    detail: str = "lemma",
+) -> Obligation:
+    """``all-sizes`` by symbolic execution: each symbolic build (unbound sizes) equals its
+    independent specification at a symbolic entry, for all sizes (:mod:`attnsim.symbolic.execute`)."""
+
+    def check(timeout: float) -> Outcome:
+        from attnsim.symbolic.execute import prove_program_equals_spec
+
+        t0 = time.perf_counter()
+        parts = []
+        for make in makes:
+            con = make()
+            if not con.free_sizes:
+                return Outcome.bad(f"{con.name}: built with no unbound size, so no all-sizes claim")
+            out = prove_program_equals_spec(con, timeout=max(0.05, timeout - (time.perf_counter() - t0)))
+            if out.ok is not True:
+                return out
+            parts.append(f"[{', '.join(sorted(con.free_sizes))}] {out.detail}")
+        return Outcome.good(" | ".join(parts))
+
+    return Obligation(f"{cid}/all-sizes/{detail}", cid, paper_ref, "all-sizes", check, statement=statement)
+
+
 # -- the scope line of `attnsim verify` ----------------------------------------------------------
 def _sizes_in(oid: str) -> int | None:
     nums = [int(x) for x in re.findall(r"\d+", oid.rsplit("/", 1)[-1])]
@@ -232,4 +260,5 @@ __all__ = [
     "print_scope",
     "scope_summary",
     "single_gather",
+    "spec_obligation",
 ]

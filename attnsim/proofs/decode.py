@@ -45,12 +45,13 @@ import sympy as sp
 import sympy.tensor.tensor  # SymPy imports it lazily on the first Add (0.4 s): do it once, at import
 import z3
 
+from attnsim.proofs import smtlib
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
 
-Q, K = E.Var("q"), E.Var("k")
+Q, K = E.Var("q!"), E.Var("k!")  # the same variables as z3sel.Q, z3sel.K
 
 
 # -- the lemmas an instance of which a proof may use -------------------------------------------
@@ -549,6 +550,9 @@ def prove(
         names.append(label)
     if decode:
         used.add("block-decode")
+    vac = _vacuous(assumptions, decode, dict(coords or {}), mins, timeout - (time.perf_counter() - t0))
+    if vac is not None:
+        return vac
     lemmas = ", ".join(LEMMAS[n].id for n in sorted(used))
     return Outcome.good(
         f"unsat in {len(cases)} case(s) ({'; '.join(names)}), {rewrites} div/mod rewrites; "
@@ -626,6 +630,57 @@ def _prove_case(
     return res, {"used": used, "rewrites": ctx.rewrites, "model": vals}
 
 
+def _vacuous(
+    assumptions: Sequence[E.Expr],
+    decode: Sequence[Decode],
+    coords: Mapping[str, E.Expr],
+    mins: Mapping[str, int],
+    timeout: float,
+) -> Outcome | None:
+    """None when the top-level premises admit a value (a small witness, else Z3 says sat).
+
+    Premises: the assumptions, each decoded variable's ranges (and block, when ``cover``),
+    every coordinate in [0, extent), every size at least its minimum.  Unsatisfiable premises
+    prove anything: the proof fails "vacuous"; undecided, it is unknown."""
+    hyps = [*assumptions, *(r for d in decode for r in d.ranges)]
+    for d in decode:
+        if d.cover and d.blocks:
+            member: E.Expr = d.blocks[0].contains(E.Var(d.var))
+            for b in d.blocks[1:]:
+                member = member | b.contains(E.Var(d.var))
+            hyps.append(member)
+    hyps += [(E.Var(c) >= 0) & (E.Var(c) < ext) for c, ext in coords.items()]
+    sizes = _sizes_of(*hyps)
+    free = sorted(_free_vars(*hyps) - sizes)
+    for base in (1, 2, 3, 5):  # a witness by evaluation: sizes small, each free variable tried at a few points
+        env: dict[str, Any] = {s: max(mins.get(s, 1), base) for s in sizes}
+        grids = np.meshgrid(*[np.arange(0, 12) for _ in free], indexing="ij") if free else []
+        env.update({v: g.reshape(-1) for v, g in zip(free, grids, strict=True)})
+        if len(free) > 4:
+            break
+        try:
+            ok = np.ones(1, dtype=bool)
+            for h in hyps:
+                ok = ok & (np.asarray(h.evaluate(env)) != 0)
+            if np.any(ok):
+                return None
+        except (E.ExprError, ZeroDivisionError):
+            continue
+    names: set[str] = set(sizes) | set(free)
+    zenv = {n: z3.Int(n) for n in names}
+    side: list[Any] = []
+    tr = E.Z3Translator(zenv, side)
+    s = z3.Solver()
+    s.set("timeout", max(1, int(min(max(timeout, 0.5), 5.0) * 1000)))
+    s.add(*[zenv[n] >= mins.get(n, 1) for n in sizes], *[tr.boolean(h) for h in hyps], *side)
+    res = s.check()
+    if res == z3.sat:
+        return None
+    if res == z3.unsat:
+        return Outcome.bad("vacuous: the premises (assumptions, query region, size minimums) admit no values")
+    return Outcome.unknown(f"premises not shown satisfiable (z3 {s.reason_unknown()})")
+
+
 def _subst(e: E.Expr, m: Mapping[str, E.Expr], memo: dict[int, E.Expr] | None = None) -> E.Expr:
     """Substitute variables, keeping shared sub-trees shared (so that rewriting visits them once)."""
     memo = {} if memo is None else memo
@@ -657,7 +712,7 @@ def _fold(e: E.Expr, truth: Mapping[str, int]) -> E.Expr:
 def _sizes_of(*exprs: E.Expr) -> set[str]:
     out: set[str] = set()
     for e in exprs:
-        out |= set(C.size_bindings(e))
+        out |= {n.name for n in E.nodes(e) if isinstance(n, C.Size)}
     return out
 
 
@@ -701,14 +756,18 @@ def _z3(
         s = z3.Solver()
         s.set("timeout", max(1, int(min(timeout, 1.0) * 1000)))
         s.add(*lin_facts, *lin.bounds)
+        text = smtlib.text_of(s)
         if s.check() == z3.unsat:
+            smtlib.record(text, "unsat")
             return "unsat", {}
     side: list[Any] = []
     facts = formulas(E.Z3Translator(env, side), side)
     s = z3.Solver()
     s.set("timeout", max(1, int(timeout * 1000)))
     s.add(*facts)
+    text = smtlib.text_of(s)
     res = s.check()
+    smtlib.record(text, str(res))
     if res == z3.unsat:
         return "unsat", {}
     if res == z3.sat:
@@ -844,17 +903,17 @@ def selector_explainer(
     qpref = (qb,) if qb is not None else ()
 
     def explain(vals: dict[str, int]) -> str:
-        sizes = {n: v for n, v in vals.items() if n not in ("q", "k")}
-        q, k = vals.get("q"), vals.get("k")
+        sizes = {n: v for n, v in vals.items() if n not in (Q.name, K.name)}
+        q, k = vals.get(Q.name), vals.get(K.name)
         if q is None or k is None:
             return ""
         try:
             n = int(length.evaluate(sizes))
-            env = dict(sizes, q=q, k=k)
+            env = {**sizes, Q.name: q, K.name: k}
             s_val, i_val = int(sel_expr.evaluate(env)), int(intent.evaluate(env))
             ks_all = np.arange(max(n, 0))
-            want = np.broadcast_to(np.asarray(intent.evaluate(dict(sizes, q=q, k=ks_all))), ks_all.shape)
-            got = np.broadcast_to(np.asarray(sel_expr.evaluate(dict(sizes, q=q, k=ks_all))), ks_all.shape)
+            want = np.broadcast_to(np.asarray(intent.evaluate({**sizes, Q.name: q, K.name: ks_all})), ks_all.shape)
+            got = np.broadcast_to(np.asarray(sel_expr.evaluate({**sizes, Q.name: q, K.name: ks_all})), ks_all.shape)
         except (E.ExprError, ZeroDivisionError):
             return ""
 
@@ -898,11 +957,28 @@ def prove_intent(
     goal = (sel_expr & intent) | (E.Not(sel_expr) & E.Not(intent))
     assume = [queries, *assumptions]
     decode = [
-        Decode("q", (qb,), cover=True, ranges=(Q >= 0, Q < length)),
-        Decode("k", key_blocks(intent, layout), ranges=(K >= 0, K < length)),
+        Decode(Q.name, (qb,), cover=True, ranges=(Q >= 0, Q < length)),
+        Decode(K.name, key_blocks(intent, layout), ranges=(K >= 0, K < length)),
     ]
     explain = selector_explainer(sel_expr, intent, layout, length, queries)
     return prove(goal, assume, decode=decode, minimum=minimum, timeout=timeout, explain=explain)
+
+
+def normalize(
+    e: E.Expr, coords: Mapping[str, E.Expr], minimum: Mapping[str, int] | None = None
+) -> tuple[E.Expr, frozenset[str]] | None:
+    """``e`` with every div/mod the coordinates' extents allow rewritten away, and the lemmas used.
+
+    The rewrites are the decoding prover's (instances of :data:`LEMMAS`, bounds by intervals);
+    None when a coordinate would first have to be split (the caller then reports unknown)."""
+    ctx = _Ctx(dict(minimum or {}))
+    for name, ext in coords.items():
+        ctx.extents[name] = ctx.to_sym(ext)
+    try:
+        out = ctx.norm(e)
+    except _Refine:
+        return None
+    return out, frozenset(ctx.used)
 
 
 def lemmas_in(detail: str) -> list[str]:
@@ -926,6 +1002,7 @@ __all__ = [
     "key_blocks",
     "lemma_outcome",
     "lemmas_in",
+    "normalize",
     "prove",
     "prove_intent",
     "query_block",

@@ -258,8 +258,9 @@ def node_mutations(obj: Any) -> list[tuple[tuple[int, ...] | None, str, str, str
             for path, sig, op, desc in expr_mutations(fn.expr):
                 out.append((path, sig, f"expr:{op}", f"imap: {desc}"))
         else:
-            for i, p in enumerate(fn.params):
-                out.append((None, "", f"param:{i}", f"{fn.name} constant #{i} {p} -> {p + 1}"))
+            for i, p in enumerate(fn.consts):
+                shown = E.render(p) if isinstance(p, E.Expr) else p.render() if isinstance(p, C.Ratio) else str(p)
+                out.append((None, "", f"param:{i}", f"{fn.name} constant #{i} {shown} -> {shown} + 1"))
         if len(args) >= 2 and not (isinstance(fn, C.Prim) and fn.name in COMMUTATIVE):
             for i in range(len(args)):
                 for j in range(i + 1, len(args)):
@@ -351,9 +352,10 @@ class Mutator:
             self._note(obj, fn)
         elif op.startswith("param:"):
             fn, i = obj.fn, int(op[6:])
-            if isinstance(fn, C.Prim) and i < len(fn.params):
-                ps = list(fn.params)
-                ps[i] += 1
+            if isinstance(fn, C.Prim) and i < len(fn.consts):
+                ps = list(fn.consts)
+                p = ps[i]
+                ps[i] = C.Ratio(p.num + p.den, p.den) if isinstance(p, C.Ratio) else p + 1
                 st(obj, "fn", C.Prim(fn.name, tuple(ps)))
                 self._note(obj, fn)
         elif op.startswith("swap:"):

@@ -47,6 +47,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 
 POS = E.Var("p!")
+QN, KN = z3sel.Q.name, z3sel.K.name  # the selector formula's query and key position variables
 TRUE: E.Expr = E.Const(1).eq(1)
 MAX_TERMS = 4000  # a larger taint becomes "may differ anywhere" (sound; keeps Z3 queries small)
 
@@ -163,7 +164,7 @@ class Positions:
         if self.n > MAX_ENUMERATED:
             raise Unsupported(f"a changed selector on {self.n} positions is too large to enumerate")
         none = np.zeros(self.n, dtype=bool)
-        return none, none, self._eval(f, (self.n, self.n), q=self.pos[:, None], k=self.pos[None, :])
+        return none, none, self._eval(f, (self.n, self.n), **{QN: self.pos[:, None], KN: self.pos[None, :]})
 
     def or_(self, xs: list[Any]) -> Any:
         if not xs:
@@ -211,7 +212,7 @@ class Positions:
                 step = max(1, ENUMERATION_CHUNK // len(keys))
                 for lo in range(0, self.n, step):
                     q = self.pos[lo : lo + step, None]
-                    t[lo : lo + step] |= self._eval(f, (len(q), len(keys)), q=q, k=keys[None, :]).any(axis=1)
+                    t[lo : lo + step] |= self._eval(f, (len(q), len(keys)), **{QN: q, KN: keys[None, :]}).any(axis=1)
         return self._nonempty(t)
 
     @staticmethod
@@ -226,8 +227,8 @@ class Positions:
         ek, eq = C.index_expr(sel.keys, z3sel.K), C.index_expr(sel.queries, z3sel.Q)
         if ek is None or eq is None:
             return None
-        kv = np.unique(np.asarray(self._values(ek, k=keys)))
-        qv = np.asarray(self._values(eq, q=self.pos))
+        kv = np.unique(np.asarray(self._values(ek, **{KN: keys})))
+        qv = np.asarray(self._values(eq, **{QN: self.pos}))
         if sel.cmp == "==":
             return np.isin(qv, kv)
         if sel.cmp == "!=":

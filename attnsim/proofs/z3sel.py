@@ -23,22 +23,24 @@ from typing import Any
 
 import z3
 
+from attnsim.proofs import smtlib
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 
-Q, K = E.Var("q"), E.Var("k")
+Q, K = E.Var("q!"), E.Var("k!")  # "!" keeps them apart from every size name (sizes may not contain it)
 
 
 class NotStructural(ValueError):
     """The selector compares values that depend on tokens: no index-level formula."""
 
 
-def size_names(*exprs: E.Expr) -> dict[str, int]:
-    """Sizes mentioned in expressions, with their bound values."""
-    out: dict[str, int] = {}
+def size_names(*exprs: E.Expr) -> dict[str, int | None]:
+    """Sizes mentioned in expressions, with their bound values (None: unbound)."""
+    out: dict[str, int | None] = {}
     for e in exprs:
-        out.update(C.size_bindings(e))
+        out.update(C.size_bindings(e, bound_only=True))
+        out.update(dict.fromkeys(C.unbound_sizes(e) - set(out)))
     return out
 
 
@@ -99,11 +101,17 @@ def prove(
             s.add(env[n] <= bound)
     for a in assumptions:
         s.add(tr.boolean(a))
+    premises = list(s.assertions())
     s.add(z3.Not(tr.boolean(goal)))
     s.add(*side)
+    text = smtlib.text_of(s)
     res = s.check()
+    smtlib.record(text, str(res))
     scope = f"every size <= {bound}" if bound is not None else "all sizes"
     if res == z3.unsat:
+        vac = vacuity(premises, side, timeout)
+        if vac:
+            return Outcome.bad(f"vacuous: {vac}")
         return Outcome.good(f"unsat: holds for {scope} ({', '.join(sorted(sizes)) or 'no sizes'})")
     if res == z3.sat:
         m = s.model()
@@ -112,6 +120,21 @@ def prove(
         extra = f"; {explain(vals)}" if explain else ""
         return Outcome.bad(f"counterexample: {shown}{extra}")
     return Outcome.unknown(f"z3 unknown ({s.reason_unknown()})")
+
+
+def vacuity(premises: Sequence[Any], side: Sequence[Any] = (), timeout: float = 10.0) -> str:
+    """Non-empty (the reason) when the premises of a proof admit no values at all.
+
+    A proof under unsatisfiable premises proves any claim; such a proof fails "vacuous".  The
+    side conditions of div/mod (quotient and remainder definitions) always have a solution once
+    their divisors are >= 1, so they are checked together with the premises."""
+    s = z3.Solver()
+    s.set("timeout", max(1, int(min(timeout, 5.0) * 1000)))
+    s.add(*premises, *side)
+    res = s.check()
+    if res == z3.unsat:
+        return "the premises (assumptions, region, size minimums) admit no values"
+    return ""
 
 
 def prove_selector(

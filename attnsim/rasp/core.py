@@ -51,16 +51,20 @@ class ProgramError(ValueError):
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False, repr=False)
 class Size(E.Var):
-    """A named size parameter with the value it is bound to in this program.
+    """A named size parameter; ``Size("r")`` is unbound, ``Size("r", 3)`` is bound to 3.
 
-    Inside index expressions it is a variable (so Z3 can prove a selector for every value);
-    when the program runs, it is replaced by ``value``.
+    Inside index expressions it is a variable (so Z3 can prove a selector for every value).  A
+    program is built over unbound sizes and bound with :func:`bind_program` before it runs; an
+    unbound size has no Python value, so ``bool``/``int`` of an expression containing one raise
+    (a Python branch on a size is an error: branch in the graph with ``E.if_``).
     """
 
-    value: int = 0
+    value: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.value, int) or self.value < 0:
+        if self.value is not None and (
+            not isinstance(self.value, int) or isinstance(self.value, bool) or self.value < 0
+        ):
             raise ProgramError(f"size {self.name!r} must be a non-negative int, got {self.value!r}")
         if self.name in RESERVED_NAMES or "!" in self.name:
             raise ProgramError(
@@ -68,22 +72,94 @@ class Size(E.Var):
                 f"{', '.join(sorted(RESERVED_NAMES))}; '!' marks internal variables): choose another name"
             )
 
+    @property
+    def bound(self) -> bool:
+        return self.value is not None
+
+    def bind(self, value: int) -> Size:
+        """The same size bound to ``value``."""
+        return Size(self.name, value)
+
     def __hash__(self) -> int:
         return id(self)
 
 
-RESERVED_NAMES = frozenset({"q", "k"})  # z3sel.Q and z3sel.K: a size of that name would be the same variable
+RESERVED_NAMES = frozenset({"q!", "k!"})  # z3sel.Q and z3sel.K: a size of that name would be the same variable
 
 
-def size_bindings(e: E.Expr) -> dict[str, int]:
-    """The Size values mentioned in an expression (a name bound twice to different values fails)."""
+def size_bindings(e: E.Expr, bound_only: bool = False) -> dict[str, int]:
+    """The Size values mentioned in an expression (a name bound twice to different values fails).
+
+    An unbound size raises :class:`ProgramError` (its value is asked for where only a bound
+    program may be: bind it first), or is skipped with ``bound_only``."""
     out: dict[str, int] = {}
     for n in E.nodes(e):
         if isinstance(n, Size):
+            if n.value is None:
+                if bound_only:
+                    continue
+                raise ProgramError(f"size {n.name!r} is unbound here: bind the program's sizes first")
             if out.get(n.name, n.value) != n.value:
                 raise ProgramError(f"size {n.name!r} bound to both {out[n.name]} and {n.value}")
             out[n.name] = n.value
     return out
+
+
+def unbound_sizes(e: E.Expr) -> frozenset[str]:
+    """Names of the unbound sizes in an expression."""
+    return frozenset(n.name for n in E.nodes(e) if isinstance(n, Size) and n.value is None)
+
+
+def _expr_value(e: E.Expr) -> int:
+    """``int(e)``/``bool(e)`` of an index expression: its value when every size in it is bound."""
+    free = [n for n in E.nodes(e) if isinstance(n, E.Var) and not (isinstance(n, Size) and n.value is not None)]
+    if free:
+        raise E.ExprError(
+            f"{E.render(e)} has no Python value ({', '.join(sorted({v.name for v in free}))} unbound): "
+            "a Python branch or int() on a size is an error; branch inside the graph with if_()"
+        )
+    return int(e.evaluate(size_bindings(e)))
+
+
+E.VALUE_OF = _expr_value
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A rational size expression num / den (a primitive constant such as 1/c)."""
+
+    num: E.Expr
+    den: E.Expr
+
+    def render(self) -> str:
+        return f"{E.render(self.num)}/{E.render(self.den)}"
+
+
+Param = Fraction | E.Expr | Ratio
+
+
+def _param(p: Any) -> Param:
+    if isinstance(p, (E.Expr, Ratio)):
+        return p
+    return Fraction(p)
+
+
+def param_value(p: Param) -> Fraction:
+    """A primitive constant's value (size expressions need their sizes bound)."""
+    if isinstance(p, E.Expr):
+        return Fraction(_expr_value(p))
+    if isinstance(p, Ratio):
+        return Fraction(_expr_value(p.num), _expr_value(p.den))
+    return p
+
+
+def _param_render(p: Param) -> str:
+    if isinstance(p, E.Expr):
+        b = ",".join(f"{n.name}={n.value}" for n in E.nodes(p) if isinstance(n, Size) and n.value is not None)
+        return f"<{E.render(p)}{'|' + b if b else ''}>"
+    if isinstance(p, Ratio):
+        return f"<{p.render()}>"
+    return str(p)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,16 +167,24 @@ def size_bindings(e: E.Expr) -> dict[str, int]:
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False, repr=False)
 class Prim:
-    """A registered value primitive with constant parameters (e.g. affine(a, b))."""
+    """A registered value primitive with constant parameters (e.g. affine(a, b)).
+
+    ``consts`` may hold size expressions (``scale(k)`` of a sum = k x mean, or a :class:`Ratio`);
+    ``params`` are their values, which need the sizes bound.
+    """
 
     name: str
-    params: tuple[Fraction, ...] = ()
+    consts: tuple[Param, ...] = ()
 
     def __post_init__(self) -> None:
         prim = P.get(self.name)
-        if len(self.params) != prim.n_params:
-            raise ProgramError(f"primitive {self.name!r} takes {prim.n_params} constants, got {len(self.params)}")
-        object.__setattr__(self, "params", tuple(Fraction(p) for p in self.params))
+        if len(self.consts) != prim.n_params:
+            raise ProgramError(f"primitive {self.name!r} takes {prim.n_params} constants, got {len(self.consts)}")
+        object.__setattr__(self, "consts", tuple(_param(p) for p in self.consts))
+
+    @property
+    def params(self) -> tuple[Fraction, ...]:
+        return tuple(param_value(p) for p in self.consts)
 
     @property
     def primitive(self) -> P.Primitive:
@@ -116,7 +200,7 @@ class Prim:
 
     @property
     def fingerprint(self) -> str:
-        ps = ",".join(str(p) for p in self.params)
+        ps = ",".join(_param_render(p) for p in self.consts)
         return f"{self.name}[{ps}]" if ps else self.name
 
     def __repr__(self) -> str:
@@ -136,7 +220,8 @@ class IndexFn:
 
     @cached_property
     def bindings(self) -> dict[str, int]:
-        return size_bindings(self.expr)
+        """Values of the bound sizes (an unbound one stays a variable: evaluating it fails)."""
+        return size_bindings(self.expr, bound_only=True)
 
     @property
     def arity(self) -> int:
@@ -463,9 +548,11 @@ def full(value: Fraction | int | float) -> Full:
     return Full(Fraction(value))
 
 
-def apply(name: str, *args: SOp, params: Sequence[Fraction | int | float | str] = ()) -> SOp:
-    """Apply a registered value primitive: ``apply("mul", a, b)``, ``apply("affine", x, params=(2, 1))``."""
-    fn = Prim(name, tuple(Fraction(p) for p in params))
+def apply(name: str, *args: SOp, params: Sequence[Fraction | int | float | str | E.Expr | Ratio] = ()) -> SOp:
+    """Apply a registered value primitive: ``apply("mul", a, b)``, ``apply("affine", x, params=(2, 1))``.
+
+    A constant may be a size expression (``params=(k,)``): it stays symbolic in the program."""
+    fn = Prim(name, tuple(_param(p) for p in params))
     if len(args) == 1:
         return Map(fn, args[0])
     return SequenceMap(fn, tuple(args))

@@ -29,6 +29,14 @@ class ExprError(ValueError):
     """An index expression was built or evaluated on something it is not defined for."""
 
 
+def _no_value(e: Expr) -> int:
+    raise ExprError(f"{render(e)} has no Python value: a Python branch or int() on an index expression is an error")
+
+
+VALUE_OF: Callable[[Expr], int] = _no_value
+"""``int(e)`` / ``bool(e)``: set by :mod:`attnsim.rasp.core` (a value only when every size is bound)."""
+
+
 def lift(x: Expr | int | bool) -> Expr:
     """Turn a Python int into a constant expression; expressions pass through."""
     if isinstance(x, Expr):
@@ -97,6 +105,16 @@ class Expr:
 
     def __invert__(self) -> Expr:
         return Not(self)
+
+    def __bool__(self) -> bool:
+        """Only an expression over bound sizes has a truth value; an unbound size raises."""
+        return VALUE_OF(self) != 0
+
+    def __int__(self) -> int:
+        return VALUE_OF(self)
+
+    def __index__(self) -> int:
+        return VALUE_OF(self)
 
     def eq(self, o: Expr | int) -> Expr:
         """Equality as an expression (``==`` keeps Python's identity meaning)."""

@@ -35,6 +35,7 @@ from attnsim.lemmas.base import Intent
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.softmax import softmax_ref
 from attnsim.lemmas.transpose import transpose_ref
+from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.arith import BackendError
@@ -144,7 +145,7 @@ class UniversalSimulator:
         rec = {b.name: b for b in rec_rel}
         tok_rec = self._record("tokens", base)
         self.xt, self.header = xt, header
-        q, k = E.Var("q"), E.Var("k")
+        q, k = z3sel.Q, z3sel.K
 
         # layer 1: broadcasts of the header (structural gathers) ---------------------------
         def bcast(slot: int, name: str) -> C.SOp:
@@ -159,7 +160,7 @@ class UniversalSimulator:
 
         # pointer-dependent gathers (read the record the pointer names) --------------------
         def pgather(name: str, queries: E.Expr, rel: Callable[[E.Expr], E.Expr], stmt: str) -> C.SOp:
-            src = C.imap(lambda p, t: E.if_(queries.substitute({"q": p}), base + t * S + rel(p), -1), ix, ptr_b)
+            src = C.imap(lambda p, t: E.if_(queries.substitute({q.name: p}), base + t * S + rel(p), -1), ix, ptr_b)
             src = src.named(f"{name}.source")
             sel = C.select(ix, src, "==").named(f"{name}.gather")
             self.ptr_gathers.append(PtrGather(name, sel, src, queries, rel(q), stmt))
@@ -225,7 +226,7 @@ class UniversalSimulator:
                     ),
                 )
             )
-            d_int = int(D.value)
+            d_int = int(D)
             m1 = C.apply("div", C.apply("scale", C.aggregate(sel, xm), params=(d_int,)), d_b).named(f"{name}.mean")
             sq = C.apply("square", xm)
             m2 = C.apply("div", C.apply("scale", C.aggregate(sel, sq), params=(d_int,)), d_b).named(f"{name}.meansq")
@@ -252,14 +253,14 @@ class UniversalSimulator:
             qkv_rows,
             lambda p: ((p // N) // K) % H,
             g["heads"],
-            lambda h, i, j, s: (i // self.K.value) % self.H.value < s["heads"],
+            lambda h, i, j, s: (i // int(self.K)) % int(self.H) < s["heads"],
         )
         mk = mask(
             "mask_dhead",
             qkv_rows,
             lambda p: (p // N) % K,
             g["d_head"],
-            lambda h, i, j, s: i % self.K.value < s["d_head"],
+            lambda h, i, j, s: i % int(self.K) < s["d_head"],
         )
         qkv = C.apply("mul", C.apply("add", proj.sop, bq), both(mh, mk, "mask_qkv")).named("qkv")
         views = {t: Block.of(f"{t}T", i * H * K * N, K, N, H, channel="qkv") for i, t in enumerate(("Q", "K", "V"))}
@@ -400,7 +401,7 @@ class UniversalSimulator:
                 raise SimulatorError(f"{what} = {v} exceeds the capacity {cname} = {cap[cname]}")
 
     def _record_values(self, T: TransformerLayer) -> dict[str, np.ndarray]:
-        H, K = self.H.value, self.K.value
+        H, K = int(self.H), int(self.K)
         d, h, k = T.d_model, T.n_heads, T.d_head
         obj = T.symbolic_params or not all(isinstance(v, float) for v in (T.scale, T.eps))
         z = (lambda *s: np.full(s, sp.Integer(0), dtype=object)) if obj else (lambda *s: np.zeros(s))
@@ -451,7 +452,7 @@ class UniversalSimulator:
         symbolic = x.dtype == object or any(r["gates"].dtype == object for r in recs)
         total = self.positions(len(layers))
         seq: np.ndarray = np.full(total, sp.Integer(0), dtype=object) if symbolic else np.zeros(total)
-        D, N = self.D.value, self.N.value
+        D, N = int(self.D), int(self.N)
         xt = np.full((D, N), sp.Integer(0), dtype=object) if symbolic else np.zeros((D, N))
         xt[:d, :n] = x.T
         seq[: D * N] = xt.reshape(-1)
@@ -470,7 +471,7 @@ class UniversalSimulator:
 
     def decode(self, out: np.ndarray, n: int, d: int | None = None) -> np.ndarray:
         """The output sequence's X^T block as an (n, d) array (d defaults to the capacity d_model)."""
-        D, N = self.D.value, self.N.value
+        D, N = int(self.D), int(self.N)
         d = D if d is None else d
         if not (1 <= n <= N and 1 <= d <= D):
             raise SimulatorError(f"decode: n = {n}, d = {d} must be within 1..{N}, 1..{D}")

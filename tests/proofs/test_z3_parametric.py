@@ -63,7 +63,7 @@ def _check_counterexample(out: Outcome, intent: Intent, layout: Layout) -> None:
     m = re.search(r"at ([^:]*): query q=(\d+) .*? key k=(\d+)", out.detail)
     assert m, out.detail
     env = {kv.split("=")[0]: int(kv.split("=")[1]) for kv in m.group(1).split(", ")}
-    env.update(q=int(m.group(2)), k=int(m.group(3)))
+    env.update({z3sel.Q.name: int(m.group(2)), z3sel.K.name: int(m.group(3))})
     sel = z3sel.selector_expr(intent.selector).substitute({"length": layout.length})
     assert int(intent.queries.evaluate(env)) == 1
     assert int(sel.evaluate(env)) != int(intent.intent.evaluate(env))
@@ -197,7 +197,7 @@ def _brute_force(intent: Intent, layout: Layout, cap: int = 3) -> bool:
         env: dict[str, object] = {"rows": rows, "cols": cols, "heads": heads}
         n = int(layout.length.evaluate(env))
         q, k = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-        env.update(q=q, k=k)
+        env.update({z3sel.Q.name: q, z3sel.K.name: k})
         qs = np.broadcast_to(intent.queries.evaluate(env), q.shape) != 0
         s = np.broadcast_to(sel.evaluate(env), q.shape) != 0
         w = np.broadcast_to(intent.intent.evaluate(env), q.shape) != 0

@@ -127,10 +127,17 @@ def test_backends_agree_and_fast_equals_dense(prog: object, toks: list[int]) -> 
     assert all(sp.Rational(x.numerator, x.denominator) == y for x, y in zip(b, c, strict=True))
 
 
-@pytest.mark.parametrize("name", ["q", "k", "k!1"])
+@pytest.mark.parametrize("name", ["q!", "k!", "k!1"])
 def test_a_size_may_not_take_a_proof_variables_name(name: str) -> None:
-    """A size named k would be the key position of every selector proof (Linformer's k was): refused."""
+    """The key/query positions of selector proofs are k!, q!: a size of that name would be them; refused."""
     from attnsim.rasp.core import ProgramError
 
     with pytest.raises(ProgramError, match="reserved"):
         Size(name, 2)
+
+
+def test_a_size_named_k_is_not_the_key_position() -> None:
+    """Linformer's size k was once the key variable of its selector proofs; now the two are apart."""
+    from attnsim.proofs import z3sel
+
+    assert Size("k").name != z3sel.K.name and Size("q").name != z3sel.Q.name

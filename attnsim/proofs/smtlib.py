@@ -1,0 +1,114 @@
+"""The deciding Z3 queries as SMT-LIB 2: exported to files, and re-checked by cvc5.
+
+Every Z3 step that decides a proof (an ``unsat`` that proves, a ``sat`` that refutes) is
+recorded through :data:`SINK` when one is set: the query's text is taken with
+``Solver.to_smt2()`` *before* ``check()`` (after it, Z3 adds ``model-add`` lines other solvers
+reject), with the answer Z3 gave.  ``attnsim verify --smt2 DIR`` writes each as a standalone
+``.smt2`` file with a comment ``; expected: unsat``; ``attnsim verify --cross-check`` gives each
+to cvc5: an opposite answer fails the obligation, cvc5's ``unknown`` is counted and reported,
+neither pass nor fail.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SINK: contextvars.ContextVar[Callable[[Any, str], None] | None] = contextvars.ContextVar(
+    "attnsim_smt_sink", default=None
+)
+
+
+def wanted() -> bool:
+    """True when a sink is set (so that callers take the text before ``check()``)."""
+    return SINK.get() is not None
+
+
+def text_of(solver: Any) -> str | None:
+    """The solver's assertions as SMT-LIB text, when a sink wants it."""
+    return solver.to_smt2() if wanted() else None
+
+
+def record(text: str | None, answer: str) -> None:
+    """Hand a decided query (``answer`` sat or unsat) to the sink."""
+    sink = SINK.get()
+    if sink is not None and text is not None and answer in ("sat", "unsat"):
+        sink(text, answer)
+
+
+def standalone(text: str, expected: str, note: str = "") -> str:
+    """A file any SMT-LIB solver runs: logic ALL, the assertions, (check-sat), the expected answer."""
+    body = re.sub(r"^\(set-info :status \w+\)\n", "", text, flags=re.M)
+    if "(check-sat)" not in body:
+        body += "\n(check-sat)\n"
+    head = f"; expected: {expected}\n" + (f"; {note}\n" if note else "")
+    return head + "(set-logic ALL)\n" + body
+
+
+def cvc5_answer(text: str, timeout: float = 10.0) -> str:
+    """cvc5's answer (sat / unsat / unknown) to an SMT-LIB text, through its Python API."""
+    import cvc5
+
+    tm = cvc5.TermManager()
+    slv = cvc5.Solver(tm)
+    slv.setOption("tlimit-per", str(max(1, int(timeout * 1000))))
+    sm = cvc5.SymbolManager(tm)
+    parser = cvc5.InputParser(slv, sm)
+    parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "query")
+    answer = "unknown"
+    while True:
+        cmd = parser.nextCommand()
+        if cmd.isNull():
+            break
+        out = cmd.invoke(slv, sm).strip()
+        if out in ("sat", "unsat", "unknown"):
+            answer = out
+    return answer
+
+
+@dataclass
+class Collector:
+    """A sink for one obligation: writes files and/or asks cvc5, and tallies the answers."""
+
+    directory: Path | None = None
+    prefix: str = "query"
+    cross_check: bool = False
+    timeout: float = 10.0
+    count: int = 0
+    confirmed: int = 0
+    unknown: int = 0
+    disagreements: list[str] = field(default_factory=list)
+
+    def __call__(self, text: str, answer: str) -> None:
+        self.count += 1
+        full = standalone(text, answer, self.prefix)
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            (self.directory / f"{self.prefix}-{self.count:03d}.smt2").write_text(full)
+        if self.cross_check:
+            got = cvc5_answer(full, self.timeout)
+            if got == answer:
+                self.confirmed += 1
+            elif got == "unknown":
+                self.unknown += 1
+            else:
+                self.disagreements.append(f"query {self.count}: z3 {answer}, cvc5 {got}")
+
+    def summary(self) -> str:
+        if not self.cross_check:
+            return f"{self.count} deciding quer{'y' if self.count == 1 else 'ies'} exported"
+        return f"cvc5: {self.confirmed} of {self.count} deciding queries confirmed, {self.unknown} unknown" + (
+            f", {len(self.disagreements)} DISAGREE ({'; '.join(self.disagreements[:3])})" if self.disagreements else ""
+        )
+
+
+def safe_name(oid: str) -> str:
+    """An obligation id as a file-name prefix."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", oid)
+
+
+__all__ = ["SINK", "Collector", "cvc5_answer", "record", "safe_name", "standalone", "text_of", "wanted"]

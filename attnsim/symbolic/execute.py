@@ -1,0 +1,318 @@
+"""Symbolic execution at symbolic sizes: a program's value at a symbolic output entry.
+
+The all-sizes method of issue "proofs that mean what they say".  The construction is built over
+unbound sizes; the output entry (h, i, j) is a position over coordinate variables with symbolic
+extents.  Its value is computed through the program graph itself:
+
+* ``tokens`` at a position: the input block that contains it (proven by the decoding prover of
+  :mod:`attnsim.proofs.decode`, for all sizes) and its coordinates there, normalized by the same
+  prover's rewrites, read as the operand entry ``A[h, i, j]``;
+* a primitive applies its SymPy meaning; a constant that is a size expression stays symbolic;
+* an ``Aggregate`` is the mean over its key set.  A **gather** ``Select(indices, f(indices), ==)``
+  selects exactly the key f(q) once 0 <= f(q) < L is proven (derived, nothing to trust).  Any
+  other structural selector needs an :class:`Enumeration` hint — keys ``key(q, l)`` for
+  ``l < count`` and a witness ``l = witness(k)`` — and Z3 proves, for all sizes, that the hint
+  lists exactly the selector's keys, each once: count >= 1; every listed key is in range and
+  selected, and its witness gives l back; every selected key is listed.  A wrong hint cannot prove
+  anything.  Then the mean is ``Sum_{l < count} v(key(q, l)) / count``.  Selectors that compare
+  token values are out of scope (the method says so, it does not guess).
+
+The value is compared with the independent specification (:mod:`attnsim.symbolic.specs`) by the
+Sum normal form of :mod:`attnsim.symbolic.sums`; ``simplify`` is never called.  When the
+normal forms differ, small concrete sizes are searched for a counterexample (they may refute,
+never prove); if none is found the result is unknown.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from attnsim.proofs import decode, z3sel
+from attnsim.proofs.obligation import Outcome
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.rasp.layout import Block
+from attnsim.symbolic.sums import equal_by_normal_form
+
+
+class ExecutionFailed(Exception):
+    """A step of the symbolic execution was refuted or could not be decided."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome.detail)
+        self.outcome = outcome
+
+
+@dataclass(frozen=True)
+class Enumeration:
+    """A claimed listing of a selector's keys for query position q: ``key(q, l)``, ``l < count``.
+
+    ``witness(k)`` gives l back from a selected key.  It is a hint: the executor proves it."""
+
+    key: Callable[[E.Expr, E.Expr], E.Expr]
+    witness: Callable[[E.Expr], E.Expr]
+    count: E.Expr
+
+
+def sym(e: E.Expr | int) -> sp.Expr:
+    """An index expression as SymPy (sizes and coordinates as integer symbols of their names)."""
+    return E.lift(e).to_sympy({})
+
+
+@dataclass
+class Executor:
+    """Evaluates one construction's program at symbolic positions (see the module docstring)."""
+
+    con: Any  # attnsim.lemmas.base.Construction, built over unbound sizes
+    timeout: float = 10.0
+    coords: dict[str, E.Expr] = field(default_factory=dict)
+    steps: list[str] = field(default_factory=list)
+    lemmas: set[str] = field(default_factory=set)
+    started: float = field(default_factory=time.perf_counter)
+    _fresh: Any = field(default_factory=itertools.count)
+    _memo: dict[tuple[int, str], sp.Expr] = field(default_factory=dict)
+
+    # -- proofs ------------------------------------------------------------------------------
+    @property
+    def premises(self) -> list[E.Expr]:
+        return list(self.con.preconditions)
+
+    @property
+    def minimum(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for it in self.con.intents:
+            out.update(dict(it.minimum))
+        return out
+
+    def left(self) -> float:
+        left = self.timeout - (time.perf_counter() - self.started)
+        if left <= 0:
+            raise ExecutionFailed(Outcome.unknown(f"timeout after {len(self.steps)} proven steps"))
+        return left
+
+    def prove(self, goal: E.Expr, what: str, decode_k: bool = False) -> None:
+        """``premises -> goal`` for all sizes and coordinates in range, or ExecutionFailed."""
+        dec: list[decode.Decode] = []
+        if decode_k:
+            ln = self.con.layout.length
+            dec = [decode.Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
+        out = decode.prove(
+            goal, self.premises, decode=dec, coords=dict(self.coords), minimum=self.minimum, timeout=self.left()
+        )
+        if out.ok is not True:
+            raise ExecutionFailed(Outcome(out.ok, f"{what}: {out.detail}"))
+        self.lemmas |= set(decode.lemmas_in(out.detail))
+        self.steps.append(what)
+
+    def norm(self, e: E.Expr) -> E.Expr:
+        got = decode.normalize(e, self.coords, self.minimum)
+        if got is None:
+            raise ExecutionFailed(Outcome.unknown(f"cannot normalize {E.render(e)} without splitting a coordinate"))
+        self.lemmas |= set(got[1])
+        return got[0]
+
+    # -- values ------------------------------------------------------------------------------
+    def value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:
+        key = (id(node), E.render(pos))
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = self._value(node, pos)
+        return got
+
+    def _value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:
+        if isinstance(node, C.Tokens):
+            return self.token(pos)
+        if isinstance(node, C.Full):
+            return sp.Rational(Fraction(node.value).numerator, Fraction(node.value).denominator)
+        if isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.Prim):
+            args = [self.value(a, pos) for a in node.args]
+            return node.fn.primitive.sympy(*args, *(self.param(p) for p in node.fn.consts))
+        if isinstance(node, C.Aggregate):
+            return self.aggregate(node, pos)
+        ix = C.index_expr(node, pos)
+        if ix is not None:
+            ix = self.norm(ix.substitute({"length": self.con.layout.length}))
+            v = sym(ix)
+            return sp.Piecewise((1, v), (0, True)) if isinstance(v, sp.logic.boolalg.Boolean) else v
+        raise ExecutionFailed(Outcome.unknown(f"{node.label} ({type(node).__name__}) is out of the method's scope"))
+
+    def param(self, p: C.Param) -> sp.Expr:
+        if isinstance(p, E.Expr):
+            return sym(p)
+        if isinstance(p, C.Ratio):
+            self.prove(p.den >= 1, f"constant {p.render()} has a positive denominator")
+            return sym(p.num) / sym(p.den)
+        return sp.Rational(p.numerator, p.denominator)
+
+    def token(self, pos: E.Expr) -> sp.Expr:
+        blocks = [self.con.layout[n] for n in self.con.inputs]
+        guess = self._sample_block(pos, blocks)
+        if guess is None:
+            raise ExecutionFailed(Outcome.bad(f"a token is read at {E.render(pos)}, inside no input block"))
+        self.prove(guess.contains(pos), f"{E.render(pos)} lies in input block {guess.name}")
+        h, i, j = (sym(self.norm(c)) for c in guess.coords(pos))
+        return sp.IndexedBase(guess.name)[h, i, j]
+
+    def _sample_block(self, pos: E.Expr, blocks: list[Block]) -> Block | None:
+        """Which block holds ``pos`` at one admissible sample (a guess: then proven)."""
+        env = self.sample_env()
+        try:
+            p = int(pos.evaluate(env))
+        except (E.ExprError, ZeroDivisionError):
+            return None
+        for b in blocks:
+            if int(b.contains(E.Const(p)).evaluate(env)):
+                return b
+        return None
+
+    def sample_env(self) -> dict[str, int]:
+        env: dict[str, int] = {}
+        names: set[str] = set()
+        for b in self.con.layout:
+            for e in (b.offset, b.rows, b.cols, b.stack):
+                names |= {n.name for n in E.nodes(e) if isinstance(n, C.Size)}
+        for k, n in enumerate(sorted(names)):
+            env[n] = max(self.minimum.get(n, 1), 2) + 2 * k + 1  # distinct, so that sizes are not confused
+        for name, ext in self.coords.items():
+            env[name] = max(int(ext.evaluate(env)) - 1, 0)
+        return env
+
+    def aggregate(self, node: C.Aggregate, pos: E.Expr) -> sp.Expr:
+        sel, ln = node.selector, self.con.layout.length
+        if isinstance(sel, C.Select) and sel.cmp == "==" and isinstance(sel.keys, C.Indices):
+            src = C.index_expr(sel.queries, pos)
+            if src is not None:
+                k = self.norm(src.substitute({"length": ln}))
+                self.prove((k >= 0) & (k < ln), f"{sel.label}: query {E.render(pos)} selects the one key {E.render(k)}")
+                return self.value(node.values, k)
+        hint = self.enumeration(sel)
+        if hint is None:
+            raise ExecutionFailed(
+                Outcome.unknown(f"{sel.label}: not a gather and no enumeration hint (out of the method's scope)")
+            )
+        lvar = f"l{next(self._fresh)}"
+        lv = E.Var(lvar)
+        try:
+            s_expr = z3sel.selector_expr(sel).substitute({"length": ln, z3sel.Q.name: pos})
+        except z3sel.NotStructural as exc:
+            raise ExecutionFailed(Outcome.unknown(f"{sel.label}: {exc} (out of the method's scope)")) from None
+        self.prove(hint.count >= 1, f"{sel.label}: the key set is not empty")
+        self.coords[lvar] = hint.count
+        try:
+            key = self.norm(hint.key(pos, lv))
+            listed = s_expr.substitute({z3sel.K.name: key})
+            self.prove(
+                (key >= 0) & (key < ln) & listed & hint.witness(key).eq(lv),
+                f"{sel.label}: every listed key is in range, selected, and listed once",
+            )
+            body = self.value(node.values, key)
+        finally:
+            del self.coords[lvar]
+        w = hint.witness(z3sel.K)
+        self.prove(
+            E.Not(s_expr) | ((w >= 0) & (w < hint.count) & hint.key(pos, w).eq(z3sel.K)),
+            f"{sel.label}: every selected key is listed",
+            decode_k=True,
+        )
+        count = sym(hint.count)
+        return sp.Sum(body, (sp.Symbol(lvar, integer=True), 0, count - 1)) / count
+
+    def enumeration(self, sel: C.Selector) -> Enumeration | None:
+        for it in self.con.intents:
+            if it.selector is sel and it.keys is not None:
+                return it.keys
+        return None
+
+
+def prove_program_equals_spec(con: Any, timeout: float = 10.0) -> Outcome:
+    """For all sizes (>= their minimum, under the preconditions) and every output entry: program == spec."""
+    if con.specification is None:
+        return Outcome.bad(f"{con.name}: no independent specification")
+    ex = Executor(con, timeout)
+    out = con.layout[con.output]
+    stacked = not out.is_single
+    h = E.Var("o_h") if stacked else E.Const(0)
+    i, j = E.Var("o_i"), E.Var("o_j")
+    if stacked:
+        ex.coords["o_h"] = out.stack
+    ex.coords["o_i"], ex.coords["o_j"] = out.rows, out.cols
+    try:
+        vacuous = _vacuous(ex)
+        if vacuous:
+            return Outcome.bad(f"vacuous: {vacuous}")
+        got = ex.value(con.program, out.position(i, j, h))
+    except ExecutionFailed as exc:
+        return _with_counterexample(con, exc.outcome)
+    want = con.specification.symbolic(
+        sym(h), sym(i), sym(j), lambda e: sym(e) if isinstance(e, E.Expr) else sp.Integer(e)
+    )
+    same, shown, diff = equal_by_normal_form(got, want)
+    if same:
+        lem = ", ".join(f"rasp/z3-parametric/{n}" for n in sorted(ex.lemmas)) or "none"
+        return Outcome.good(
+            f"program == spec ({con.specification.spec.statement}) for all sizes: {shown}; "
+            f"{len(ex.steps)} Z3 step(s); lemmas: {lem}"
+        )
+    return _with_counterexample(
+        con, Outcome.unknown(f"normal forms differ: program - spec = {shown}"), special=_constants_compared(diff)
+    )
+
+
+def _vacuous(ex: Executor) -> str:
+    """Non-empty when the premises, size minimums and output region admit no instance."""
+    goal = E.Const(0).eq(1)
+    extent = [E.Const(0) < ext for ext in ex.coords.values()]
+    out = z3sel.prove(goal, [*ex.premises, *extent], minimum=ex.minimum, timeout=max(0.5, ex.left()))
+    return "the premises admit no sizes" if out.ok is True else ""
+
+
+def _constants_compared(diff: Any) -> set[int]:
+    """Integers a size is compared with in the difference (where a branch on sizes may switch)."""
+    out: set[int] = set()
+    for rel in diff.atoms(sp.core.relational.Relational):
+        for n in rel.atoms(sp.Integer):
+            out |= {int(n) - 1, int(n), int(n) + 1}
+    return {v for v in out if v >= 1}
+
+
+def _with_counterexample(
+    con: Any, out: Outcome, cap: int = 4, tries: int = 48, special: set[int] | None = None, max_len: int = 20000
+) -> Outcome:
+    """Search small sizes, and the constants the program compares sizes with, for an entry where
+    program and spec differ (this refutes; it never proves)."""
+    names = sorted(con.free_sizes)
+    rng = np.random.default_rng(0)
+    values = sorted(set(range(1, cap + 1)) | (special or set()))
+    combos = list(itertools.product(values, repeat=len(names)))
+    rng.shuffle(combos)
+    combos.sort(key=lambda c: -sum(v in (special or set()) for v in c))  # the constants first
+    for combo in combos[:tries]:
+        sizes = dict(zip(names, combo, strict=True))
+        try:
+            inst = con.bind(**sizes)
+            if inst.layout.total > max_len:
+                continue
+            ops = [rng.integers(-5, 6, size=inst.layout[n].shape) for n in inst.inputs]
+            backend = "exact" if inst.exact else "numpy"
+            got, want = inst.run(*ops, backend=backend), inst.spec(*ops, backend=backend)
+        except ValueError:
+            continue
+        diff = np.argwhere(np.asarray(got != want) if backend == "exact" else ~np.isclose(got, want, rtol=0, atol=1e-9))
+        if len(diff):
+            ix = tuple(int(x) for x in diff[0])
+            return Outcome.bad(
+                f"{out.detail}; counterexample at {', '.join(f'{k}={v}' for k, v in sizes.items())}: "
+                f"{con.output}{list(ix)} = {got[ix]} but the spec gives {want[ix]}"
+            )
+    return out
+
+
+__all__ = ["Enumeration", "ExecutionFailed", "Executor", "prove_program_equals_spec", "sym"]

@@ -1,0 +1,184 @@
+"""Independent specifications: each construction's textbook statement, in matrix coordinates.
+
+This module imports nothing from :mod:`attnsim.rasp` nor any layout: a specification says what
+entry (h, i, j) of the result is, from the operands' entries and the sizes, the way a textbook
+does (out[h, i, j] = A[h, j, i]; sum_{l < k} A[h, i, l] B[h, l, j]; ...).  The all-sizes proof
+compares a program with its specification at a symbolic entry and symbolic sizes
+(:mod:`attnsim.symbolic.execute`); :meth:`BoundSpec.evaluate` runs the very same definition on
+concrete operands, and the tests compare that with the NumPy reference, so a wrong spec fails on
+its own.
+
+A definition is a function ``entry(alg, ops, h, i, j, sz)``: ``ops[name][h, i, j]`` reads an
+operand (stack index first, 0 for a single matrix), ``sz[name]`` a size, and ``alg`` supplies
+the operations whose meaning differs between the symbolic and the concrete reading (a sum over
+``l < upper``, exp, max, min).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+
+class SpecError(ValueError):
+    """A specification was evaluated on something it is not defined for."""
+
+
+class SymbolicAlg:
+    """Sums as SymPy ``Sum`` over a fresh bound variable; exp, max, min as SymPy functions."""
+
+    def __init__(self) -> None:
+        self._n = itertools.count()
+
+    def sum(self, body: Callable[[Any], Any], upper: Any) -> Any:
+        var = sp.Symbol(f"s{next(self._n)}", integer=True)
+        return sp.Sum(body(var), (var, 0, upper - 1))
+
+    def exp(self, x: Any) -> Any:
+        return sp.exp(x)
+
+    def max(self, a: Any, b: Any) -> Any:
+        return sp.Max(a, b)
+
+    def min(self, a: Any, b: Any) -> Any:
+        return sp.Min(a, b)
+
+
+@dataclass
+class ConcreteAlg:
+    """Sums as Python sums over ``range(upper)``; exp per backend (numpy float, SymPy; none exact)."""
+
+    backend: str
+
+    def sum(self, body: Callable[[int], Any], upper: int) -> Any:
+        terms = [body(v) for v in range(int(upper))]
+        return sum(terms[1:], terms[0]) if terms else 0
+
+    def exp(self, x: Any) -> Any:
+        if self.backend == "numpy":
+            return math.exp(x)
+        if self.backend == "sympy":
+            return sp.exp(x)
+        raise SpecError("exp has no exact (Fraction) value; use backend='sympy' or 'numpy'")
+
+    def max(self, a: Any, b: Any) -> Any:
+        return sp.Max(a, b) if self.backend == "sympy" else max(a, b)
+
+    def min(self, a: Any, b: Any) -> Any:
+        return sp.Min(a, b) if self.backend == "sympy" else min(a, b)
+
+
+Entry = Callable[[Any, Mapping[str, Any], Any, Any, Any, Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A named textbook statement: output shape (stack, rows, cols) and entry formula."""
+
+    name: str
+    operands: tuple[str, ...]
+    sizes: tuple[str, ...]
+    shape: Callable[[Mapping[str, Any]], tuple[Any, Any, Any]]
+    entry: Entry
+    statement: str
+
+    def at(self, **sizes: Any) -> BoundSpec:
+        """The spec with its size names given (ints, or a construction's size objects)."""
+        missing = set(self.sizes) - set(sizes)
+        if missing:
+            raise SpecError(f"spec {self.name} needs sizes {sorted(missing)}")
+        return BoundSpec(self, dict(sizes))
+
+
+@dataclass(frozen=True)
+class BoundSpec:
+    """A spec whose sizes are named by the caller's objects (resolved to ints or symbols on use)."""
+
+    spec: Spec
+    sizes: dict[str, Any] = field(default_factory=dict)
+
+    def symbolic(self, h: Any, i: Any, j: Any, to_sym: Callable[[Any], Any]) -> Any:
+        """Entry (h, i, j) as a SymPy expression: operands as IndexedBase named like the operands."""
+        sz = {k: to_sym(v) for k, v in self.sizes.items()}
+        ops = {name: sp.IndexedBase(name) for name in self.spec.operands}
+        return self.spec.entry(SymbolicAlg(), ops, h, i, j, sz)
+
+    def evaluate(
+        self, operands: Mapping[str, np.ndarray], resolve: Callable[[Any], int], backend: str = "numpy"
+    ) -> np.ndarray:
+        """Every entry on concrete operands: an array of shape (stack, rows, cols)."""
+        sz = {k: int(resolve(v)) for k, v in self.sizes.items()}
+        ops = {}
+        for name in self.spec.operands:
+            a = np.asarray(operands[name])
+            ops[name] = a.reshape((1, *a.shape)) if a.ndim == 2 else a
+        alg = ConcreteAlg(backend)
+        shape = tuple(int(x) for x in self.spec.shape(sz))
+        out = np.empty(shape, dtype=np.float64 if backend == "numpy" else object)
+        for h, i, j in np.ndindex(*shape):
+            out[h, i, j] = self.spec.entry(alg, ops, h, i, j, sz)
+        return out
+
+
+def _stack(sz: Mapping[str, Any]) -> Any:
+    return sz.get("heads", 1)
+
+
+TRANSPOSE = Spec(
+    "transpose",
+    ("A",),
+    ("rows", "cols", "heads"),
+    lambda sz: (_stack(sz), sz["cols"], sz["rows"]),
+    lambda alg, ops, h, i, j, sz: ops["A"][h, j, i],
+    "out[h, i, j] = A[h, j, i]",
+)
+
+MATMUL = Spec(
+    "matmul",
+    ("A", "B"),
+    ("rows", "inner", "cols", "heads"),
+    lambda sz: (_stack(sz), sz["rows"], sz["cols"]),
+    lambda alg, ops, h, i, j, sz: alg.sum(lambda m: ops["A"][h, i, m] * ops["B"][h, m, j], sz["inner"]),
+    "out[h, i, j] = sum_{l < inner} A[h, i, l] B[h, l, j]",
+)
+
+SOFTMAX = Spec(
+    "softmax",
+    ("A",),
+    ("rows", "cols", "heads"),
+    lambda sz: (_stack(sz), sz["rows"], sz["cols"]),
+    lambda alg, ops, h, i, j, sz: (
+        alg.exp(ops["A"][h, i, j]) / alg.sum(lambda m: alg.exp(ops["A"][h, i, m]), sz["cols"])
+    ),
+    "out[h, i, j] = exp(A[h, i, j]) / sum_{l < cols} exp(A[h, i, l])",
+)
+
+RELU = Spec(
+    "relu",
+    ("x",),
+    ("rows", "n"),
+    lambda sz: (1, sz["rows"], sz["n"]),
+    lambda alg, ops, h, i, j, sz: alg.max(ops["x"][h, i, j], 0),
+    "out[i, j] = max(x[i, j], 0)",
+)
+
+SPECS: dict[str, Spec] = {s.name: s for s in (TRANSPOSE, MATMUL, SOFTMAX, RELU)}
+
+__all__ = [
+    "MATMUL",
+    "RELU",
+    "SOFTMAX",
+    "SPECS",
+    "TRANSPOSE",
+    "BoundSpec",
+    "ConcreteAlg",
+    "Spec",
+    "SpecError",
+    "SymbolicAlg",
+]

@@ -1,0 +1,77 @@
+"""A normal form for finite sums with symbolic bounds, which decides the equalities we need.
+
+SymPy's ``simplify`` is neither sound nor complete on these sums (it moves a Piecewise on the
+bound variable outside the Sum, and does not equate renamed or re-associated sums), so it is
+never called here.  Instead both sides are rewritten by rules that hold for every finite sum
+``Sum_{v=lo}^{hi} f(v)`` with ``hi >= lo - 1`` (each is elementary; docs/semantics.md states them):
+
+1. **linearity**: the body is expanded; ``Sum(a + b) = Sum(a) + Sum(b)``;
+2. **constant factors**: a factor free of ``v`` moves out, ``Sum(c f) = c Sum(f)``; ``Sum(c) = c (hi - lo + 1)``;
+3. **renaming**: the bound variable becomes ``β<depth>`` (nested sums get depth + 1), so sums that
+   differ only in the name of their bound variable become the same object;
+4. the result is a polynomial (with rational exponents, exp...) over canonical Sum atoms, and two
+   sides are equal when their expanded difference is structurally 0.
+
+Structural zero is a sound test: SymPy's automatic evaluation of +, *, / and ``expand`` are field
+identities.  The one that needs a premise, ``x * c / c = x``, is used only where the executor
+proved ``c >= 1`` (the count of a mean).  The test is incomplete: an equality that needs more
+(a split of a sum, a Piecewise) is reported as not decided, never as proved.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+
+
+def bound_symbol(depth: int) -> sp.Symbol:
+    """The canonical bound variable of a sum nested ``depth`` deep."""
+    return sp.Symbol(f"β{depth}", integer=True)
+
+
+def normal_form(e: Any, depth: int = 0) -> Any:
+    """``e`` with every Sum rewritten by the rules of the module docstring (bottom-up)."""
+    if isinstance(e, sp.Sum):
+        return _sum(e, depth)
+    if not getattr(e, "args", ()) or isinstance(e, (sp.Indexed, sp.Symbol)):
+        return e
+    return e.func(*(normal_form(a, depth) for a in e.args))
+
+
+def _sum(s: sp.Sum, depth: int) -> Any:
+    if len(s.limits) != 1:
+        raise ValueError("one bound variable per Sum")
+    var, lo, hi = s.limits[0]
+    new = bound_symbol(depth)
+    body = normal_form(s.function.xreplace({var: new}), depth + 1)
+    if isinstance(body, sp.Piecewise) or body.has(sp.Piecewise):
+        return sp.Sum(body, (new, lo, hi))  # no rule applies under a Piecewise: kept as an opaque atom
+    total: Any = sp.Integer(0)
+    grouped: dict[Any, Any] = {}
+    for term in sp.Add.make_args(sp.expand(body)):
+        coeff, dep = sp.Integer(1), sp.Integer(1)
+        for f in sp.Mul.make_args(term):
+            if f.has(new):
+                dep *= f
+            else:
+                coeff *= f
+        grouped[dep] = grouped.get(dep, 0) + coeff
+    for dep, coeff in grouped.items():
+        if dep == 1:
+            total += coeff * (hi - lo + 1)
+        else:
+            total += coeff * sp.Sum(dep, (new, lo, hi))
+    return total
+
+
+def equal_by_normal_form(a: Any, b: Any) -> tuple[bool, str, Any]:
+    """(True, the common normal form, 0) when a - b normalizes to 0; else (False, shown, the difference)."""
+    na, nb = normal_form(a), normal_form(b)
+    diff = sp.expand(na - nb)
+    if diff == 0:
+        return True, f"both normalize to {sp.sstr(na)}", diff
+    return False, sp.sstr(diff), diff
+
+
+__all__ = ["bound_symbol", "equal_by_normal_form", "normal_form"]

@@ -1,0 +1,184 @@
+"""Lemmas transpose and matmul: the all-sizes method (program == independent spec) fails on wrong programs.
+
+Each wrong construction writes its bug consistently into the selector AND the hand-written
+intent (so an intent-restating proof would pass it); the symbolic execution against the
+independent specification must refuse it, with a counterexample in matrix coordinates where
+one exists at small sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from attnsim import lemmas
+from attnsim.lemmas.base import Construction, Intent
+from attnsim.proofs import z3sel
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.rasp.layout import Block, Layout
+from attnsim.symbolic import specs
+from attnsim.symbolic.execute import Enumeration, prove_program_equals_spec
+
+R, K_, CC = C.Size("r"), C.Size("k"), C.Size("c")
+Source = Callable[[Block, Block, E.Expr], E.Expr]
+
+
+def _transpose(source: Source) -> Construction:
+    """A transpose whose gather reads ``source``; its intent is written from the same map (the bug in both)."""
+    a = Block.of("A", 0, R, CC)
+    out = Block.of("out", 0, CC, R, channel="out")
+    src = C.imap(lambda p: source(a, out, p), C.indices)
+    sel = C.select(C.indices, src, "==")
+    y = C.aggregate(sel, C.tokens)
+    intent = Intent("gather", sel, z3sel.K.eq(source(a, out, z3sel.Q)), out.contains(z3sel.Q), "restates the selector")
+    return Construction(
+        "transpose",
+        "Lemma (transpose)",
+        y,
+        Layout.of(a, out),
+        ("A",),
+        lambda x, backend="numpy": x.T,
+        intents=[intent],
+        specification=specs.TRANSPOSE.at(rows=R, cols=CC, heads=1),
+    )
+
+
+def _good(a: Block, out: Block, p: E.Expr) -> E.Expr:
+    _, i, j = out.coords(p)
+    return a.position(j, i)
+
+
+def _rotation(a: Block, out: Block, p: E.Expr) -> E.Expr:
+    _, i, j = out.coords(p)
+    return a.position(j, (i + 1) % out.cols)
+
+
+def _wrong_at_4x7(a: Block, out: Block, p: E.Expr) -> E.Expr:
+    _, i, j = out.coords(p)
+    odd = (a.rows.eq(4) | a.rows.eq(5)) & a.cols.eq(7)
+    return E.if_(odd, a.position(j, (i + 1) % a.cols), a.position(j, i))
+
+
+def _wrong_large(a: Block, out: Block, p: E.Expr) -> E.Expr:
+    _, i, j = out.coords(p)
+    return E.if_(a.cols >= 70, a.position(j, 0), a.position(j, i))
+
+
+def test_transpose_program_equals_spec_for_all_sizes() -> None:
+    """Lemma (transpose): A^T proven against out[h,i,j] = A[h,j,i], single and stacked."""
+    for con in (lemmas.transpose(C.Size("rows"), C.Size("cols")), lemmas.transpose(R, CC, heads=C.Size("h"))):
+        out = prove_program_equals_spec(con)
+        assert out.ok is True, out.detail
+    assert prove_program_equals_spec(_transpose(_good)).ok is True
+
+
+@pytest.mark.parametrize("source", [_rotation, _wrong_at_4x7, _wrong_large])
+def test_wrong_transpose_fails_even_with_a_matching_intent(source: Source) -> None:
+    """Lemma (transpose): a bug written into selector and intent alike is not 'proved for all sizes'."""
+    con = _transpose(source)
+    out = prove_program_equals_spec(con)
+    assert out.ok is False and "counterexample" in out.detail, out.detail
+
+
+def _matmul(
+    a_col: Callable[[E.Expr, E.Expr], E.Expr] | None = None, scale: Any = None, hint_count: Any = None
+) -> Construction:
+    """A matmul with an optional wrong column read of A (in selector and intent), scale constant or hint."""
+    if a_col is None and scale is None and hint_count is None:
+        return lemmas.matmul(R, K_, CC)
+    con = lemmas.matmul(R, K_, CC)
+    ab, bb = con.layout["A"], con.layout["B"]
+    prod, out = con.layout["out.products"], con.layout["out"]
+    q, key = z3sel.Q, z3sel.K
+
+    def dec(p: E.Expr) -> tuple[E.Expr, E.Expr, E.Expr]:
+        _, row, lp = prod.coords(p)
+        return row // CC, row % CC, lp
+
+    col = a_col or (lambda m, k: m)
+    a_src = C.imap(lambda p: ab.position(dec(p)[0], col(dec(p)[2], K_)), C.indices)
+    b_src = C.imap(lambda p: bb.position(dec(p)[2], dec(p)[1]), C.indices)
+    sel_a, sel_b = C.select(C.indices, a_src, "=="), C.select(C.indices, b_src, "==")
+    products = C.apply("mul", C.aggregate(sel_a, C.tokens), C.aggregate(sel_b, C.tokens))
+    sel_sum = C.select(C.imap(lambda p: p // K_, C.indices), C.indices, "==")
+    y = C.apply("scale", C.aggregate(sel_sum, products), params=(scale if scale is not None else K_,))
+    _, io, jo = out.coords(q)
+    hint = Enumeration(
+        key=lambda qp, lp: prod.position(out.coords(qp)[1] * CC + out.coords(qp)[2], lp),
+        witness=lambda kp: prod.coords(kp)[2],
+        count=hint_count if hint_count is not None else K_,
+    )
+    intents = [
+        Intent("gather_a", sel_a, key.eq(ab.position(dec(q)[0], col(dec(q)[2], K_))), prod.contains(q), "restated"),
+        Intent(
+            "sum", sel_sum, prod.contains(key) & (prod.coords(key)[1]).eq(io * CC + jo), out.contains(q), "s", keys=hint
+        ),
+    ]
+    return Construction(
+        "matmul",
+        "Lemma (matmul)",
+        y,
+        con.layout,
+        ("A", "B"),
+        con.reference_fn,
+        intents=intents,
+        specification=con.specification,
+    )
+
+
+def test_matmul_program_equals_spec_for_all_sizes() -> None:
+    """Lemma (matmul): AB proven against sum_l A[h,i,l] B[h,l,j], single and stacked, and the rebuilt twin."""
+    for con in (lemmas.matmul(R, K_, CC), lemmas.matmul(R, K_, CC, heads=C.Size("h")), _matmul(scale=K_ + 0)):
+        out = prove_program_equals_spec(con)
+        assert out.ok is True, out.detail
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"a_col": lambda m, k: (m + 1) % k},  # A[i, (l+1) mod k]: a permuted sum, equal only for some data
+        {"a_col": lambda m, k: E.if_(k.eq(5) | k.eq(7), (m + 1) % k, m)},  # wrong only at inner 5 and 7
+        {"scale": 3},  # a constant that equals the size k at k = 3
+        {"scale": E.if_(K_ >= 70, K_ + 1, K_)},  # an in-graph branch wrong only for large sizes
+        {"hint_count": K_ - 1},  # a wrong enumeration hint
+    ],
+    ids=["rotated-inner", "wrong-at-5-and-7", "constant-3", "if-large", "wrong-hint"],
+)
+def test_wrong_matmul_fails(kw: dict[str, Any]) -> None:
+    """Lemma (matmul): each wrong construction fails with a counterexample (sizes and the entry of out)."""
+    out = prove_program_equals_spec(_matmul(**kw))
+    assert out.ok is False and "counterexample" in out.detail, out.detail
+
+
+def test_a_python_branch_on_a_size_raises() -> None:
+    """Sizes without values: `if size % 2:` in a factory is an error, not a silent True."""
+    with pytest.raises(E.ExprError, match="no Python value"):
+        if C.Size("n") % 2:
+            pass
+    with pytest.raises(E.ExprError, match="no Python value"):
+        int(C.Size("n") + 1)
+
+
+def test_an_int_call_is_the_symbolic_build_bound() -> None:
+    """Public API: lemmas.matmul(3, 2, 4) has the fingerprint of matmul(Size...) bound to 3, 2, 4."""
+    sym = lemmas.matmul(rows=C.Size("rows"), inner=C.Size("inner"), cols=C.Size("cols"))
+    assert sym.free_sizes == {"rows", "inner", "cols"}
+    bound = sym.bind(rows=3, inner=2, cols=4)
+    assert bound.program.fingerprint == lemmas.matmul(3, 2, 4).program.fingerprint
+    a, b = np.arange(6.0).reshape(3, 2), np.arange(8.0).reshape(2, 4)
+    assert np.array_equal(bound.run(a, b, backend="exact"), a @ b)
+    with pytest.raises(ValueError, match="no unbound size 'rows'"):
+        bound.bind(rows=2)
+
+
+@pytest.mark.parametrize("name", ["transpose", "matmul"])
+def test_spec_matches_the_numpy_reference(name: str) -> None:
+    """The specification itself is checked against NumPy on concrete operands (a wrong spec fails here)."""
+    rng = np.random.default_rng(1)
+    con = lemmas.transpose(3, 4, heads=2) if name == "transpose" else lemmas.matmul(3, 2, 4, heads=2)
+    ops = [rng.integers(-4, 5, size=con.layout[n].shape) for n in con.inputs]
+    assert np.array_equal(con.spec(*ops, backend="exact"), con.reference(*ops, backend="exact"))
