@@ -7,8 +7,11 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -38,13 +41,17 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deep", action="store_true", help="also run the slow, larger-bound obligations")
     p.add_argument("--mutants", action="store_true", help="mutation testing: every mutant must be killed")
     p.add_argument("--max-mutants", type=int, default=None, help="with --mutants: sample size (default 12, 0: all)")
+    p.add_argument(
+        "--cross-check", action="store_true", help="re-check every deciding Z3 query with cvc5 (sat vs unsat fails)"
+    )
+    p.add_argument("--smt2", metavar="DIR", help="write every deciding Z3 query to DIR as a standalone .smt2 file")
 
 
 @command("verify", _verify_args)
 def verify(args: argparse.Namespace) -> int:
     """Run every proof obligation and print the table; exit 0 only if none failed or stayed unknown."""
     from attnsim.proofs.registry import select
-    from attnsim.proofs.runner import run_all
+    from attnsim.proofs.runner import SmtOptions, run_all
 
     if args.mutants:
         from attnsim.proofs.mutants import run_cli
@@ -60,7 +67,10 @@ def verify(args: argparse.Namespace) -> int:
         TextColumn("verify"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True
     ) as prog:
         task = prog.add_task("verify", total=len(obs))
-        results = run_all(obs, jobs=args.jobs, timeout=args.timeout, on_done=lambda r: prog.advance(task))
+        smt = None
+        if args.cross_check or args.smt2:
+            smt = SmtOptions(Path(args.smt2) if args.smt2 else None, args.cross_check, args.timeout)
+        results = run_all(obs, jobs=args.jobs, timeout=args.timeout, on_done=lambda r: prog.advance(task), smt=smt)
     total = time.perf_counter() - t0
     bad = [r for r in results if r.status in ("failed", "unknown")]
     if args.json:
@@ -78,7 +88,7 @@ def verify(args: argparse.Namespace) -> int:
                 "" if r.bound is None else str(r.bound),
                 f"[{colors[r.status]}]{r.status}[/]",
                 f"{r.seconds:.2f}",
-                r.detail[:160],
+                escape(r.detail[:160]),
             )
         out.print(table)
         from attnsim.proofs.allsizes import print_scope
@@ -86,8 +96,38 @@ def verify(args: argparse.Namespace) -> int:
         print_scope(results, out)  # per construction: all sizes / bounded (sizes <= N) / sampled
         counts = {s: sum(r.status == s for r in results) for s in ("proved", "passed", "failed", "unknown")}
         out.print(", ".join(f"{v} {k}" for k, v in counts.items()) + f"; {len(results)} obligations in {total:.1f} s")
+        if smt is not None:
+            out.print(smt_summary(results, smt))
     err.print(f"total time {total:.1f} s")
     return 1 if bad else 0
+
+
+def smt_summary(results: Sequence[Any], smt: Any) -> str:
+    """One line: deciding queries exported / confirmed by cvc5 / left unknown / disagreements."""
+    import re
+
+    total = confirmed = unknown = 0
+    seconds = 0.0
+    disagree = []
+    for r in results:
+        m = re.search(r"cvc5: (\d+) of (\d+) deciding queries confirmed, (\d+) unknown, ([\d.]+) s", r.detail)
+        e = re.search(r"(\d+) deciding quer(?:y|ies) exported", r.detail)
+        if m:
+            confirmed, total, unknown = confirmed + int(m[1]), total + int(m[2]), unknown + int(m[3])
+            seconds += float(m[4])
+        elif e:
+            total += int(e[1])
+        if "DISAGREE" in r.detail:
+            disagree.append(r.id)
+    where = f" written to {smt.directory}" if smt.directory is not None else ""
+    if not smt.cross_check:
+        return f"{total} deciding Z3 queries{where}"
+    shown = f" ({', '.join(disagree[:5])})" if disagree else ""
+    return (
+        f"cross-check: {total} deciding Z3 queries{where}; cvc5 confirmed {confirmed}, unknown {unknown}, "
+        f"disagreed on {len(disagree)}{shown}; cvc5 time {seconds:.1f} s (summed over workers, apart from "
+        "the obligations' own times)"
+    )
 
 
 # -- entry point -------------------------------------------------------------------------------

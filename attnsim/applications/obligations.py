@@ -208,18 +208,18 @@ def parity_obligations() -> Iterable[Obligation]:
     yield from intent_obligations("parity", ref, lambda: kparity.parity(5))
     yield from intent_obligations("sparse_parity", ref, lambda: kparity.sparse_parity(9, (0, 4, 5, 8)))
     yield Obligation(
-        "parity/z3-parametric/mod2",
+        "parity/z3-instance/mod2",
         "parity",
         ref,
-        "z3-parametric",
+        "z3-instance",
         _parity_mod2_check(lambda: kparity.parity(5)),
         "for every integer count c >= 0 the output index function is 1 iff c is odd, else 0",
     )
     yield Obligation(
-        "sparse_parity/z3-parametric/mod2",
+        "sparse_parity/z3-instance/mod2",
         "sparse_parity",
         ref,
-        "z3-parametric",
+        "z3-instance",
         _parity_mod2_check(lambda: kparity.sparse_parity(9, (0, 4, 5, 8))),
         "for every integer count c >= 0 the output index function is 1 iff c is odd, else 0",
     )
@@ -457,7 +457,7 @@ def lipschitz_obligations() -> Iterable[Obligation]:
     yield from intent_obligations("lipschitz", ref, _small_net)
     yield layout_obligation("lipschitz", ref, _small_net)
     for it in intent_obligations("lipschitz", ref, _small_interp):
-        yield dataclasses.replace(it, id=it.id.replace("z3-parametric/", "z3-parametric/interp-"))
+        yield dataclasses.replace(it, id=it.id.replace(f"{it.method}/", f"{it.method}/interp-"))
     yield Obligation(
         "lipschitz/exact/architecture-random-weights",
         "lipschitz",

@@ -374,12 +374,17 @@ def numeric_check(
     return check
 
 
+def z3_method(*exprs: E.Expr) -> str:
+    """``z3-parametric`` when the claim mentions a size symbol, else ``z3-instance`` (a fixed instance)."""
+    return "z3-parametric" if any(isinstance(n, C.Size) for e in exprs for n in E.nodes(e)) else "z3-instance"
+
+
 def intent_obligations(cid: str, paper_ref: str, make: Callable[[], Construction], bound: int = 8) -> list[Obligation]:
     """One Z3 obligation per selector intent of the construction (parametric or bounded)."""
     con = make()
     obs = []
     for it in con.intents:
-        method = "z3-parametric" if it.parametric else "z3-bounded"
+        method = z3_method(it.intent, it.queries, con.layout.length) if it.parametric else "z3-bounded"
 
         def check(timeout: float, name: str = it.name) -> Outcome:
             c = make()
@@ -453,11 +458,13 @@ def layout_obligation(cid: str, paper_ref: str, make: Callable[[], Construction]
     def check(timeout: float) -> Outcome:
         return prove_layout(make().layout, timeout)
 
+    lay = make().layout
+    method = z3_method(*(x for b in lay for x in (b.offset, b.rows, b.cols, b.stack)))
     return Obligation(
-        f"{cid}/z3-parametric/layout",
+        f"{cid}/{method}/layout",
         cid,
         "Proposition 1",
-        "z3-parametric",
+        method,
         check,
         statement="every block is injective (row-major), blocks of one channel are disjoint, all lie in the sequence",
     )

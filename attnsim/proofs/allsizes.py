@@ -216,6 +216,7 @@ def scope_summary(results: Sequence[Result]) -> list[tuple[str, str, str]]:
         bounded = [r.bound for r in rs if r.method == "z3-bounded" and r.status == "proved" and r.bound]
         sym = [s for r in rs if r.method == "sympy" and r.status == "proved" if (s := _sizes_in(r.id)) is not None]
         par = [r for r in rs if r.method == "z3-parametric" and r.status == "proved"]
+        inst = [r for r in rs if r.method == "z3-instance" and r.status == "proved"]
         sampled = [r for r in rs if r.status == "passed"]
         if alls:
             out.append((name, "all sizes", ", ".join(r.id for r in alls)))
@@ -228,9 +229,13 @@ def scope_summary(results: Sequence[Result]) -> list[tuple[str, str, str]]:
                 why.append(f"sympy at listed sizes <= {max(sym)}")
             if par:
                 why.append(f"{len(par)} z3-parametric part(s), no all-sizes proof")
+            if inst:
+                why.append(f"{len(inst)} z3-instance proof(s) of fixed instances")
             out.append((name, f"bounded (sizes <= {n})", "; ".join(why)))
         elif par:
             out.append((name, "parts for all sizes", f"{len(par)} z3-parametric, no all-sizes algebra"))
+        elif inst:
+            out.append((name, "fixed instances", f"{len(inst)} z3-instance proof(s)"))
         elif sampled:
             out.append((name, "sampled", f"{len(sampled)} exact/numeric/sampled check(s)"))
         else:
@@ -238,18 +243,48 @@ def scope_summary(results: Sequence[Result]) -> list[tuple[str, str, str]]:
     return out
 
 
+def scope_by_result(results: Sequence[Result]) -> list[tuple[str, str, str]]:
+    """Per paper result: "all sizes" only when every construction backing it is all sizes in this run."""
+    per_con = {name: (scope, why) for name, scope, why in scope_summary(results)}
+    by: dict[str, set[str]] = {}
+    for r in results:
+        by.setdefault(r.paper_ref, set()).add(r.construction)
+    out = []
+    for ref, cons in sorted(by.items()):
+        scopes = {c: per_con[c][0] for c in sorted(cons)}
+        if all(s == "all sizes" for s in scopes.values()):
+            out.append((ref, "all sizes", ", ".join(scopes)))
+        elif any(s == "NOT VERIFIED" for s in scopes.values()):
+            bad = [c for c, s in scopes.items() if s == "NOT VERIFIED"]
+            out.append((ref, "NOT VERIFIED", f"{', '.join(bad)} failed or unknown"))
+        else:
+            weaker = [f"{c}: {s}" for c, s in scopes.items() if s != "all sizes"]
+            out.append((ref, "not all sizes", "; ".join(weaker)))
+    return out
+
+
 def print_scope(results: Iterable[Result], console: Any) -> None:
-    """Print the scope table after the verify table (``console`` is a rich Console)."""
+    """Print the scope tables (per construction, per paper result) after the verify table."""
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title="scope per construction: all sizes / bounded (sizes <= N) / sampled")
-    for col in ("construction", "scope", "because"):
-        table.add_column(col, overflow="fold")
+    rs = list(results)
     colors = {"all sizes": "green", "NOT VERIFIED": "bold red", "sampled": "yellow"}
-    for name, scope, why in scope_summary(list(results)):
-        c = colors.get(scope, "cyan")
-        table.add_row(name, f"[{c}]{scope}[/]", why[:160])
-    console.print(table)
+    for title, first, rows in (
+        ("scope per construction: all sizes / bounded (sizes <= N) / sampled", "construction", scope_summary(rs)),
+        (
+            "scope per paper result: all sizes only where every construction backing it is",
+            "paper result",
+            scope_by_result(rs),
+        ),
+    ):
+        table = Table(title=title)
+        for col in (first, "scope", "because"):
+            table.add_column(col, overflow="fold")
+        for name, scope, why in rows:
+            c = colors.get(scope, "cyan")
+            table.add_row(escape(name), f"[{c}]{escape(scope)}[/]", escape(why[:160]))
+        console.print(table)
 
 
 __all__ = [
@@ -258,6 +293,7 @@ __all__ = [
     "both",
     "count_mean",
     "print_scope",
+    "scope_by_result",
     "scope_summary",
     "single_gather",
     "spec_obligation",

@@ -554,9 +554,11 @@ def prove(
     if vac is not None:
         return vac
     lemmas = ", ".join(LEMMAS[n].id for n in sorted(used))
+    shapes = [x for d in decode for b in d.blocks for x in (b.offset, b.rows, b.cols, b.stack)]
+    szs = sorted(_sizes_of(goal, *assumptions, *shapes, *(coords or {}).values()))
     return Outcome.good(
         f"unsat in {len(cases)} case(s) ({'; '.join(names)}), {rewrites} div/mod rewrites; "
-        f"holds for all sizes; lemmas: {lemmas or 'none'}"
+        f"holds for all sizes ({', '.join(szs) or 'no sizes'}); lemmas: {lemmas or 'none'}"
     )
 
 

@@ -90,7 +90,16 @@ SELECT_FLIPS: dict[str, tuple[str, ...]] = {
     "FALSE": ("TRUE",),
 }
 EXPR_FLIPS: dict[str, tuple[str, ...]] = {k: v for k, v in SELECT_FLIPS.items() if k not in ("TRUE", "FALSE")}
-_METHOD_RANK = {"exact": 0, "numeric": 1, "sampled": 1, "sympy": 2, "z3-bounded": 3, "z3-parametric": 3, "all-sizes": 4}
+_METHOD_RANK = {
+    "exact": 0,
+    "numeric": 1,
+    "sampled": 1,
+    "sympy": 2,
+    "z3-bounded": 3,
+    "z3-parametric": 3,
+    "z3-instance": 3,
+    "all-sizes": 4,
+}
 DEFAULT_MAX_MUTANTS = 12  # per construction in the default run (stratified: one per site first)
 _LARGE = 64  # an obligation whose id names sizes with a product above this runs after all others
 

@@ -10,26 +10,61 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
+from attnsim.proofs import smtlib
 from attnsim.proofs.obligation import Obligation, Outcome, Result, status_of
 
+CROSS_CHECK_BUDGET = 120.0  # seconds a worker may spend on cvc5 after an obligation's own timeout
 
-def run_inline(ob: Obligation, timeout: float) -> Result:
+
+@dataclass(frozen=True)
+class SmtOptions:
+    """What to do with each deciding Z3 query: write it to ``directory``, re-check it with cvc5."""
+
+    directory: Path | None = None
+    cross_check: bool = False
+    timeout: float = 10.0
+
+
+def run_inline(ob: Obligation, timeout: float, smt: SmtOptions | None = None) -> Result:
     """Run one obligation in this process (no hard timeout; Z3 checks honour ``timeout``)."""
     t0 = time.perf_counter()
-    out = _check(ob, timeout)
+    out = _check(ob, timeout, smt)
     return _result(ob, out, time.perf_counter() - t0)
 
 
-def _check(ob: Obligation, timeout: float) -> Outcome:
-    """The obligation's outcome; a crashing check is a failed check, with its reason."""
+def _check(ob: Obligation, timeout: float, smt: SmtOptions | None = None) -> Outcome:
+    """The obligation's outcome; a crashing check is a failed check, with its reason.
+
+    With ``smt``, every deciding Z3 query of the check is exported and/or given to cvc5; a sat
+    against unsat disagreement fails the obligation, cvc5 unknowns are only reported."""
+    col = None
+    token = None
+    if smt is not None and (smt.directory is not None or smt.cross_check):
+        col = smtlib.Collector(smt.directory, smtlib.safe_name(ob.id), smt.cross_check, smt.timeout)
+        token = smtlib.SINK.set(col)
     try:
-        return ob.check(timeout)
+        out = ob.check(timeout)
     except Exception as exc:
         tb = traceback.format_exc(limit=3).strip().splitlines()[-1]
-        return Outcome.bad(f"{type(exc).__name__}: {exc} ({tb})")
+        out = Outcome.bad(f"{type(exc).__name__}: {exc} ({tb})")
+    finally:
+        if token is not None:
+            smtlib.SINK.reset(token)
+    if ob.method == "z3-parametric" and out.ok is True and "no sizes" in out.detail:
+        out = Outcome.bad(
+            f"labelled z3-parametric, but the proof mentions no size (a fixed instance: z3-instance): {out.detail}"
+        )
+    if col is None or col.count == 0:
+        return out
+    col.run_cross_check()
+    if col.disagreements:
+        return Outcome.bad(f"{out.detail}; {col.summary()}")
+    return Outcome(out.ok, f"{out.detail}; {col.summary()}")
 
 
 def _result(ob: Obligation, out: Outcome, seconds: float) -> Result:
@@ -45,23 +80,23 @@ def _result(ob: Obligation, out: Outcome, seconds: float) -> Result:
     )
 
 
-def _worker(obs: Sequence[Obligation], timeout: float, conn: Connection) -> None:
+def _worker(obs: Sequence[Obligation], timeout: float, smt: SmtOptions | None, conn: Connection) -> None:
     """A forked worker: run the obligations whose indices arrive on ``conn`` until None."""
     while True:
         idx = conn.recv()
         if idx is None:
             return
         t0 = time.perf_counter()
-        out = _check(obs[idx], timeout)
+        out = _check(obs[idx], timeout, smt)
         conn.send((idx, out.ok, out.detail, time.perf_counter() - t0))
 
 
 class _Slot:
     """One worker process and the obligation it is running (if any)."""
 
-    def __init__(self, ctx: Any, obs: Sequence[Obligation], timeout: float) -> None:
+    def __init__(self, ctx: Any, obs: Sequence[Obligation], timeout: float, smt: SmtOptions | None) -> None:
         self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker, args=(obs, timeout, child), daemon=True)
+        self.proc = ctx.Process(target=_worker, args=(obs, timeout, smt, child), daemon=True)
         self.proc.start()
         child.close()
         self.task: int | None = None
@@ -84,6 +119,7 @@ def run_all(
     jobs: int | None = None,
     timeout: float = 10.0,
     on_done: Callable[[Result], None] | None = None,
+    smt: SmtOptions | None = None,
 ) -> list[Result]:
     """Run obligations in ``jobs`` forked worker processes; results in input order.
 
@@ -95,7 +131,7 @@ def run_all(
     if not hasattr(os, "fork"):
         res = []
         for ob in obs:
-            r = run_inline(ob, timeout)
+            r = run_inline(ob, timeout, smt)
             res.append(r)
             if on_done:
                 on_done(r)
@@ -104,7 +140,7 @@ def run_all(
     pending = list(range(len(obs)))
     pending.reverse()
     results: dict[int, Result] = {}
-    slots = [_Slot(ctx, obs, timeout) for _ in range(min(jobs, max(1, len(obs))))]
+    slots = [_Slot(ctx, obs, timeout, smt) for _ in range(min(jobs, max(1, len(obs))))]
 
     def finish(i: int, r: Result) -> None:
         results[i] = r
@@ -133,14 +169,14 @@ def run_all(
                         continue
                     except (EOFError, OSError):
                         finish(task, _result(ob, Outcome.bad(died), elapsed))
-                elif elapsed > timeout + 0.5:
+                elif elapsed > timeout + 0.5 + (CROSS_CHECK_BUDGET if smt is not None and smt.cross_check else 0):
                     finish(task, _result(ob, Outcome.unknown(f"timeout after {timeout:g} s"), elapsed))
                 elif sl.proc.is_alive():
                     continue
                 else:
                     finish(task, _result(ob, Outcome.bad(died), elapsed))
                 sl.stop(kill=True)
-                slots[k] = _Slot(ctx, obs, timeout)
+                slots[k] = _Slot(ctx, obs, timeout, smt)
     finally:
         for sl in slots:
             sl.stop(kill=sl.task is not None)

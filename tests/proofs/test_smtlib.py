@@ -1,0 +1,75 @@
+"""Deciding queries as SMT-LIB: cvc5 re-checks them; vacuous proofs fail (the proofs issue, items 6 and 8).
+
+Backs every proving method of paper_map.md: a proof is only as good as the solver call it rests on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import z3
+
+from attnsim.cli import main
+from attnsim.proofs import decode, smtlib, z3sel
+from attnsim.proofs.obligation import Obligation
+from attnsim.proofs.runner import SmtOptions, run_inline
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+
+
+def test_cross_check_confirms_and_catches_a_disagreement() -> None:
+    """cvc5 confirms a true unsat; a query recorded with the wrong answer is reported as a disagreement."""
+    x, y = z3.Ints("x y")
+    s = z3.Solver()
+    s.add(x >= 1, y >= 1, x + y < 2)
+    text = s.to_smt2()
+    assert smtlib.cvc5_answer(smtlib.standalone(text, "unsat")) == "unsat"
+    col = smtlib.Collector(cross_check=True)
+    col(text, "unsat")
+    col(text, "sat")  # as if Z3 had said sat: cvc5 says unsat
+    col.run_cross_check()
+    assert col.confirmed == 1 and col.disagreements == ["query 2: z3 sat, cvc5 unsat"]
+    assert "DISAGREE" in col.summary()
+
+
+def test_a_disagreement_fails_the_obligation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sat against unsat fails the obligation, whatever Z3 said; the files carry '; expected: unsat'."""
+    n = C.Size("n")
+    ob = Obligation("t/z3-parametric/x", "t", "Proposition 1", "z3-parametric", lambda t: z3sel.prove(n + 1 > n))
+    good = run_inline(ob, 10, SmtOptions(tmp_path, cross_check=True))
+    assert good.status == "proved" and "cvc5: 1 of 1 deciding queries confirmed" in good.detail
+    files = list(tmp_path.glob("*.smt2"))
+    assert len(files) == 1 and files[0].read_text().startswith("; expected: unsat")
+    monkeypatch.setattr(smtlib, "cvc5_answer", lambda text, timeout=10.0: "sat")
+    bad = run_inline(ob, 10, SmtOptions(None, cross_check=True))
+    assert bad.status == "failed" and "DISAGREE" in bad.detail
+
+
+def test_a_vacuous_proof_fails() -> None:
+    """A false claim under premises that admit no values is not 'proved': it fails 'vacuous'."""
+    x, n = E.Var("x"), C.Size("n")
+    out = z3sel.prove(x.eq(5), [x < 0, x > 0])
+    assert out.ok is False and out.detail.startswith("vacuous")
+    out = decode.prove(x.eq(5), [x >= n], coords={"x": n})  # x < n and x >= n: empty
+    assert out.ok is False and out.detail.startswith("vacuous")
+    assert decode.prove(x < n, [], coords={"x": n}).ok is True
+
+
+def test_z3_parametric_without_a_size_is_refused() -> None:
+    """A proof labelled z3-parametric that mentions no size symbol fails: it is a z3-instance proof."""
+    x = E.Var("x")
+    ob = Obligation("t/z3-parametric/y", "t", "Proposition 1", "z3-parametric", lambda t: z3sel.prove(x + 1 > x))
+    r = run_inline(ob, 10)
+    assert r.status == "failed" and "z3-instance" in r.detail
+    ok = Obligation("t/z3-instance/y", "t", "Proposition 1", "z3-instance", lambda t: z3sel.prove(x + 1 > x))
+    assert run_inline(ok, 10).status == "proved"
+
+
+def test_verify_cross_check_and_smt2_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """attnsim verify --cross-check --smt2 DIR: files written, cvc5's tally printed, exit 0."""
+    code = main(["verify", "--only", "transpose/all-sizes", "-j", "1", "--cross-check", "--smt2", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "cvc5 confirmed" in out and "disagreed on 0" in out
+    assert any(tmp_path.glob("transpose_all-sizes_lemma-*.smt2"))

@@ -1,0 +1,35 @@
+"""The Sum normal form behind the all-sizes proofs (Lemma (matmul)): sound, and honest when incomplete."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from attnsim.symbolic.sums import equal_by_normal_form, normal_form
+
+A = sp.IndexedBase("A")
+L, M, N, D, d, c = (sp.Symbol(s, integer=True) for s in ("l", "m", "n", "D", "d", "c"))
+
+
+def test_renaming_linearity_and_constant_factors_decide_equal_sums() -> None:
+    """Sums differing in the bound variable's name, in constant factors or split over + are equal."""
+    lhs = c * (sp.Sum(A[L] * 2 + A[L + 1], (L, 0, N - 1)) / c)
+    rhs = 2 * sp.Sum(A[M], (M, 0, N - 1)) + sp.Sum(A[M + 1], (M, 0, N - 1))
+    same, shown, _ = equal_by_normal_form(lhs, rhs)
+    assert same, shown
+    assert equal_by_normal_form(sp.Sum(3, (L, 0, N - 1)), 3 * N)[0]
+
+
+def test_different_sums_are_not_equal() -> None:
+    """A shifted index, another bound or another factor: never equal."""
+    base = sp.Sum(A[L], (L, 0, N - 1))
+    for other in (sp.Sum(A[L + 1], (L, 0, N - 1)), sp.Sum(A[L], (L, 0, N - 2)), 2 * base):
+        assert not equal_by_normal_form(base, other)[0]
+
+
+def test_a_piecewise_body_is_never_simplified_into_a_false_claim() -> None:
+    """SymPy 1.14's simplify turns Sum_{l<D}[l<d] - D into Piecewise((0, d > l), (-D, True)) with a
+    free l, which a later case substitution 'proves' zero.  The normal form keeps such a Sum opaque."""
+    indicator = sp.Sum(sp.Piecewise((1, L < d), (0, True)), (L, 0, D - 1))
+    same, _, diff = equal_by_normal_form(indicator, D)
+    assert not same and diff.has(sp.Sum)
+    assert L not in normal_form(indicator - D).free_symbols  # the bound variable never escapes
