@@ -51,13 +51,14 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
 def verify(args: argparse.Namespace) -> int:
     """Run every proof obligation and print the table; exit 0 only if none failed or stayed unknown."""
     from attnsim.proofs.registry import select
-    from attnsim.proofs.runner import SmtOptions, run_all
+    from attnsim.proofs.runner import run_all
 
     if args.mutants:
         from attnsim.proofs.mutants import run_cli
 
         return run_cli(args)
     err = Console(stderr=True)
+    smt = _smt_options(args)
     t0 = time.perf_counter()
     obs = select(args.only, include_deep=args.deep)
     if not obs:
@@ -67,9 +68,6 @@ def verify(args: argparse.Namespace) -> int:
         TextColumn("verify"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True
     ) as prog:
         task = prog.add_task("verify", total=len(obs))
-        smt = None
-        if args.cross_check or args.smt2:
-            smt = SmtOptions(Path(args.smt2) if args.smt2 else None, args.cross_check, args.timeout)
         results = run_all(obs, jobs=args.jobs, timeout=args.timeout, on_done=lambda r: prog.advance(task), smt=smt)
     total = time.perf_counter() - t0
     bad = [r for r in results if r.status in ("failed", "unknown")]
@@ -100,6 +98,27 @@ def verify(args: argparse.Namespace) -> int:
             out.print(smt_summary(results, smt))
     err.print(f"total time {total:.1f} s")
     return 1 if bad else 0
+
+
+def _smt_options(args: argparse.Namespace) -> Any:
+    """--cross-check / --smt2 as runner options (None when neither is given); bad values are usage errors."""
+    from attnsim.proofs.runner import SmtOptions
+
+    if args.cross_check:
+        try:
+            import cvc5  # noqa: F401
+        except ImportError:
+            raise ValueError("--cross-check needs cvc5: pip install 'attnsim[smt]' (or pip install cvc5)") from None
+    directory = None
+    if args.smt2:
+        directory = Path(args.smt2)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"--smt2 {args.smt2}: cannot create the directory ({exc.strerror})") from None
+    if not (args.cross_check or directory):
+        return None
+    return SmtOptions(directory, args.cross_check, args.timeout)
 
 
 def smt_summary(results: Sequence[Any], smt: Any) -> str:
