@@ -261,9 +261,12 @@ class VectorConstruction(Construction):
         return super()._operands(fixed, backend)
 
 
-def size_args(**sizes: int | C.Size | None) -> tuple[dict[str, Any], dict[str, int]]:
+def size_args(
+    labels: dict[str, str] | None = None, **sizes: int | C.Size | None
+) -> tuple[dict[str, Any], dict[str, int]]:
     """A factory's size arguments: an int becomes an unbound Size of that name (bound after the
-    symbolic build), a Size is used as given, None stays None.  Ints must be positive."""
+    symbolic build), a Size is used as given, None stays None.  Ints must be positive; errors
+    name the argument as the caller wrote it (``labels``: size name -> argument name)."""
     sym: dict[str, Any] = {}
     vals: dict[str, int] = {}
     for name, v in sizes.items():
@@ -272,7 +275,8 @@ def size_args(**sizes: int | C.Size | None) -> tuple[dict[str, Any], dict[str, i
         elif isinstance(v, int) and not isinstance(v, bool) and v >= 1:
             sym[name], vals[name] = C.Size(name), v
         else:
-            raise ConstructionError(f"{name} must be a positive int or a Size, got {v!r}")
+            label = (labels or {}).get(name, name)
+            raise ConstructionError(f"{label} must be a positive int (or a Size), got {v!r}")
     return sym, vals
 
 

@@ -14,20 +14,21 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.allsizes_extra import Semantics, semantics_algebra
+from attnsim.lemmas.allsizes_extra import Semantics
 from attnsim.lemmas.base import (
     Construction,
     Intent,
     VectorConstruction,
     layout_obligation,
+    size_args,
     standard_obligations,
 )
-from attnsim.lemmas.transpose import _check_sizes
-from attnsim.proofs.allsizes import all_sizes_obligation
+from attnsim.proofs.allsizes import spec_obligation
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
+from attnsim.symbolic import specs
 
 PAPER_REF = "Activation ReLU"
 
@@ -47,11 +48,11 @@ def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
     return np.vectorize(lambda v: max(v, 0 * v), otypes=[object])(a)
 
 
-def relu(length: int, rows: int | None = None) -> Construction:
-    """ReLU of a vector of ``length`` entries, or of a (rows, length) matrix."""
-    _check_sizes(length=length, rows=rows or 1)
-    n = C.Size("n", length)
-    r = C.Size("rows", rows) if rows is not None else 1
+def relu(length: int | C.Size, rows: int | C.Size | None = None) -> Construction:
+    """ReLU of a vector of ``length`` entries, or of a (rows, length) matrix (ints or Size symbols)."""
+    sym, vals = size_args({"n": "length"}, n=length, rows=rows)
+    n = sym["n"]
+    r = sym["rows"] if rows is not None else 1
     a_blk = Block.of("A", 0, r, n)
     res, intents = relu_ref(MatRef(C.tokens, a_blk), name="out")
     return VectorConstruction(
@@ -61,10 +62,11 @@ def relu(length: int, rows: int | None = None) -> Construction:
         Layout.of(a_blk, res.block),
         ("A",),
         _reference,
-        out_shape=(length,) if rows is None else None,
+        out_shape=(length,) if rows is None and isinstance(length, int) else None,
         intents=intents,
         paper_cost={"layers": 0, "heads": [], "note": "element-wise, no attention"},
-    )
+        specification=specs.RELU.at(rows=r, n=n),
+    ).bind(**vals)
 
 
 # -- all sizes: no selectors; the layout (Z3) and the one position-wise map (SymPy) ---------------
@@ -76,19 +78,13 @@ def _relu_semantics(con: Construction) -> Semantics:
 
 
 def relu_all_sizes() -> Obligation:
-    """``all-sizes`` for an attention-free map: what it means here, honestly.
-
-    No selector, so no intent: the claim is that the layout is injective and disjoint for every
-    (rows, n), the output block sits at the operand's positions, and the program evaluated at a
-    symbolic entry (i, j) is max(A[i, j], 0).  Nothing in the program depends on the size.
-    """
-    makes = [functools.partial(relu, 5, 3), functools.partial(relu, 4, 2)]
-    return all_sizes_obligation(
+    """``all-sizes``: the program over unbound (n, rows) equals the spec max(A[i, j], 0) at every entry."""
+    n, rows = C.Size("n"), C.Size("rows")
+    return spec_obligation(
         "relu",
         PAPER_REF,
-        makes[0],
-        semantics_algebra(makes, _relu_semantics, "relu"),
-        statement="for every n and rows: the layout holds and output (i, j) is max(A[i, j], 0) (no attention)",
+        [lambda: relu(n), lambda: relu(n, rows)],
+        statement="program == spec out[i, j] = max(A[i, j], 0) for every n and rows (no attention)",
     )
 
 

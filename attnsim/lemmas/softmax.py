@@ -44,17 +44,20 @@ from attnsim.lemmas.base import (
     intent_obligations,
     layout_obligation,
     numeric_check,
+    size_args,
     standard_obligations,
     sympy_check,
 )
 from attnsim.lemmas.transpose import _check_sizes
 from attnsim.proofs import z3sel
-from attnsim.proofs.allsizes import all_sizes_obligation
+from attnsim.proofs.allsizes import all_sizes_obligation, spec_obligation
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
+from attnsim.symbolic import specs
+from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Lemma 3 (softmax)"
 
@@ -91,7 +94,7 @@ def softmax_ref(
     Returns the result and the Z3 intent of the row-sum head.
     """
     b = a.block
-    cols = _int(b.cols)
+    cols = b.cols  # a size expression: the row sum is cols x the row mean for every size
     out = Block.of(name, b.offset, b.rows, b.cols, b.stack, channel=name)
     row = C.imap(lambda p: (p - b.offset) // b.cols, C.indices).named(f"{name}.row")
     sel = C.select(row, row, "==").named(f"{name}.rowsum")
@@ -122,6 +125,11 @@ def softmax_ref(
         b.contains(k) & hk.eq(hq) & ik.eq(iq),
         out.contains(q),
         "the row-sum head of entry (h, i, j) selects exactly the c keys of row (h, i) of the operand",
+        keys=Enumeration(
+            key=lambda qp, lp: b.position(out.coords(qp)[1], lp, out.coords(qp)[0]),
+            witness=lambda kp: b.coords(kp)[2],
+            count=b.cols,
+        ),
     )
     return MatRef(y, out), [intent]
 
@@ -133,10 +141,10 @@ def masked_softmax_ref(
     return softmax_ref(a, name, valid_cols=valid_cols, stable=stable)
 
 
-def _paper_cost(rows: int, heads: int | None) -> dict[str, Any]:
+def _paper_cost(rows: int | C.Size, heads: int | C.Size | None) -> dict[str, Any]:
     return {
         "layers": 2 + (1 if heads is not None else 0),
-        "heads": [rows],
+        "heads": [rows if isinstance(rows, int) else E.render(rows)],
         "note": "2 layers; exp FFN then one block-mean head per row (3 rows hard-coded); multi-head +1 layer",
     }
 
@@ -181,11 +189,15 @@ def float_range_check(a: np.ndarray, stable: bool, what: str = "softmax") -> Non
         raise ConstructionError(f"{what}: a row's max {lo:.4g} < -708 underflows exp in float64; use stable=True")
 
 
-def softmax(rows: int, cols: int, heads: int | None = None, *, stable: bool = False) -> Construction:
-    """Row-wise softmax of A (rows, cols), or of a stack (heads, rows, cols) per head."""
-    _check_sizes(rows=rows, cols=cols, heads=heads or 1)
-    r, c = C.Size("rows", rows), C.Size("cols", cols)
-    h = C.Size("heads", heads) if heads is not None else 1
+def softmax(
+    rows: int | C.Size, cols: int | C.Size, heads: int | C.Size | None = None, *, stable: bool = False
+) -> Construction:
+    """Row-wise softmax of A (rows, cols), or of a stack (heads, rows, cols) per head.
+
+    Sizes may be ints or Size symbols; an int call is the symbolic build bound to those ints."""
+    sym, vals = size_args(rows=rows, cols=cols, heads=heads)
+    r, c = sym["rows"], sym["cols"]
+    h = sym["heads"] if heads is not None else 1
     a_blk = Block.of("A", 0, r, c, h)
     res, intents = softmax_ref(MatRef(C.tokens, a_blk), name="out", stable=stable)
     return Construction(
@@ -199,7 +211,8 @@ def softmax(rows: int, cols: int, heads: int | None = None, *, stable: bool = Fa
         paper_cost=_paper_cost(rows, heads),
         exact=False,
         check_inputs=functools.partial(_check_plain, stable=stable),
-    )
+        specification=specs.SOFTMAX.at(rows=r, cols=c, heads=h),  # the shift cancels: the same spec
+    ).bind(**vals)
 
 
 def _check_plain(a: np.ndarray, backend: str = "numpy", stable: bool = False) -> None:
@@ -429,7 +442,17 @@ def softmax_all_sizes(stable: bool = False, masked: bool = False) -> Obligation:
     for every runtime n with 1 <= n <= cols (what the input check enforces), the sum is split at n.
     """
     cid = "softmax-masked" if masked else "softmax"
-    factory = masked_softmax if masked else softmax
+    if not masked:  # program == independent spec by symbolic execution
+        rows, cols, heads = C.Size("rows"), C.Size("cols"), C.Size("heads")
+        return spec_obligation(
+            cid,
+            PAPER_REF,
+            [lambda: softmax(rows, cols, stable=stable), lambda: softmax(rows, cols, heads, stable=stable)],
+            statement="program == spec exp(A[h, i, j]) / sum_{l < cols} exp(A[h, i, l]), every size and entry"
+            + (" (the row-mean shift cancels)" if stable else ""),
+            detail="stable" if stable else "lemma",
+        )
+    factory = masked_softmax
     makes = [functools.partial(factory, 3, 5, 2, stable=stable), functools.partial(factory, 4, 6, 3, stable=stable)]
     sem = _masked_semantics if masked else _softmax_semantics
     what = ("masked " if masked else "") + ("mean-shifted " if stable else "") + "softmax"

@@ -134,6 +134,11 @@ class Executor:
             return sp.Rational(Fraction(node.value).numerator, Fraction(node.value).denominator)
         if isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.Prim):
             args = [self.value(a, pos) for a in node.args]
+            for k in node.fn.primitive.partial:  # a divisor (1/x, x/y, sqrt...): shown non-zero, else no claim
+                if not self.positive(args[k]):
+                    raise ExecutionFailed(
+                        Outcome.unknown(f"{node.label}: operand {sp.sstr(args[k])} of {node.fn.name} not shown > 0")
+                    )
             return node.fn.primitive.sympy(*args, *(self.param(p) for p in node.fn.consts))
         if isinstance(node, C.Aggregate):
             return self.aggregate(node, pos)
@@ -143,6 +148,31 @@ class Executor:
             v = sym(ix)
             return sp.Piecewise((1, v), (0, True)) if isinstance(v, sp.logic.boolalg.Boolean) else v
         raise ExecutionFailed(Outcome.unknown(f"{node.label} ({type(node).__name__}) is out of the method's scope"))
+
+    def positive(self, e: sp.Expr) -> bool:
+        """A sound, syntactic test that ``e > 0``: exp, positive numbers, sizes (>= their minimum
+        >= 1), and sums, products, powers and non-empty Sums of positives (the executor builds a
+        Sum only after proving its count >= 1)."""
+        if isinstance(e, sp.exp) or (e.is_number and e.is_positive):
+            return True
+        if isinstance(e, sp.Symbol):
+            return e.name in self.size_names
+        if isinstance(e, (sp.Add, sp.Mul)):
+            return all(self.positive(a) for a in e.args)
+        if isinstance(e, sp.Pow):
+            return self.positive(e.base) and bool(e.exp.is_real)
+        if isinstance(e, sp.Sum):
+            _, lo, hi = e.limits[0]
+            return self.positive(e.function) and self.positive(sp.expand(hi - lo + 1))
+        return False
+
+    @property
+    def size_names(self) -> set[str]:
+        names: set[str] = set()
+        for b in self.con.layout:
+            for x in (b.offset, b.rows, b.cols, b.stack):
+                names |= {n.name for n in E.nodes(x) if isinstance(n, C.Size)}
+        return names
 
     def param(self, p: C.Param) -> sp.Expr:
         if isinstance(p, E.Expr):
@@ -238,12 +268,14 @@ def prove_program_equals_spec(con: Any, timeout: float = 10.0) -> Outcome:
         return Outcome.bad(f"{con.name}: no independent specification")
     ex = Executor(con, timeout)
     out = con.layout[con.output]
-    stacked = not out.is_single
-    h = E.Var("o_h") if stacked else E.Const(0)
-    i, j = E.Var("o_i"), E.Var("o_j")
-    if stacked:
-        ex.coords["o_h"] = out.stack
-    ex.coords["o_i"], ex.coords["o_j"] = out.rows, out.cols
+    coords: list[E.Expr] = []
+    for name, extent in (("o_h", out.stack), ("o_i", out.rows), ("o_j", out.cols)):
+        if isinstance(extent, E.Const) and extent.value == 1:  # one value: the coordinate is 0
+            coords.append(E.Const(0))
+        else:
+            coords.append(E.Var(name))
+            ex.coords[name] = extent
+    h, i, j = coords
     try:
         vacuous = _vacuous(ex)
         if vacuous:

@@ -161,11 +161,11 @@ SOFTMAX = Spec(
 
 RELU = Spec(
     "relu",
-    ("x",),
+    ("A",),
     ("rows", "n"),
     lambda sz: (1, sz["rows"], sz["n"]),
-    lambda alg, ops, h, i, j, sz: alg.max(ops["x"][h, i, j], 0),
-    "out[i, j] = max(x[i, j], 0)",
+    lambda alg, ops, h, i, j, sz: alg.max(ops["A"][h, i, j], 0),
+    "out[i, j] = max(A[i, j], 0)",
 )
 
 SPECS: dict[str, Spec] = {s.name: s for s in (TRANSPOSE, MATMUL, SOFTMAX, RELU)}

@@ -7,9 +7,11 @@ never called here.  Instead both sides are rewritten by rules that hold for ever
 
 1. **linearity**: the body is expanded; ``Sum(a + b) = Sum(a) + Sum(b)``;
 2. **constant factors**: a factor free of ``v`` moves out, ``Sum(c f) = c Sum(f)``; ``Sum(c) = c (hi - lo + 1)``;
-3. **renaming**: the bound variable becomes ``β<depth>`` (nested sums get depth + 1), so sums that
-   differ only in the name of their bound variable become the same object;
-4. the result is a polynomial (with rational exponents, exp...) over canonical Sum atoms, and two
+3. **renaming** (alpha-conversion): the bound variable becomes ``β<k>``, k one more than the
+   largest index of a ``β`` that occurs free in the body (0 when none does), so sums that differ
+   only in the names of their bound variables become the same object, at any nesting depth;
+4. **exp of a sum**: ``exp(a + b) = exp(a) exp(b)`` (SymPy's ``expand``; the values are real);
+5. the result is a polynomial (with rational exponents, exp...) over canonical Sum atoms, and two
    sides are equal when their expanded difference is structurally 0.
 
 Structural zero is a sound test: SymPy's automatic evaluation of +, *, / and ``expand`` are field
@@ -25,26 +27,33 @@ from typing import Any
 import sympy as sp
 
 
-def bound_symbol(depth: int) -> sp.Symbol:
-    """The canonical bound variable of a sum nested ``depth`` deep."""
-    return sp.Symbol(f"β{depth}", integer=True)
+def bound_symbol(k: int) -> sp.Symbol:
+    """The canonical bound variable number ``k``."""
+    return sp.Symbol(f"β{k}", integer=True)
 
 
-def normal_form(e: Any, depth: int = 0) -> Any:
+def _level(sym: Any) -> int | None:
+    name = getattr(sym, "name", "")
+    return int(name[1:]) if name.startswith("β") and name[1:].isdigit() else None
+
+
+def normal_form(e: Any) -> Any:
     """``e`` with every Sum rewritten by the rules of the module docstring (bottom-up)."""
     if isinstance(e, sp.Sum):
-        return _sum(e, depth)
+        return _sum(e)
     if not getattr(e, "args", ()) or isinstance(e, (sp.Indexed, sp.Symbol)):
         return e
-    return e.func(*(normal_form(a, depth) for a in e.args))
+    return e.func(*(normal_form(a) for a in e.args))
 
 
-def _sum(s: sp.Sum, depth: int) -> Any:
+def _sum(s: sp.Sum) -> Any:
     if len(s.limits) != 1:
         raise ValueError("one bound variable per Sum")
     var, lo, hi = s.limits[0]
-    new = bound_symbol(depth)
-    body = normal_form(s.function.xreplace({var: new}), depth + 1)
+    inner = normal_form(s.function)
+    levels = [lv for x in inner.free_symbols - {var} if (lv := _level(x)) is not None]
+    new = bound_symbol(max(levels) + 1 if levels else 0)
+    body = inner.xreplace({var: new})
     if isinstance(body, sp.Piecewise) or body.has(sp.Piecewise):
         return sp.Sum(body, (new, lo, hi))  # no rule applies under a Piecewise: kept as an opaque atom
     total: Any = sp.Integer(0)
@@ -52,7 +61,7 @@ def _sum(s: sp.Sum, depth: int) -> Any:
     for term in sp.Add.make_args(sp.expand(body)):
         coeff, dep = sp.Integer(1), sp.Integer(1)
         for f in sp.Mul.make_args(term):
-            if f.has(new):
+            if new in f.free_symbols:
                 dep *= f
             else:
                 coeff *= f
