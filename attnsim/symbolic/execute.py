@@ -161,6 +161,8 @@ class Executor:
             return all(self.positive(a) for a in e.args)
         if isinstance(e, sp.Pow):
             return self.positive(e.base) and bool(e.exp.is_real)
+        if isinstance(e, sp.Piecewise):
+            return all(self.positive(v) for v, _ in e.args)
         if isinstance(e, sp.Sum):
             _, lo, hi = e.limits[0]
             return self.positive(e.function) and self.positive(sp.expand(hi - lo + 1))
@@ -315,6 +317,25 @@ def _constants_compared(diff: Any) -> set[int]:
     return {v for v in out if v >= 1}
 
 
+def _program_constants(con: Any) -> set[int]:
+    """Integers that index expressions or size-valued constants of the program compare with (+-1)."""
+    out: set[int] = set()
+    exprs: list[E.Expr] = []
+    for n in C.topological([con.program]):
+        fn = getattr(n, "fn", None)
+        if isinstance(fn, C.IndexFn):
+            exprs.append(fn.expr)
+        elif isinstance(fn, C.Prim):
+            exprs += [p for p in fn.consts if isinstance(p, E.Expr)]
+    for e in exprs:
+        for x in E.nodes(e):
+            if isinstance(x, E.BinOp) and x.op in E.COMPARATORS:
+                for side in (x.a, x.b):
+                    if isinstance(side, E.Const):
+                        out |= {side.value - 1, side.value, side.value + 1}
+    return {v for v in out if 1 <= v <= 256}
+
+
 def _with_counterexample(
     con: Any, out: Outcome, cap: int = 4, tries: int = 48, special: set[int] | None = None, max_len: int = 20000
 ) -> Outcome:
@@ -322,7 +343,8 @@ def _with_counterexample(
     program and spec differ (this refutes; it never proves)."""
     names = sorted(con.free_sizes)
     rng = np.random.default_rng(0)
-    values = sorted(set(range(1, cap + 1)) | (special or set()))
+    special = (special or set()) | _program_constants(con)
+    values = sorted(set(range(1, cap + 1)) | special)
     combos = list(itertools.product(values, repeat=len(names)))
     rng.shuffle(combos)
     combos.sort(key=lambda c: -sum(v in (special or set()) for v in c))  # the constants first

@@ -8,6 +8,7 @@ one exists at small sizes.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -182,3 +183,40 @@ def test_spec_matches_the_numpy_reference(name: str) -> None:
     con = lemmas.transpose(3, 4, heads=2) if name == "transpose" else lemmas.matmul(3, 2, 4, heads=2)
     ops = [rng.integers(-4, 5, size=con.layout[n].shape) for n in con.inputs]
     assert np.array_equal(con.spec(*ops, backend="exact"), con.reference(*ops, backend="exact"))
+
+
+def _softmax(scale: Any = None, numerator: str = "exp", row_shift: int = 0) -> Construction:
+    """A softmax over unbound (rows, cols) with a replaceable scale constant, numerator or row-sum row."""
+    rows, cols = C.Size("rows"), C.Size("cols")
+    con = lemmas.softmax(rows, cols)
+    b = con.layout["A"]
+    row = C.imap(lambda p: (p - b.offset) // b.cols, C.indices)
+    qrow = C.imap(lambda p: (p - b.offset) // b.cols + row_shift, C.indices) if row_shift else row
+    sel = C.select(row, qrow, "==")
+    e = C.apply("exp", C.tokens)
+    denom = C.apply("scale", C.aggregate(sel, e), params=(scale if scale is not None else cols,))
+    y = C.apply("div", e if numerator == "exp" else C.tokens, denom)
+    return dataclasses.replace(con, program=y, intents=[dataclasses.replace(con.intents[0], selector=sel)])
+
+
+def test_softmax_variant_builder_is_proved() -> None:
+    """Lemma 3 (softmax): the test's own builder, knobs at their defaults, is proved (the failures are the knobs')."""
+    assert prove_program_equals_spec(_softmax()).ok is True
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"scale": C.Size("cols") + 1},
+        {"scale": C.Size("rows")},  # the row count: equal to cols on square instances
+        {"scale": 5},  # a constant that equals cols at cols = 5
+        {"scale": E.if_(C.Size("cols") >= 70, C.Size("cols") + 2, C.Size("cols"))},  # wrong only for cols >= 70
+        {"numerator": "x"},
+        {"row_shift": 1},  # the row-sum head reads the next row: the hint no longer matches the selector
+    ],
+    ids=["cols+1", "rows", "constant-5", "if-cols-ge-70", "numerator-x", "next-row"],
+)
+def test_wrong_softmax_fails(kw: dict[str, Any]) -> None:
+    """Lemma 3 (softmax): each wrong variant fails with a counterexample (sizes, entry)."""
+    out = prove_program_equals_spec(_softmax(**kw))
+    assert out.ok is False and "counterexample" in out.detail, out.detail
