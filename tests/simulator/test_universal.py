@@ -1,12 +1,15 @@
 """The universal simulator U: Theorem 6, Corollary 6.1, Theorem 9 / Corollary 9.1 and the hierarchy N >= n."""
 
+import itertools
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim import TransformerLayer, UniversalSimulator
+from attnsim import TransformerLayer, UniversalSimulator, evaluate
 from attnsim.rasp import expr as E
 from attnsim.simulator import obligations as O
 from attnsim.simulator.reference import SimulatorError
@@ -124,6 +127,51 @@ def test_sympy_backend_attention() -> None:
     X = sp.Matrix(2, 2, sp.symbols("x0:4", real=True))
     with pytest.raises(SimulatorError, match="sympy"):
         UniversalSimulator(2, 2, 1, 1).run(T, X)
+
+
+# The masks of U, written out here (not read from U): at entry (h, i, j) of the mask's block,
+# 1 exactly when the entry belongs to the true sizes n, d, heads, d_head, d_ff of T, else 0.
+# X^T is d_model x max_len (feature i, token j); QKV^T rows are 3 H K (i // K mod H is the
+# head, i mod K the head coordinate); the scores are H x N x N (column j is a key token);
+# the FFN hidden block is d_ff x max_len.
+def _expected_masks(cap: tuple[int, int, int, int, int]) -> dict[str, Callable[[int, int, int, dict[str, int]], bool]]:
+    _, _, H, K, _ = cap
+    return {
+        "mask_d": lambda h, i, j, s: i < s["d"],
+        "mask_n": lambda h, i, j, s: j < s["n"],
+        "mask_heads": lambda h, i, j, s: (i // K) % H < s["heads"],
+        "mask_dhead": lambda h, i, j, s: i % K < s["d_head"],
+        "probs.mask": lambda h, i, j, s: j < s["n"],
+        "mask_dff": lambda h, i, j, s: i < s["d_ff"],
+    }
+
+
+@pytest.mark.parametrize("cap", [(4, 3, 2, 3, 2), (3, 2, 2, 2, 2)])
+def test_masks_of_the_real_U_for_every_size(cap: tuple[int, int, int, int, int]) -> None:
+    """Hierarchy N >= n (Theorem 6 within capacity): on the real U, every MLP mask is 1 exactly on
+    the true n, d, heads, d_head, d_ff of T, for every size combination within the capacity.
+    (Outputs cannot show a mask one entry too wide: the extra entry multiplies zero padding.)"""
+    u = UniversalSimulator(*cap)
+    want = _expected_masks(cap)
+    assert sorted(m.name for m in u.masks) == sorted(want)
+    N, D, H, K, F = cap
+    combos = 0
+    for n, d, h, k, f in itertools.product(
+        range(1, N + 1), range(1, D + 1), range(1, H + 1), range(1, K + 1), range(0, F + 1)
+    ):
+        T = TransformerLayer.random(d, h, k, f or None, seed=combos)
+        vals = evaluate([m.sop for m in u.masks], u.encode(T, np.ones((n, d))))
+        sizes = {"n": n, "d": d, "heads": h, "d_head": k, "d_ff": f}
+        for m, v in zip(u.masks, vals, strict=True):
+            got = np.asarray(v)[m.block.start : m.block.end].reshape(m.block.shape)
+            got = got.reshape((-1, *got.shape[-2:]))
+            fn = want[m.name]
+            exp = np.zeros(got.shape)
+            for hh, i, j in np.ndindex(*got.shape):
+                exp[hh, i, j] = fn(hh, i, j, sizes)
+            assert np.array_equal(got, exp), (m.name, sizes)
+        combos += 1
+    assert combos == N * D * H * K * (F + 1)
 
 
 def test_checks_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
