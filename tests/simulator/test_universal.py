@@ -25,8 +25,9 @@ def test_public_api() -> None:
     seq = u.encode(T, X)
     assert seq.ndim == 1 and len(seq) == u.positions() == u.layout.total
     out = np.asarray(__import__("attnsim").evaluate(u.program, seq))
-    assert np.max(np.abs(u.decode(out, 3) - T(X))) <= 1e-12
-    assert np.max(np.abs(u.run(T, X) - T(X))) <= 1e-12
+    # measured 2.2e-16 (both)
+    assert np.max(np.abs(u.decode(out, 3) - T(X))) <= 1e-14
+    assert np.max(np.abs(u.run(T, X) - T(X))) <= 1e-14
     tr = u.trace(T, X)
     assert "probs" in tr and "R1" in tr and "U" in tr
     c = u.cost()
@@ -55,8 +56,40 @@ def test_one_program_for_every_T_within_capacity(
     fp, prog = U.fingerprint, U.program
     T = TransformerLayer.random(d, h, k, f, seed=seed, residual=residual, norm=norm, activation=act)
     X = np.random.default_rng(seed).normal(size=(n, d))
-    assert np.max(np.abs(U.run(T, X) - T(X))) <= 1e-10
+    want = T(X)
+    assert np.max(np.abs(U.run(T, X) - want)) <= _tolerance(T, X, want)
     assert U.program is prog and U.fingerprint == fp
+
+
+def _tolerance(T: TransformerLayer, X: np.ndarray, want: np.ndarray) -> float:
+    """U and T round differently, and LayerNorm multiplies those differences by 1/sigma, sigma =
+    sqrt(var + eps) of its input row: tiny when a row's features nearly coincide (d = 2 often).
+    Measured over 6,000 random draws of this test's strategy: error / max(1, |T(X)|) <= 1.6e-15
+    without LayerNorm; error * sigma_min / max(1, |T(X)|) <= 1.3e-14 with it (raw errors up to
+    1.1e-11 at d = 2).  The bounds are ~60x and ~75x those."""
+    scale = max(1.0, float(np.max(np.abs(want))))
+    if T.norm == "none":
+        return 1e-13 * scale
+
+    def sd(v: np.ndarray) -> float:
+        return float(np.sqrt(v.var(axis=1) + T.eps).min())
+
+    def ln(v: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return (v - v.mean(axis=1, keepdims=True)) / np.sqrt(v.var(axis=1, keepdims=True) + T.eps) * w + b
+
+    res = 1.0 if T.residual else 0.0
+    if T.norm == "pre":  # LayerNorm inputs: X, then X + attention
+        sigmas = [sd(X)]
+        y = T.attention(ln(X, T.ln1_weight, T.ln1_bias)) + res * X
+        if T.d_ff is not None:
+            sigmas.append(sd(y))
+    else:  # post: X + attention, then y1 + FFN
+        r1 = T.attention(X) + res * X
+        sigmas = [sd(r1)]
+        if T.d_ff is not None:
+            y1 = ln(r1, T.ln1_weight, T.ln1_bias)
+            sigmas.append(sd(T.ffn(y1) + res * y1))
+    return 1e-12 * scale / min(sigmas)
 
 
 def test_fingerprint_depends_on_capacity_only() -> None:
@@ -87,7 +120,7 @@ def test_run_stack_is_looping() -> None:
     want = X
     for T in layers:
         want = T(want)
-    assert np.max(np.abs(U.run_stack(layers, X) - want)) <= 1e-10
+    assert np.max(np.abs(U.run_stack(layers, X) - want)) <= 1e-14  # measured 3.9e-16
     seq = U.encode(layers, X)
     out = np.asarray(__import__("attnsim").evaluate(U.program, seq))
     ptr = U.header.start + 2
