@@ -71,6 +71,7 @@ def test_elu1_primitive() -> None:
     p = P.get("elu1")
     assert p.realization == "generalized" and p.exact is None
     xs = np.array([-2.0, -0.5, 0.0, 0.5, 3.0])
-    assert np.allclose(p.numpy(xs), _elu1(xs))
-    assert [float(p.sympy(sp.Rational(int(x * 2), 2))) for x in xs] == pytest.approx(list(_elu1(xs)))
+    np.testing.assert_allclose(p.numpy(xs), _elu1(xs), rtol=0, atol=1e-15)  # measured 0.0
+    sym = [float(p.sympy(sp.Rational(int(x * 2), 2))) for x in xs]
+    np.testing.assert_allclose(sym, _elu1(xs), rtol=0, atol=1e-15)  # measured 0.0
     assert isinstance(p.sympy(sp.Symbol("x", real=True)), sp.Piecewise)
