@@ -204,6 +204,12 @@ def collect_tests(files: list[str], root: Path) -> tuple[set[str], str]:
     return _collected(proc)
 
 
+def is_collected(ref: str, ids: set[str]) -> bool:
+    """A test reference names a collected test exactly: the node id itself, or one of its
+    parametrized cases ``ref[...]``; a reference that is only a prefix of a name is not one."""
+    return ref in ids or any(i.startswith(ref + "[") and i.endswith("]") for i in ids)
+
+
 def _matches(ref: str, oid: str) -> bool:
     return oid.startswith(ref[:-1]) if ref.endswith("*") else oid == ref
 
@@ -265,7 +271,7 @@ def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) ->
             f = t.split("::")[0]
             if f not in present:
                 add("dangling-test", t, f"no file {f}", row)
-            elif not any(i == t or i.startswith(t + "[") for i in ids):
+            elif not is_collected(t, ids):
                 add("dangling-test", t, "pytest does not collect it", row)
     # coverage
     for o in obs:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim.audit import COLUMNS, AuditError, audit, parse_map
+from attnsim.audit import COLUMNS, AuditError, audit, is_collected, parse_map
 from attnsim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +38,8 @@ def test_dangling_references_fail(tmp_path: Path, capsys: pytest.CaptureFixture[
     rows = GOOD_ROW + (
         "| broken | x | `attnsim.lemmas.transpose:no_such_function` `attnsim.no_such_module:f` | "
         "`transpose/sympy/no-such-id` (sympy) `nosuch/*` (exact) `matmul/*` (sympy) | "
-        "`tests/lemmas/test_transpose.py::test_no_such_test` `tests/no_such_file.py::test_x` | - |\n"
+        "`tests/lemmas/test_transpose.py::test_no_such_test` `tests/no_such_file.py::test_x` "
+        "`tests/lemmas/test_transpose.py::test_transpose_heads` | - |\n"
     )
     path = _write(tmp_path, rows)
     rep = audit(path, ROOT)
@@ -50,10 +51,27 @@ def test_dangling_references_fail(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert ("method-mismatch", "matmul/*") in kinds
     assert ("dangling-test", "tests/lemmas/test_transpose.py::test_no_such_test") in kinds
     assert ("dangling-test", "tests/no_such_file.py::test_x") in kinds
-    assert not any(p.ref.startswith("tests/lemmas/test_transpose.py::test_transpose_heads") for p in rep.problems)
+    # only a prefix of the real test_transpose_heads_and_cost: names no test
+    assert ("dangling-test", "tests/lemmas/test_transpose.py::test_transpose_heads") in kinds
+    assert not any(p.ref == "tests/lemmas/test_transpose.py::test_transpose_heads_and_cost" for p in rep.problems)
     assert main(["audit", "--map", str(path), "--root", str(ROOT), "--json", "--no-tests"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] is False and out["problems"]
+
+
+NAME = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(NAME, st.from_regex(r"[a-z0-9_]{1,5}", fullmatch=True), st.from_regex(r"[a-z0-9-]{1,5}", fullmatch=True))
+def test_test_names_match_exactly(name: str, more: str, param: str) -> None:
+    """A test reference resolves to the node id itself or its parametrized cases, never to a
+    longer name it is a prefix of (nor to a test of a class it names)."""
+    ref = f"tests/t.py::{name}"
+    assert is_collected(ref, {ref})
+    assert is_collected(ref, {f"{ref}[{param}]"})
+    assert not is_collected(ref, {f"{ref}{more}", f"{ref}{more}[{param}]", f"{ref}::test_{more}"})
+    assert not is_collected(ref, {f"tests/other.py::{name}", f"tests/t.py::{more}{name}"})
 
 
 def test_missing_coverage_and_malformed(tmp_path: Path) -> None:
@@ -78,11 +96,16 @@ def test_unreadable_map_is_a_one_line_error(tmp_path: Path, capsys: pytest.Captu
     """No table, or no file: a clear error, exit 2."""
     p = tmp_path / "m.md"
     p.write_text("no table here\n", encoding="utf-8")
-    with pytest.raises(AuditError):
+    with pytest.raises(AuditError, match=r"^no table with the header \| result \| statement"):
         audit(p)
+    with pytest.raises(AuditError, match=r"^no map at "):
+        audit(tmp_path / "missing.md")
     assert main(["audit", "--map", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "error" in err and "no table with the header" in err and len(err.strip().splitlines()) == 1
     assert main(["audit", "--map", str(tmp_path / "missing.md")]) == 2
-    assert "error" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "error" in err and "no map at" in err and len(err.strip().splitlines()) == 1
 
 
 @settings(max_examples=60, deadline=None)

@@ -27,20 +27,34 @@ def test_bench_json_is_well_formed(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_bench_skips_say_why() -> None:
-    """A construction filtered out gives no timings; no simulator gives a reason, never a crash."""
+    """A construction filtered out gives no timings; what is not swept, or over the budget, is
+    listed with its reason, never a crash."""
     res = bench([2], repeats=1, budget=30, only="no-such-construction", simulator=False)
     assert res.timings == []
+    assert res.skipped == ["simulator: the universal simulator: measured as U (max_len = d_model), not as a lemma"]
+    res = bench([2, 4], repeats=1, budget=1e-9, only="transpose", simulator=False)
+    assert res.timings == [] and "transpose: budget exhausted" in res.skipped
 
 
-@pytest.mark.parametrize("kw", [{"sizes": []}, {"sizes": [0]}, {"repeats": 0}, {"budget": -1.0}])
-def test_bench_rejects_bad_arguments(kw: dict[str, object]) -> None:
+@pytest.mark.parametrize(
+    ("kw", "msg"),
+    [
+        ({"sizes": []}, r"^sizes must be positive integers, got \[\]$"),
+        ({"sizes": [0]}, r"^sizes must be positive integers, got \[0\]$"),
+        ({"repeats": 0}, r"^repeats must be >= 1, got 0$"),
+        ({"budget": -1.0}, r"^budget must be positive, got -1.0$"),
+    ],
+)
+def test_bench_rejects_bad_arguments(kw: dict[str, object], msg: str) -> None:
     """Bad configuration is a one-line BenchError (a ValueError)."""
     args: dict[str, object] = {"sizes": [2], "repeats": 1, "budget": 5.0} | kw
-    with pytest.raises(BenchError):
+    with pytest.raises(BenchError, match=msg):
         bench(**args)  # type: ignore[arg-type]
 
 
 def test_bench_cli_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
-    """--sizes with junk is a clear error."""
-    with pytest.raises(SystemExit):
+    """--sizes with junk is a clear error: argparse's usage error, exit 2, naming the value."""
+    with pytest.raises(SystemExit) as excinfo:
         main(["bench", "--sizes", "a,b"])
+    assert excinfo.value.code == 2
+    assert "error: argument --sizes: invalid _sizes value: 'a,b'" in capsys.readouterr().err

@@ -24,7 +24,8 @@ def test_linear_attention_numeric(n: int, d: int, dv: int, seed: int) -> None:
     q, k, v = rng.normal(size=(n, d)), rng.normal(size=(n, d)), rng.normal(size=(n, dv))
     fq, fk = _elu1(q), _elu1(k)
     want = (fq @ (fk.T @ v)) / (fq @ fk.sum(axis=0))[:, None]  # the linear (RNN) form
-    assert np.allclose(applications.linear_attention(n, d, dv).run(q, k, v), want, atol=1e-12, rtol=1e-12)
+    got = applications.linear_attention(n, d, dv).run(q, k, v)
+    np.testing.assert_allclose(got, want, rtol=0, atol=5e-14)  # measured 6.7e-16 over 400 draws
 
 
 @settings(max_examples=20, deadline=None)
@@ -36,7 +37,8 @@ def test_linformer_numeric(n: int, d: int, dv: int, kk: int, seed: int) -> None:
     s = q @ (e @ k).T / np.sqrt(d)
     w = np.exp(s - s.max(axis=1, keepdims=True))
     want = (w / w.sum(axis=1, keepdims=True)) @ (f @ v)
-    assert np.allclose(applications.linformer(n, d, dv, kk).run(q, k, v, e, f), want, atol=1e-12, rtol=1e-10)
+    got = applications.linformer(n, d, dv, kk).run(q, k, v, e, f)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-13)  # measured 2.2e-15 over 400 draws
 
 
 def test_sympy_proofs_and_that_they_can_fail() -> None:
@@ -69,6 +71,7 @@ def test_elu1_primitive() -> None:
     p = P.get("elu1")
     assert p.realization == "generalized" and p.exact is None
     xs = np.array([-2.0, -0.5, 0.0, 0.5, 3.0])
-    assert np.allclose(p.numpy(xs), _elu1(xs))
-    assert [float(p.sympy(sp.Rational(int(x * 2), 2))) for x in xs] == pytest.approx(list(_elu1(xs)))
+    np.testing.assert_allclose(p.numpy(xs), _elu1(xs), rtol=0, atol=1e-15)  # measured 0.0
+    sym = [float(p.sympy(sp.Rational(int(x * 2), 2))) for x in xs]
+    np.testing.assert_allclose(sym, _elu1(xs), rtol=0, atol=1e-15)  # measured 0.0
     assert isinstance(p.sympy(sp.Symbol("x", real=True)), sp.Piecewise)

@@ -31,8 +31,9 @@ def test_softmax_matches_numpy_and_rows_sum_to_one(r: int, c: int, h: int | None
     a = np.random.default_rng(seed).normal(size=shape) * 5
     out = lemmas.softmax(r, c, heads=h, stable=stable).run(a)
     assert out.shape == shape and out.dtype == np.float64
-    assert np.max(np.abs(out - np_softmax(a))) <= 1e-12
-    assert np.max(np.abs(out.sum(axis=-1) - 1)) <= 1e-12
+    # measured over 1,500 draws: 5.6e-16 against NumPy, 4.4e-16 for the row sums
+    assert np.max(np.abs(out - np_softmax(a))) <= 1e-14
+    assert np.max(np.abs(out.sum(axis=-1) - 1)) <= 1e-14
 
 
 def test_softmax_sympy_true_exp_and_no_exact_backend() -> None:
@@ -74,7 +75,7 @@ def test_softmax_bad_input() -> None:
     big = 1000 + np.random.default_rng(0).normal(size=(2, 3))
     with pytest.raises(ConstructionError, match="overflows exp"):
         con.run(big)
-    assert np.max(np.abs(lemmas.softmax(2, 3, stable=True).run(big) - np_softmax(big))) <= 1e-12
+    assert np.max(np.abs(lemmas.softmax(2, 3, stable=True).run(big) - np_softmax(big))) <= 5e-15  # measured 5.6e-17
     with pytest.raises(ConstructionError, match="cols must be a positive int"):
         lemmas.softmax(2, 0)
 
@@ -86,7 +87,7 @@ def test_masked_softmax_zero_padding(r: int, c: int, data: st.DataObject, stable
     a = np.random.default_rng(seed).normal(size=(r, c)) * 5
     out = lemmas.masked_softmax(r, c, stable=stable).run(a, [[n]])
     assert np.all(out[:, n:] == 0)
-    assert np.max(np.abs(out[:, :n] - np_softmax(a[:, :n]))) <= 1e-12
+    assert np.max(np.abs(out[:, :n] - np_softmax(a[:, :n]))) <= 1e-14  # measured 4.4e-16 over 1,500 draws
 
 
 def test_masked_softmax_bad_n_and_sympy() -> None:
@@ -107,7 +108,8 @@ def test_masked_composable_form_with_a_runtime_n() -> None:
     a = np.random.default_rng(3).normal(size=(3, 4))
     seq = np.concatenate([a.reshape(-1), [3.0]])
     out = evaluate(res.sop, seq)[:12].reshape(3, 4)
-    assert np.all(out[:, 3] == 0) and np.allclose(out[:, :3], np_softmax(a[:, :3]), atol=1e-15)
+    assert np.all(out[:, 3] == 0)
+    np.testing.assert_allclose(out[:, :3], np_softmax(a[:, :3]), rtol=0, atol=5e-15)  # measured 5.6e-17
     assert cost(res.sop).layers == 2  # the caller's n-head, then the row-sum head
     const_n, _ = lemmas.masked_softmax_ref(MatRef(C.tokens, blk), C.full(2), name="q")
     assert cost(const_n.sop).layers == 1

@@ -113,16 +113,3 @@ def test_scope_summary() -> None:
     assert rows["c"][0] == "bounded (sizes <= 3)"
     assert rows["d"][0] == "sampled"
     assert rows["e"][0] == "NOT VERIFIED"
-
-
-def test_sympy_failure_names_entry_and_difference() -> None:
-    """Issue 4 item 2: a failed SymPy obligation reports the first differing entry, simplified."""
-    from attnsim.lemmas.base import sympy_check
-
-    def broken() -> object:
-        con = transpose(2, 2)
-        con.reference_fn = lambda a, backend="numpy": a  # forgets to transpose
-        return con
-
-    out = sympy_check(broken)(20)  # type: ignore[arg-type]
-    assert out.ok is False and out.detail == "entry (0, 1): program - reference = -A_0_1 + A_1_0"

@@ -7,14 +7,16 @@ counterexample in matrix coordinates, a correct one ``proved``, a Z3 timeout ``u
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim.lemmas.base import Intent, check_intent, prove_layout
+from attnsim.lemmas.base import Intent, check_intent, layout_obligation, prove_layout
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import transpose
 from attnsim.proofs import decode, z3sel
@@ -131,6 +133,8 @@ def test_bounded_intent_still_checked() -> None:
 
 
 def test_layouts_proved_and_overlap_caught() -> None:
+    """Proposition 1: layouts are proved for all sizes; an overlap is refuted, and its registered
+    form (the layout obligation) comes out failed."""
     assert prove_layout(matmul(2, 3, 2, heads=2).layout).ok is True
     assert prove_layout(transpose(2, 3, heads=2).layout).ok is True
     r, c = C.Size("rows", 2), C.Size("cols", 3)
@@ -138,6 +142,9 @@ def test_layouts_proved_and_overlap_caught() -> None:
     b = Block.of("B", r * c - 1, c, r)  # one entry too early: overlaps A's last entry
     out = prove_layout(Layout.of(a, b))
     assert out.ok is False and "overlap" in out.detail
+    con = replace(transpose(2, 3), layout=Layout.of(a, b))
+    res = run_inline(layout_obligation("wrong", "test", lambda: con), timeout=20)
+    assert res.status == "failed" and "overlap" in res.detail
 
 
 def test_divmod_rewrite_needs_the_range() -> None:
@@ -151,14 +158,6 @@ def test_divmod_rewrite_needs_the_range() -> None:
     goal = ((a * n + x) // n).eq(a)
     out = decode.prove(goal.substitute({"x": E.Var("xx")}), decode=[decode.Decode("xx", (wide,), cover=True)])
     assert out.ok is False and "counterexample" in out.detail
-
-
-def test_forced_unknown_is_never_proved() -> None:
-    """A hard nonlinear goal with a tiny timeout is unknown (x^3 + y^3 != z^3 needs Fermat)."""
-    x, y, z = (C.Size(s, 1) for s in ("x", "y", "z"))
-    goal = E.Not((x * x * x + y * y * y).eq(z * z * z))
-    assert z3sel.prove(goal, timeout=0.01).ok is None
-    assert decode.prove(goal, timeout=0.01).ok is None
 
 
 def test_language_lemmas_and_reflection_proved() -> None:
@@ -188,8 +187,6 @@ _PICK: dict[str, Callable[[E.Expr, E.Expr, E.Expr, E.Expr, E.Expr], E.Expr]] = {
 
 def _brute_force(intent: Intent, layout: Layout, cap: int = 3) -> bool:
     """selector == intent for every query of the block and key, for every size <= cap."""
-    import itertools
-
     import numpy as np
 
     sel = z3sel.selector_expr(intent.selector).substitute({"length": layout.length})
@@ -206,11 +203,11 @@ def _brute_force(intent: Intent, layout: Layout, cap: int = 3) -> bool:
     return True
 
 
-@settings(max_examples=12, deadline=None)
-@given(st.sampled_from(sorted(_PICK)), st.sampled_from(sorted(_PICK)), st.sampled_from(["h", "0"]))
+@pytest.mark.parametrize(("row", "col", "head"), list(itertools.product(sorted(_PICK), sorted(_PICK), ["h", "0"])))
 def test_decoder_agrees_with_brute_force(row: str, col: str, head: str) -> None:
-    """Soundness: random source index functions; 'proved' only if no size <= 3 differs, and a
-    difference at a size <= 3 is never proved (the reported counterexample is checked too)."""
+    """Soundness, exhaustively over the 9 x 9 x 2 = 162 source index functions: 'proved' only if
+    no size <= 3 differs, and a difference at a size <= 3 is never proved (the reported
+    counterexample is checked too)."""
 
     def source(a: Block, out: Block, p: E.Expr) -> E.Expr:
         hp, ip, jp = out.coords(p)

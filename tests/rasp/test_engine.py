@@ -5,7 +5,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from attnsim import evaluate
@@ -22,6 +22,7 @@ from attnsim.rasp import (
     selector_width,
     tokens,
 )
+from attnsim.rasp import core as C
 from attnsim.rasp.core import Map, Prim, Size
 
 
@@ -93,18 +94,46 @@ def test_cycle_is_detected() -> None:
         evaluate(b, [1])
 
 
+CMPS = ["==", "<", "<=", "!=", ">", ">="]
+
+
+@st.composite
+def atoms(draw: st.DrawFn) -> C.Selector:
+    """One Select: keys and queries each an index map, the tokens or a constant, so that the
+    engine's fast path meets key conditions (constant queries), query conditions (constant
+    keys), equalities and constant-constant atoms."""
+    keys = [indices, imap(lambda p: p // 2, indices), tokens, full(draw(st.integers(-1, 4)))]
+    queries = [indices, imap(lambda p: 3 - p, indices), tokens, full(draw(st.integers(-1, 4)))]
+    return select(draw(st.sampled_from(keys)), draw(st.sampled_from(queries)), draw(st.sampled_from(CMPS)))
+
+
+@st.composite
+def selectors(draw: st.DrawFn) -> C.Selector:
+    """An atom combined with further atoms by &, | and ~ (and-chains of masks take the fast path,
+    | and ~ the dense one)."""
+    sel: C.Selector = draw(atoms())
+    for _ in range(draw(st.integers(0, 3))):
+        op = draw(st.sampled_from(["&key", "&query", "&", "|", "~"]))
+        if op == "&key":  # a key condition: Select(keys, Full(c), cmp)
+            sel = sel & select(indices, full(draw(st.integers(0, 4))), draw(st.sampled_from(CMPS)))
+        elif op == "&query":  # a query condition: Select(Full(c), queries, cmp)
+            sel = sel & select(full(draw(st.integers(0, 4))), indices, draw(st.sampled_from(CMPS)))
+        elif op == "&":
+            sel = sel & draw(atoms())
+        elif op == "|":
+            sel = sel | draw(atoms())
+        else:
+            sel = ~sel
+    return sel
+
+
 @st.composite
 def programs(draw: st.DrawFn) -> object:
-    """Random small programs over tokens, indices and selectors."""
+    """Random small programs over tokens, indices, constants and combined selectors."""
     pool = [tokens, apply("affine", tokens, params=(2, 1))]
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(["agg", "map", "width"]))
-        k = draw(st.sampled_from([indices, imap(lambda p: p // 2, indices), tokens]))
-        q = draw(st.sampled_from([indices, imap(lambda p: 3 - p, indices), full(1)]))
-        cmp = draw(st.sampled_from(["==", "<", "<=", "!=", ">", ">="]))
-        sel = select(k, q, cmp)
-        if draw(st.booleans()):
-            sel = sel & select(indices, full(draw(st.integers(0, 4))), "<")
+        sel = draw(selectors())
         v = draw(st.sampled_from(pool))
         if kind == "agg":
             pool.append(aggregate(sel, v))
@@ -115,15 +144,22 @@ def programs(draw: st.DrawFn) -> object:
     return pool[-1]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(programs(), st.lists(st.integers(-3, 3), min_size=1, max_size=6))
+# a query condition (constant key) beside a key condition; an | with a ~ (dense path)
+@example(aggregate(select(full(1), indices, "<=") & select(indices, full(3), "<"), tokens), [3, -1, 2, 0, 1])
+@example(aggregate(select(tokens, indices, ">") | ~select(full(2), tokens, "=="), tokens), [2, 0, -3, 2])
 def test_backends_agree_and_fast_equals_dense(prog: object, toks: list[int]) -> None:
+    """docs/semantics.md: the fast paths equal the dense semantics exactly (==, Fractions), and
+    float64 and SymPy agree with the exact backend."""
     a = evaluate(prog, toks)  # type: ignore[arg-type]
     b = evaluate(prog, toks, "exact")  # type: ignore[arg-type]
     d = evaluate(prog, toks, "exact", dense_only=True)  # type: ignore[arg-type]
     c = evaluate(prog, toks, "sympy")  # type: ignore[arg-type]
     assert list(b) == list(d)
-    assert np.allclose(a, np.array([float(x) for x in b]), atol=1e-9)
+    # float64 against exact: |error| / max(1, |exact|) measured <= 2.2e-16 over 3,000 draws (exact
+    # values up to ~4e3), so both a relative and an absolute part are meant: each 1e-14 (~45x)
+    np.testing.assert_allclose(a, np.array([float(x) for x in b]), rtol=1e-14, atol=1e-14)
     assert all(sp.Rational(x.numerator, x.denominator) == y for x, y in zip(b, c, strict=True))
 
 

@@ -39,7 +39,9 @@ def test_three_meanings_agree(name: str) -> None:
             *(sp.Rational(x.numerator, x.denominator) for x in xs),
             *(sp.Rational(p.numerator, p.denominator) for p in ps),
         )
-        assert math.isclose(num, float(sp.N(sym, 30)), rel_tol=1e-12, abs_tol=1e-12), (name, xs)
+        # float64 against SymPy to 30 digits: measured <= 4.4e-16 absolute, 1.9e-16 relative (values
+        # of every size, so both parts are meant)
+        assert math.isclose(num, float(sp.N(sym, 30)), rel_tol=1e-14, abs_tol=1e-14), (name, xs)
         if prim.exact is not None:
             try:
                 ex = prim.exact(*xs, *ps)

@@ -71,3 +71,4 @@ def test_report_requires_out(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["report"])
     assert exc.value.code == 2
+    assert "error: the following arguments are required: --out" in capsys.readouterr().err

@@ -34,7 +34,8 @@ def test_simulate_json(capsys: pytest.CaptureFixture[str]) -> None:
     out, err = capsys.readouterr()
     assert rc == 0
     data = json.loads(out)
-    assert data["max_abs_error"] <= 1e-10 and data["layers"] == 19 and data["n"] == 3
+    # max_abs_error measured 4.4e-16 for this seed and capacity
+    assert data["max_abs_error"] <= 1e-14 and data["layers"] == 19 and data["n"] == 3
     assert "building U" in err
 
 

@@ -9,8 +9,9 @@ from attnsim.simulator.reference import SimulatorError
 @pytest.mark.parametrize("name", FIXTURES)
 def test_fixture_matches_torch(name: str) -> None:
     errs = check_fixture(name)
-    assert errs["reference"] <= 1e-12, errs
-    assert errs["U"] <= 1e-12, errs
+    # measured over the four fixtures: reference <= 1.3e-15, U <= 8.9e-16
+    assert errs["reference"] <= 1e-13, errs
+    assert errs["U"] <= 1e-13, errs
 
 
 def test_fixture_contents() -> None:

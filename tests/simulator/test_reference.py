@@ -21,23 +21,43 @@ def _mha_by_hand(T: TransformerLayer, x: np.ndarray) -> np.ndarray:
     return np.hstack(outs) @ T.w_o + T.b_o
 
 
+def _layer_norm_by_hand(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    """torch.nn.LayerNorm: biased variance over the features, eps INSIDE the square root."""
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * w + b
+
+
 def test_attention_matches_textbook() -> None:
+    """Theorem 6's T: multi-head attention, written out here head by head."""
     T = TransformerLayer.random(d_model=4, n_heads=2, d_head=2, seed=0)
     x = np.random.default_rng(1).normal(size=(3, 4))
-    assert np.max(np.abs(T(x) - _mha_by_hand(T, x))) <= 1e-12
+    assert np.max(np.abs(T(x) - _mha_by_hand(T, x))) <= 5e-15  # measured 5.6e-17
 
 
-def test_post_norm_encoder_layer() -> None:
-    T = TransformerLayer.random(4, 2, 2, d_ff=8, seed=0, residual=True, norm="post", activation="gelu")
+@pytest.mark.parametrize("eps", [1e-5, 0.3])
+def test_post_norm_encoder_layer(eps: float) -> None:
+    """Corollary 6.1's T: a post-norm GELU encoder layer, every step written out here; eps is
+    large enough that moving it outside the square root changes the output."""
+    T = TransformerLayer.random(4, 2, 2, d_ff=8, seed=0, residual=True, norm="post", activation="gelu", eps=eps)
     x = np.random.default_rng(1).normal(size=(3, 4))
-    y1 = layer_norm(x + _mha_by_hand(T, x), T.ln1_weight, T.ln1_bias, T.eps)
+    y1 = _layer_norm_by_hand(x + _mha_by_hand(T, x), T.ln1_weight, T.ln1_bias, eps)
     u = y1 @ T.w1 + T.b1
     g = 0.5 * u * (1 + np.vectorize(math.erf)(u / math.sqrt(2)))
-    want = layer_norm(y1 + g @ T.w2 + T.b2, T.ln2_weight, T.ln2_bias, T.eps)
-    assert np.max(np.abs(T(x) - want)) <= 1e-12
-    # LayerNorm itself: zero mean, unit biased variance before the affine part
+    want = _layer_norm_by_hand(y1 + g @ T.w2 + T.b2, T.ln2_weight, T.ln2_bias, eps)
+    assert np.max(np.abs(T(x) - want)) <= 1e-14  # measured 2.2e-16 at both eps
+
+
+@pytest.mark.parametrize("eps", [1e-5, 0.3])
+def test_layer_norm_by_hand(eps: float) -> None:
+    """layer_norm is torch's LayerNorm with eps inside the root; with eps = 0, zero mean and unit
+    biased variance before the affine part."""
+    rng = np.random.default_rng(2)
+    x, w, b = rng.normal(size=(5, 4)) * 0.1, rng.normal(size=4), rng.normal(size=4)
+    assert np.max(np.abs(layer_norm(x, w, b, eps) - _layer_norm_by_hand(x, w, b, eps))) <= 1e-15  # measured 0.0
     z = layer_norm(x, np.ones(4), np.zeros(4), 0.0)
-    assert np.allclose(z.mean(axis=1), 0) and np.allclose(z.var(axis=1), 1)
+    np.testing.assert_allclose(z.mean(axis=1), 0, rtol=0, atol=1e-14)  # measured 1.1e-16
+    np.testing.assert_allclose(z.var(axis=1), 1, rtol=0, atol=1e-14)  # measured 2.2e-16
 
 
 def test_symbolic_layer() -> None:
@@ -87,7 +107,12 @@ def test_from_state_dict_mha_convention() -> None:
     T = TransformerLayer.from_state_dict(sd, n_heads=h)
     x = rng.normal(size=(3, d))
     q = x @ sd["in_proj_weight"][:d].T + sd["in_proj_bias"][:d]
-    assert np.allclose(np.hstack([x @ T.w_q[i] + T.b_q[i] for i in range(h)]), q)
+    k = d // h
+    for i in range(h):  # head i's W_Q is the transpose of rows i k .. (i + 1) k of in_proj_weight
+        assert np.array_equal(T.w_q[i], sd["in_proj_weight"][i * k : (i + 1) * k].T)
+        assert np.array_equal(T.w_v[i], sd["in_proj_weight"][2 * d + i * k : 2 * d + (i + 1) * k].T)
+    got = np.hstack([x @ T.w_q[i] + T.b_q[i] for i in range(h)])
+    np.testing.assert_allclose(got, q, rtol=0, atol=1e-15)  # measured 0.0
     assert T.residual is False and T.norm == "none" and T.d_ff is None
     with pytest.raises(SimulatorError, match="divisor"):
         TransformerLayer.from_state_dict(sd, n_heads=3)

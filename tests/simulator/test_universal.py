@@ -1,12 +1,15 @@
 """The universal simulator U: Theorem 6, Corollary 6.1, Theorem 9 / Corollary 9.1 and the hierarchy N >= n."""
 
+import itertools
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim import TransformerLayer, UniversalSimulator
+from attnsim import TransformerLayer, UniversalSimulator, evaluate
 from attnsim.rasp import expr as E
 from attnsim.simulator import obligations as O
 from attnsim.simulator.reference import SimulatorError
@@ -22,8 +25,9 @@ def test_public_api() -> None:
     seq = u.encode(T, X)
     assert seq.ndim == 1 and len(seq) == u.positions() == u.layout.total
     out = np.asarray(__import__("attnsim").evaluate(u.program, seq))
-    assert np.max(np.abs(u.decode(out, 3) - T(X))) <= 1e-12
-    assert np.max(np.abs(u.run(T, X) - T(X))) <= 1e-12
+    # measured 2.2e-16 (both)
+    assert np.max(np.abs(u.decode(out, 3) - T(X))) <= 1e-14
+    assert np.max(np.abs(u.run(T, X) - T(X))) <= 1e-14
     tr = u.trace(T, X)
     assert "probs" in tr and "R1" in tr and "U" in tr
     c = u.cost()
@@ -52,8 +56,40 @@ def test_one_program_for_every_T_within_capacity(
     fp, prog = U.fingerprint, U.program
     T = TransformerLayer.random(d, h, k, f, seed=seed, residual=residual, norm=norm, activation=act)
     X = np.random.default_rng(seed).normal(size=(n, d))
-    assert np.max(np.abs(U.run(T, X) - T(X))) <= 1e-10
+    want = T(X)
+    assert np.max(np.abs(U.run(T, X) - want)) <= _tolerance(T, X, want)
     assert U.program is prog and U.fingerprint == fp
+
+
+def _tolerance(T: TransformerLayer, X: np.ndarray, want: np.ndarray) -> float:
+    """U and T round differently, and LayerNorm multiplies those differences by 1/sigma, sigma =
+    sqrt(var + eps) of its input row: tiny when a row's features nearly coincide (d = 2 often).
+    Measured over 6,000 random draws of this test's strategy: error / max(1, |T(X)|) <= 1.6e-15
+    without LayerNorm; error * sigma_min / max(1, |T(X)|) <= 1.3e-14 with it (raw errors up to
+    1.1e-11 at d = 2).  The bounds are ~60x and ~75x those."""
+    scale = max(1.0, float(np.max(np.abs(want))))
+    if T.norm == "none":
+        return 1e-13 * scale
+
+    def sd(v: np.ndarray) -> float:
+        return float(np.sqrt(v.var(axis=1) + T.eps).min())
+
+    def ln(v: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return (v - v.mean(axis=1, keepdims=True)) / np.sqrt(v.var(axis=1, keepdims=True) + T.eps) * w + b
+
+    res = 1.0 if T.residual else 0.0
+    if T.norm == "pre":  # LayerNorm inputs: X, then X + attention
+        sigmas = [sd(X)]
+        y = T.attention(ln(X, T.ln1_weight, T.ln1_bias)) + res * X
+        if T.d_ff is not None:
+            sigmas.append(sd(y))
+    else:  # post: X + attention, then y1 + FFN
+        r1 = T.attention(X) + res * X
+        sigmas = [sd(r1)]
+        if T.d_ff is not None:
+            y1 = ln(r1, T.ln1_weight, T.ln1_bias)
+            sigmas.append(sd(T.ffn(y1) + res * y1))
+    return 1e-12 * scale / min(sigmas)
 
 
 def test_fingerprint_depends_on_capacity_only() -> None:
@@ -84,7 +120,7 @@ def test_run_stack_is_looping() -> None:
     want = X
     for T in layers:
         want = T(want)
-    assert np.max(np.abs(U.run_stack(layers, X) - want)) <= 1e-10
+    assert np.max(np.abs(U.run_stack(layers, X) - want)) <= 1e-14  # measured 3.9e-16
     seq = U.encode(layers, X)
     out = np.asarray(__import__("attnsim").evaluate(U.program, seq))
     ptr = U.header.start + 2
@@ -124,6 +160,51 @@ def test_sympy_backend_attention() -> None:
     X = sp.Matrix(2, 2, sp.symbols("x0:4", real=True))
     with pytest.raises(SimulatorError, match="sympy"):
         UniversalSimulator(2, 2, 1, 1).run(T, X)
+
+
+# The masks of U, written out here (not read from U): at entry (h, i, j) of the mask's block,
+# 1 exactly when the entry belongs to the true sizes n, d, heads, d_head, d_ff of T, else 0.
+# X^T is d_model x max_len (feature i, token j); QKV^T rows are 3 H K (i // K mod H is the
+# head, i mod K the head coordinate); the scores are H x N x N (column j is a key token);
+# the FFN hidden block is d_ff x max_len.
+def _expected_masks(cap: tuple[int, int, int, int, int]) -> dict[str, Callable[[int, int, int, dict[str, int]], bool]]:
+    _, _, H, K, _ = cap
+    return {
+        "mask_d": lambda h, i, j, s: i < s["d"],
+        "mask_n": lambda h, i, j, s: j < s["n"],
+        "mask_heads": lambda h, i, j, s: (i // K) % H < s["heads"],
+        "mask_dhead": lambda h, i, j, s: i % K < s["d_head"],
+        "probs.mask": lambda h, i, j, s: j < s["n"],
+        "mask_dff": lambda h, i, j, s: i < s["d_ff"],
+    }
+
+
+@pytest.mark.parametrize("cap", [(4, 3, 2, 3, 2), (3, 2, 2, 2, 2)])
+def test_masks_of_the_real_U_for_every_size(cap: tuple[int, int, int, int, int]) -> None:
+    """Hierarchy N >= n (Theorem 6 within capacity): on the real U, every MLP mask is 1 exactly on
+    the true n, d, heads, d_head, d_ff of T, for every size combination within the capacity.
+    (Outputs cannot show a mask one entry too wide: the extra entry multiplies zero padding.)"""
+    u = UniversalSimulator(*cap)
+    want = _expected_masks(cap)
+    assert sorted(m.name for m in u.masks) == sorted(want)
+    N, D, H, K, F = cap
+    combos = 0
+    for n, d, h, k, f in itertools.product(
+        range(1, N + 1), range(1, D + 1), range(1, H + 1), range(1, K + 1), range(0, F + 1)
+    ):
+        T = TransformerLayer.random(d, h, k, f or None, seed=combos)
+        vals = evaluate([m.sop for m in u.masks], u.encode(T, np.ones((n, d))))
+        sizes = {"n": n, "d": d, "heads": h, "d_head": k, "d_ff": f}
+        for m, v in zip(u.masks, vals, strict=True):
+            got = np.asarray(v)[m.block.start : m.block.end].reshape(m.block.shape)
+            got = got.reshape((-1, *got.shape[-2:]))
+            fn = want[m.name]
+            exp = np.zeros(got.shape)
+            for hh, i, j in np.ndindex(*got.shape):
+                exp[hh, i, j] = fn(hh, i, j, sizes)
+            assert np.array_equal(got, exp), (m.name, sizes)
+        combos += 1
+    assert combos == N * D * H * K * (F + 1)
 
 
 def test_checks_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
