@@ -102,13 +102,12 @@ class Construction:
     exact: bool = True
     check_inputs: Callable[..., None] | None = None
     specification: Any = None  # an attnsim.symbolic.specs.Spec: the independent textbook statement
+    cases: tuple[tuple[str, int], ...] = ()  # (output coordinate, m): the spec proof splits it by residue mod m
 
     # -- sizes ---------------------------------------------------------------------------
     def bind(self, **sizes: int) -> Construction:
         """The same construction with the named unbound sizes bound (an integer call of a factory
         is the symbolic build followed by this); bound sizes and unknown names are refused."""
-        from attnsim.rasp.bind import Binder
-
         free = self.free_sizes
         for name, v in sizes.items():
             if name not in free:
@@ -117,6 +116,18 @@ class Construction:
                 )
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConstructionError(f"{self.name}: size {name} must be a positive int, got {v!r}")
+        return self._rebind(sizes)
+
+    def reparametrize(self, **sizes: E.Expr) -> Construction:
+        """The construction with unbound sizes replaced by size expressions (n = 2 m, m a new size)."""
+        for name in sizes:
+            if name not in self.free_sizes:
+                raise ConstructionError(f"{self.name}: no unbound size {name!r}")
+        return self._rebind(sizes)
+
+    def _rebind(self, sizes: dict[str, Any]) -> Construction:
+        from attnsim.rasp.bind import Binder
+
         if not sizes:
             return self
         b = Binder(sizes)
@@ -128,14 +139,16 @@ class Construction:
                 intent=b.expr(it.intent),
                 queries=b.expr(it.queries),
                 assumptions=tuple(b.expr(a) for a in it.assumptions),
+                keys=_rebind_hint(it.keys, b),
             )
             for it in self.intents
         ]
         out = dataclasses.replace(self, program=b.node(self.program), layout=layout, intents=intents)
         for pre in self.preconditions:
-            if C.unbound_sizes(pre):
+            bpre = b.expr(pre)
+            if C.unbound_sizes(bpre):
                 continue
-            if not pre.evaluate(C.size_bindings(b.expr(pre))):
+            if not bpre.evaluate(C.size_bindings(bpre)):
                 raise ConstructionError(f"{self.name}: sizes {sizes} violate the precondition {E.render(pre)}")
         return out
 
@@ -259,6 +272,18 @@ class VectorConstruction(Construction):
                 a = a.reshape(1, -1)
             fixed.append(a)
         return super()._operands(fixed, backend)
+
+
+def _rebind_hint(keys: Any, b: Any) -> Any:
+    """An enumeration hint whose expressions go through the same binding as the program."""
+    if keys is None:
+        return None
+    return dataclasses.replace(
+        keys,
+        key=lambda q, lv, f=keys.key: b.expr(f(q, lv)),
+        witness=lambda k, f=keys.witness: b.expr(f(k)),
+        count=b.expr(keys.count),
+    )
 
 
 def size_args(

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.allsizes_extra import KeySet, Semantics, semantics_algebra
 from attnsim.lemmas.base import (
     Construction,
     ConstructionError,
@@ -30,17 +29,18 @@ from attnsim.lemmas.base import (
     VectorConstruction,
     intent_obligations,
     layout_obligation,
+    size_args,
     standard_obligations,
 )
 from attnsim.lemmas.softmax import embedded_obligations
-from attnsim.lemmas.transpose import _check_sizes
 from attnsim.proofs import z3sel
-from attnsim.proofs.allsizes import all_sizes_obligation
+from attnsim.proofs.allsizes import spec_obligation
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
+from attnsim.symbolic import specs
 
 PAPER_REF = "Activation MaxMin (GroupSort, groups of 2)"
 
@@ -53,9 +53,8 @@ def maxmin_ref(a: MatRef, name: str = "maxmin") -> tuple[MatRef, list[Intent]]:
     be even (ConstructionError otherwise).  Cost: 1 layer, 1 gather head.
     """
     b = a.block
-    cols = int(b.cols.evaluate(C.size_bindings(b.cols)))
-    if cols % 2:
-        raise ConstructionError(f"MaxMin sorts pairs: the row length must be even, got {cols}")
+    if not C.unbound_sizes(b.cols) and int(b.cols) % 2:  # bound: refuse now; unbound: a precondition
+        raise ConstructionError(f"MaxMin sorts pairs: the row length must be even, got {int(b.cols)}")
     out = Block.of(name, b.offset, b.rows, b.cols, b.stack, channel=name)
 
     def partner_pos(p: E.Expr) -> E.Expr:
@@ -98,13 +97,15 @@ def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
     return np.stack([hi, lo], axis=-1).reshape(a.shape)
 
 
-def maxmin(length: int, rows: int | None = None) -> Construction:
-    """MaxMin of a vector of even ``length``, or of each row of a (rows, length) matrix."""
-    _check_sizes(length=length, rows=rows or 1)
-    if length % 2:
+def maxmin(length: int | C.Size, rows: int | C.Size | None = None) -> Construction:
+    """MaxMin of a vector of even ``length``, or of each row of a (rows, length) matrix.
+
+    Sizes may be ints or Size symbols; an even length is a precondition of the symbolic build."""
+    sym, vals = size_args({"n": "length"}, n=length, rows=rows)
+    if isinstance(length, int) and length % 2:
         raise ConstructionError(f"MaxMin sorts pairs: the length must be even, got {length}")
-    n = C.Size("n", length)
-    r = C.Size("rows", rows) if rows is not None else 1
+    n = sym["n"]
+    r = sym["rows"] if rows is not None else 1
     a_blk = Block.of("A", 0, r, n)
     res, intents = maxmin_ref(MatRef(C.tokens, a_blk), name="out")
     return VectorConstruction(
@@ -114,45 +115,24 @@ def maxmin(length: int, rows: int | None = None) -> Construction:
         Layout.of(a_blk, res.block),
         ("A",),
         _reference,
-        out_shape=(length,) if rows is None else None,
+        out_shape=(length,) if rows is None and isinstance(length, int) else None,
         intents=intents,
         paper_cost={"layers": 2, "heads": [1, 1], "note": "compare with the partner, copy the flag, swap"},
-    )
+        specification=specs.MAXMIN.at(rows=r, n=n),
+        cases=(("o_j", 2),),
+    ).bind(**vals)
 
 
-# -- all sizes: the partner intent + layout (Z3), the program at symbolic sizes (SymPy) -----------
-T_PAIR = sp.Symbol("t", integer=True, nonnegative=True)
-
-
-def _maxmin_semantics(con: Construction) -> Semantics:
-    """Entry (h, i, j) gathers the one key (h, i, j + 1 - 2 (j mod 2)); the parity flag is j mod 2."""
-
-    def reference(h: Any, i: Any, j: Any, sizes: dict[str, Any]) -> Any:
-        a = sp.IndexedBase("A")
-        hi = sp.Max(a[h, i, j], a[h, i, j + 1])
-        lo = sp.Min(a[h, i, j - 1], a[h, i, j])
-        return sp.Piecewise((hi, sp.Eq(sp.Mod(j, 2), 0)), (lo, True))
-
-    partner = KeySet("partner", "A", lambda h, i, j, m: (h, i, j + 1 - 2 * (j % 2)))
-    return Semantics(
-        "A",
-        (partner,),
-        reference,
-        claims={"out.odd": lambda h, i, j: j % 2},
-        cases=({"j": 2 * T_PAIR}, {"j": 2 * T_PAIR + 1}),
-    )
-
-
+# -- all sizes: program == spec (attnsim.symbolic.execute), the output column split by parity ---------
 def maxmin_all_sizes() -> Obligation:
-    """``all-sizes``: the partner gather and layout for every even width and row count (Z3); the
-    program at symbolic (i, j = 2t or 2t + 1) is max resp. min of the pair (A[i, 2t], A[i, 2t+1])."""
-    makes = [functools.partial(maxmin, 6, 5), functools.partial(maxmin, 4, 3)]
-    return all_sizes_obligation(
+    """``all-sizes``: the program over unbound (n, rows), n even (a precondition), equals the spec at
+    every entry; the output column is split into j = 2t and j = 2t + 1."""
+    n, rows = C.Size("n"), C.Size("rows")
+    return spec_obligation(
         "maxmin",
         PAPER_REF,
-        makes[0],
-        semantics_algebra(makes, _maxmin_semantics, "maxmin"),
-        statement="for every even n and rows: (i, 2t) -> max and (i, 2t+1) -> min of (A[i, 2t], A[i, 2t+1])",
+        [lambda: maxmin(n), lambda: maxmin(n, rows)],
+        statement="program == spec for every even n and rows: (i, 2t) -> max, (i, 2t+1) -> min of the pair",
     )
 
 

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.allsizes_extra import Semantics
 from attnsim.lemmas.base import (
     Construction,
     Intent,
@@ -69,14 +68,7 @@ def relu(length: int | C.Size, rows: int | C.Size | None = None) -> Construction
     ).bind(**vals)
 
 
-# -- all sizes: no selectors; the layout (Z3) and the one position-wise map (SymPy) ---------------
-def _relu_semantics(con: Construction) -> Semantics:
-    def reference(h: Any, i: Any, j: Any, sizes: dict[str, Any]) -> Any:
-        return sp.Max(sp.IndexedBase("A")[h, i, j], 0)
-
-    return Semantics("A", (), reference)
-
-
+# -- all sizes: program == spec (attnsim.symbolic.execute) -------------------------------------------
 def relu_all_sizes() -> Obligation:
     """``all-sizes``: the program over unbound (n, rows) equals the spec max(A[i, j], 0) at every entry."""
     n, rows = C.Size("n"), C.Size("rows")

@@ -25,12 +25,19 @@ def _sizes(values: Mapping[str, int]) -> dict[str, E.Expr]:
     return {name: C.Size(name, int(v)) for name, v in values.items()}
 
 
-def bind_expr(e: E.Expr, values: Mapping[str, int]) -> E.Expr:
-    """``e`` with its unbound sizes named in ``values`` bound (bound sizes are left alone)."""
+def bind_expr(e: E.Expr, values: Mapping[str, int | E.Expr]) -> E.Expr:
+    """``e`` with its unbound sizes named in ``values`` bound (bound sizes are left alone).
+
+    A value may also be a size expression (a re-parametrization such as n = 2 m, used by the
+    all-sizes proof to split a coordinate by residue)."""
     names = C.unbound_sizes(e) & set(values)
     if not names:
         return e
-    return _replace_unbound(e, {n: C.Size(n, int(values[n])) for n in names})
+    return _replace_unbound(e, {n: _as_size(n, values[n]) for n in names})
+
+
+def _as_size(name: str, v: int | E.Expr) -> E.Expr:
+    return v if isinstance(v, E.Expr) else C.Size(name, int(v))
 
 
 def _replace_unbound(e: E.Expr, m: Mapping[str, E.Expr]) -> E.Expr:
@@ -46,7 +53,7 @@ def _replace_unbound(e: E.Expr, m: Mapping[str, E.Expr]) -> E.Expr:
     return E.BinOp(e.op, _replace_unbound(e.a, m), _replace_unbound(e.b, m))
 
 
-def _bind_param(p: C.Param, values: Mapping[str, int]) -> C.Param:
+def _bind_param(p: C.Param, values: Mapping[str, int | E.Expr]) -> C.Param:
     if isinstance(p, E.Expr):
         return bind_expr(p, values)
     if isinstance(p, C.Ratio):
@@ -54,7 +61,7 @@ def _bind_param(p: C.Param, values: Mapping[str, int]) -> C.Param:
     return p
 
 
-def _bind_fn(fn: C.Fn, values: Mapping[str, int]) -> C.Fn:
+def _bind_fn(fn: C.Fn, values: Mapping[str, int | E.Expr]) -> C.Fn:
     if isinstance(fn, C.IndexFn):
         new = bind_expr(fn.expr, values)
         return fn if new is fn.expr else C.IndexFn(new, fn.argnames)
@@ -65,7 +72,7 @@ def _bind_fn(fn: C.Fn, values: Mapping[str, int]) -> C.Fn:
 class Binder:
     """Binds nodes, expressions, blocks and intents with one memo (so identities stay consistent)."""
 
-    def __init__(self, values: Mapping[str, int]) -> None:
+    def __init__(self, values: Mapping[str, int | E.Expr]) -> None:
         self.values = dict(values)
         self.memo: dict[int, Any] = {}
 

@@ -265,14 +265,53 @@ class Executor:
 
 
 def prove_program_equals_spec(con: Any, timeout: float = 10.0) -> Outcome:
-    """For all sizes (>= their minimum, under the preconditions) and every output entry: program == spec."""
+    """For all sizes (>= their minimum, under the preconditions) and every output entry: program == spec.
+
+    ``con.cases`` splits an output coordinate c of extent X by its residue mod m: c = m t + s for
+    each s < m, t < X div m (the preconditions must make m divide X: then the cases cover c < X)."""
     if con.specification is None:
         return Outcome.bad(f"{con.name}: no independent specification")
-    ex = Executor(con, timeout)
+    t0 = time.perf_counter()
+    split = dict(con.cases)
+    residues = [dict(zip(split, rs, strict=True)) for rs in itertools.product(*(range(m) for m in split.values()))]
+    shown = []
+    for case in residues:
+        left = timeout - (time.perf_counter() - t0)
+        out, special = _prove_case(con, case, split, max(left, 0.05))
+        if out.ok is not True:
+            where = ", ".join(f"{c} = {split[c]} t_{c} + {s}" for c, s in case.items())
+            out = Outcome(out.ok, f"case {where}: {out.detail}" if case else out.detail)
+            if out.ok is False and "counterexample" in out.detail:
+                return out
+            return _with_counterexample(con, out, special=special)
+        shown.append(out.detail)
+    return Outcome.good(" || ".join(shown) if len(shown) > 1 else shown[0])
+
+
+def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: float) -> tuple[Outcome, set[int]]:
+    """One residue case; the outcome and the constants to try when searching a counterexample."""
     out = con.layout[con.output]
+    extents = dict(zip(("o_h", "o_i", "o_j"), (out.stack, out.rows, out.cols), strict=True))
+    renamed: dict[sp.Symbol, sp.Expr] = {}
+    quotient: dict[str, C.Size] = {}
+    for name, m in split.items():  # c = m t + s, the extent X = m X' (X' a fresh size, X' >= 1)
+        ext = extents[name]
+        if not (isinstance(ext, C.Size) and ext.value is None):
+            return Outcome.bad(f"cannot split {name}: its extent {E.render(ext)} is not one unbound size"), set()
+        if not any(E.render(p) == E.render((ext % m).eq(0)) for p in con.preconditions):
+            return Outcome.bad(f"splitting {name} by {m} needs the precondition ({ext.name} mod {m}) == 0"), set()
+        fresh = quotient[name] = C.Size(f"{ext.name}_over{m}")
+        con = con.reparametrize(**{ext.name: fresh * m})
+        renamed[sp.Symbol(ext.name, integer=True)] = m * sym(fresh)
+    out = con.layout[con.output]
+    ex = Executor(con, timeout)
     coords: list[E.Expr] = []
     for name, extent in (("o_h", out.stack), ("o_i", out.rows), ("o_j", out.cols)):
-        if isinstance(extent, E.Const) and extent.value == 1:  # one value: the coordinate is 0
+        if name in split:
+            t = E.Var(f"t_{name}")
+            ex.coords[t.name] = quotient[name]
+            coords.append(t * split[name] + case[name])
+        elif isinstance(extent, E.Const) and extent.value == 1:  # one value: the coordinate is 0
             coords.append(E.Const(0))
         else:
             coords.append(E.Var(name))
@@ -281,23 +320,21 @@ def prove_program_equals_spec(con: Any, timeout: float = 10.0) -> Outcome:
     try:
         vacuous = _vacuous(ex)
         if vacuous:
-            return Outcome.bad(f"vacuous: {vacuous}")
+            return Outcome.bad(f"vacuous: {vacuous}"), set()
         got = ex.value(con.program, out.position(i, j, h))
     except ExecutionFailed as exc:
-        return _with_counterexample(con, exc.outcome)
+        return exc.outcome, set()
     want = con.specification.symbolic(
         sym(h), sym(i), sym(j), lambda e: sym(e) if isinstance(e, E.Expr) else sp.Integer(e)
-    )
+    ).xreplace(renamed)
     same, shown, diff = equal_by_normal_form(got, want)
     if same:
         lem = ", ".join(f"rasp/z3-parametric/{n}" for n in sorted(ex.lemmas)) or "none"
         return Outcome.good(
             f"program == spec ({con.specification.spec.statement}) for all sizes: {shown}; "
             f"{len(ex.steps)} Z3 step(s); lemmas: {lem}"
-        )
-    return _with_counterexample(
-        con, Outcome.unknown(f"normal forms differ: program - spec = {shown}"), special=_constants_compared(diff)
-    )
+        ), set()
+    return Outcome.unknown(f"normal forms differ: program - spec = {shown}"), _constants_compared(diff)
 
 
 def _vacuous(ex: Executor) -> str:
@@ -357,7 +394,7 @@ def _with_counterexample(
             ops = [rng.integers(-5, 6, size=inst.layout[n].shape) for n in inst.inputs]
             backend = "exact" if inst.exact else "numpy"
             got, want = inst.run(*ops, backend=backend), inst.spec(*ops, backend=backend)
-        except ValueError:
+        except (ValueError, IndexError):  # sizes outside the construction's or the spec's domain
             continue
         diff = np.argwhere(np.asarray(got != want) if backend == "exact" else ~np.isclose(got, want, rtol=0, atol=1e-9))
         if len(diff):

@@ -49,6 +49,9 @@ class SymbolicAlg:
     def min(self, a: Any, b: Any) -> Any:
         return sp.Min(a, b)
 
+    def if_even(self, j: Any, even: Callable[[], Any], odd: Callable[[], Any]) -> Any:
+        return sp.Piecewise((even(), sp.Eq(sp.Mod(j, 2), 0)), (odd(), True))
+
 
 @dataclass
 class ConcreteAlg:
@@ -72,6 +75,9 @@ class ConcreteAlg:
 
     def min(self, a: Any, b: Any) -> Any:
         return sp.Min(a, b) if self.backend == "sympy" else min(a, b)
+
+    def if_even(self, j: int, even: Callable[[], Any], odd: Callable[[], Any]) -> Any:
+        return even() if j % 2 == 0 else odd()
 
 
 Entry = Callable[[Any, Mapping[str, Any], Any, Any, Any, Mapping[str, Any]], Any]
@@ -168,10 +174,24 @@ RELU = Spec(
     "out[i, j] = max(A[i, j], 0)",
 )
 
-SPECS: dict[str, Spec] = {s.name: s for s in (TRANSPOSE, MATMUL, SOFTMAX, RELU)}
+MAXMIN = Spec(
+    "maxmin",
+    ("A",),
+    ("rows", "n"),
+    lambda sz: (1, sz["rows"], sz["n"]),
+    lambda alg, ops, h, i, j, sz: alg.if_even(
+        j,
+        lambda: alg.max(ops["A"][h, i, j], ops["A"][h, i, j + 1]),
+        lambda: alg.min(ops["A"][h, i, j - 1], ops["A"][h, i, j]),
+    ),
+    "out[i, 2t] = max(A[i, 2t], A[i, 2t+1]), out[i, 2t+1] = min(A[i, 2t], A[i, 2t+1])",
+)
+
+SPECS: dict[str, Spec] = {s.name: s for s in (TRANSPOSE, MATMUL, SOFTMAX, RELU, MAXMIN)}
 
 __all__ = [
     "MATMUL",
+    "MAXMIN",
     "RELU",
     "SOFTMAX",
     "SPECS",
