@@ -191,7 +191,9 @@ def verify(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     obs = select(args.only, include_deep=args.deep)
     if not obs:
-        raise UsageError(f"no obligation matches {args.only!r} (an id prefix, e.g. `matmul/` or `matmul/z3-parametric`)")
+        raise UsageError(
+            f"no obligation matches {args.only!r} (an id prefix, e.g. `matmul/` or `matmul/z3-parametric`)"
+        )
     if args.mutants:
         from attnsim.proofs.mutants import run_cli
 
@@ -292,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     for name, (configure, fn, _) in COMMANDS.items():
-        sp = sub.add_parser(name, help=(fn.__doc__ or "").strip().splitlines()[0])
+        sp = sub.add_parser(name, help=((fn.__doc__ or "").strip().splitlines() or [""])[0])
         configure(sp)
     return parser
 
