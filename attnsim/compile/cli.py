@@ -113,7 +113,8 @@ def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, s
         from attnsim.simulator.universal import UniversalSimulator
 
         if not sizes:
-            sizes = list(constructions()["simulator"][1]().capacity.values())
+            example: Any = constructions()["simulator"][1]()
+            sizes = list(example.capacity.values())
         if len(sizes) not in (4, 5):
             raise CompileError(f"{key} takes its capacity: {' '.join(U_SIZES)}; got {len(sizes)} size(s)")
         if stack < 1:
