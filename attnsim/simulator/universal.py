@@ -35,6 +35,7 @@ from attnsim.lemmas.base import Intent
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.softmax import softmax_ref
 from attnsim.lemmas.transpose import transpose_ref
+from attnsim.numeric.guards import complex_entry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.arith import BackendError
@@ -434,6 +435,9 @@ class UniversalSimulator:
         if isinstance(X, sp.MatrixBase):
             X = np.array(X.tolist(), dtype=object)
         x = np.asarray(X)
+        bad_complex = complex_entry(x)
+        if bad_complex:
+            raise SimulatorError(f"X: {bad_complex}")
         if x.ndim != 2 or x.shape[0] < 1:
             raise SimulatorError(f"X must have shape (n, d_model) with n >= 1, got {x.shape}")
         if x.dtype != object:
