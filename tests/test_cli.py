@@ -224,3 +224,9 @@ def test_audit_outside_the_checkout(
     assert main(["audit", "--no-tests"]) == 2
     err = capsys.readouterr().err
     assert "pass --map PATH/paper_map.md" in err and len(err.splitlines()) == 1
+
+
+def test_compile_sort_unique_states_its_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    """The known limit is said where a user meets it: repeated tokens are averaged, not sorted."""
+    assert main(["compile", "sort_unique", "--max-len", "3", "--vocab", "3", "--quiet"]) == 0
+    assert "note: sort_unique sorts distinct tokens only" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +175,8 @@ def compile_command(args: argparse.Namespace) -> int:
         check_out(args.out)
     ct = build(args.name, list(args.sizes), args.max_len, args.vocab, args.stack)
     print(one_line(ct) if args.quiet else ct.summary())
+    if args.name.lower() in classic.LIMITS:
+        print(f"note: {args.name.lower()} {classic.LIMITS[args.name.lower()]}", file=sys.stderr)
     if args.out:
         path = ct.save(args.out)
         print(f"wrote {path}")
