@@ -293,7 +293,8 @@ def _markdown(
     for name, pts in sweeps.items():
         for p in pts:
             ex = "-" if p.exact_error is None else ("== (0)" if p.exact_error == 0 else f"DIFFERS {p.exact_error:.2e}")
-            L.append(f"| {name} | {p.size} | {p.positions} | {_fmt(p.error)} | {ex} |")
+            refused = " (run() refuses it: misses the stated accuracy)" if "refused" in p.note else ""
+            L.append(f"| {name} | {p.size} | {p.positions} | {_fmt(p.error)}{refused} | {ex} |")
     for d in sim_pts:
         L.append(f"| U (d_model = max_len) | {d['size']} | {d.get('positions', '-')} | {_fmt(d['error'])} | - |")
     for label, xs, ys in torch:
