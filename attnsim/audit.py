@@ -219,7 +219,7 @@ def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) ->
     from attnsim.proofs.registry import all_obligations, constructions
 
     if not map_path.is_file():
-        raise AuditError(f"no map at {map_path}")
+        raise AuditError(f"no map at {map_path} (pass --map PATH/paper_map.md)")
     root = root or map_path.resolve().parent
     rows = parse_map(map_path.read_text(encoding="utf-8"))
     # start pytest's collection first: it runs in a subprocess while the imports are checked here
@@ -297,18 +297,30 @@ def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) ->
 
 
 def default_map() -> Path:
-    """paper_map.md in the current directory, else at the root of the source checkout."""
+    """paper_map.md in the current directory, else at the root of the source checkout.
+
+    An installed (non-editable) package ships no map and no tests: then the error says to run
+    from the checkout or to pass ``--map`` (and ``--root`` for its tests).
+    """
     here = Path.cwd() / "paper_map.md"
     if here.is_file():
         return here
-    return Path(__file__).resolve().parents[1] / "paper_map.md"
+    checkout = Path(__file__).resolve().parents[1] / "paper_map.md"
+    if checkout.is_file():
+        return checkout
+    raise AuditError(
+        f"no paper_map.md in {Path.cwd()} nor in a source checkout next to {Path(__file__).resolve().parent} "
+        "(an installed package ships none): run from the checkout or pass --map PATH/paper_map.md"
+    )
 
 
 # -- CLI -------------------------------------------------------------------------------------
 def _args(p: argparse.ArgumentParser) -> None:
     p.description = __doc__
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.add_argument("--map", type=Path, default=None, help="the map to audit (default: ./paper_map.md)")
+    p.add_argument(
+        "--map", type=Path, default=None, help="the map to audit (default: ./paper_map.md, else the source checkout's)"
+    )
     p.add_argument("--root", type=Path, default=None, help="where test paths start (default: the map's folder)")
     p.add_argument("--no-tests", action="store_true", help="skip the pytest collection of the tests column")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")

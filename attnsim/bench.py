@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.cli import command
+from attnsim.cli import command, positive_float, positive_int
 
 SIZES = (8, 16, 32, 64)
 
@@ -316,16 +316,19 @@ def _bench_simulator(res: BenchResult, left: Callable[[], float], say: Callable[
 # -- CLI -------------------------------------------------------------------------------------
 def _sizes(text: str) -> list[int]:
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        sizes = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise BenchError(f"--sizes must be comma-separated integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be integers >= 1, got {text!r}")
+    return sizes
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     p.add_argument("--sizes", type=_sizes, default=list(SIZES), help="comma-separated sizes (default 8,16,32,64)")
-    p.add_argument("--repeats", type=int, default=7, help="timed runs per measurement (median reported)")
-    p.add_argument("--budget", type=float, default=100.0, help="wall-clock cap in seconds for the whole bench")
+    p.add_argument("--repeats", type=positive_int, default=7, help="timed runs per measurement (median reported)")
+    p.add_argument("--budget", type=positive_float, default=100.0, help="wall-clock cap in seconds for the whole bench")
     p.add_argument("--only", metavar="NAME", help="only constructions whose name starts with NAME")
     p.add_argument("--no-simulator", action="store_true", help="skip U")
     p.add_argument("--no-lemmas", action="store_true", help="skip the constructions")

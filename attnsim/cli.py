@@ -1,14 +1,22 @@
-"""The `attnsim` command line: verify (and, as issues land, audit, simulate, report, bench, compile)."""
+"""The `attnsim` command line: verify, audit, simulate, report, bench, compile.
+
+Exit codes, for every subcommand: 0 success; 1 a check failed or stayed unknown (or an
+internal error); 2 a usage error (a bad option, a missing file, an input out of range);
+130 interrupted.  No Python traceback reaches the user (``attnsim --traceback CMD`` shows it):
+:func:`main` turns every exception into one line on stderr, and that line is the last one.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,87 +25,167 @@ from rich.table import Table
 
 from attnsim import __version__
 
-COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
+Validator = Callable[[argparse.Namespace], str | None]
+COMMANDS: dict[
+    str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], Validator | None]
+] = {}
+
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+
+
+class UsageError(ValueError):
+    """A command-line usage error: reported as one line, exit 2."""
 
 
 def command(
-    name: str, configure: Callable[[argparse.ArgumentParser], None]
+    name: str, configure: Callable[[argparse.ArgumentParser], None], validate: Validator | None = None
 ) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
-    """Register a subcommand: ``configure`` adds its arguments, the decorated function runs it."""
+    """Register a subcommand: ``configure`` adds its arguments, the decorated function runs it.
+
+    ``validate(args)`` (optional) checks combinations of options after parsing and returns an
+    error message, or None; the message becomes a one-line usage error (exit 2).
+    """
 
     def deco(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        COMMANDS[name] = (configure, fn)
+        COMMANDS[name] = (configure, fn, validate)
         return fn
 
     return deco
+
+
+# -- option types: each rejects a bad value with one line, before anything runs ----------------
+def _number(text: str, kind: type[int] | type[float]) -> float:
+    try:
+        v = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected {'an integer' if kind is int else 'a number'}, got {text!r}"
+        ) from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return v
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (worker counts, sizes, repeats)."""
+    v = int(_number(text, int))
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
+    return v
+
+
+def nonneg_int(text: str) -> int:
+    """An integer >= 0."""
+    v = int(_number(text, int))
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (timeouts, budgets, in seconds)."""
+    v = float(_number(text, float))
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
+    return v
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line (no usage block above them), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def out_console() -> Console:
+    """The stdout console: the terminal's width, or (in a pipe or a file) wide enough never to fold."""
+    c = Console()
+    return c if c.is_terminal else Console(width=4000)
+
+
+def _clip(text: str, n: int) -> str:
+    """``text`` cut to at most ``n`` characters at a word boundary (with an ellipsis)."""
+    text = " ".join(text.split())
+    if len(text) <= n:
+        return text
+    cut = text[: n - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + " …"
 
 
 # -- verify ------------------------------------------------------------------------------------
 def _verify_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the results as a JSON list on stdout")
     p.add_argument("--only", metavar="PREFIX", help="run only obligations whose id starts with PREFIX")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per obligation (then: unknown)")
-    p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
+    p.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=None,
+        help="seconds per obligation, then: unknown (default: each one's budget, 10 s; deep ones 30-120 s, "
+        "see attnsim/budgets.py)",
+    )
+    p.add_argument("--jobs", "-j", type=positive_int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--deep", action="store_true", help="also run the slow, larger-bound obligations")
     p.add_argument("--mutants", action="store_true", help="mutation testing: every mutant must be killed")
-    p.add_argument("--max-mutants", type=int, default=None, help="with --mutants: sample size (default 12, 0: all)")
+    p.add_argument(
+        "--max-mutants", type=nonneg_int, default=None, help="with --mutants: sample size (default 12, 0: all)"
+    )
     p.add_argument(
         "--cross-check", action="store_true", help="re-check every deciding Z3 query with cvc5 (sat vs unsat fails)"
     )
     p.add_argument("--smt2", metavar="DIR", help="write every deciding Z3 query to DIR as a standalone .smt2 file")
+    p.add_argument("--summary", action="store_true", help="one row per construction, then the failures only")
+    p.add_argument("--failures-only", action="store_true", help="only the failed and unknown obligations")
 
 
-@command("verify", _verify_args)
-def verify(args: argparse.Namespace) -> int:
-    """Run every proof obligation and print the table; exit 0 only if none failed or stayed unknown."""
-    from attnsim.proofs.registry import select
-    from attnsim.proofs.runner import run_all
+def _verify_validate(args: argparse.Namespace) -> str | None:
+    if args.max_mutants is not None and not args.mutants:
+        return "argument --max-mutants: only with --mutants"
+    if args.mutants and (args.summary or args.failures_only):
+        return "--summary and --failures-only apply to obligations, not to --mutants"
+    return None
 
-    if args.mutants:
-        from attnsim.proofs.mutants import run_cli
 
-        return run_cli(args)
-    err = Console(stderr=True)
-    smt = _smt_options(args)
-    t0 = time.perf_counter()
-    obs = select(args.only, include_deep=args.deep)
-    if not obs:
-        err.print(f"no obligation matches {args.only!r}")
-        return 2
-    with Progress(
-        TextColumn("verify"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True
-    ) as prog:
-        task = prog.add_task("verify", total=len(obs))
-        results = run_all(obs, jobs=args.jobs, timeout=args.timeout, on_done=lambda r: prog.advance(task), smt=smt)
-    total = time.perf_counter() - t0
-    bad = [r for r in results if r.status in ("failed", "unknown")]
-    if args.json:
-        print(json.dumps([r.as_dict() for r in results], indent=1))
-    else:
-        out = Console()
-        table = Table(title=f"attnsim {__version__}: proof obligations")
-        for col in ("id", "method", "bound", "status", "s", "detail"):
-            table.add_column(col, overflow="fold")
-        colors = {"proved": "green", "passed": "cyan", "failed": "bold red", "unknown": "yellow"}
-        for r in results:
-            table.add_row(
-                r.id,
-                r.method,
-                "" if r.bound is None else str(r.bound),
-                f"[{colors[r.status]}]{r.status}[/]",
-                f"{r.seconds:.2f}",
-                escape(r.detail[:160]),
-            )
-        out.print(table)
-        from attnsim.proofs.allsizes import print_scope
+def _summary_rows(results: Sequence[Any]) -> list[dict[str, Any]]:
+    """Per construction, in first-seen order: counts by status and total seconds."""
+    rows: dict[str, dict[str, Any]] = {}
+    for r in results:
+        row = rows.setdefault(
+            r.construction,
+            {
+                "construction": r.construction,
+                "obligations": 0,
+                "proved": 0,
+                "passed": 0,
+                "failed": 0,
+                "unknown": 0,
+                "seconds": 0.0,
+            },
+        )
+        row["obligations"] += 1
+        row[r.status] += 1
+        row["seconds"] = round(row["seconds"] + r.seconds, 3)
+    return list(rows.values())
 
-        print_scope(results, out)  # per construction: all sizes / bounded (sizes <= N) / sampled
-        counts = {s: sum(r.status == s for r in results) for s in ("proved", "passed", "failed", "unknown")}
-        out.print(", ".join(f"{v} {k}" for k, v in counts.items()) + f"; {len(results)} obligations in {total:.1f} s")
-        if smt is not None:
-            out.print(smt_summary(results, smt))
-    err.print(f"total time {total:.1f} s")
-    return 1 if bad else 0
+
+def _obligation_table(results: Sequence[Any], title: str, terminal: bool) -> Table:
+    table = Table(title=title)
+    width = max((len(r.id) for r in results), default=2)
+    table.add_column("id", no_wrap=True, min_width=width)  # ids stay whole: never folded
+    for col in ("method", "bound", "status", "s"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("detail", overflow="fold")
+    colors = {"proved": "green", "passed": "cyan", "failed": "bold red", "unknown": "yellow"}
+    for r in results:
+        table.add_row(
+            r.id,
+            r.method,
+            "" if r.bound is None else str(r.bound),
+            f"[{colors[r.status]}]{r.status}[/]",
+            f"{r.seconds:.2f}",
+            escape(_clip(r.detail, 160) if terminal else " ".join(r.detail.split())),
+        )
+    return table
 
 
 def _smt_options(args: argparse.Namespace) -> Any:
@@ -108,17 +196,17 @@ def _smt_options(args: argparse.Namespace) -> Any:
         try:
             import cvc5  # noqa: F401
         except ImportError:
-            raise ValueError("--cross-check needs cvc5: pip install 'attnsim[smt]' (or pip install cvc5)") from None
+            raise UsageError("--cross-check needs cvc5: pip install 'attnsim[smt]' (or pip install cvc5)") from None
     directory = None
     if args.smt2:
         directory = Path(args.smt2)
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ValueError(f"--smt2 {args.smt2}: cannot create the directory ({exc.strerror})") from None
+            raise UsageError(f"--smt2 {args.smt2}: cannot create the directory ({exc.strerror})") from None
     if not (args.cross_check or directory):
         return None
-    return SmtOptions(directory, args.cross_check, args.timeout)
+    return SmtOptions(directory, args.cross_check, args.timeout or 10.0)
 
 
 def smt_summary(results: Sequence[Any], smt: Any) -> str:
@@ -149,6 +237,87 @@ def smt_summary(results: Sequence[Any], smt: Any) -> str:
     )
 
 
+@command("verify", _verify_args, _verify_validate)
+def verify(args: argparse.Namespace) -> int:
+    """Run every proof obligation and print the table; exit 0 only if none failed or stayed unknown."""
+    from attnsim.budgets import DEFAULT_TIMEOUT, is_timeout, run_budgeted
+    from attnsim.proofs.registry import select
+
+    err = Console(stderr=True)
+    obs = select(args.only, include_deep=args.deep)
+    if not obs:
+        raise UsageError(
+            f"no obligation matches {args.only!r} (an id prefix, e.g. `matmul/` or `matmul/z3-parametric`)"
+        )
+    if args.mutants:
+        from attnsim.proofs.mutants import run_cli
+
+        if args.timeout is None:
+            args.timeout = DEFAULT_TIMEOUT
+        return run_cli(args)
+    smt = _smt_options(args)
+    t0 = time.perf_counter()
+    with Progress(
+        TextColumn("verify"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True
+    ) as prog:
+        task = prog.add_task("verify", total=len(obs))
+        results = run_budgeted(obs, jobs=args.jobs, timeout=args.timeout, on_done=lambda r: prog.advance(task), smt=smt)
+    total = time.perf_counter() - t0
+    bad = [r for r in results if r.status in ("failed", "unknown")]
+    counts = Counter(r.status for r in results)
+    count_line = ", ".join(f"{counts[k]} {k}" for k in ("proved", "passed", "failed", "unknown"))
+    count_line += f"; {len(results)} obligations in {total:.1f} s"
+    if args.json:
+        if args.summary:
+            data: Any = {
+                "counts": dict(counts),
+                "constructions": _summary_rows(results),
+                "not_ok": [r.as_dict() for r in bad],
+            }
+        else:
+            data = [r.as_dict() for r in (bad if args.failures_only else results)]
+        print(json.dumps(data, indent=1))
+    else:
+        out = out_console()
+        title = f"attnsim {__version__}: proof obligations"
+        if args.summary:
+            table = Table(title=f"{title}, per construction")
+            for col in ("construction", "obligations", "proved", "passed", "failed", "unknown", "s"):
+                table.add_column(col, no_wrap=True, justify="left" if col == "construction" else "right")
+            for row in _summary_rows(results):
+                bad_row = row["failed"] or row["unknown"]
+                table.add_row(
+                    row["construction"],
+                    *(str(row[k]) for k in ("obligations", "proved", "passed")),
+                    f"[{'bold red' if row['failed'] else 'default'}]{row['failed']}[/]",
+                    f"[{'yellow' if row['unknown'] else 'default'}]{row['unknown']}[/]",
+                    f"[{'bold' if bad_row else 'default'}]{row['seconds']:.1f}[/]",
+                )
+            out.print(table)
+        if args.failures_only or args.summary:
+            if bad:
+                out.print(_obligation_table(bad, f"{title}: failed or unknown", out.is_terminal))
+            else:
+                out.print("no obligation failed or stayed unknown")
+        else:
+            out.print(_obligation_table(results, title, out.is_terminal))
+        from attnsim.proofs.allsizes import print_scope
+
+        print_scope(results, out)  # per construction and per paper result: all sizes / bounded / sampled
+        out.print(count_line)
+        if smt is not None:
+            out.print(smt_summary(results, smt))
+    if not bad:
+        err.print(f"total time {total:.1f} s")
+        return 0
+    timed = [r for r in bad if is_timeout(r)]
+    why = f"attnsim verify: not verified: {count_line}"
+    if timed:
+        why += f"; {len(timed)} timed out (each row says which --timeout to rerun it with)"
+    print(why, file=sys.stderr)
+    return EXIT_FAILED
+
+
 # -- entry point -------------------------------------------------------------------------------
 # Modules that define further subcommands with @command (each issue adds its own line).
 COMMAND_MODULES: tuple[str, ...] = (
@@ -160,25 +329,75 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _one_line(exc: BaseException) -> str:
+    """An exception as one line: our own errors by their message, others by type and message."""
+    text = " ".join(str(exc).split()) or "(no message)"
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    own = type(exc).__module__.startswith("attnsim")
+    return text if own else f"{type(exc).__name__}: {text}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every registered subcommand."""
     import importlib
 
     for mod in COMMAND_MODULES:
         importlib.import_module(mod)
-    parser = argparse.ArgumentParser(
-        prog="attnsim", description="Universal simulators of attention, proven three ways."
-    )
+    parser = _Parser(prog="attnsim", description="Universal simulators of attention, proven three ways.")
     parser.add_argument("--version", action="version", version=f"attnsim {__version__}")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    for name, (configure, fn) in COMMANDS.items():
-        sp = sub.add_parser(name, help=(fn.__doc__ or "").strip().splitlines()[0])
+    parser.add_argument(
+        "--traceback", action="store_true", help="on an error, show the Python traceback instead of one line"
+    )
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    for name, (configure, fn, _) in COMMANDS.items():
+        sp = sub.add_parser(name, help=((fn.__doc__ or "").strip().splitlines() or [""])[0])
         configure(sp)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand and return its exit code (0 ok, 1 failed check, 2 usage error).
+
+    argparse-level usage errors (an unknown option, a bad value) raise ``SystemExit(2)`` after
+    their one line, as argparse does; every other exception becomes one line and a return code.
+    """
+    parser = build_parser()
     args = parser.parse_args(argv)
+    _, fn, validate = COMMANDS[args.cmd]
+    if validate is not None:
+        msg = validate(args)
+        if msg:
+            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            sub.choices[args.cmd].error(msg)
+    debug = args.traceback or os.environ.get("ATTNSIM_TRACEBACK") == "1"
+    prefix = f"attnsim {args.cmd}"
     try:
-        return COMMANDS[args.cmd][1](args)
-    except (ValueError, KeyError) as exc:  # user errors: one clear line, no traceback
-        print(f"attnsim {args.cmd}: error: {exc}", file=sys.stderr)
-        return 2
+        return fn(args)
+    except KeyboardInterrupt:
+        print(f"{prefix}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `attnsim verify | head`: the reader left; say nothing more
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_FAILED
+    except (ValueError, KeyError, OSError) as exc:  # bad input, a missing or unwritable file: usage
+        if debug:
+            raise
+        print(f"{prefix}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # a bug: still one line, naming the exception
+        if debug:
+            raise
+        print(
+            f"{prefix}: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+            "(rerun with `attnsim --traceback ...` and report it)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -57,4 +57,4 @@ def test_bench_cli_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as excinfo:
         main(["bench", "--sizes", "a,b"])
     assert excinfo.value.code == 2
-    assert "error: argument --sizes: invalid _sizes value: 'a,b'" in capsys.readouterr().err
+    assert "error: argument --sizes: expected comma-separated integers, got 'a,b'" in capsys.readouterr().err

@@ -45,6 +45,7 @@ import numpy as np
 from attnsim.lemmas.base import Construction, ConstructionError, Intent
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.maxmin import maxmin_ref
+from attnsim.numeric.guards import complex_entry
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef, as_array
 
@@ -63,10 +64,40 @@ class LipschitzNetwork(Construction):
     spacing: float = 0.0
     nodes_per_axis: tuple[int, ...] = ()
     method: str = "mcshane"
+    domain: tuple[tuple[float, float], ...] = ()
+
+    def check_domain(self, points: np.ndarray) -> None:
+        """Refuse points outside the domain: sup |f - g| <= epsilon holds only there.
+
+        Outside, g extrapolates (sin on [-pi, pi] gave -6.86 at x = 10), so such a point is an
+        error, not a number.  Symbolic coordinates are not checked.
+        """
+        if not self.domain:
+            return
+        pts = np.asarray(points).reshape(-1, self.dim)
+        for k, (lo, hi) in enumerate(self.domain):
+            for v in pts[:, k]:
+                try:
+                    fv = float(v)
+                except TypeError:
+                    continue
+                if not lo <= fv <= hi:
+                    raise ConstructionError(
+                        f"{self.name}: point coordinate {k} = {fv:g} is outside the domain [{lo:g}, {hi:g}] "
+                        "where the approximation holds"
+                    )
+
+    def without_domain(self) -> LipschitzNetwork:
+        """A copy that runs at any point: to check program == network beyond the domain (it holds
+        everywhere, while the epsilon bound holds only on the domain)."""
+        return dataclasses.replace(self, domain=())
 
     def _operands(self, operands: Sequence[Any], backend: str) -> list[np.ndarray]:
         if len(operands) == 1:
             x = as_array(operands[0])
+            bad_complex = complex_entry(x)
+            if bad_complex:
+                raise ConstructionError(f"{self.name}: points: {bad_complex}")
             try:
                 xf = np.asarray(x, dtype=np.float64) if backend == "numpy" else x
             except (TypeError, ValueError):
@@ -78,13 +109,20 @@ class LipschitzNetwork(Construction):
                 raise ConstructionError(f"{self.name}: points must have shape {want}, got {x.shape}")
             if backend == "numpy" and not np.all(np.isfinite(xf)):
                 raise ConstructionError(f"{self.name}: points contain NaN or inf")
+            self.check_domain(x)
             ones = np.ones((self.batch, 1), dtype=object if x.dtype == object else np.float64)
             operands = [np.concatenate([x, ones], axis=1), *self.weights]
         return super()._operands(operands, backend)
 
     def network(self, points: Any) -> np.ndarray:
         """The GroupSort network in float64 on many points (shape (m, dim)): what the program computes."""
+        bad_complex = complex_entry(points)
+        if bad_complex:
+            raise ConstructionError(f"{self.name}: points: {bad_complex}")
         x = np.asarray(points, dtype=np.float64).reshape(-1, self.dim)
+        if not np.all(np.isfinite(x)):
+            raise ConstructionError(f"{self.name}: points contain NaN or inf")
+        self.check_domain(x)
         h = np.concatenate([x, np.ones((len(x), 1))], axis=1)
         return np.asarray(_forward(h, self.weights, "numpy"), dtype=np.float64)[:, 0]
 
@@ -241,6 +279,7 @@ def lipschitz_approximator(
         nodes=tuple(len(g) for g in grid),
     )
     net.method = method
+    net.domain = tuple(dom)
     return net
 
 
@@ -351,7 +390,8 @@ def size_formula(lipschitz_constant: float, epsilon: float, domain: Any, method:
 
 
 def exact_points(net: LipschitzNetwork, count: int, seed: int = 0) -> list[np.ndarray]:
-    """Random rational points in [-2, 2]^d (program == network holds everywhere, not only on the box)."""
+    """Random rational points in [-2, 2]^d (program == network holds everywhere, not only on the box:
+    run them on ``net.without_domain()``)."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(count):

@@ -44,6 +44,11 @@ def fraction_previous_zeros() -> C.SOp:
     return C.aggregate(prevs, is_zero).named("frac_zeros")
 
 
+LIMITS: dict[str, str] = {
+    "sort_unique": "sorts distinct tokens only: with a repeated token, average hard attention averages the "
+    "duplicates' targets, so the output is not a sort (Tracr's sort_unique is not one there either)",
+}
+
 PROGRAMS: dict[str, Callable[[], C.SOp]] = {
     "length": length,
     "reverse": reverse,

@@ -1,29 +1,102 @@
 """`attnsim compile NAME [sizes...] --max-len N --out FILE`: compile a lemma, U or a classic program.
 
-NAME is a registered construction (``transpose``, ``matmul``, ``softmax``...; sizes are the
-lemma factory's positional arguments, default: the registered example), ``u`` (sizes:
-max_len d_model n_heads d_head [d_ff]) or a classic RASP program (``reverse``, ``histogram``,
+NAME is a registered construction (``transpose``, ``matmul``, ``softmax``...; its sizes are the
+lemma factory's required arguments, listed by ``attnsim compile --help``; none: the registered
+example), ``u`` or ``simulator`` (sizes: max_len d_model n_heads d_head [d_ff]; none: the
+registered example capacity) or a classic RASP program (``reverse``, ``histogram``,
 ``sort_unique``, ``length``, ``frac_prevs``; ``--max-len`` and ``--vocab``).
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
-from attnsim.cli import command
+from attnsim.cli import command, positive_int
 from attnsim.compile import classic
 from attnsim.compile.compiler import compile_program
 from attnsim.compile.model import CompiledTransformer, CompileError
 
+U_NAMES = ("u", "simulator")
+U_SIZES = ("MAX_LEN", "D_MODEL", "N_HEADS", "D_HEAD", "[D_FF]")
+
+
+def size_names(key: str) -> tuple[str, ...] | None:
+    """The sizes a construction takes on the command line (its factory's required arguments).
+
+    None when the construction has no size-taking factory in :mod:`attnsim.lemmas` (only its
+    registered example compiles).  Optional arguments (a lemma's ``heads``...) are not sizes, so
+    a surplus number is refused instead of silently becoming one.
+    """
+    from attnsim import lemmas
+
+    factory = getattr(lemmas, key.replace("-", "_"), None)
+    if factory is None or not callable(factory):
+        return None
+    params = inspect.signature(factory).parameters.values()
+    req = tuple(
+        p.name.upper()
+        for p in params
+        if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    )
+    return req or None
+
+
+def sizes_help() -> str:
+    """The --help epilog: which sizes each NAME takes."""
+    from attnsim.proofs.registry import constructions
+
+    lines = ["sizes per NAME:"]
+    fixed = []
+    for key in constructions():
+        if key in U_NAMES:
+            continue
+        names = size_names(key)
+        if names:
+            lines.append(f"  {key} {' '.join(names)}")
+        else:
+            fixed.append(key)
+    lines.append(f"  u | simulator {' '.join(U_SIZES)}   (U's capacity; none: the registered example)")
+    lines.append(f"  no sizes (the registered example): {', '.join(fixed)}")
+    lines.append(f"  no sizes, --max-len and --vocab instead (classic RASP): {', '.join(classic.PROGRAMS)}")
+    lines.append("examples: attnsim compile matmul 2 3 2 --out matmul.npz; attnsim compile u 4 4 2 2 8 --quiet")
+    return "\n".join(lines)
+
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", help="a lemma (see `attnsim verify`), 'u' (the universal simulator) or a classic program")
-    p.add_argument("sizes", nargs="*", type=int, help="sizes for the lemma factory, or U's capacity")
-    p.add_argument("--max-len", type=int, default=None, help="longest sequence (default: the construction's length)")
-    p.add_argument("--vocab", type=int, default=None, help="classic programs: tokens are 0..VOCAB-1 (default 4)")
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = sizes_help()
+    p.add_argument(
+        "name", help="a construction (see below), 'u' / 'simulator' (the universal simulator) or a classic program"
+    )
+    p.add_argument("sizes", nargs="*", type=positive_int, help="the construction's sizes, or U's capacity (see below)")
+    p.add_argument(
+        "--max-len", type=positive_int, default=None, help="longest sequence (default: the construction's length)"
+    )
+    p.add_argument(
+        "--vocab", type=positive_int, default=None, help="classic programs: tokens are 0..VOCAB-1 (default 4)"
+    )
     p.add_argument("--out", metavar="FILE", default=None, help="write the weights to FILE (.npz)")
-    p.add_argument("--stack", type=int, default=1, help="u: number of layers T_1..T_M in the input (pointer range)")
+    p.add_argument(
+        "--stack", type=positive_int, default=1, help="u: number of layers T_1..T_M in the input (pointer range)"
+    )
+    p.add_argument("--quiet", "-q", action="store_true", help="one summary line instead of every head and MLP")
+
+
+def check_out(out: str) -> None:
+    """Refuse an --out that cannot be written, before spending time on compiling."""
+    path = Path(out)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise CompileError(f"--out {out}: is a directory; name a file such as {path / 'model.npz'}")
+    if not parent.is_dir():
+        raise CompileError(f"--out {out}: no directory {parent}")
+    if not os.access(parent, os.W_OK):
+        raise CompileError(f"--out {out}: directory {parent} is not writable")
 
 
 def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, stack: int = 1) -> CompiledTransformer:
@@ -31,11 +104,20 @@ def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, s
     from attnsim.proofs.registry import constructions
 
     key = name.lower()
-    if key == "u":
+    if any(s < 1 for s in sizes):
+        raise CompileError(f"sizes must be >= 1, got {' '.join(map(str, sizes))}")
+    if key not in U_NAMES and stack != 1:
+        raise CompileError(f"--stack is for u / simulator (layers in U's input), not {key}")
+    if key not in classic.PROGRAMS and vocab is not None:
+        raise CompileError(f"--vocab is for classic programs ({', '.join(classic.PROGRAMS)}), not {key}")
+    if key in U_NAMES:
         from attnsim.simulator.universal import UniversalSimulator
 
+        if not sizes:
+            example: Any = constructions()["simulator"][1]()
+            sizes = list(example.capacity.values())
         if len(sizes) not in (4, 5):
-            raise CompileError("u takes its capacity: max_len d_model n_heads d_head [d_ff]")
+            raise CompileError(f"{key} takes its capacity: {' '.join(U_SIZES)}; got {len(sizes)} size(s)")
         if stack < 1:
             raise CompileError(f"--stack must be >= 1, got {stack}")
         u = UniversalSimulator(*sizes)
@@ -57,11 +139,15 @@ def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, s
     if sizes:
         from attnsim import lemmas
 
-        factory = getattr(lemmas, key.replace("-", "_"), None)
-        if factory is None:
+        names = size_names(key)
+        if names is None:
             raise CompileError(f"{key} has no size-taking factory in attnsim.lemmas; omit the sizes")
+        if len(sizes) != len(names):
+            raise CompileError(
+                f"{key} takes {len(names)} size(s) ({' '.join(names)}), got {len(sizes)}: {' '.join(map(str, sizes))}"
+            )
         try:
-            con = factory(*sizes)
+            con = getattr(lemmas, key.replace("-", "_"))(*sizes)
         except TypeError as exc:
             raise CompileError(f"{key}{tuple(sizes)}: {exc}") from None
     else:
@@ -74,11 +160,23 @@ def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, s
     return ct
 
 
+def one_line(ct: CompiledTransformer) -> str:
+    """The --quiet summary: name, layers, heads, residual width, parameters."""
+    return (
+        f"compiled {ct.name}: {ct.n_layers} layers, heads per layer {ct.heads_per_layer()}, residual width "
+        f"{ct.d_model}, {ct.parameter_count():,} parameters ({ct.parameter_count(nonzero=True):,} non-zero)"
+    )
+
+
 @command("compile", _args)
 def compile_command(args: argparse.Namespace) -> int:
     """Compile a lemma, U or a classic program to transformer weights; print the summary, write the .npz."""
+    if args.out:
+        check_out(args.out)
     ct = build(args.name, list(args.sizes), args.max_len, args.vocab, args.stack)
-    print(ct.summary())
+    print(one_line(ct) if args.quiet else ct.summary())
+    if args.name.lower() in classic.LIMITS:
+        print(f"note: {args.name.lower()} {classic.LIMITS[args.name.lower()]}", file=sys.stderr)
     if args.out:
         path = ct.save(args.out)
         print(f"wrote {path}")

@@ -2,8 +2,9 @@
 
 Tracr's figures are the ones measured and quoted in the compile issue (Tracr is not a dependency):
 ``reverse`` compiles to 4 layers / 20,649 parameters at max_len 5 over 5 symbols and 4 layers /
-108,059 parameters at max_len 10 over 10 symbols, with 19 of 200 random inputs of length 10
-wrong (its ``length`` miscounts from 10 upward at its defaults).  Our "wrong" counts compare the
+108,059 parameters at max_len 10 over 10 symbols, with all 200 random inputs of length 10
+wrong (re-measured in issue 15 with tracr-pypi 1.0.0: its ``length`` gives 9 at length 10 at its
+default MLP exactness; an earlier quote said 19 of 200).  Our "wrong" counts compare the
 exact compiled forward with the exact interpreter using ``==``: exhaustively over every input of
 every length up to ``max_len`` when there are at most ``exhaustive_limit`` of them, else on
 ``samples`` random inputs per length.
@@ -23,7 +24,7 @@ from attnsim.rasp.engine import evaluate
 
 TRACR: dict[tuple[str, int], dict[str, Any]] = {
     ("reverse", 5): {"layers": 4, "params": 20_649, "wrong": None},
-    ("reverse", 10): {"layers": 4, "params": 108_059, "wrong": "19/200 at length 10"},
+    ("reverse", 10): {"layers": 4, "params": 108_059, "wrong": "200/200 at length 10"},
 }
 
 

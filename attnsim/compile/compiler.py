@@ -46,6 +46,7 @@ from attnsim.compile.model import (
 )
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp import hints as H
 from attnsim.rasp import primitives as P
 from attnsim.rasp.schedule import layer_of
 
@@ -258,6 +259,10 @@ class Compiler:
         r = self._realize(node)
         if node.label in self.hints:
             r = Realized(r.form, self.hints[node.label], r.origin)
+        else:
+            known = H.declared(node, self.N)  # the builder's own declaration (U's pointer...)
+            if known is not None:
+                r = Realized(r.form, D.Domain.of(known), r.origin)
         self.real[fp] = r
         return r
 

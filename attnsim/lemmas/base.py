@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from attnsim.numeric.guards import complex_entry
 from attnsim.proofs import decode, z3sel
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
@@ -50,6 +51,9 @@ class Intent:
 def to_backend(x: Any, backend: str, what: str = "operand") -> np.ndarray:
     """Convert an operand (NumPy of any dtype, nested lists, SymPy matrix) to a backend array."""
     a = as_array(x)
+    bad_complex = complex_entry(a)
+    if bad_complex:
+        raise ConstructionError(f"{what}: {bad_complex}")
     if backend == "numpy":
         try:
             out = np.asarray(a, dtype=np.float64)

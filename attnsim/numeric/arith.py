@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from attnsim.numeric.guards import complex_entry
 from attnsim.rasp import primitives as P
 from attnsim.rasp.arith import Arithmetic, BackendError
 
@@ -16,6 +17,9 @@ class NumpyArith(Arithmetic):
     name = "numpy"
 
     def from_input(self, values: Any, allow_nonfinite: bool) -> np.ndarray:
+        bad_complex = complex_entry(values)
+        if bad_complex:
+            raise BackendError(bad_complex)
         try:
             arr = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError) as exc:

@@ -31,7 +31,8 @@ class ReportConfig:
     simulator_sizes: Sequence[int] = (2, 4, 8, 16)
     budget: float = 3.0
     verify: bool = True
-    timeout: float = 10.0
+    deep: bool = False
+    timeout: float | None = None
     jobs: int | None = None
     seed: int = 0
 
@@ -221,12 +222,12 @@ def build_report(
     # (d) verify
     verify_rows: list[Any] = []
     if cfg.verify:
+        from attnsim.budgets import run_budgeted
         from attnsim.proofs.registry import select
-        from attnsim.proofs.runner import run_all
 
-        obs = select(cfg.only, include_deep=not cfg.quick)
+        obs = select(cfg.only, include_deep=cfg.deep and not cfg.quick)
         say(f"verify ({len(obs)} obligations)")
-        verify_rows = run_all(obs, jobs=cfg.jobs, timeout=cfg.timeout)
+        verify_rows = run_budgeted(obs, jobs=cfg.jobs, timeout=cfg.timeout)
         per: dict[str, dict[str, int]] = {}
         for r in verify_rows:
             per.setdefault(r.construction, {}).setdefault(r.status, 0)
@@ -292,7 +293,8 @@ def _markdown(
     for name, pts in sweeps.items():
         for p in pts:
             ex = "-" if p.exact_error is None else ("== (0)" if p.exact_error == 0 else f"DIFFERS {p.exact_error:.2e}")
-            L.append(f"| {name} | {p.size} | {p.positions} | {_fmt(p.error)} | {ex} |")
+            refused = " (run() refuses it: misses the stated accuracy)" if "refused" in p.note else ""
+            L.append(f"| {name} | {p.size} | {p.positions} | {_fmt(p.error)}{refused} | {ex} |")
     for d in sim_pts:
         L.append(f"| U (d_model = max_len) | {d['size']} | {d.get('positions', '-')} | {_fmt(d['error'])} | - |")
     for label, xs, ys in torch:
@@ -350,7 +352,7 @@ def _markdown(
             "",
             ", ".join(f"{c.get(s, 0)} {s}" for s in ("proved", "passed", "failed", "unknown"))
             + f"; {len(verify_rows)} obligations"
-            + (" (deep ones skipped: --quick)" if cfg.quick else ""),
+            + ("" if cfg.deep and not cfg.quick else " (deep ones not run: `attnsim report --deep` runs them)"),
             "",
             "| id | method | bound | status | s | detail |",
             "|---|---|---|---|---|---|",

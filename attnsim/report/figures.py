@@ -19,9 +19,17 @@ FLOAT_FLOOR = 1e-17  # where a float64 zero (bit-exact) is drawn
 MARKERS = "osD^v<>ph*PX8Hd"
 
 
+LINESTYLES = ("-", "--", "-.", ":")
+OFF_SCALE = 1e2  # float64 errors above this are drawn at the top edge, marked, with their value
+
+
 def _style(i: int) -> dict[str, Any]:
-    """A distinct color (tab20) and marker per construction."""
-    return {"color": plt.get_cmap("tab20")(i % 20), "marker": MARKERS[i % len(MARKERS)]}
+    """A distinct color (tab20), marker and line style per construction (overlaps stay readable)."""
+    return {
+        "color": plt.get_cmap("tab20")(i % 20),
+        "marker": MARKERS[i % len(MARKERS)],
+        "linestyle": LINESTYLES[i % len(LINESTYLES)],
+    }
 
 
 def _series(points: Sequence[Point], attr: str) -> tuple[list[int], list[float]]:
@@ -34,94 +42,187 @@ def _series(points: Sequence[Point], attr: str) -> tuple[list[int], list[float]]
     return xs, ys
 
 
+def group_identical(
+    series: Sequence[tuple[str, list[int], list[float], dict[str, Any]]],
+) -> list[tuple[str, list[int], list[float], dict[str, Any]]]:
+    """Series with the same points merged into one, labelled with every name ("det = inverse").
+
+    Curves lying exactly on top of each other cannot be told apart by color; one curve whose
+    label names them all can.
+    """
+    out: list[tuple[list[str], list[int], list[float], dict[str, Any]]] = []
+    for name, xs, ys, st in series:
+        for g in out:
+            if g[1] == xs and g[2] == ys:
+                g[0].append(name)
+                break
+        else:
+            out.append(([name], list(xs), list(ys), st))
+    return [(" = ".join(names), xs, ys, st) for names, xs, ys, st in out]
+
+
 def error_figure(
     sweeps: dict[str, list[Point]], path: Path, simulator: Sequence[dict[str, Any]] = (), torch: Sequence[Any] = ()
 ) -> Path:
-    """Our Figure 2: max error vs NumPy over sizes (float64), exact zeros annotated."""
-    fig, ax = plt.subplots(figsize=(9.5, 5.0))
-    drew_exact = False
+    """Our Figure 2: max error vs NumPy over sizes (float64), exact zeros and off-scale values marked."""
+    fig, ax = plt.subplots(figsize=(9.5, 6.0))
+    floats: list[tuple[str, list[int], list[float], dict[str, Any]]] = []
+    exact_zero: list[tuple[str, list[int]]] = []
+    exact_bad: list[tuple[int, float]] = []
     for i, (name, pts) in enumerate(sweeps.items()):
         xs, ys = _series(pts, "error")
-        if not xs:
-            continue
-        ys_plot = [max(y, FLOAT_FLOOR) for y in ys]
-        (line,) = ax.plot(xs, ys_plot, label=f"{name} (float64)", **_style(i))
+        if xs:
+            floats.append((name, xs, [max(y, FLOAT_FLOOR) for y in ys], _style(i)))
         ex, ey = _series(pts, "exact_error")
-        zeros = [x for x, y in zip(ex, ey, strict=True) if y == 0.0]
-        nonzero = [(x, y) for x, y in zip(ex, ey, strict=True) if y != 0.0]
-        if zeros:
-            ax.scatter(zeros, [EXACT_FLOOR] * len(zeros), marker="_", s=200, color=line.get_color())
-            drew_exact = True
-        for x, y in nonzero:  # an exact mismatch is a bug: show it loudly
-            ax.scatter([x], [y], marker="x", s=80, color="red")
+        exact_zero.append((name, [x for x, y in zip(ex, ey, strict=True) if y == 0.0]))
+        exact_bad += [(x, y) for x, y in zip(ex, ey, strict=True) if y != 0.0]
     if simulator:
         xs = [d["size"] for d in simulator if d.get("error") is not None]
         ys = [max(float(d["error"]), FLOAT_FLOOR) for d in simulator if d.get("error") is not None]
-        ax.plot(xs, ys, marker="*", color="black", linewidth=2, label="U vs T(X) (float64)")
+        floats.append(("U vs T(X)", xs, ys, {"color": "black", "marker": "*", "linestyle": "-", "linewidth": 2}))
+    top = OFF_SCALE
+    off: list[tuple[int, float, Any]] = []
+    for label, xs, ys, st in group_identical(floats):
+        shown = [min(y, top) for y in ys]
+        (line,) = ax.plot(xs, shown, label=label, markersize=5, **st)
+        off += [(x, y, line.get_color()) for x, y in zip(xs, ys, strict=True) if y > top]
+    for j, (x, y, color) in enumerate(off):  # off the scale: a marker at the edge and the value, never a clip
+        mark = f"off the scale (> {top:g}): value written above" if j == 0 else None
+        ax.scatter([x], [top], marker="^", s=90, color=color, edgecolor="black", zorder=6, label=mark)
+        ax.annotate(f"{y:.1e}", (x, top), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=7)
     for label, xs, ys in torch:
         ax.scatter(xs, [max(y, FLOAT_FLOOR) for y in ys], marker="P", s=70, color="crimson", label=label, zorder=5)
+    zero_xs = sorted({x for _, xs in exact_zero for x in xs})
+    if zero_xs:
+        names = [n for n, xs in exact_zero if xs]
+        ax.scatter(
+            zero_xs,
+            [EXACT_FLOOR] * len(zero_xs),
+            marker="s",
+            s=25,
+            color="green",
+            zorder=4,
+            label=f"exact backend: 0 error ({len(names)} constructions, Fractions, ==)",
+        )
+    for x, y in exact_bad:  # an exact mismatch is a bug: show it loudly
+        ax.scatter([x], [max(y, EXACT_FLOOR)], marker="x", s=80, color="red", zorder=7)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.axhline(FLOAT_FLOOR, color="grey", linewidth=0.5, linestyle=":")
-    ax.text(1.0, FLOAT_FLOOR, " float64: 0 (bit-exact)", transform=ax.get_yaxis_transform(), fontsize=7, va="center")
-    if drew_exact:
-        ax.axhline(EXACT_FLOOR, color="green", linewidth=0.5, linestyle="--")
-        ax.text(
-            1.0, EXACT_FLOOR, " exact: 0 (Fractions, ==)", transform=ax.get_yaxis_transform(), fontsize=7, va="center"
-        )
-    ax.set_ylim(EXACT_FLOOR / 10, 1e-6)
+    ax.axhline(FLOAT_FLOOR, color="grey", linewidth=0.6, linestyle=":")
+    ax.text(
+        0.99,
+        FLOAT_FLOOR / 1.6,
+        "float64 error 0 (bit-exact) drawn here",
+        transform=ax.get_yaxis_transform(),
+        fontsize=7,
+        ha="right",
+        va="top",
+        color="dimgrey",
+    )
+    ax.axhline(EXACT_FLOOR, color="green", linewidth=0.6, linestyle="--")
+    ax.axhline(1e-6, color="firebrick", linewidth=0.6, linestyle="--")
+    ax.text(
+        0.99,
+        1.6e-6,
+        "det(n) / inverse(n) stated float64 accuracy 1e-6: run() refuses above",
+        transform=ax.get_yaxis_transform(),
+        fontsize=7,
+        ha="right",
+        va="bottom",
+        color="firebrick",
+    )
+    ax.set_ylim(EXACT_FLOOR / 10, top * 30)
     ax.set_xlabel("size (every scaled dimension = size; U: max_len = d_model)")
     ax.set_ylabel("max |ours - NumPy| / max(1, |NumPy|)")
     ax.set_title("Error against NumPy linear algebra (cf. the paper's Figure 2)")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.22, 1.0))
+    ax.legend(fontsize=6.5, loc="upper left", ncol=2, framealpha=0.9)
     ax.grid(True, which="major", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
 def cost_figure(sweeps: dict[str, list[Point]], path: Path, simulator: Sequence[dict[str, Any]] = ()) -> Path:
-    """Layers, heads and positions against size, ours (solid) beside the paper's (dashed)."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    """Layers, heads and positions against size, ours (solid markers) beside the paper's (x, thin)."""
+    panels: list[list[tuple[str, list[int], list[float], dict[str, Any]]]] = [[], [], []]
+    paper: list[list[tuple[str, list[int], list[float], dict[str, Any]]]] = [[], []]
+    no_attention: list[str] = []
     for i, (name, pts) in enumerate(sweeps.items()):
         st = _style(i)
-        color, mk = st["color"], st["marker"]
         xs, ys = _series(pts, "layers")
         if xs:
-            axes[0].plot(xs, ys, marker=mk, color=color, label=name)
-        px, py = _series(pts, "paper_layers")
-        if px:
-            axes[0].plot(px, py, linestyle="--", marker="x", color=color, alpha=0.7)
-        hx = [p.size for p in pts if p.size is not None and p.heads]
-        axes[1].plot(hx, [sum(p.heads) for p in pts if p.size is not None and p.heads], marker=mk, color=color)
-        ph = [(p.size, sum(p.paper_heads)) for p in pts if p.size is not None and p.paper_heads]
-        if ph:
-            axes[1].plot(*zip(*ph, strict=True), linestyle="--", marker="x", color=color, alpha=0.7)
+            panels[0].append((name, xs, ys, st))
+        hs = [(p.size, sum(p.heads)) for p in pts if p.size is not None and p.heads]
+        if hs and any(h > 0 for _, h in hs):
+            panels[1].append((name, [x for x, _ in hs], [float(h) for _, h in hs], st))
+        elif xs:
+            no_attention.append(name)
+        if xs and not any(ys):
+            panels[0].pop()  # 0 layers (an MLP only) has no place on a log axis: named in the panel instead
         qx, qy = _series(pts, "positions")
         if qx:
-            axes[2].plot(qx, qy, marker=mk, color=color)
-    if simulator:
-        sx = [d["size"] for d in simulator if "layers" in d]
-        if sx:
-            axes[0].plot(sx, [d["layers"] for d in simulator if "layers" in d], marker="*", color="black", label="U")
-            axes[1].plot(sx, [sum(d["head_counts"]) for d in simulator if "layers" in d], marker="*", color="black")
-            pos = [(d["size"], d["positions"]) for d in simulator if d.get("positions")]
-            if pos:
-                axes[2].plot(*zip(*pos, strict=True), marker="*", color="black")
-    axes[0].set_title("layers (solid: ours, dashed: paper)")
-    axes[1].set_title("heads, summed over layers (dashed: paper)")
-    axes[2].set_title("positions (sequence length)")
-    for ax in axes:
+            panels[2].append((name, qx, qy, st))
+        px, py = _series(pts, "paper_layers")
+        if px:
+            paper[0].append((name, px, py, st))
+        ph = [(p.size, sum(p.paper_heads)) for p in pts if p.size is not None and p.paper_heads]
+        if ph:
+            paper[1].append((name, [x for x, _ in ph], [float(h) for _, h in ph], st))
+    ust = {"color": "black", "marker": "*", "linestyle": "-", "linewidth": 2}
+    sim = [d for d in simulator if "layers" in d]
+    if sim:
+        sx = [d["size"] for d in sim]
+        panels[0].append(("U", sx, [float(d["layers"]) for d in sim], ust))
+        panels[1].append(("U", sx, [float(sum(d["head_counts"])) for d in sim], ust))
+        pos = [(d["size"], d["positions"]) for d in sim if d.get("positions")]
+        if pos:
+            panels[2].append(("U", [x for x, _ in pos], [float(y) for _, y in pos], ust))
+    fig, axes = plt.subplots(1, 3, figsize=(17, 6.2))
+    ylabels = ("attention layers", "attention heads, summed over layers", "positions (sequence length)")
+    titles = ("layers (log scale)", "heads (log scale)", "positions (log scale)")
+    for k, ax in enumerate(axes):
+        ys_all: list[float] = []
+        for label, xs, ys, st in group_identical(panels[k]):
+            ax.plot(xs, ys, label=label, markersize=5, **st)
+            ys_all += ys
+        if k < 2:
+            for label, xs, ys, st in group_identical(paper[k]):
+                ax.plot(
+                    xs,
+                    ys,
+                    label=f"paper: {label}",
+                    color=st["color"],
+                    marker="x",
+                    linestyle=(0, (1, 1)),
+                    linewidth=1,
+                    alpha=0.8,
+                )
+                ys_all += ys
+        positive = [y for y in ys_all if y > 0]
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("size")
+        if positive:  # headroom above the data, so that the legend inside the axes covers no curve
+            lo, hi = min(positive), max(positive)
+            ax.set_yscale("log")
+            ax.set_ylim(lo / 4, hi * max(10.0, (hi / lo) ** 0.9))
+            ax.legend(fontsize=6, loc="upper left", ncol=2, framealpha=0.9)
+        ax.set_xlabel("size (every scaled dimension; U: max_len = d_model)")
+        ax.set_ylabel(ylabels[k])
+        ax.set_title(titles[k])
         ax.grid(True, alpha=0.3)
-    axes[1].set_yscale("symlog", linthresh=1.0)  # 0 heads (no attention) stays visible
-    axes[1].set_ylim(bottom=0)
-    axes[2].set_yscale("log")
-    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="center right")
-    fig.subplots_adjust(right=0.88)
-    fig.tight_layout(rect=(0, 0, 0.88, 1))
+    if no_attention:
+        for ax, what in zip(axes[:2], ("0 layers (MLP only)", "0 heads (no attention)"), strict=True):
+            ax.text(
+                0.99,
+                0.01,
+                f"{what}: {', '.join(no_attention)}",
+                transform=ax.transAxes,
+                fontsize=7,
+                ha="right",
+                va="bottom",
+            )
+    fig.suptitle("Cost against size: ours (markers, solid/dashed) beside the paper's counts (x, dotted)")
+    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

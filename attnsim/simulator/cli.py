@@ -11,19 +11,19 @@ import tracemalloc
 
 import numpy as np
 
-from attnsim.cli import command
+from attnsim.cli import command, nonneg_int, positive_int
 from attnsim.simulator.reference import NORMS, SimulatorError, TransformerLayer
 from attnsim.simulator.universal import UniversalSimulator
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-len", type=int, required=True, help="capacity N (longest input)")
-    p.add_argument("--d-model", type=int, required=True, help="capacity D (model width)")
-    p.add_argument("--heads", type=int, required=True, help="capacity H (attention heads)")
-    p.add_argument("--d-head", type=int, required=True, help="capacity K (head width)")
-    p.add_argument("--d-ff", type=int, default=None, help="capacity F (FFN width); omit for attention only")
-    p.add_argument("--n", type=int, default=None, help="tokens in the random input (default: max-len)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-len", type=positive_int, required=True, help="capacity N (longest input)")
+    p.add_argument("--d-model", type=positive_int, required=True, help="capacity D (model width)")
+    p.add_argument("--heads", type=positive_int, required=True, help="capacity H (attention heads)")
+    p.add_argument("--d-head", type=positive_int, required=True, help="capacity K (head width)")
+    p.add_argument("--d-ff", type=positive_int, default=None, help="capacity F (FFN width); omit for attention only")
+    p.add_argument("--n", type=positive_int, default=None, help="tokens in the random input (default: max-len)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="random seed for T and X")
     p.add_argument("--norm", choices=NORMS, default="none")
     p.add_argument("--residual", action="store_true", help="residual connections")
     p.add_argument("--activation", choices=("relu", "gelu"), default="relu")

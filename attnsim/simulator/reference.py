@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from attnsim.numeric.guards import complex_entry
+
 NORMS = ("none", "post", "pre")
 ACTIVATIONS = ("relu", "gelu")
 
@@ -37,6 +39,9 @@ def _as(x: Any, what: str, shape: tuple[int, ...] | None = None, allow_symbolic:
     if isinstance(x, sp.MatrixBase):
         x = np.array(x.tolist(), dtype=object)
     a = np.asarray(x)
+    bad_complex = complex_entry(a)
+    if bad_complex:
+        raise SimulatorError(f"{what}: {bad_complex}")
     if a.dtype == object or a.dtype.kind not in "biuf":
         if not allow_symbolic:
             raise SimulatorError(f"{what} must be numeric")

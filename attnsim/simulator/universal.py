@@ -35,9 +35,11 @@ from attnsim.lemmas.base import Intent
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.softmax import softmax_ref
 from attnsim.lemmas.transpose import transpose_ref
+from attnsim.numeric.guards import complex_entry
 from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp import hints
 from attnsim.rasp.arith import BackendError
 from attnsim.rasp.engine import Trace, evaluate
 from attnsim.rasp.engine import trace as engine_trace
@@ -157,6 +159,9 @@ class UniversalSimulator:
             return C.aggregate(sel, tok).named(name)
 
         n_b, d_b, ptr_b = bcast(0, "n"), bcast(1, "d"), bcast(2, "ptr")
+        # the pointer names a record that fits: 0..M-1 with M = (length - base) div S (at least 1)
+        base_v, size_v = (int(e.evaluate(C.size_bindings(e))) for e in (base, S))
+        hints.declare(ptr_b, lambda max_len: range(max(1, (max_len - base_v) // size_v)))
 
         # pointer-dependent gathers (read the record the pointer names) --------------------
         def pgather(name: str, queries: E.Expr, rel: Callable[[E.Expr], E.Expr], stmt: str) -> C.SOp:
@@ -435,6 +440,9 @@ class UniversalSimulator:
         if isinstance(X, sp.MatrixBase):
             X = np.array(X.tolist(), dtype=object)
         x = np.asarray(X)
+        bad_complex = complex_entry(x)
+        if bad_complex:
+            raise SimulatorError(f"X: {bad_complex}")
         if x.ndim != 2 or x.shape[0] < 1:
             raise SimulatorError(f"X must have shape (n, d_model) with n >= 1, got {x.shape}")
         if x.dtype != object:

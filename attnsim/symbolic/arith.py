@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from attnsim.numeric.guards import complex_entry
 from attnsim.rasp import primitives as P
 from attnsim.rasp.arith import Arithmetic, BackendError
 
@@ -46,6 +47,9 @@ class ExactArith(Arithmetic):
         raise BackendError(f"value {x!r} is not rational: use backend='sympy'")
 
     def from_input(self, values: Any, allow_nonfinite: bool) -> np.ndarray:
+        bad_complex = complex_entry(values)
+        if bad_complex:
+            raise BackendError(bad_complex)
         vals = list(np.asarray(values, dtype=object).reshape(-1))
         return _obj([self.to_fraction(v) for v in vals])
 
@@ -89,6 +93,9 @@ class SympyArith(Arithmetic):
     name = "sympy"
 
     def from_input(self, values: Any, allow_nonfinite: bool) -> np.ndarray:
+        bad_complex = complex_entry(values)
+        if bad_complex:
+            raise BackendError(bad_complex)
         vals = list(np.asarray(values, dtype=object).reshape(-1))
         out = []
         for v in vals:

@@ -3,6 +3,7 @@ matmul and MaxMin lemmas approximates an L-Lipschitz f within epsilon (McShane/W
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -45,6 +46,7 @@ def test_examples_within_epsilon_and_program_equals_network(name: str, method: s
 def test_exact_backend_program_equals_network() -> None:
     for method in ("interpolation", "mcshane"):
         net = applications.lipschitz_approximator(math.sin, 1.0, 0.5, (-math.pi, math.pi), method=method)
+        net = net.without_domain()  # [-2, 2] is inside [-pi, pi] here, but exact_points does not promise it
         for x in exact_points(net, 2):
             assert (net.run(x, backend="exact") == net.reference(x, backend="exact")).all()
 
@@ -90,3 +92,19 @@ def test_bad_inputs() -> None:
         net.run([np.nan])
     with pytest.raises(ConstructionError, match="shape"):
         net.run([0.1, 0.2])
+
+
+def test_points_outside_the_domain_are_refused() -> None:
+    """Issue 15: the approximation theorem holds on its domain only; sin on [-pi, pi] at x = 10 is an error."""
+    net = applications.lipschitz_approximator(math.sin, 1.0, 0.01, (-math.pi, math.pi))
+    with pytest.raises(ConstructionError, match=r"coordinate 0 = 10 is outside the domain \[-3.14159, 3.14159\]"):
+        net.run(np.array([10.0]))
+    with pytest.raises(ConstructionError, match="outside the domain"):
+        net.network(np.array([[-4.0]]))
+    with pytest.raises(ConstructionError, match="outside the domain"):
+        net.run(np.array([Fraction(7, 2)], dtype=object), backend="exact")
+    assert abs(net.run(np.array([math.pi]))[0, 0] - math.sin(math.pi)) <= 0.01  # the boundary is inside
+    with pytest.raises(ConstructionError, match="complex input is not supported"):
+        net.run(np.array([1 + 1j]))
+    with pytest.raises(ConstructionError, match="NaN or inf"):
+        net.network(np.array([[np.nan]]))

@@ -160,3 +160,41 @@ def test_composes_at_an_offset() -> None:
         assert out_det[0] == 45
         want = sp.Matrix(AUTHORS_EXAMPLE).inv()
         assert all(g == w for g, w in zip(out_inv[inv.block.start : inv.block.end], want, strict=True))
+
+
+def _hilbert(n: int) -> np.ndarray:
+    return 1 / (np.arange(n)[:, None] + np.arange(n)[None, :] + 1.0)
+
+
+@pytest.mark.parametrize("what", ["det", "inverse"])
+def test_float64_never_silently_wrong(what: str) -> None:
+    """Issue 15: Faddeev-LeVerrier in float64 on the 6 x 6 Hilbert matrix (cond 1.5e7) is off by O(1)
+    (max |A X - I| = 27, det 130 % off): run refuses it with the measured residual, never returns it."""
+    from attnsim.lemmas.faddeev import FLOAT_TOL, InaccurateResultError
+
+    con = getattr(lemmas, what)(6)
+    label = "max |A X - I|" if what == "inverse" else r"\|det - det_LU\| / \|det_LU\|"
+    with pytest.raises(
+        InaccurateResultError, match=rf"{label} = \d\.\d\de\+\d\d > 1e-06 \(cond\(A\) = 1.5e\+07"
+    ) as exc:
+        con.run(_hilbert(6))
+    assert exc.value.residual > 1 and exc.value.result.shape == ((6, 6) if what == "inverse" else ())
+    assert con.float_tolerance == FLOAT_TOL == 1e-6
+    con.on_inaccurate = "warn"
+    with pytest.warns(UserWarning, match="misses its stated accuracy"):
+        con.run(_hilbert(6))
+    exact = getattr(lemmas, what)(6).run(np.array(_hilbert(6), dtype=object), backend="exact")  # no error at all
+    assert exact.shape == ((6, 6) if what == "inverse" else ())
+
+
+def test_float64_within_stated_accuracy_passes() -> None:
+    """On well-conditioned inputs the stated accuracy holds, and it is checked (a tighter bound refuses)."""
+    from attnsim.lemmas.faddeev import InaccurateResultError, float_residual
+
+    a = np.random.default_rng(0).normal(size=(8, 8))
+    inv = lemmas.inverse(8)
+    x = inv.run(a)
+    assert float_residual("inverse", a, x)[0] <= 1e-6
+    inv.float_tolerance = 1e-30
+    with pytest.raises(InaccurateResultError, match=r"> 1e-30"):
+        inv.run(a)

@@ -72,3 +72,41 @@ def test_report_requires_out(capsys: pytest.CaptureFixture[str]) -> None:
         main(["report"])
     assert exc.value.code == 2
     assert "error: the following arguments are required: --out" in capsys.readouterr().err
+
+
+def test_identical_curves_are_merged_and_named() -> None:
+    """Figure 2 analogue readable (issue 15): curves on top of each other become one, naming them all."""
+    from attnsim.report.figures import group_identical
+
+    st: dict[str, object] = {}
+    got = group_identical([("det", [2, 4], [1.0, 2.0], st), ("inverse", [2, 4], [1.0, 2.0], st), ("x", [2], [1.0], st)])
+    assert [g[0] for g in got] == ["det = inverse", "x"]
+
+
+def test_error_figure_marks_off_scale_values(tmp_path: Path) -> None:
+    """An error above the axis is drawn at the edge with its value, not clipped away silently."""
+    import matplotlib.pyplot as plt
+
+    from attnsim.report import figures as F
+
+    pts = [D.Point("det", 2, 4, error=1e-16), D.Point("det", 4, 16, error=3.2e5, exact_error=0.0)]
+    texts: list[str] = []
+    real_savefig = plt.Figure.savefig
+
+    def spy(fig: plt.Figure, *a: object, **k: object) -> None:
+        texts.extend(t.get_text() for ax in fig.axes for t in ax.texts)
+        texts.extend(t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts())
+        real_savefig(fig, *a, **k)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plt.Figure, "savefig", spy)
+        F.error_figure({"det": pts}, tmp_path / "e.png")
+    assert "3.2e+05" in texts and any(t.startswith("off the scale") for t in texts)
+    assert (tmp_path / "e.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_refused_float_result_is_plotted_and_named() -> None:
+    """det(n) whose float64 run misses its stated accuracy: the sweep keeps the measured error and says so."""
+    fam = next(f for f in D.families()[0] if f.name == "det")
+    (pt,) = D.sweep(fam, sizes=(64,), budget=60.0, seed=0)
+    assert pt.error is not None and pt.error > 1e-6 and "refused" in pt.note
