@@ -219,7 +219,11 @@ def test_audit_outside_the_checkout(
     import attnsim.audit as A
 
     monkeypatch.chdir(tmp_path)
-    assert A.default_map() == Path(A.__file__).resolve().parents[1] / "paper_map.md"
+    checkout = tmp_path / "checkout"  # a source checkout (editable install): the map beside the package
+    (checkout / "attnsim").mkdir(parents=True)
+    (checkout / "paper_map.md").write_text("# map\n")
+    monkeypatch.setattr(A, "__file__", str(checkout / "attnsim" / "audit.py"))
+    assert A.default_map() == checkout / "paper_map.md"
     monkeypatch.setattr(A, "__file__", str(tmp_path / "site-packages" / "attnsim" / "audit.py"))
     assert main(["audit", "--no-tests"]) == 2
     err = capsys.readouterr().err

@@ -135,6 +135,11 @@ class _Refine(Exception):
         self.var, self.d = var, d
 
 
+def _times_coordinate(powers: dict[Any, Any], extents: dict[str, Any]) -> bool:
+    """True when a monomial multiplies a coordinate (its bound scales with the sizes' sign)."""
+    return any(getattr(b, "name", None) in extents for b in powers)
+
+
 @dataclass
 class _Ctx:
     """Symbols of one case: sizes (with minimum), coordinates (with extent), opaque atoms."""
@@ -214,7 +219,10 @@ class _Ctx:
 
     # interval bounds ---------------------------------------------------------------------
     def bound(self, p: sp.Expr, upper: bool) -> sp.Expr | None:
-        """A polynomial in the sizes bounding ``p`` from above (or below), or None."""
+        """A polynomial in the sizes bounding ``p`` from above (or below), or None.
+
+        Sound for the sizes it multiplies only when those are >= 0: a term with a size whose
+        minimum is negative gets no bound (its sign is unknown), so the caller asks Z3 instead."""
         p = sp.expand(p)
         out = sp.Integer(0)
         for t in sp.Add.make_args(p):
@@ -230,6 +238,8 @@ class _Ctx:
                 if base.name in self.extents:
                     coords[base] = int(ex)
                 elif base.name in self.sizes:
+                    if self.minimum.get(base.name, 1) < 0 and _times_coordinate(powers, self.extents):
+                        return None  # a possibly negative size times a coordinate: no interval bound
                     size_part *= base**ex
                 else:
                     return None  # an atom or a free variable: no bound

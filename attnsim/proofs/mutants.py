@@ -118,6 +118,7 @@ class Mutant:
     description: str
     path: tuple[int, ...] | None = None
     sig: str = ""
+    restate_intent: bool = False  # the bug is also written into the intents of the changed selectors
 
 
 @dataclass
@@ -132,6 +133,7 @@ class MutantResult:
     detail: str = ""
     seconds: float = 0.0
     applied: int = 0
+    claim_only: bool = False  # refuted, but the program is unchanged: a broken claim, not a killed program mutant
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON record of ``attnsim verify --mutants --json``."""
@@ -142,11 +144,12 @@ class MutantResult:
             "by": self.by,
             "equivalent": self.equivalent,
             "proof": self.proof,
+            "claim_only": self.claim_only,
         }
 
     @property
     def survived(self) -> bool:
-        return not self.killed and not self.equivalent
+        return not self.killed and not self.equivalent and not self.claim_only
 
 
 # -- where a node is created --------------------------------------------------------------------
@@ -419,6 +422,13 @@ def mutants_of(name: str, example: Callable[[], object]) -> list[Mutant]:
             seen[m.description] = seen.get(m.description, 0) + 1
             m = replace(m, description=f"{m.description} [#{seen[m.description]} of {counts[m.description]}]")
         out.append(m)
+    if getattr(_without_hook(example), "specification", None) is not None:
+        # a bug written consistently into a selector and its intent: only the spec proof can catch it
+        out += [
+            replace(m, restate_intent=True, description=f"{m.description} + its intent restated to match")
+            for m in out
+            if m.site[3] == "Select" or (m.op.startswith("expr:") and m.site[3] in ("Map", "SequenceMap"))
+        ]
     return out
 
 
@@ -476,6 +486,7 @@ def run_mutant(m: Mutant, obs: Sequence[Obligation], example: Callable[[], Any],
     hook = Mutator(m)
     token = C.MUTATION_HOOK.set(hook)
     built: list[Any] = []
+    _RESTATING[0] = hook if m.restate_intent else None
     try:
         _collect_constructions(built)
         unknown: list[str] = []
@@ -486,6 +497,18 @@ def run_mutant(m: Mutant, obs: Sequence[Obligation], example: Callable[[], Any],
             if out.ok is True and ob.method in ("sympy", "all-sizes"):
                 symbolic.append((ob.id, built[n_built:]))
             if out.ok is False:
+                if _program_unchanged(example):  # only a claim (an intent) changed: refuted, but no program bug
+                    return MutantResult(
+                        m,
+                        False,
+                        ob.id,
+                        False,
+                        None,
+                        f"claim only: {out.detail[:280]}",
+                        time.perf_counter() - t0,
+                        hook.applied,
+                        claim_only=True,
+                    )
                 return MutantResult(
                     m, True, ob.id, False, None, out.detail[:300], time.perf_counter() - t0, hook.applied
                 )
@@ -513,6 +536,7 @@ def run_mutant(m: Mutant, obs: Sequence[Obligation], example: Callable[[], Any],
     finally:
         C.MUTATION_HOOK.reset(token)
         _collect_constructions(None)
+        _RESTATING[0] = None
     notes = []
     if applied == 0:
         notes.append("no obligation built this site")
@@ -613,10 +637,37 @@ def _collect_constructions(into: list[Any] | None) -> None:
         def collecting(self: Any, *args: Any, _orig: Any = orig, _cls: type = cls, **kwargs: Any) -> None:
             _orig(self, *args, **kwargs)
             if _outermost(type(self), _cls):
+                if isinstance(self, Intent) and _RESTATING[0] is not None:
+                    _restate(self, _RESTATING[0])
                 into.append(self)
 
         collecting.__wrapped_init__ = orig  # type: ignore[attr-defined]
         cls.__init__ = collecting  # type: ignore[misc]
+
+
+_RESTATING: list[Mutator | None] = [None]  # the running mutant, when it also restates intents
+
+
+def _restate(intent: Any, hook: Mutator) -> None:
+    """Write the mutant's change into the intent too: the intent becomes the changed selector's formula."""
+    changed = {id(a.node) for a in hook.log}
+    if not any(id(n) in changed for n in C.topological([intent.selector])):
+        return
+    try:
+        formula = z3sel.selector_expr(intent.selector)
+    except z3sel.NotStructural:
+        return
+    object.__setattr__(intent, "intent", formula)
+
+
+def _program_unchanged(example: Callable[[], Any]) -> bool:
+    """The example's program and layout are the same with and without the mutant (only claims differ)."""
+    try:
+        mutated, original = example(), _without_hook(example)
+        same_layout = [b.describe() if hasattr(b, "describe") else b for b in (mutated.layout, original.layout)]
+        return bool(mutated.program.fingerprint == original.program.fingerprint and same_layout[0] == same_layout[1])
+    except Exception:  # an example that cannot be built with the mutant has changed
+        return False
 
 
 def _outermost(t: type, cls: type) -> bool:
@@ -1160,9 +1211,9 @@ def _child(m: Mutant, obs: Sequence[Obligation], example: Callable[[], Any], tim
     sys.unraisablehook = _quiet_timeouts
     try:
         r = run_mutant(m, obs, example, timeout)
-        conn.send((r.killed, r.by, r.equivalent, r.proof, r.detail, r.applied))
+        conn.send((r.killed, r.by, r.equivalent, r.proof, r.detail, r.applied, r.claim_only))
     except BaseException as exc:  # report, never hang the parent
-        conn.send((False, None, False, None, f"worker error {type(exc).__name__}: {exc}", 0))
+        conn.send((False, None, False, None, f"worker error {type(exc).__name__}: {exc}", 0, False))
     conn.close()
 
 
@@ -1255,8 +1306,8 @@ def run_jobs(
             elapsed = time.perf_counter() - t0
             if conn.poll():
                 try:
-                    killed, by, eq, proof, detail, applied = conn.recv()
-                    r = MutantResult(m, killed, by, eq, proof, detail, elapsed, applied)
+                    killed, by, eq, proof, detail, applied, claim = conn.recv()
+                    r = MutantResult(m, killed, by, eq, proof, detail, elapsed, applied, claim)
                 except EOFError:
                     r = MutantResult(m, False, None, False, None, f"worker died (exit {proc.exitcode})", elapsed)
                 done.append((idx, r))
@@ -1311,6 +1362,7 @@ def summarize(jobs: Sequence[Job], results: Sequence[MutantResult]) -> list[dict
                 "sites_total": job.total,
                 "killed": sum(r.killed for r in rs),
                 "equivalent": sum(r.equivalent for r in rs),
+                "claim_only": sum(r.claim_only for r in rs),
                 "survived": sum(r.survived for r in rs),
                 "by_method": methods,
                 "obligations": len(job.obligations),
@@ -1366,12 +1418,19 @@ def run_cli(args: Any) -> int:
             for col in ("construction", "mutant", "status", "proof / detail"):
                 t2.add_column(col, overflow="fold")
             for r in rest:
-                st = "[yellow]equivalent[/]" if r.equivalent else "[bold red]SURVIVED[/]"
+                st = (
+                    "[yellow]equivalent[/]"
+                    if r.equivalent
+                    else "[cyan]claim only[/]"
+                    if r.claim_only
+                    else "[bold red]SURVIVED[/]"
+                )
                 t2.add_row(r.mutant.construction, r.mutant.description, st, (r.proof or r.detail)[:300])
             out.print(t2)
         out.print(
             f"{sum(r.killed for r in results)} killed, {sum(r.equivalent for r in results)} equivalent, "
-            f"{len(survivors)} survived; {len(results)} mutants in {total:.1f} s"
+            f"{sum(r.claim_only for r in results)} claim-only (an intent changed, the program not: not counted "
+            f"as killed), {len(survivors)} survived; {len(results)} mutants in {total:.1f} s"
         )
     err.print(f"total time {total:.1f} s")
     for j in broken:

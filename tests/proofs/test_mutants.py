@@ -98,7 +98,11 @@ def test_matmul_mutants_selected_kinds_are_killed() -> None:
 
 def test_engine_runs_forked_workers_and_confirms_killers() -> None:
     """run_jobs: forked workers, and a kill counts only if the killer passes on the original."""
-    ms = [m for m in M.mutants_of("transpose", lambda: transpose(2, 3)) if m.op in ("cmp:!=", "kq-swap")]
+    ms = [
+        m
+        for m in M.mutants_of("transpose", lambda: transpose(2, 3))
+        if m.op in ("cmp:!=", "kq-swap") and not m.restate_intent
+    ]
     obs = _exact_obs("transpose", [lambda: transpose(2, 3)])
     job = M.Job("transpose", lambda: transpose(2, 3), obs, ms, len(ms))
     res = M.run_jobs([job], workers=2, timeout=5)
@@ -186,7 +190,7 @@ def test_cli_json_keys_and_exit_code(monkeypatch: pytest.MonkeyPatch, capsys: py
     code = cli.main(["verify", "--mutants", "--json", "-j", "1"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0
-    assert all(set(d) == {"construction", "mutant", "killed", "by", "equivalent", "proof"} for d in data)
+    assert all(set(d) == {"construction", "mutant", "killed", "by", "equivalent", "proof", "claim_only"} for d in data)
     assert any(d["equivalent"] and d["proof"] for d in data) and any(d["killed"] and d["by"] for d in data)
 
 
@@ -260,3 +264,59 @@ def test_trailing_slash_selects_one_construction() -> None:
     """``--only softmax/`` mutates softmax alone (not softmax-masked)."""
     assert [j.name for j in M.plan("softmax/", 1)] == ["softmax"]
     assert {"softmax", "softmax-masked"} <= {j.name for j in M.plan("softmax", 1)}
+
+
+# -- claims versus programs (the proofs issue, item 10) ----------------------------------------------
+def test_a_bug_in_selector_and_intent_together_is_killed_by_the_spec_proof() -> None:
+    """Lemma (transpose): a selector mutant whose intent is restated to match passes its intent
+    obligation, so only the all-sizes spec proof can kill it, and it does."""
+    ms = [m for m in M.mutants_of("transpose", lambda: transpose(2, 3)) if m.restate_intent]
+    assert ms, "joint selector + intent mutants are generated for a construction with a spec"
+    joint = next(m for m in ms if m.op.startswith("expr:") and "+1" in m.op)
+    intent_ob = registry.by_id("transpose/z3-parametric/gather")
+    spec_ob = registry.by_id("transpose/all-sizes/lemma")
+    alone = M.run_mutant(joint, [intent_ob], lambda: transpose(2, 3), 20)
+    assert not alone.killed, "the restated intent matches the mutated selector"
+    both = M.run_mutant(joint, [intent_ob, spec_ob], lambda: transpose(2, 3), 20)
+    assert both.killed and both.by == "transpose/all-sizes/lemma", both.detail
+
+
+def _claim_site_construction() -> Construction:
+    """A copy of A whose intent is stated over a block built on its own line (used by no program)."""
+    n = C.Size("n", 3)
+    blk = Block.of("A", 0, 1, n)
+    claim = Block.of("A", 0, 1, n)  # only the intent reads this one
+    sel = C.select(C.indices, C.imap(lambda p: p, C.indices), "==")
+    from attnsim.lemmas.base import Intent
+
+    it = Intent("copy", sel, claim.contains(M.z3sel.K) & M.z3sel.K.eq(M.z3sel.Q), blk.contains(M.z3sel.Q), "copy")
+    out = Block.of("out", 0, 1, n, channel="out")
+    return Construction(
+        "claimdemo",
+        "test",
+        C.aggregate(sel, C.tokens),
+        Layout.of(blk, out),
+        ("A",),
+        lambda a, backend="numpy": a,
+        intents=[it],
+    )
+
+
+def test_an_intent_only_change_is_not_a_killed_program_mutant() -> None:
+    """A mutant that moves only the block an intent is stated over is refuted, but not counted as killed."""
+    from attnsim.lemmas.base import check_intent
+
+    def intent_check(timeout: float) -> Any:
+        con = _claim_site_construction()
+        return check_intent(con.intents[0], con.layout, timeout=timeout)
+
+    ob = Obligation("claimdemo/z3-parametric/copy", "claimdemo", "test", "z3-parametric", intent_check)
+    import inspect
+
+    src, first = inspect.getsourcelines(_claim_site_construction)
+    line = first + next(i for i, text in enumerate(src) if "only the intent reads" in text)
+    ms = [m for m in M.mutants_of("claimdemo", _claim_site_construction) if m.op == "offset:+1"]
+    claim_m = next(m for m in ms if m.site[1] == line)
+    r = M.run_mutant(claim_m, [ob], _claim_site_construction, 20)
+    assert r.claim_only and not r.killed and not r.survived, r.detail
+    assert r.by == "claimdemo/z3-parametric/copy" and r.detail.startswith("claim only")

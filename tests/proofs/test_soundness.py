@@ -141,3 +141,15 @@ def test_verify_exits_nonzero_on_z3_unknown(
     assert [d["status"] for d in data] == ["passed", "unknown"]
     monkeypatch.setattr(registry, "select", lambda prefix=None, include_deep=False: [good])
     assert cli.main(["verify", "--json", "-j", "1"]) == 0
+
+
+def test_interval_bounds_are_sound_for_negative_size_minimums() -> None:
+    """Proposition 1's decoding prover: with a size o >= -5, o * i >= 0 is false (o = -1, i = 1) and
+    must not be 'proved' by interval bounds that assume sizes are non-negative."""
+    from attnsim.proofs import decode
+
+    o, n, i = C.Size("o"), C.Size("n"), E.Var("i")
+    out = decode.prove(o * i >= 0, [], coords={"i": n}, minimum={"o": -5})
+    assert out.ok is False and "counterexample" in out.detail
+    assert decode.prove(o * i >= 0, [], coords={"i": n}, minimum={"o": 0}).ok is True
+    assert decode.prove(o * i >= -5 * (n - 1), [], coords={"i": n}, minimum={"o": -5}).ok is True
