@@ -107,6 +107,9 @@ class Construction:
     check_inputs: Callable[..., None] | None = None
     specification: Any = None  # an attnsim.symbolic.specs.Spec: the independent textbook statement
     cases: tuple[tuple[str, int], ...] = ()  # (output coordinate, m): the spec proof splits it by residue mod m
+    # (operand, lower, upper size, output coordinate): a 1 x 1 operand holding an integer in [lower, upper]
+    # (what check_inputs enforces), compared with that coordinate; the spec proof splits on the comparison
+    scalars: tuple[tuple[str, int, Any, str], ...] = ()
 
     # -- sizes ---------------------------------------------------------------------------
     def bind(self, **sizes: int) -> Construction:

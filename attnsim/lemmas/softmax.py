@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.allsizes_extra import KeySet, Semantics, semantics_algebra
+from attnsim.lemmas.allsizes_extra import KeySet, Semantics
 from attnsim.lemmas.base import (
     Construction,
     ConstructionError,
@@ -48,9 +48,8 @@ from attnsim.lemmas.base import (
     standard_obligations,
     sympy_check,
 )
-from attnsim.lemmas.transpose import _check_sizes
 from attnsim.proofs import z3sel
-from attnsim.proofs.allsizes import all_sizes_obligation, spec_obligation
+from attnsim.proofs.allsizes import spec_obligation
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
@@ -220,16 +219,19 @@ def _check_plain(a: np.ndarray, backend: str = "numpy", stable: bool = False) ->
         float_range_check(a, stable)
 
 
-def masked_softmax(rows: int, cols: int, heads: int | None = None, *, stable: bool = False) -> Construction:
+def masked_softmax(
+    rows: int | C.Size, cols: int | C.Size, heads: int | C.Size | None = None, *, stable: bool = False
+) -> Construction:
     """Softmax over the first n of ``cols`` columns; n is a runtime operand: ``run(A, [[n]])``.
 
     A harness for :func:`softmax_ref` with ``valid_cols``: n sits in a 1 x 1 block after A and
     one gather head broadcasts it to every position (that head is the harness's, +1 layer; a
     caller that already holds n everywhere pays nothing).  Columns j >= n of the result are 0.
+    Sizes may be ints or Size symbols (an int call is the symbolic build, bound).
     """
-    _check_sizes(rows=rows, cols=cols, heads=heads or 1)
-    r, c = C.Size("rows", rows), C.Size("cols", cols)
-    h = C.Size("heads", heads) if heads is not None else 1
+    sym, vals = size_args(rows=rows, cols=cols, heads=heads)
+    r, c = sym["rows"], sym["cols"]
+    h = sym["heads"] if heads is not None else 1
     a_blk = Block.of("A", 0, r, c, h)
     n_blk = Block.of("n", a_blk.end_expr(), 1, 1)
     n_src = C.imap(lambda p: n_blk.position(0, 0), C.indices).named("n.source")
@@ -256,8 +258,9 @@ def masked_softmax(rows: int, cols: int, heads: int | None = None, *, stable: bo
     def check(a: np.ndarray, n: np.ndarray, backend: str = "numpy") -> None:
         v = n.reshape(-1)[0]
         ok = sp.sympify(v).is_Integer if backend == "sympy" else float(v) == math.floor(float(v))
-        if not ok or not 1 <= int(v) <= cols:
-            raise ConstructionError(f"masked softmax: n must be an integer in 1..{cols} (valid columns), got {v}")
+        width = a.shape[-1]
+        if not ok or not 1 <= int(v) <= width:
+            raise ConstructionError(f"masked softmax: n must be an integer in 1..{width} (valid columns), got {v}")
         if backend == "numpy":
             float_range_check(a[..., : int(v)], stable, "masked softmax")
 
@@ -272,7 +275,9 @@ def masked_softmax(rows: int, cols: int, heads: int | None = None, *, stable: bo
         paper_cost=_paper_cost(rows, heads),
         exact=False,
         check_inputs=check,
-    )
+        specification=specs.MASKED_SOFTMAX.at(rows=r, cols=c, heads=h),  # the valid-mean shift cancels
+        scalars=(("n", 1, c, "o_j"),),
+    ).bind(**vals)
 
 
 # -- a fast, sound canonical form for the SymPy obligations ------------------------------------
@@ -442,26 +447,19 @@ def softmax_all_sizes(stable: bool = False, masked: bool = False) -> Obligation:
     for every runtime n with 1 <= n <= cols (what the input check enforces), the sum is split at n.
     """
     cid = "softmax-masked" if masked else "softmax"
-    if not masked:  # program == independent spec by symbolic execution
-        rows, cols, heads = C.Size("rows"), C.Size("cols"), C.Size("heads")
-        return spec_obligation(
-            cid,
-            PAPER_REF,
-            [lambda: softmax(rows, cols, stable=stable), lambda: softmax(rows, cols, heads, stable=stable)],
-            statement="program == spec exp(A[h, i, j]) / sum_{l < cols} exp(A[h, i, l]), every size and entry"
-            + (" (the row-mean shift cancels)" if stable else ""),
-            detail="stable" if stable else "lemma",
-        )
-    factory = masked_softmax
-    makes = [functools.partial(factory, 3, 5, 2, stable=stable), functools.partial(factory, 4, 6, 3, stable=stable)]
-    sem = _masked_semantics if masked else _softmax_semantics
-    what = ("masked " if masked else "") + ("mean-shifted " if stable else "") + "softmax"
-    return all_sizes_obligation(
+    rows, cols, heads = C.Size("rows"), C.Size("cols"), C.Size("heads")
+    factory = masked_softmax if masked else softmax
+    statement = (
+        "program == spec: for every operand n with 1 <= n <= cols, exp(A[h, i, j]) / sum_{l < n} exp(A[h, i, l]) "
+        "for j < n and 0 for j >= n, every size and entry"
+        if masked
+        else "program == spec exp(A[h, i, j]) / sum_{l < cols} exp(A[h, i, l]), every size and entry"
+    )
+    return spec_obligation(
         cid,
         PAPER_REF,
-        makes[0],
-        semantics_algebra(makes, sem, what),
-        statement=f"for every heads, rows, cols{', n <= cols' if masked else ''}: output (h, i, j) is the {what}",
+        [lambda: factory(rows, cols, stable=stable), lambda: factory(rows, cols, heads, stable=stable)],
+        statement=statement + (" (the mean shift cancels)" if stable else ""),
         detail="stable" if stable else "lemma",
     )
 

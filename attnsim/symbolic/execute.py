@@ -146,7 +146,8 @@ class Executor:
         if ix is not None:
             ix = self.norm(ix.substitute({"length": self.con.layout.length}))
             v = sym(ix)
-            return sp.Piecewise((1, v), (0, True)) if isinstance(v, sp.logic.boolalg.Boolean) else v
+            boolean = isinstance(ix, E.Not) or (isinstance(ix, E.BinOp) and ix.op in (*E.COMPARATORS, "and", "or"))
+            return sp.Piecewise((1, v), (0, True)) if boolean else v  # a comparison is a 0/1 flag
         raise ExecutionFailed(Outcome.unknown(f"{node.label} ({type(node).__name__}) is out of the method's scope"))
 
     def positive(self, e: sp.Expr) -> bool:
@@ -155,6 +156,8 @@ class Executor:
         Sum only after proving its count >= 1)."""
         if isinstance(e, sp.exp) or (e.is_number and e.is_positive):
             return True
+        if isinstance(e, sp.Indexed):  # a scalar operand declared >= a positive lower bound
+            return any(str(e.base) == name and lo >= 1 for name, lo, _, _ in self.con.scalars)
         if isinstance(e, sp.Symbol):
             return e.name in self.size_names
         if isinstance(e, (sp.Add, sp.Mul)):
@@ -164,9 +167,31 @@ class Executor:
         if isinstance(e, sp.Piecewise):
             return all(self.positive(v) for v, _ in e.args)
         if isinstance(e, sp.Sum):
-            _, lo, hi = e.limits[0]
-            return self.positive(e.function) and self.positive(sp.expand(hi - lo + 1))
+            var, lo, hi = e.limits[0]
+            body = e.function
+            if (
+                isinstance(body, sp.Piecewise)  # Sum_{v=lo}^{hi} [v < m] f: the term v = lo is in when m > lo
+                and len(body.args) == 2
+                and body.args[1] == (0, sp.true)
+                and isinstance(body.args[0][1], sp.StrictLessThan)
+                and body.args[0][1].lhs == var
+            ):
+                f, m = body.args[0][0], body.args[0][1].rhs
+                return (
+                    self.positive(f) and self._signed(m - lo - 1).is_nonnegative is True and self.positive(hi - lo + 1)
+                )
+            return self.positive(body) and self.positive(sp.expand(hi - lo + 1))
         return False
+
+    def _signed(self, e: sp.Expr) -> sp.Expr:
+        """``e`` over symbols that carry their domain's signs (sizes >= 1, scalars >= their lower bound)."""
+        rep: dict[Any, Any] = {}
+        for name in self.size_names:
+            if self.minimum.get(name, 1) >= 1:
+                rep[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, positive=True)
+        for name, lo, _, _ in self.con.scalars:
+            rep[sp.IndexedBase(name)[0, 0, 0]] = lo + sp.Symbol(f"{name}_u", integer=True, nonnegative=True)
+        return sp.expand(e.xreplace(rep))
 
     @property
     def size_names(self) -> set[str]:
@@ -327,7 +352,7 @@ def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: 
     want = con.specification.symbolic(
         sym(h), sym(i), sym(j), lambda e: sym(e) if isinstance(e, E.Expr) else sp.Integer(e)
     ).xreplace(renamed)
-    same, shown, diff = equal_by_normal_form(got, want)
+    same, shown, diff = _equal_in_every_scalar_case(con, got, want, ex)
     if same:
         lem = ", ".join(f"rasp/z3-parametric/{n}" for n in sorted(ex.lemmas)) or "none"
         return Outcome.good(
@@ -335,6 +360,52 @@ def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: 
             f"{len(ex.steps)} Z3 step(s); lemmas: {lem}"
         ), set()
     return Outcome.unknown(f"normal forms differ: program - spec = {shown}"), _constants_compared(diff)
+
+
+def _equal_in_every_scalar_case(con: Any, got: Any, want: Any, ex: Executor) -> tuple[bool, str, Any]:
+    """Decide got == want, splitting on each declared scalar operand (see ``Construction.scalars``).
+
+    Sizes become positive symbols and coordinates non-negative ones (their domain).  A scalar s with
+    lo <= s <= X (X a size) compared with coordinate c < X is split into two cases that cover every
+    admissible (s, c, X): s = c + 1 + u, X = s + v (c < s); or s = lo + u, c = s + w, X = c + 1 + v
+    (c >= s); u, v, w >= 0.  SymPy's assumptions then decide each comparison, and the normal form's
+    truncation rule may use X - s >= 0."""
+    base: dict[sp.Symbol, sp.Symbol] = {}
+    for name in ex.size_names:
+        if ex.minimum.get(name, 1) >= 1:
+            base[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, positive=True)
+    for name in ex.coords:
+        base[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, nonnegative=True)
+    got, want = got.xreplace(base), want.xreplace(base)
+    if not con.scalars:
+        return equal_by_normal_form(got, want)
+    cases: list[tuple[str, dict[Any, Any]]] = [("", {})]
+    for name, lo, upper, coord in con.scalars:
+        s = sp.IndexedBase(name)[0, 0, 0]
+        x = base.get(sp.Symbol(upper.name, integer=True)) if isinstance(upper, C.Size) else None
+        c = base.get(sp.Symbol(coord, integer=True))
+        if x is None or c is None:
+            return False, f"scalar {name}: its bound {upper} or coordinate {coord} is not a symbol here", sp.nan
+        u, v, w = (sp.Symbol(f"{name}_{t}", integer=True, nonnegative=True) for t in "uvw")
+        below = {s: c + 1 + u, x: c + 1 + u + v}
+        above = {s: lo + u, c: lo + u + w, x: lo + u + w + 1 + v}
+        cases = [
+            (f"{tag}{'; ' if tag else ''}{what}", {**prev, **new})
+            for tag, prev in cases
+            for what, new in ((f"{coord} < {name}", below), (f"{coord} >= {name}", above))
+        ]
+    shown = []
+    for tag, subst in cases:
+        same, text, diff = equal_by_normal_form(_substitute(got, subst), _substitute(want, subst))
+        if not same:
+            return False, f"case {tag}: {text}", diff
+        shown.append(f"[{tag}] {text}")
+    return True, " ".join(shown), 0
+
+
+def _substitute(e: Any, subst: dict[Any, Any]) -> Any:
+    """Simultaneous substitution (scalars and sizes by expressions of fresh symbols)."""
+    return e.xreplace(subst)
 
 
 def _vacuous(ex: Executor) -> str:
@@ -391,7 +462,13 @@ def _with_counterexample(
             inst = con.bind(**sizes)
             if inst.layout.total > max_len:
                 continue
-            ops = [rng.integers(-5, 6, size=inst.layout[n].shape) for n in inst.inputs]
+            scalar = {name: (lo, upper) for name, lo, upper, _ in con.scalars}
+            ops = [
+                np.full(inst.layout[n].shape, rng.integers(scalar[n][0], int(E.lift(scalar[n][1]).evaluate(sizes)) + 1))
+                if n in scalar
+                else rng.integers(-5, 6, size=inst.layout[n].shape)
+                for n in inst.inputs
+            ]
             backend = "exact" if inst.exact else "numpy"
             got, want = inst.run(*ops, backend=backend), inst.spec(*ops, backend=backend)
         except (ValueError, IndexError):  # sizes outside the construction's or the spec's domain

@@ -52,6 +52,9 @@ class SymbolicAlg:
     def if_even(self, j: Any, even: Callable[[], Any], odd: Callable[[], Any]) -> Any:
         return sp.Piecewise((even(), sp.Eq(sp.Mod(j, 2), 0)), (odd(), True))
 
+    def if_less(self, a: Any, b: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
+        return sp.Piecewise((then(), sp.Lt(a, b)), (other(), True))
+
 
 @dataclass
 class ConcreteAlg:
@@ -59,7 +62,7 @@ class ConcreteAlg:
 
     backend: str
 
-    def sum(self, body: Callable[[int], Any], upper: int) -> Any:
+    def sum(self, body: Callable[[int], Any], upper: Any) -> Any:
         terms = [body(v) for v in range(int(upper))]
         return sum(terms[1:], terms[0]) if terms else 0
 
@@ -78,6 +81,9 @@ class ConcreteAlg:
 
     def if_even(self, j: int, even: Callable[[], Any], odd: Callable[[], Any]) -> Any:
         return even() if j % 2 == 0 else odd()
+
+    def if_less(self, a: Any, b: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
+        return then() if a < b else other()
 
 
 Entry = Callable[[Any, Mapping[str, Any], Any, Any, Any, Mapping[str, Any]], Any]
@@ -187,9 +193,24 @@ MAXMIN = Spec(
     "out[i, 2t] = max(A[i, 2t], A[i, 2t+1]), out[i, 2t+1] = min(A[i, 2t], A[i, 2t+1])",
 )
 
-SPECS: dict[str, Spec] = {s.name: s for s in (TRANSPOSE, MATMUL, SOFTMAX, RELU, MAXMIN)}
+MASKED_SOFTMAX = Spec(
+    "softmax-masked",
+    ("A", "n"),
+    ("rows", "cols", "heads"),
+    lambda sz: (_stack(sz), sz["rows"], sz["cols"]),
+    lambda alg, ops, h, i, j, sz: alg.if_less(
+        j,
+        ops["n"][0, 0, 0],
+        lambda: alg.exp(ops["A"][h, i, j]) / alg.sum(lambda m: alg.exp(ops["A"][h, i, m]), ops["n"][0, 0, 0]),
+        lambda: 0,
+    ),
+    "out[h, i, j] = exp(A[h, i, j]) / sum_{l < n} exp(A[h, i, l]) for j < n, else 0 (n an operand, 1 <= n <= cols)",
+)
+
+SPECS: dict[str, Spec] = {s.name: s for s in (TRANSPOSE, MATMUL, SOFTMAX, MASKED_SOFTMAX, RELU, MAXMIN)}
 
 __all__ = [
+    "MASKED_SOFTMAX",
     "MATMUL",
     "MAXMIN",
     "RELU",

@@ -11,7 +11,12 @@ never called here.  Instead both sides are rewritten by rules that hold for ever
    largest index of a ``β`` that occurs free in the body (0 when none does), so sums that differ
    only in the names of their bound variables become the same object, at any nesting depth;
 4. **exp of a sum**: ``exp(a + b) = exp(a) exp(b)`` (SymPy's ``expand``; the values are real);
-5. the result is a polynomial (with rational exponents, exp...) over canonical Sum atoms, and two
+6. **flags**: ``Piecewise((1, c), (0, True)) != 0`` is ``c``;
+7. **guards**: inside the branch of a Piecewise where ``c`` holds, ``c`` is replaced by true;
+8. **truncation**: ``Sum_{v=lo}^{hi} Piecewise((f, v < m), (0, True)) = Sum_{v=lo}^{m-1} f`` when
+   ``lo <= m <= hi + 1``, decided by SymPy's assumptions on the symbols (the executor gives sizes,
+   coordinates and case variables their signs), else not applied;
+9. the result is a polynomial (with rational exponents, exp...) over canonical Sum atoms, and two
    sides are equal when their expanded difference is structurally 0.
 
 Structural zero is a sound test: SymPy's automatic evaluation of +, *, / and ``expand`` are field
@@ -43,7 +48,49 @@ def normal_form(e: Any) -> Any:
         return _sum(e)
     if not getattr(e, "args", ()) or isinstance(e, (sp.Indexed, sp.Symbol)):
         return e
-    return e.func(*(normal_form(a) for a in e.args))
+    if isinstance(e, sp.Piecewise):
+        return _guarded(sp.Piecewise(*((normal_form(v), normal_form(c)) for v, c in e.args)))
+    out = e.func(*(normal_form(a) for a in e.args))
+    return _flag_condition(out)
+
+
+def _flag_condition(e: Any) -> Any:
+    """Rule 6: ``Ne(Piecewise((1, c), (0, True)), 0)`` is ``c`` (a 0/1 flag is non-zero iff c)."""
+    if isinstance(e, sp.Ne) and e.args[1] == 0 and _is_flag(e.args[0]):
+        return e.args[0].args[0][1]
+    return e
+
+
+def _is_flag(e: Any) -> bool:
+    return (
+        isinstance(e, sp.Piecewise)
+        and len(e.args) == 2
+        and e.args[0][0] == 1
+        and e.args[1][0] == 0
+        and e.args[1][1] == sp.true
+    )
+
+
+def _guarded(e: Any) -> Any:
+    """Rule 7: inside the branch where condition c holds, c is true."""
+    if not isinstance(e, sp.Piecewise):
+        return e
+    pieces = [(v.xreplace({c: sp.true}) if c != sp.true else v, c) for v, c in e.args]
+    return sp.Piecewise(*pieces)
+
+
+def _truncate(body: Any, var: Any, lo: Any, hi: Any) -> tuple[Any, Any] | None:
+    """Rule 8: ``Sum_{v=lo}^{hi} Piecewise((f, v < m), (0, True)) = Sum_{v=lo}^{m-1} f`` when
+    lo <= m <= hi + 1 (decided by SymPy's assumptions on the symbols, else not applied)."""
+    if not (isinstance(body, sp.Piecewise) and len(body.args) == 2 and body.args[1] == (0, sp.true)):
+        return None
+    f, cond = body.args[0]
+    if not (isinstance(cond, sp.StrictLessThan) and cond.lhs == var and var not in cond.rhs.free_symbols):
+        return None
+    m = cond.rhs
+    if (m - lo).is_nonnegative is True and (hi + 1 - m).is_nonnegative is True:
+        return f, m - 1
+    return None
 
 
 def _sum(s: sp.Sum) -> Any:
@@ -51,6 +98,9 @@ def _sum(s: sp.Sum) -> Any:
         raise ValueError("one bound variable per Sum")
     var, lo, hi = s.limits[0]
     inner = normal_form(s.function)
+    cut = _truncate(inner, var, lo, hi)
+    if cut is not None:
+        inner, hi = normal_form(cut[0]), cut[1]
     levels = [lv for x in inner.free_symbols - {var} if (lv := _level(x)) is not None]
     new = bound_symbol(max(levels) + 1 if levels else 0)
     body = inner.xreplace({var: new})

@@ -85,3 +85,35 @@ def test_stable_shift_only_in_numerator_fails() -> None:
     nodes = _nodes(con)
     denom = C.apply("scale", C.aggregate(nodes["out.rowsum"], C.apply("exp", C.tokens)), params=(COLS,))
     _refuted(dataclasses.replace(con, program=C.apply("div", nodes["out.exp"], denom)))
+
+
+def test_masked_softmax_proved_for_every_operand_n() -> None:
+    """Lemma 3 (masked, as U uses it): for every size and every operand 1 <= n <= cols, plain and mean-shifted."""
+    for stable in (False, True):
+        for con in (
+            lemmas.masked_softmax(ROWS, COLS, stable=stable),
+            lemmas.masked_softmax(ROWS, COLS, N, stable=stable),
+        ):
+            out = prove_program_equals_spec(con)
+            assert out.ok is True, out.detail
+            assert "[o_j < n]" in out.detail and "[o_j >= n]" in out.detail
+
+
+def test_masked_softmax_without_the_mask_in_the_denominator_fails() -> None:
+    """Padded columns counted in the row sum (exp(0) = 1 enters): refused with a counterexample."""
+    con = lemmas.masked_softmax(ROWS, COLS)
+    nodes = _nodes(con)
+    e = C.apply("exp", nodes["out.masked"])  # exp of the gated x, not gated again
+    denom = C.apply("scale", C.aggregate(nodes["out.rowsum"], e), params=(COLS,))
+    _refuted(dataclasses.replace(con, program=C.apply("div", nodes["out.exp_masked"], denom)))
+
+
+def test_masked_softmax_with_a_mask_one_column_too_wide_fails() -> None:
+    """j <= n instead of j < n: column n leaks into the result."""
+    con = lemmas.masked_softmax(ROWS, COLS)
+    nodes = _nodes(con)
+    n_all, col, a = nodes["n.everywhere"], nodes["out.col"], C.tokens
+    mask = C.apply("lt", col, C.apply("affine", n_all, params=(1, 1)))
+    e = C.apply("gate", mask, C.apply("exp", C.apply("gate", mask, a)))
+    denom = C.apply("scale", C.aggregate(nodes["out.rowsum"], e), params=(COLS,))
+    _refuted(dataclasses.replace(con, program=C.apply("div", e, denom)))
