@@ -8,8 +8,10 @@ never called here.  Instead both sides are rewritten by rules that hold for ever
 1. **linearity**: the body is expanded; ``Sum(a + b) = Sum(a) + Sum(b)``;
 2. **constant factors**: a factor free of ``v`` moves out, ``Sum(c f) = c Sum(f)``; ``Sum(c) = c (hi - lo + 1)``;
 3. **renaming** (alpha-conversion): the bound variable becomes ``β<k>``, k one more than the
-   largest index of a ``β`` that occurs free in the body (0 when none does), so sums that differ
-   only in the names of their bound variables become the same object, at any nesting depth;
+   largest index of any ``β`` in the body, bound or free (0 when there is none): a name no inner
+   sum binds, so nothing is captured, and sums that differ only in the names of their bound
+   variables become the same object; **order** (Fubini): the limits of a multiple sum whose
+   bounds are independent are tried in every order and the smallest text is kept;
 4. **exp of a sum**: ``exp(a + b) = exp(a) exp(b)`` (SymPy's ``expand``; the values are real);
 6. **flags**: ``Piecewise((1, c), (0, True)) != 0`` is ``c``;
 7. **guards**: inside the branch of a Piecewise where ``c`` holds, ``c`` is replaced by true;
@@ -27,6 +29,7 @@ proved ``c >= 1`` (the count of a mean).  The test is incomplete: an equality th
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import sympy as sp
@@ -94,15 +97,36 @@ def _truncate(body: Any, var: Any, lo: Any, hi: Any) -> tuple[Any, Any] | None:
 
 
 def _sum(s: sp.Sum) -> Any:
-    if len(s.limits) != 1:
-        raise ValueError("one bound variable per Sum")
-    var, lo, hi = s.limits[0]
-    inner = normal_form(s.function)
+    """A Sum (SymPy flattens nested Sums into several limits, innermost first) in normal form.
+
+    Limits whose bounds mention no other limit's variable may be taken in any order (Fubini, for
+    finite sums): every order is normalized and the one whose text is smallest is kept."""
+    body = normal_form(s.function)
+    limits = [tuple(lim) for lim in s.limits]
+    bound_vars = {lim[0] for lim in limits}
+    independent = all(not ((lo.free_symbols | hi.free_symbols) & bound_vars) for _, lo, hi in limits)
+    orders = itertools.permutations(limits) if independent and 1 < len(limits) <= 3 else [tuple(limits)]
+    results = []
+    for order in orders:
+        out = body
+        for var, lo, hi in order:  # innermost first
+            out = _sum_one(out, var, lo, hi)
+        results.append(out)
+    return min(results, key=sp.sstr)
+
+
+def _fresh_level(e: Any) -> int:
+    """One more than the index of every ``β`` in ``e``, bound or free: a name that cannot be captured."""
+    levels = [lv for x in e.atoms(sp.Symbol) if (lv := _level(x)) is not None]
+    return max(levels) + 1 if levels else 0
+
+
+def _sum_one(inner: Any, var: Any, lo: Any, hi: Any) -> Any:
+    """``Sum_{var=lo}^{hi} inner`` (``inner`` already in normal form) by rules 1-3 and 8."""
     cut = _truncate(inner, var, lo, hi)
     if cut is not None:
         inner, hi = normal_form(cut[0]), cut[1]
-    levels = [lv for x in inner.free_symbols - {var} if (lv := _level(x)) is not None]
-    new = bound_symbol(max(levels) + 1 if levels else 0)
+    new = bound_symbol(_fresh_level(inner.xreplace({var: sp.Integer(0)})))
     body = inner.xreplace({var: new})
     if isinstance(body, sp.Piecewise) or body.has(sp.Piecewise):
         return sp.Sum(body, (new, lo, hi))  # no rule applies under a Piecewise: kept as an opaque atom
@@ -119,8 +143,9 @@ def _sum(s: sp.Sum) -> Any:
     for dep, coeff in grouped.items():
         if dep == 1:
             total += coeff * (hi - lo + 1)
-        else:
-            total += coeff * sp.Sum(dep, (new, lo, hi))
+        else:  # renamed again: the factors moved out may have held the only inner sums
+            fresh = bound_symbol(_fresh_level(dep.xreplace({new: sp.Integer(0)})))
+            total += coeff * sp.Sum(dep.xreplace({new: fresh}), (fresh, lo, hi))
     return total
 
 

@@ -33,3 +33,19 @@ def test_a_piecewise_body_is_never_simplified_into_a_false_claim() -> None:
     same, _, diff = equal_by_normal_form(indicator, D)
     assert not same and diff.has(sp.Sum)
     assert L not in normal_form(indicator - D).free_symbols  # the bound variable never escapes
+
+
+def test_renaming_never_captures_an_outer_variable() -> None:
+    """Sum_r Sum_c A[r, c] is not n Sum_c A[c, c]: renaming the outer r must not reuse the inner name."""
+    lhs = sp.Sum(sp.Sum(A[L, M], (M, 0, N - 1)), (L, 0, N - 1))
+    rhs = sp.Sum(sp.Sum(A[M, M], (M, 0, N - 1)), (L, 0, N - 1))
+    assert not equal_by_normal_form(lhs, rhs)[0]
+
+
+def test_independent_double_sums_commute() -> None:
+    """Fubini for finite sums: Sum_i Sum_j A[j, i] B[i, j] = Sum_r Sum_c A[r, c] B[c, r] (tr(AB) both ways)."""
+    B = sp.IndexedBase("B")
+    x = sp.Sum(sp.Sum(A[M, L] * B[L, M], (M, 0, N - 1)), (L, 0, N - 1))
+    y = sp.Sum(sp.Sum(A[c, d] * B[d, c], (d, 0, N - 1)), (c, 0, N - 1))
+    assert equal_by_normal_form(x, y)[0]
+    assert not equal_by_normal_form(x, sp.Sum(sp.Sum(A[c, d] * B[c, d], (d, 0, N - 1)), (c, 0, N - 1)))[0]
