@@ -9,6 +9,7 @@ the chosen backend and decodes the result block.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -159,14 +160,24 @@ class Construction:
                 raise ConstructionError(f"{self.name}: sizes {sizes} violate the precondition {E.render(pre)}")
         return out
 
+    def _size_exprs(self) -> list[E.Expr]:
+        """Every size expression of the layout and of the program's index maps and constants."""
+        out: list[E.Expr] = [self.layout.length]
+        for b in self.layout:
+            out += [b.offset, b.rows, b.cols, b.stack]
+        for n in C.topological([self.program]):
+            fn = getattr(n, "fn", None)
+            if isinstance(fn, C.IndexFn):
+                out.append(fn.expr)
+            elif isinstance(fn, C.Prim):
+                for p in fn.consts:
+                    out += [p] if isinstance(p, E.Expr) else [p.num, p.den] if isinstance(p, C.Ratio) else []
+        return out
+
     @property
     def free_sizes(self) -> frozenset[str]:
-        """Names of the sizes not yet bound (an all-sizes proof works on these)."""
-        out: set[str] = set()
-        for b in self.layout:
-            for e in (b.offset, b.rows, b.cols, b.stack):
-                out |= C.unbound_sizes(e)
-        return frozenset(out)
+        """Names of the sizes not yet bound, in the layout or the program (an all-sizes proof works on these)."""
+        return frozenset(name for e in self._size_exprs() for name in C.unbound_sizes(e))
 
     @property
     def preconditions(self) -> tuple[E.Expr, ...]:
@@ -222,7 +233,8 @@ class Construction:
     def reference(self, *operands: Any, backend: str = "numpy") -> np.ndarray:
         """The textbook formula, in the same backend and types as ``run``."""
         ops = self._operands(operands, backend)
-        res = self.reference_fn(*ops, backend=backend)
+        extra = {"sizes": self.sizes} if "sizes" in inspect.signature(self.reference_fn).parameters else {}
+        res = self.reference_fn(*ops, backend=backend, **extra)
         res = np.asarray(res, dtype=np.float64 if backend == "numpy" else object)
         return res.reshape(self.out_shape) if self.out_shape is not None else res
 
@@ -253,10 +265,10 @@ class Construction:
 
     @property
     def sizes(self) -> dict[str, int]:
+        """The bound sizes, by name (the layout's and the program's)."""
         out: dict[str, int] = {}
-        for b in self.layout:
-            for e in (b.offset, b.rows, b.cols, b.stack):
-                out.update(C.size_bindings(e))
+        for e in self._size_exprs():
+            out.update(C.size_bindings(e, bound_only=True))
         return out
 
 
@@ -287,9 +299,9 @@ def _rebind_hint(keys: Any, b: Any) -> Any:
         return None
     return dataclasses.replace(
         keys,
-        key=lambda q, lv, f=keys.key: b.expr(f(q, lv)),
-        witness=lambda k, f=keys.witness: b.expr(f(k)),
-        count=b.expr(keys.count),
+        key=lambda q, *ls, f=keys.key: b.expr(f(q, *ls)),
+        witness=lambda k, f=keys.witnesses: tuple(b.expr(w) for w in f(k)),
+        count=tuple(b.expr(c) for c in keys.counts),
     )
 
 

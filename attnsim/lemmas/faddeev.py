@@ -94,6 +94,7 @@ from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
+from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Lemma (inverse, determinant) generalized to n x n (Faddeev-LeVerrier; beyond the paper)"
 PAPER_COST = {
@@ -108,6 +109,22 @@ def depth(n: int) -> int:
 
 
 # -- small steps -------------------------------------------------------------------------------
+def _same(u: E.Expr, v: E.Expr) -> bool:
+    """The same size expression, or (all sizes bound) the same value."""
+    if E.render(u) == E.render(v):
+        return True
+    return not (C.unbound_sizes(u) | C.unbound_sizes(v)) and int(u) == int(v)
+
+
+def _require_square(blk: Block, name: str) -> None:
+    """A square, single matrix: the same size expression for rows and cols (or equal bound values)."""
+    if not blk.is_single:
+        raise ConstructionError(f"{name}: trace of a stack is not supported")
+    if _same(blk.rows, blk.cols):
+        return
+    raise ConstructionError(f"{name}: trace needs a square matrix, got {E.render(blk.rows)} x {E.render(blk.cols)}")
+
+
 def trace_ref(a: MatRef, name: str = "trace") -> tuple[MatRef, list[Intent]]:
     """Composable form: tr(A) = n x mean over the diagonal keys, broadcast to every position."""
     blk = a.block
@@ -120,10 +137,8 @@ def trace_ref(a: MatRef, name: str = "trace") -> tuple[MatRef, list[Intent]]:
 
     sel = C.select(C.imap(flag, C.indices).named(f"{name}.mask"), C.full(1), "==").named(f"{name}.sum")
     mean = C.aggregate(sel, a.sop).named(f"{name}.mean")
-    n = blk.shape[0]
-    if blk.shape != (n, n):
-        raise ConstructionError(f"{name}: trace needs a square matrix, got shape {blk.shape}")
-    tr = C.apply("scale", mean, params=(n,)).named(name)
+    _require_square(blk, name)
+    tr = C.apply("scale", mean, params=(blk.rows,)).named(name)  # n x mean, n a size expression
     _, ki, kj = blk.coords(z3sel.K)
     intent = Intent(
         f"{name}.sum",
@@ -131,6 +146,7 @@ def trace_ref(a: MatRef, name: str = "trace") -> tuple[MatRef, list[Intent]]:
         blk.contains(z3sel.K) & ki.eq(kj),
         z3sel.Q >= 0,
         f"every query selects exactly the n diagonal keys of {blk.name}",
+        keys=Enumeration(key=lambda q, lv: blk.position(lv, lv), witness=lambda k: blk.coords(k)[1], count=blk.rows),
     )
     return MatRef(tr, scalar_block(name)), [intent]
 
@@ -141,19 +157,27 @@ def frobenius_ref(x: MatRef, y: MatRef, name: str = "frobenius") -> tuple[MatRef
     With x = A^T this is tr(A y): the trace of a product without forming the product.
     """
     bx, by = x.block, y.block
-    if (bx.start, bx.shape) != (by.start, by.shape):
+    pairs = zip((bx.offset, bx.stack, bx.rows, bx.cols), (by.offset, by.stack, by.rows, by.cols), strict=True)
+    if not all(_same(u, v) for u, v in pairs):
         raise ConstructionError(f"{name}: operands must occupy the same positions ({bx.name} vs {by.name})")
+    if not bx.is_single:
+        raise ConstructionError(f"{name}: the Frobenius product of a stack is not supported")
     prod = C.apply("mul", x.sop, y.sop).named(f"{name}.terms")
     mask = C.imap(lambda p: bx.contains(p), C.indices).named(f"{name}.mask")
     sel = C.select(mask, C.full(1), "==").named(f"{name}.sum")
     mean = C.aggregate(sel, prod).named(f"{name}.mean")
-    total = C.apply("scale", mean, params=(bx.size,)).named(name)
+    total = C.apply("scale", mean, params=(bx.size_expr(),)).named(name)  # rows x cols x mean
     intent = Intent(
         f"{name}.sum",
         sel,
         bx.contains(z3sel.K),
         z3sel.Q >= 0,
         f"every query selects exactly the keys of the {bx.name} block",
+        keys=Enumeration(
+            key=lambda q, r, c: bx.position(r, c),
+            witness=lambda k: (bx.coords(k)[1], bx.coords(k)[2]),
+            count=(bx.rows, bx.cols),
+        ),
     )
     return MatRef(total, scalar_block(name)), [intent]
 
@@ -195,6 +219,12 @@ def _trace_of_product(
     return f
 
 
+def next_coefficient(trace_am: C.SOp, k: E.Expr, name: str) -> C.SOp:
+    """c_{n-k-1} = -tr(A M_{k+1}) / (k + 1): the constant is a size expression of the step index k,
+    so that one symbolic-k step (``faddeev_steps.iteration_step``) covers every iteration of the loop."""
+    return C.apply("scale", trace_am, params=(C.Ratio(E.Const(0) - 1, k + 1),)).named(name)
+
+
 # -- Faddeev-LeVerrier ---------------------------------------------------------------------------
 def faddeev_ref(
     a: MatRef, name: str = "faddeev", inverse: bool = True
@@ -227,7 +257,7 @@ def faddeev_ref(
         aux.append(m.block)
         # c_{n-k-1} = -tr(A M_{k+1}) / (k+1) = -<A^T, M_{k+1}> / (k+1)
         f = _trace_of_product(a, m, transposes, name, f"{name}.tr{k + 1}", intents, aux)
-        c = C.apply("scale", f.sop, params=(Fraction(-1, k + 1),)).named(f"{name}.c{n - k - 1}")
+        c = next_coefficient(f.sop, E.Const(k), f"{name}.c{n - k - 1}")  # the symbolic-k step, k substituted
     det = (c if n % 2 == 0 else C.apply("neg", c)).named(f"{name}.det")
     det_ref = MatRef(det, scalar_block(f"{name}.det"))
     if not inverse:  # build nothing the det does not read

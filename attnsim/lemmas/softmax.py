@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.allsizes_extra import KeySet, Semantics
 from attnsim.lemmas.base import (
     Construction,
     ConstructionError,
@@ -402,50 +401,10 @@ def embedded_obligations(
     return obs
 
 
-# -- all sizes: intents + layout (Z3) and the program evaluated at symbolic sizes (SymPy) ---------
-def _row_keys(con: Construction) -> KeySet:
-    """The row-sum head of entry (h, i, j) averages the c keys (h, i, l), l < c, of A."""
-    return KeySet("rowsum", "A", lambda h, i, j, m: (h, i, m), con.layout["A"].cols, lambda h, i, j: j)
-
-
-def _softmax_semantics(con: Construction) -> Semantics:
-    def reference(h: Any, i: Any, j: Any, sizes: dict[str, Any]) -> Any:
-        a, m = sp.IndexedBase("A"), sp.Symbol("m", integer=True)
-        return sp.exp(a[h, i, j]) / sp.Sum(sp.exp(a[h, i, m]), (m, 0, sizes["cols"] - 1))
-
-    return Semantics("A", (_row_keys(con),), reference)
-
-
-N_VALID = sp.Symbol("n", integer=True, positive=True)
-
-
-def _masked_semantics(con: Construction) -> Semantics:
-    def reference(h: Any, i: Any, j: Any, sizes: dict[str, Any]) -> Any:
-        a, m = sp.IndexedBase("A"), sp.Symbol("m", integer=True)
-        val = sp.exp(a[h, i, j]) / sp.Sum(sp.exp(a[h, i, m]), (m, 0, N_VALID - 1))
-        return sp.Piecewise((val, sp.Lt(j, N_VALID)), (0, True))
-
-    n_key = KeySet("broadcast_n", "n", lambda h, i, j, m: (E.Const(0), E.Const(0), E.Const(0)))
-    return Semantics(
-        "A",
-        (_row_keys(con), n_key),
-        reference,
-        claims={"out.col": lambda h, i, j: j},
-        scalars={"n": N_VALID},
-        truths=(lambda sizes: sp.Lt(sp.Symbol("j", integer=True, nonnegative=True), N_VALID),),
-        splits=((N_VALID, "cols"),),
-        scalar_bounds={"n": "cols"},
-    )
-
-
+# -- all sizes: program == spec (attnsim.symbolic.execute) -------------------------------------------
 def softmax_all_sizes(stable: bool = False, masked: bool = False) -> Obligation:
-    """``all-sizes``: every intent and the layout (Z3), and the program at symbolic sizes is softmax (SymPy).
-
-    Evaluated at symbolic (h, i, j), rows, cols, heads: the row-sum head's mean over the c keys of
-    the row times the scale constant (read as the size cols) is Sum_{l < c} exp(A[h, i, l]); the
-    output divides exp(A[h, i, j]) by it.  Mean-shifted: the shift cancels symbolically.  Masked:
-    for every runtime n with 1 <= n <= cols (what the input check enforces), the sum is split at n.
-    """
+    """``all-sizes``: the program over unbound rows, cols (and heads) equals the independent spec at every
+    entry (symbolic execution); masked: for every operand 1 <= n <= cols (what the input check enforces)."""
     cid = "softmax-masked" if masked else "softmax"
     rows, cols, heads = C.Size("rows"), C.Size("cols"), C.Size("heads")
     factory = masked_softmax if masked else softmax

@@ -55,11 +55,21 @@ class ExecutionFailed(Exception):
 class Enumeration:
     """A claimed listing of a selector's keys for query position q: ``key(q, l)``, ``l < count``.
 
-    ``witness(k)`` gives l back from a selected key.  It is a hint: the executor proves it."""
+    ``witness(k)`` gives l back from a selected key.  With a tuple ``count`` (a listing over
+    several indices, e.g. every (i, j) of a block), ``key(q, l1, l2, ...)`` and ``witness`` returns
+    a tuple.  It is a hint: the executor proves it."""
 
-    key: Callable[[E.Expr, E.Expr], E.Expr]
-    witness: Callable[[E.Expr], E.Expr]
-    count: E.Expr
+    key: Callable[..., E.Expr]
+    witness: Callable[[E.Expr], Any]
+    count: Any
+
+    @property
+    def counts(self) -> tuple[E.Expr, ...]:
+        return tuple(self.count) if isinstance(self.count, tuple) else (E.lift(self.count),)
+
+    def witnesses(self, k: E.Expr) -> tuple[E.Expr, ...]:
+        w = self.witness(k)
+        return tuple(w) if isinstance(w, tuple) else (w,)
 
 
 def sym(e: E.Expr | int) -> sp.Expr:
@@ -112,6 +122,39 @@ class Executor:
         self.lemmas |= set(decode.lemmas_in(out.detail))
         self.steps.append(what)
 
+    def holds(self, goal: E.Expr) -> bool:
+        """``premises -> goal`` proven (for all sizes and coordinates in range); False when not shown."""
+        out = decode.prove(goal, self.premises, coords=dict(self.coords), minimum=self.minimum, timeout=self.left())
+        if out.ok is True:
+            self.lemmas |= set(decode.lemmas_in(out.detail))
+            self.steps.append(f"{E.render(goal)} holds")
+        return out.ok is True
+
+    def decide(self, flag: E.Expr) -> E.Expr:
+        """A boolean index expression with each conjunct that Z3 proves true dropped (1 if none is
+        left); 0 when one is proven false.  What is left stays a condition in the value."""
+        parts: list[E.Expr] = []
+        stack = [flag]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, E.BinOp) and e.op == "and":
+                stack += [e.b, e.a]
+            else:
+                parts.append(e)
+        kept = []
+        for c in parts:
+            if self.holds(c):
+                continue
+            if self.holds(E.Not(c)):
+                return E.Const(0)
+            kept.append(c)
+        if not kept:
+            return E.Const(1)
+        out = kept[0]
+        for c in kept[1:]:
+            out = out & c
+        return out
+
     def norm(self, e: E.Expr) -> E.Expr:
         got = decode.normalize(e, self.coords, self.minimum)
         if got is None:
@@ -145,9 +188,11 @@ class Executor:
         ix = C.index_expr(node, pos)
         if ix is not None:
             ix = self.norm(ix.substitute({"length": self.con.layout.length}))
-            v = sym(ix)
             boolean = isinstance(ix, E.Not) or (isinstance(ix, E.BinOp) and ix.op in (*E.COMPARATORS, "and", "or"))
-            return sp.Piecewise((1, v), (0, True)) if boolean else v  # a comparison is a 0/1 flag
+            if not boolean:
+                return sym(ix)
+            flag = self.decide(ix)  # a comparison is a 0/1 flag; conjuncts Z3 decides here are dropped
+            return sp.Integer(int(flag.value)) if isinstance(flag, E.Const) else sp.Piecewise((1, sym(flag)), (0, True))
         raise ExecutionFailed(Outcome.unknown(f"{node.label} ({type(node).__name__}) is out of the method's scope"))
 
     def positive(self, e: sp.Expr) -> bool:
@@ -255,32 +300,39 @@ class Executor:
             raise ExecutionFailed(
                 Outcome.unknown(f"{sel.label}: not a gather and no enumeration hint (out of the method's scope)")
             )
-        lvar = f"l{next(self._fresh)}"
-        lv = E.Var(lvar)
+        counts = hint.counts
+        lvars = [f"l{next(self._fresh)}" for _ in counts]
+        ls = [E.Var(v) for v in lvars]
         try:
             s_expr = z3sel.selector_expr(sel).substitute({"length": ln, z3sel.Q.name: pos})
         except z3sel.NotStructural as exc:
             raise ExecutionFailed(Outcome.unknown(f"{sel.label}: {exc} (out of the method's scope)")) from None
-        self.prove(hint.count >= 1, f"{sel.label}: the key set is not empty")
-        self.coords[lvar] = hint.count
+        for cnt in counts:
+            self.prove(cnt >= 1, f"{sel.label}: the key set is not empty")
+        self.coords.update(zip(lvars, counts, strict=True))
         try:
-            key = self.norm(hint.key(pos, lv))
+            key = self.norm(hint.key(pos, *ls))
             listed = s_expr.substitute({z3sel.K.name: key})
+            back: E.Expr = E.Const(1).eq(1)
+            for w_i, l_i in zip(hint.witnesses(key), ls, strict=True):
+                back = back & w_i.eq(l_i)
             self.prove(
-                (key >= 0) & (key < ln) & listed & hint.witness(key).eq(lv),
+                (key >= 0) & (key < ln) & listed & back,
                 f"{sel.label}: every listed key is in range, selected, and listed once",
             )
             body = self.value(node.values, key)
         finally:
-            del self.coords[lvar]
-        w = hint.witness(z3sel.K)
-        self.prove(
-            E.Not(s_expr) | ((w >= 0) & (w < hint.count) & hint.key(pos, w).eq(z3sel.K)),
-            f"{sel.label}: every selected key is listed",
-            decode_k=True,
-        )
-        count = sym(hint.count)
-        return sp.Sum(body, (sp.Symbol(lvar, integer=True), 0, count - 1)) / count
+            for v in lvars:
+                del self.coords[v]
+        ws = hint.witnesses(z3sel.K)
+        inside: E.Expr = hint.key(pos, *ws).eq(z3sel.K)
+        for w_i, cnt in zip(ws, counts, strict=True):
+            inside = inside & (w_i >= 0) & (w_i < cnt)
+        self.prove(E.Not(s_expr) | inside, f"{sel.label}: every selected key is listed", decode_k=True)
+        total: Any = body
+        for v, cnt in zip(lvars, counts, strict=True):
+            total = sp.Sum(total, (sp.Symbol(v, integer=True), 0, sym(cnt) - 1))
+        return total / sp.Mul(*(sym(cnt) for cnt in counts))
 
     def enumeration(self, sel: C.Selector) -> Enumeration | None:
         for it in self.con.intents:

@@ -55,6 +55,9 @@ class SymbolicAlg:
     def if_less(self, a: Any, b: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
         return sp.Piecewise((then(), sp.Lt(a, b)), (other(), True))
 
+    def delta(self, i: Any, j: Any) -> Any:
+        return sp.Piecewise((1, sp.Eq(i, j)), (0, True))
+
 
 @dataclass
 class ConcreteAlg:
@@ -84,6 +87,9 @@ class ConcreteAlg:
 
     def if_less(self, a: Any, b: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
         return then() if a < b else other()
+
+    def delta(self, i: int, j: int) -> int:
+        return 1 if i == j else 0
 
 
 Entry = Callable[[Any, Mapping[str, Any], Any, Any, Any, Mapping[str, Any]], Any]
@@ -207,15 +213,109 @@ MASKED_SOFTMAX = Spec(
     "out[h, i, j] = exp(A[h, i, j]) / sum_{l < n} exp(A[h, i, l]) for j < n, else 0 (n an operand, 1 <= n <= cols)",
 )
 
-SPECS: dict[str, Spec] = {s.name: s for s in (TRANSPOSE, MATMUL, SOFTMAX, MASKED_SOFTMAX, RELU, MAXMIN)}
+def _trace(alg: Any, a: Any, n: Any) -> Any:
+    return alg.sum(lambda m: a[0, m, m], n)
+
+
+TRACE = Spec(
+    "trace",
+    ("A",),
+    ("n",),
+    lambda sz: (1, 1, 1),
+    lambda alg, ops, h, i, j, sz: _trace(alg, ops["A"], sz["n"]),
+    "out = tr A = sum_{l < n} A[l, l]",
+)
+
+FROBENIUS = Spec(
+    "frobenius",
+    ("A",),
+    ("rows", "cols"),
+    lambda sz: (1, 1, 1),
+    lambda alg, ops, h, i, j, sz: alg.sum(
+        lambda r: alg.sum(lambda c: ops["A"][0, r, c] * (2 * ops["A"][0, r, c] + 1), sz["cols"]), sz["rows"]
+    ),
+    "out = <A, 2A + 1> = sum_{r < rows} sum_{c < cols} A[r, c] (2 A[r, c] + 1)",
+)
+
+FIRST_STEP = Spec(
+    "first-step",
+    ("A",),
+    ("n",),
+    lambda sz: (1, sz["n"], sz["n"]),
+    lambda alg, ops, h, i, j, sz: ops["A"][0, i, j] - _trace(alg, ops["A"], sz["n"]) * alg.delta(i, j),
+    "M_2 = A - tr(A) I",
+)
+
+GENERAL_STEP = Spec(
+    "general-step",
+    ("A", "M", "c"),
+    ("n",),
+    lambda sz: (1, sz["n"], sz["n"]),
+    lambda alg, ops, h, i, j, sz: (
+        alg.sum(lambda m: ops["A"][0, i, m] * ops["M"][0, m, j], sz["n"]) + ops["c"][0, 0, 0] * alg.delta(i, j)
+    ),
+    "M' = A M + c I (c an operand)",
+)
+
+COEFFICIENT_STEP = Spec(
+    "coefficient-step",
+    ("A", "M"),
+    ("n",),
+    lambda sz: (1, 1, 1),
+    lambda alg, ops, h, i, j, sz: alg.sum(
+        lambda r: alg.sum(lambda c: ops["A"][0, r, c] * ops["M"][0, c, r], sz["n"]), sz["n"]
+    ),
+    "out = tr(A M) = sum_r sum_c A[r, c] M[c, r]",
+)
+
+def _next_m(alg: Any, ops: Mapping[str, Any], i: Any, j: Any, n: Any) -> Any:
+    """(A M + c I)[i, j]."""
+    return alg.sum(lambda m: ops["A"][0, i, m] * ops["M"][0, m, j], n) + ops["c"][0, 0, 0] * alg.delta(i, j)
+
+
+ITERATION = Spec(
+    "iteration",
+    ("A", "M", "c"),
+    ("n", "k"),
+    lambda sz: (1, 1, 1),
+    lambda alg, ops, h, i, j, sz: (
+        -alg.sum(lambda r: alg.sum(lambda q: ops["A"][0, r, q] * _next_m(alg, ops, q, r, sz["n"]), sz["n"]), sz["n"])
+        / (sz["k"] + 1)
+    ),
+    "c' = -tr(A (A M + c I)) / (k + 1): step k of Faddeev-LeVerrier, from (M_k, c_{n-k}) to c_{n-k-1}",
+)
+
+SPECS: dict[str, Spec] = {
+    s.name: s
+    for s in (
+        TRANSPOSE,
+        MATMUL,
+        SOFTMAX,
+        MASKED_SOFTMAX,
+        RELU,
+        MAXMIN,
+        TRACE,
+        FROBENIUS,
+        FIRST_STEP,
+        GENERAL_STEP,
+        COEFFICIENT_STEP,
+        ITERATION,
+    )
+}
 
 __all__ = [
+    "COEFFICIENT_STEP",
+    "FIRST_STEP",
+    "FROBENIUS",
+    "GENERAL_STEP",
+    "ITERATION",
     "MASKED_SOFTMAX",
     "MATMUL",
     "MAXMIN",
     "RELU",
     "SOFTMAX",
     "SPECS",
+    "TRACE",
     "TRANSPOSE",
     "BoundSpec",
     "ConcreteAlg",
