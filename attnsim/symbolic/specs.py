@@ -213,6 +213,7 @@ MASKED_SOFTMAX = Spec(
     "out[h, i, j] = exp(A[h, i, j]) / sum_{l < n} exp(A[h, i, l]) for j < n, else 0 (n an operand, 1 <= n <= cols)",
 )
 
+
 def _trace(alg: Any, a: Any, n: Any) -> Any:
     return alg.sum(lambda m: a[0, m, m], n)
 
@@ -267,6 +268,7 @@ COEFFICIENT_STEP = Spec(
     ),
     "out = tr(A M) = sum_r sum_c A[r, c] M[c, r]",
 )
+
 
 def _next_m(alg: Any, ops: Mapping[str, Any], i: Any, j: Any, n: Any) -> Any:
     """(A M + c I)[i, j]."""
