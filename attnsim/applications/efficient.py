@@ -17,19 +17,22 @@ Both use exp (elu's negative branch, softmax): exact only in SymPy, no Fraction 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import Construction, ConstructionError, Intent
+from attnsim.lemmas.base import Construction, ConstructionError, Intent, size_args
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.softmax import softmax_ref
-from attnsim.lemmas.transpose import _check_sizes, transpose_ref
+from attnsim.lemmas.transpose import transpose_ref
 from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
+from attnsim.symbolic import specs
+from attnsim.symbolic.execute import Enumeration
 
 LINEAR_REF = "Application (linear attention; Katharopoulos et al. 2020)"
 LINFORMER_REF = "Application (Linformer; Wang et al. 2020)"
@@ -56,12 +59,11 @@ def column_sums_ref(a: MatRef, name: str) -> tuple[MatRef, list[Intent]]:
     """Composable form: z_j = sum_i A[i, j], as a (cols x 1) column at positions 0..cols-1 of a new
     channel: rows x mean over the keys of column j (one head; no ones vector to multiply by)."""
     blk = a.block
-    rows = int(blk.rows.evaluate(C.size_bindings(blk.rows)))
     out = Block.of(name, 0, blk.cols, 1, channel=name)
     col = C.imap(lambda p: E.if_(blk.contains(p), blk.coords(p)[2], -1), C.indices).named(f"{name}.col")
     sel = C.select(col, C.indices, "==").named(f"{name}.sum")
     mean = C.aggregate(sel, a.sop).named(f"{name}.mean")
-    z = C.apply("scale", mean, params=(rows,)).named(name)
+    z = C.apply("scale", mean, params=(blk.rows,)).named(name)  # rows x mean, rows a size expression
     _, _, jk = blk.coords(z3sel.K)
     _, iq, _ = out.coords(z3sel.Q)
     intent = Intent(
@@ -70,14 +72,17 @@ def column_sums_ref(a: MatRef, name: str) -> tuple[MatRef, list[Intent]]:
         blk.contains(z3sel.K) & jk.eq(iq),
         out.contains(z3sel.Q),
         f"entry j of {name} selects exactly the keys of column j of {blk.name}",
+        keys=Enumeration(
+            key=lambda q, lv: blk.position(lv, out.coords(q)[1]), witness=lambda k: blk.coords(k)[1], count=blk.rows
+        ),
     )
     return MatRef(z, out), [intent]
 
 
-def linear_attention(n: int, d: int, dv: int) -> Construction:
-    """Non-causal linear attention with phi = elu + 1 for Q, K (n x d) and V (n x dv)."""
-    _check_sizes(n=n, d=d, dv=dv)
-    nn, dd, vv = C.Size("n", n), C.Size("d", d), C.Size("dv", dv)
+def linear_attention(n: int | C.Size, d: int | C.Size, dv: int | C.Size) -> Construction:
+    """Non-causal linear attention with phi = elu + 1 for Q, K (n x d) and V (n x dv) (ints or Sizes)."""
+    sym, vals = size_args(n=n, d=d, dv=dv)
+    nn, dd, vv = sym["n"], sym["d"], sym["dv"]
     q_blk = Block.of("Q", 0, nn, dd)
     k_blk = Block.of("K", q_blk.end_expr(), nn, dd)
     v_blk = Block.of("V", k_blk.end_expr(), nn, vv)
@@ -127,7 +132,8 @@ def linear_attention(n: int, d: int, dv: int) -> Construction:
             return (a @ vm) / a.sum(axis=1, keepdims=True)
         a = _mat(fq) * _mat(fk).T
         av = a * _mat(vm)
-        return np.array([[av[i, j] / sum(a.row(i)) for j in range(dv)] for i in range(n)], dtype=object)
+        rows, cols = vm.shape[0], vm.shape[1]
+        return np.array([[av[i, j] / sum(a.row(i)) for j in range(cols)] for i in range(rows)], dtype=object)
 
     return Construction(
         "linear_attention",
@@ -140,14 +146,15 @@ def linear_attention(n: int, d: int, dv: int) -> Construction:
         paper_cost={"layers": None, "heads": None, "note": "claimed reconstructible in RASP, no construction given"},
         exact=False,
         check_inputs=_finite,
-    )
+        specification=specs.LINEAR_ATTENTION.at(n=nn, d=dd, dv=vv),
+    ).bind(**vals)
 
 
-def linformer(n: int, d: int, dv: int, k: int, scale: bool = True) -> Construction:
+def linformer(n: int | C.Size, d: int | C.Size, dv: int | C.Size, k: int | C.Size, scale: bool = True) -> Construction:
     """Linformer attention softmax(Q (E K)^T / sqrt(d)) (F V) for Q, K (n x d), V (n x dv), E, F (k x n)."""
-    _check_sizes(n=n, d=d, dv=dv, k=k)
-    # "kp": the projected length (the paper's k; a size may not be named k, the key position of proofs)
-    nn, dd, vv, kk = C.Size("n", n), C.Size("d", d), C.Size("dv", dv), C.Size("kp", k)
+    # "kp": the projected length (the paper's k), kept apart from the name of Linformer's argument
+    sym, vals = size_args({"kp": "k"}, n=n, d=d, dv=dv, kp=k)
+    nn, dd, vv, kk = sym["n"], sym["d"], sym["dv"], sym["kp"]
     q_blk = Block.of("Q", 0, nn, dd)
     k_blk = Block.of("K", q_blk.end_expr(), nn, dd)
     v_blk = Block.of("V", k_blk.end_expr(), nn, vv)
@@ -159,7 +166,8 @@ def linformer(n: int, d: int, dv: int, k: int, scale: bool = True) -> Constructi
     ekt, i3 = transpose_ref(ek, name="lf.EKt")
     sc, i4 = matmul_ref(MatRef(t, q_blk), ekt, name="lf.scores")
     if scale:
-        scaled = C.apply("div", sc.sop, C.apply("sqrt", C.full(d)).named("lf.sqrt_d")).named("lf.scaled")
+        d_const = C.imap(lambda p: dd + 0 * p, C.indices).named("lf.d")  # the size d as a value (no Python int)
+        scaled = C.apply("div", sc.sop, C.apply("sqrt", d_const).named("lf.sqrt_d")).named("lf.scaled")
     else:
         scaled = sc.sop
     pr, i5 = softmax_ref(MatRef(scaled, sc.block), name="lf.softmax")
@@ -188,13 +196,14 @@ def linformer(n: int, d: int, dv: int, k: int, scale: bool = True) -> Constructi
     ]
 
     def reference(qm: Any, km: Any, vm: Any, em: Any, fm: Any, backend: str = "numpy") -> Any:
+        width, rows, proj = qm.shape[1], qm.shape[0], em.shape[0]
         if backend == "numpy":
-            s = qm @ (em @ km).T / (np.sqrt(d) if scale else 1.0)
+            s = qm @ (em @ km).T / (np.sqrt(width) if scale else 1.0)
             w = np.exp(s)
             return (w / w.sum(axis=1, keepdims=True)) @ (fm @ vm)
-        s = _mat(qm) * (_mat(em) * _mat(km)).T / (sp.sqrt(d) if scale else 1)
+        s = _mat(qm) * (_mat(em) * _mat(km)).T / (sp.sqrt(width) if scale else 1)
         w = s.applyfunc(sp.exp)
-        p = sp.Matrix(n, k, lambda i, j: w[i, j] / sum(w.row(i)))
+        p = sp.Matrix(rows, proj, lambda i, j: w[i, j] / sum(w.row(i)))
         return np.array((p * (_mat(fm) * _mat(vm))).tolist(), dtype=object)
 
     return Construction(
@@ -208,20 +217,12 @@ def linformer(n: int, d: int, dv: int, k: int, scale: bool = True) -> Constructi
         paper_cost={"layers": None, "heads": None, "note": "claimed reconstructible in RASP, no construction given"},
         exact=False,
         check_inputs=_finite,
-    )
+        specification=specs.LINFORMER.at(n=nn, d=dd, dv=vv, kp=kk) if scale else None,
+    ).bind(**vals)
 
 
 def _renamed(it: Intent, prefix: str) -> Intent:
-    return Intent(
-        f"{prefix}-{it.name}",
-        it.selector,
-        it.intent,
-        it.queries,
-        it.statement,
-        it.parametric,
-        it.assumptions,
-        it.minimum,
-    )
+    return dataclasses.replace(it, name=f"{prefix}-{it.name}")
 
 
 def _finite(*ops: np.ndarray, backend: str = "numpy") -> None:

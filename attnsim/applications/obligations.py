@@ -23,8 +23,10 @@ from attnsim.lemmas.base import (
     sympy_check,
 )
 from attnsim.proofs import z3sel
+from attnsim.proofs.allsizes import spec_obligation
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import provider, register_construction
+from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 
 register_construction("match2", match.PAPER_REF, lambda: match.match2(6, 4))
@@ -366,8 +368,22 @@ def stages_check(make: Callable[[], Construction], stages: Stages, tol: float) -
 
 @provider
 def efficient_obligations() -> Iterable[Obligation]:
-    """Z3 intents of every composed lemma head, layout, SymPy at small sizes, float64 against NumPy."""
+    """program == spec for all sizes, Z3 intents of every composed lemma head, layout, SymPy at small
+    sizes, float64 against NumPy."""
     la, lf = efficient.linear_attention, efficient.linformer
+    n, d, dv, kp = C.Size("n"), C.Size("d"), C.Size("dv"), C.Size("kp")
+    yield spec_obligation(
+        "linear_attention",
+        efficient.LINEAR_REF,
+        [lambda: la(n, d, dv)],
+        statement="program == spec, the quadratic form sum_l sim(i, l) V[l, j] / sum_l sim(i, l), for every n, d, dv",
+    )
+    yield spec_obligation(
+        "linformer",
+        efficient.LINFORMER_REF,
+        [lambda: lf(n, d, dv, kp)],
+        statement="program == spec softmax(Q (E K)^T / sqrt(d)) (F V), for every n, d, dv and projected length k",
+    )
     yield from _variant_obligations(
         "linear_attention",
         efficient.LINEAR_REF,

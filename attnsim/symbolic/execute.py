@@ -40,7 +40,8 @@ from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block
-from attnsim.symbolic.sums import equal_by_normal_form
+from attnsim.symbolic.ite import Ite, from_piecewise, ite
+from attnsim.symbolic.sums import equal_by_normal_form, simplify_conditions
 
 
 class ExecutionFailed(Exception):
@@ -182,7 +183,8 @@ class Executor:
                     raise ExecutionFailed(
                         Outcome.unknown(f"{node.label}: operand {sp.sstr(args[k])} of {node.fn.name} not shown > 0")
                     )
-            return node.fn.primitive.sympy(*args, *(self.param(p) for p in node.fn.consts))
+            out = node.fn.primitive.sympy(*args, *(self.param(p) for p in node.fn.consts))
+            return simplify_conditions(from_piecewise(sp.sympify(out)))  # Ite, never Piecewise (see ite.py)
         if isinstance(node, C.Aggregate):
             return self.aggregate(node, pos)
         ix = C.index_expr(node, pos)
@@ -192,7 +194,7 @@ class Executor:
             if not boolean:
                 return sym(ix)
             flag = self.decide(ix)  # a comparison is a 0/1 flag; conjuncts Z3 decides here are dropped
-            return sp.Integer(int(flag.value)) if isinstance(flag, E.Const) else sp.Piecewise((1, sym(flag)), (0, True))
+            return sp.Integer(int(flag.value)) if isinstance(flag, E.Const) else ite(sym(flag), 1, 0)
         raise ExecutionFailed(Outcome.unknown(f"{node.label} ({type(node).__name__}) is out of the method's scope"))
 
     def positive(self, e: sp.Expr) -> bool:
@@ -209,23 +211,33 @@ class Executor:
             return all(self.positive(a) for a in e.args)
         if isinstance(e, sp.Pow):
             return self.positive(e.base) and bool(e.exp.is_real)
-        if isinstance(e, sp.Piecewise):
-            return all(self.positive(v) for v, _ in e.args)
+        if isinstance(e, Ite):  # each branch positive where it is taken (x + 1 where x > 0: elu + 1)
+            c, a, b = e.args
+            return self._positive_given(a, c) and self.positive(b)
         if isinstance(e, sp.Sum):
             var, lo, hi = e.limits[0]
             body = e.function
             if (
-                isinstance(body, sp.Piecewise)  # Sum_{v=lo}^{hi} [v < m] f: the term v = lo is in when m > lo
-                and len(body.args) == 2
-                and body.args[1] == (0, sp.true)
-                and isinstance(body.args[0][1], sp.StrictLessThan)
-                and body.args[0][1].lhs == var
+                isinstance(body, Ite)  # Sum_{v=lo}^{hi} [v < m] f: the term v = lo is in when m > lo
+                and body.args[2] == 0
+                and isinstance(body.args[0], sp.StrictLessThan)
+                and body.args[0].lhs == var
             ):
-                f, m = body.args[0][0], body.args[0][1].rhs
+                f, m = body.args[1], body.args[0].rhs
                 return (
                     self.positive(f) and self._signed(m - lo - 1).is_nonnegative is True and self.positive(hi - lo + 1)
                 )
             return self.positive(body) and self.positive(sp.expand(hi - lo + 1))
+        return False
+
+    def _positive_given(self, value: sp.Expr, cond: Any) -> bool:
+        """``value > 0`` wherever ``cond`` holds: syntactically, or when cond is ``x > 0`` and value is
+        positive for every positive x (x + 1, x, 2 x ...) by SymPy's assumptions."""
+        if self.positive(value):
+            return True
+        if isinstance(cond, sp.StrictGreaterThan) and cond.rhs == 0:
+            x = sp.Dummy("x_pos", positive=True)
+            return value.xreplace({cond.lhs: x}).is_positive is True
         return False
 
     def _signed(self, e: sp.Expr) -> sp.Expr:

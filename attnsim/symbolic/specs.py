@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from attnsim.symbolic.ite import ite
+
 
 class SpecError(ValueError):
     """A specification was evaluated on something it is not defined for."""
@@ -50,13 +52,19 @@ class SymbolicAlg:
         return sp.Min(a, b)
 
     def if_even(self, j: Any, even: Callable[[], Any], odd: Callable[[], Any]) -> Any:
-        return sp.Piecewise((even(), sp.Eq(sp.Mod(j, 2), 0)), (odd(), True))
+        return ite(sp.Eq(sp.Mod(j, 2), 0), even(), odd())
 
     def if_less(self, a: Any, b: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
-        return sp.Piecewise((then(), sp.Lt(a, b)), (other(), True))
+        return ite(sp.Lt(a, b), then(), other())
 
     def delta(self, i: Any, j: Any) -> Any:
-        return sp.Piecewise((1, sp.Eq(i, j)), (0, True))
+        return ite(sp.Eq(i, j), 1, 0)
+
+    def elu1(self, x: Any) -> Any:
+        return ite(x > 0, x + 1, sp.exp(x))
+
+    def sqrt(self, x: Any) -> Any:
+        return sp.sqrt(x)
 
 
 @dataclass
@@ -90,6 +98,14 @@ class ConcreteAlg:
 
     def delta(self, i: int, j: int) -> int:
         return 1 if i == j else 0
+
+    def elu1(self, x: Any) -> Any:
+        if self.backend == "sympy":
+            return x + 1 if x > 0 else sp.exp(x)
+        return x + 1 if x > 0 else self.exp(x)
+
+    def sqrt(self, x: Any) -> Any:
+        return sp.sqrt(x) if self.backend == "sympy" else math.sqrt(x)
 
 
 Entry = Callable[[Any, Mapping[str, Any], Any, Any, Any, Mapping[str, Any]], Any]
@@ -287,6 +303,47 @@ ITERATION = Spec(
     "c' = -tr(A (A M + c I)) / (k + 1): step k of Faddeev-LeVerrier, from (M_k, c_{n-k}) to c_{n-k-1}",
 )
 
+
+def _similarity(alg: Any, ops: Mapping[str, Any], i: Any, l: Any, d: Any) -> Any:  # noqa: E741
+    """phi(q_i) . phi(k_l), phi = elu + 1."""
+    return alg.sum(lambda m: alg.elu1(ops["Q"][0, i, m]) * alg.elu1(ops["K"][0, l, m]), d)
+
+
+LINEAR_ATTENTION = Spec(
+    "linear_attention",
+    ("Q", "K", "V"),
+    ("n", "d", "dv"),
+    lambda sz: (1, sz["n"], sz["dv"]),
+    lambda alg, ops, h, i, j, sz: (
+        alg.sum(lambda l: _similarity(alg, ops, i, l, sz["d"]) * ops["V"][0, l, j], sz["n"])  # noqa: E741
+        / alg.sum(lambda l: _similarity(alg, ops, i, l, sz["d"]), sz["n"])  # noqa: E741
+    ),
+    "out[i, j] = sum_l sim(i, l) V[l, j] / sum_l sim(i, l), sim(i, l) = phi(q_i) . phi(k_l) (the quadratic form)",
+)
+
+
+def _lf_score(alg: Any, ops: Mapping[str, Any], i: Any, l: Any, sz: Mapping[str, Any]) -> Any:  # noqa: E741
+    """(Q (E K)^T)[i, l] / sqrt(d)."""
+    ek = lambda m: alg.sum(lambda t: ops["E"][0, l, t] * ops["K"][0, t, m], sz["n"])
+    return alg.sum(lambda m: ops["Q"][0, i, m] * ek(m), sz["d"]) / alg.sqrt(sz["d"])
+
+
+LINFORMER = Spec(
+    "linformer",
+    ("Q", "K", "V", "E", "F"),
+    ("n", "d", "dv", "kp"),
+    lambda sz: (1, sz["n"], sz["dv"]),
+    lambda alg, ops, h, i, j, sz: alg.sum(
+        lambda c: (
+            alg.exp(_lf_score(alg, ops, i, c, sz))
+            / alg.sum(lambda r: alg.exp(_lf_score(alg, ops, i, r, sz)), sz["kp"])
+            * alg.sum(lambda t: ops["F"][0, c, t] * ops["V"][0, t, j], sz["n"])
+        ),
+        sz["kp"],
+    ),
+    "out = softmax(Q (E K)^T / sqrt(d)) (F V)",
+)
+
 SPECS: dict[str, Spec] = {
     s.name: s
     for s in (
@@ -302,6 +359,8 @@ SPECS: dict[str, Spec] = {
         GENERAL_STEP,
         COEFFICIENT_STEP,
         ITERATION,
+        LINEAR_ATTENTION,
+        LINFORMER,
     )
 }
 
@@ -311,6 +370,8 @@ __all__ = [
     "FROBENIUS",
     "GENERAL_STEP",
     "ITERATION",
+    "LINEAR_ATTENTION",
+    "LINFORMER",
     "MASKED_SOFTMAX",
     "MATMUL",
     "MAXMIN",

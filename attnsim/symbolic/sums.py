@@ -11,11 +11,14 @@ never called here.  Instead both sides are rewritten by rules that hold for ever
    largest index of any ``β`` in the body, bound or free (0 when there is none): a name no inner
    sum binds, so nothing is captured, and sums that differ only in the names of their bound
    variables become the same object; **order** (Fubini): the limits of a multiple sum whose
-   bounds are independent are tried in every order and the smallest text is kept;
+   bounds are independent are tried in every order and the smallest text is kept; **distributivity**:
+   a sum factor inside a sum's body joins it, ``Sum_v c Sum_w g = Sum_{v, w} c g`` (inner bound
+   names made apart first), so nested sums become one multiple sum (a prenex form);
 4. **exp of a sum**: ``exp(a + b) = exp(a) exp(b)`` (SymPy's ``expand``; the values are real);
-6. **flags**: ``Piecewise((1, c), (0, True)) != 0`` is ``c``;
-7. **guards**: inside the branch of a Piecewise where ``c`` holds, ``c`` is replaced by true;
-8. **truncation**: ``Sum_{v=lo}^{hi} Piecewise((f, v < m), (0, True)) = Sum_{v=lo}^{m-1} f`` when
+6. **flags**: ``Ite(c, 1, 0) != 0`` is ``c`` (conditional values are ``Ite``, never ``Piecewise``,
+   which SymPy folds out of sums: :mod:`attnsim.symbolic.ite`);
+7. **guards**: in the then-branch of ``Ite(c, a, b)`` c is true, in the else-branch false;
+8. **truncation**: ``Sum_{v=lo}^{hi} Ite(v < m, f, 0) = Sum_{v=lo}^{m-1} f`` when
    ``lo <= m <= hi + 1``, decided by SymPy's assumptions on the symbols (the executor gives sizes,
    coordinates and case variables their signs), else not applied;
 9. the result is a polynomial (with rational exponents, exp...) over canonical Sum atoms, and two
@@ -24,7 +27,8 @@ never called here.  Instead both sides are rewritten by rules that hold for ever
 Structural zero is a sound test: SymPy's automatic evaluation of +, *, / and ``expand`` are field
 identities.  The one that needs a premise, ``x * c / c = x``, is used only where the executor
 proved ``c >= 1`` (the count of a mean).  The test is incomplete: an equality that needs more
-(a split of a sum, a Piecewise) is reported as not decided, never as proved.
+(a split of a sum, a case split) is reported as not decided, never as proved.  An ``Ite`` is an
+ordinary factor: it moves out of a sum only when the bound variable is not free in it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import itertools
 from typing import Any
 
 import sympy as sp
+
+from attnsim.symbolic.ite import Ite
 
 
 def bound_symbol(k: int) -> sp.Symbol:
@@ -52,42 +58,43 @@ def normal_form(e: Any) -> Any:
     if not getattr(e, "args", ()) or isinstance(e, (sp.Indexed, sp.Symbol)):
         return e
     if isinstance(e, sp.Piecewise):
-        return _guarded(sp.Piecewise(*((normal_form(v), normal_form(c)) for v, c in e.args)))
+        raise ValueError("a Piecewise reached the normal form: conditional values must be Ite (attnsim.symbolic.ite)")
     out = e.func(*(normal_form(a) for a in e.args))
-    return _flag_condition(out)
+    return _guarded(_flag_condition(out))
+
+
+def simplify_conditions(e: Any) -> Any:
+    """Rules 6 and 7 alone, bottom-up (no sum is touched): what the executor applies as it builds values."""
+    if not getattr(e, "args", ()) or isinstance(e, (sp.Indexed, sp.Symbol, sp.Sum)):
+        return e
+    return _guarded(_flag_condition(e.func(*(simplify_conditions(a) for a in e.args))))
 
 
 def _flag_condition(e: Any) -> Any:
-    """Rule 6: ``Ne(Piecewise((1, c), (0, True)), 0)`` is ``c`` (a 0/1 flag is non-zero iff c)."""
+    """Rule 6: ``Ne(Ite(c, 1, 0), 0)`` is ``c`` (a 0/1 flag is non-zero iff c)."""
     if isinstance(e, sp.Ne) and e.args[1] == 0 and _is_flag(e.args[0]):
-        return e.args[0].args[0][1]
+        return e.args[0].args[0]
     return e
 
 
 def _is_flag(e: Any) -> bool:
-    return (
-        isinstance(e, sp.Piecewise)
-        and len(e.args) == 2
-        and e.args[0][0] == 1
-        and e.args[1][0] == 0
-        and e.args[1][1] == sp.true
-    )
+    return isinstance(e, Ite) and e.args[1] == 1 and e.args[2] == 0
 
 
 def _guarded(e: Any) -> Any:
-    """Rule 7: inside the branch where condition c holds, c is true."""
-    if not isinstance(e, sp.Piecewise):
+    """Rule 7: in the then-branch of ``Ite(c, a, b)`` c is true, in the else-branch false."""
+    if not isinstance(e, Ite):
         return e
-    pieces = [(v.xreplace({c: sp.true}) if c != sp.true else v, c) for v, c in e.args]
-    return sp.Piecewise(*pieces)
+    c, a, b = e.args
+    return Ite(c, a.xreplace({c: sp.true}), b.xreplace({c: sp.false}))
 
 
 def _truncate(body: Any, var: Any, lo: Any, hi: Any) -> tuple[Any, Any] | None:
-    """Rule 8: ``Sum_{v=lo}^{hi} Piecewise((f, v < m), (0, True)) = Sum_{v=lo}^{m-1} f`` when
+    """Rule 8: ``Sum_{v=lo}^{hi} Ite(v < m, f, 0) = Sum_{v=lo}^{m-1} f`` when
     lo <= m <= hi + 1 (decided by SymPy's assumptions on the symbols, else not applied)."""
-    if not (isinstance(body, sp.Piecewise) and len(body.args) == 2 and body.args[1] == (0, sp.true)):
+    if not (isinstance(body, Ite) and body.args[2] == 0):
         return None
-    f, cond = body.args[0]
+    cond, f = body.args[0], body.args[1]
     if not (isinstance(cond, sp.StrictLessThan) and cond.lhs == var and var not in cond.rhs.free_symbols):
         return None
     m = cond.rhs
@@ -97,22 +104,11 @@ def _truncate(body: Any, var: Any, lo: Any, hi: Any) -> tuple[Any, Any] | None:
 
 
 def _sum(s: sp.Sum) -> Any:
-    """A Sum (SymPy flattens nested Sums into several limits, innermost first) in normal form.
-
-    Limits whose bounds mention no other limit's variable may be taken in any order (Fubini, for
-    finite sums): every order is normalized and the one whose text is smallest is kept."""
-    body = normal_form(s.function)
-    limits = [tuple(lim) for lim in s.limits]
-    bound_vars = {lim[0] for lim in limits}
-    independent = all(not ((lo.free_symbols | hi.free_symbols) & bound_vars) for _, lo, hi in limits)
-    orders = itertools.permutations(limits) if independent and 1 < len(limits) <= 3 else [tuple(limits)]
-    results = []
-    for order in orders:
-        out = body
-        for var, lo, hi in order:  # innermost first
-            out = _sum_one(out, var, lo, hi)
-        results.append(out)
-    return min(results, key=sp.sstr)
+    """A Sum (SymPy flattens nested Sums into several limits, innermost first) in normal form."""
+    out = normal_form(s.function)
+    for var, lo, hi in s.limits:  # innermost first
+        out = _sum_one(out, var, lo, hi)
+    return out
 
 
 def _fresh_level(e: Any) -> int:
@@ -126,10 +122,8 @@ def _sum_one(inner: Any, var: Any, lo: Any, hi: Any) -> Any:
     cut = _truncate(inner, var, lo, hi)
     if cut is not None:
         inner, hi = normal_form(cut[0]), cut[1]
-    new = bound_symbol(_fresh_level(inner.xreplace({var: sp.Integer(0)})))
+    new = sp.Dummy("v")
     body = inner.xreplace({var: new})
-    if isinstance(body, sp.Piecewise) or body.has(sp.Piecewise):
-        return sp.Sum(body, (new, lo, hi))  # no rule applies under a Piecewise: kept as an opaque atom
     total: Any = sp.Integer(0)
     grouped: dict[Any, Any] = {}
     for term in sp.Add.make_args(sp.expand(body)):
@@ -141,12 +135,41 @@ def _sum_one(inner: Any, var: Any, lo: Any, hi: Any) -> Any:
                 coeff *= f
         grouped[dep] = grouped.get(dep, 0) + coeff
     for dep, coeff in grouped.items():
-        if dep == 1:
-            total += coeff * (hi - lo + 1)
-        else:  # renamed again: the factors moved out may have held the only inner sums
-            fresh = bound_symbol(_fresh_level(dep.xreplace({new: sp.Integer(0)})))
-            total += coeff * sp.Sum(dep.xreplace({new: fresh}), (fresh, lo, hi))
+        total += coeff * (hi - lo + 1) if dep == 1 else coeff * _prenex(dep, new, lo, hi)
     return total
+
+
+def _prenex(dep: Any, var: Any, lo: Any, hi: Any) -> Any:
+    """``Sum_{var} dep`` with every sum factor of ``dep`` merged in (rule 9, distributivity):
+    ``Sum_v c Sum_w g = Sum_{v, w} c g`` (the inner bound names are made apart first)."""
+    body: Any = sp.Integer(1)
+    limits: list[tuple[Any, Any, Any]] = []
+    for f in sp.Mul.make_args(dep):
+        if isinstance(f, sp.Sum):
+            apart = {lim[0]: sp.Dummy("w") for lim in f.limits}
+            body *= f.function.xreplace(apart)
+            limits += [(apart[v], a.xreplace(apart), b.xreplace(apart)) for v, a, b in f.limits]
+        else:
+            body *= f
+    limits.append((var, lo, hi))
+    return _canonical_sum(body, limits)
+
+
+def _canonical_sum(body: Any, limits: list[tuple[Any, Any, Any]]) -> Any:
+    """The multiple sum with its bound variables named ``β<base>, β<base+1>, ...`` in limit order (base
+    fresh against every other name in the body); limits whose bounds mention no bound variable may come
+    in any order (Fubini for finite sums): every order is tried and the smallest text is kept."""
+    names = [v for v, _, _ in limits]
+    independent = all(not ((a.free_symbols | b.free_symbols) & set(names)) for _, a, b in limits)
+    orders = itertools.permutations(limits) if independent and len(limits) <= 4 else [tuple(limits)]
+    base = _fresh_level(body.xreplace(dict.fromkeys(names, sp.Integer(0))))
+    best: Any = None
+    for order in orders:
+        ren = {v: bound_symbol(base + k) for k, (v, _, _) in enumerate(order)}
+        cand = sp.Sum(body.xreplace(ren), *((ren[v], a.xreplace(ren), b.xreplace(ren)) for v, a, b in order))
+        if best is None or sp.sstr(cand) < sp.sstr(best):
+            best = cand
+    return best
 
 
 def equal_by_normal_form(a: Any, b: Any) -> tuple[bool, str, Any]:
@@ -158,4 +181,4 @@ def equal_by_normal_form(a: Any, b: Any) -> tuple[bool, str, Any]:
     return False, sp.sstr(diff), diff
 
 
-__all__ = ["bound_symbol", "equal_by_normal_form", "normal_form"]
+__all__ = ["bound_symbol", "equal_by_normal_form", "normal_form", "simplify_conditions"]

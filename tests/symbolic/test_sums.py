@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import sympy as sp
 
+from attnsim.symbolic.ite import Ite
 from attnsim.symbolic.sums import equal_by_normal_form, normal_form
 
 A = sp.IndexedBase("A")
@@ -26,13 +28,37 @@ def test_different_sums_are_not_equal() -> None:
         assert not equal_by_normal_form(base, other)[0]
 
 
-def test_a_piecewise_body_is_never_simplified_into_a_false_claim() -> None:
+def test_a_guarded_sum_is_never_simplified_into_a_false_claim() -> None:
     """SymPy 1.14's simplify turns Sum_{l<D}[l<d] - D into Piecewise((0, d > l), (-D, True)) with a
-    free l, which a later case substitution 'proves' zero.  The normal form keeps such a Sum opaque."""
-    indicator = sp.Sum(sp.Piecewise((1, L < d), (0, True)), (L, 0, D - 1))
+    free l, which a later case substitution 'proves' zero.  The normal form never moves a condition
+    on the bound variable out of its sum, and truncates only when d <= D is known."""
+    indicator = sp.Sum(Ite(L < d, 1, 0), (L, 0, D - 1))
     same, _, diff = equal_by_normal_form(indicator, D)
     assert not same and diff.has(sp.Sum)
     assert L not in normal_form(indicator - D).free_symbols  # the bound variable never escapes
+    u, v = sp.Symbol("u", integer=True, nonnegative=True), sp.Symbol("v", integer=True, nonnegative=True)
+    known = indicator.xreplace({d: u + 1, D: u + 1 + v})  # 1 <= d <= D: Sum_{l<D}[l<d] = d
+    assert equal_by_normal_form(known, u + 1)[0]
+
+
+def test_a_piecewise_is_refused() -> None:
+    """SymPy folds a Piecewise out of the sums it is built into (piecewise_fold): values are Ite."""
+    with pytest.raises(ValueError, match="Piecewise"):
+        normal_form(sp.Sum(sp.Piecewise((A[L], L < d), (0, True)), (L, 0, D - 1)) * sp.Piecewise((1, d > 0), (0, True)))
+
+
+def test_piecewise_fold_is_the_hazard_ite_avoids() -> None:
+    """Why Ite: SymPy 1.14 builds Sum(g(m) Sum(Piecewise(f(l), c(l)), l), m) with a condition on l
+    outside the inner sum; the same built with Ite keeps every condition inside its own sum."""
+    from attnsim.symbolic.ite import from_piecewise
+
+    inner_pw = sp.Sum(sp.Piecewise((A[L] + 1, A[L] > 0), (sp.exp(A[L]), True)), (L, 0, N - 1))
+    folded = sp.Sum(sp.Piecewise((A[M] + 1, A[M] > 0), (sp.exp(A[M]), True)) * inner_pw, (M, 0, N - 1))
+    conditions = [c for p in folded.atoms(sp.Piecewise) for _, c in p.args]
+    assert any(L in c.free_symbols and not any(isinstance(s, sp.Sum) for s in c.atoms(sp.Sum)) for c in conditions)
+    inner = sp.Sum(from_piecewise(sp.Piecewise((A[L] + 1, A[L] > 0), (sp.exp(A[L]), True))), (L, 0, N - 1))
+    safe = sp.Sum(from_piecewise(sp.Piecewise((A[M] + 1, A[M] > 0), (sp.exp(A[M]), True))) * inner, (M, 0, N - 1))
+    assert not safe.has(sp.Piecewise) and inner in safe.atoms(sp.Sum)
 
 
 def test_renaming_never_captures_an_outer_variable() -> None:
