@@ -32,11 +32,11 @@ def test_specs_match_the_references() -> None:
         assert np.allclose(con.spec(*ops), con.reference(*ops), rtol=0, atol=1e-13)  # measured 2.2e-16
 
 
-def test_linear_attention_with_the_numerator_over_phi_q_only_fails() -> None:
+def test_linear_attention_with_the_denominator_of_the_wrong_row_fails() -> None:
     """Dividing num by den read at the wrong row (den of row 0 everywhere): refuted with a counterexample."""
     con = F.linear_attention(N, D, DV)
     nodes = _nodes(con)
-    den_blk = [b for b in con.layout if b.name == "la.den"][0]
+    den_blk = con.layout["la.den"]
     src = C.imap(lambda p: den_blk.position(0, 0), C.indices)
     sel = C.select(C.indices, src, "==")
     y = C.apply("div", nodes["la.num"], C.aggregate(sel, nodes["la.den"]))
