@@ -179,6 +179,7 @@ def _run(
     clock: Callable[[], float],
 ) -> dict[str, Any]:
     wrong = checked = wrong_distinct = checked_distinct = 0
+    by_length: dict[int, list[int]] = {}  # length -> [wrong, checked]
     max_err: float | None = None
     first_wrong: dict[str, Any] | None = None
     seconds = 0.0
@@ -197,8 +198,11 @@ def _run(
             distinct = len(set(x.tolist())) == len(x)
             checked += 1
             checked_distinct += distinct
+            counts = by_length.setdefault(len(x), [0, 0])
+            counts[1] += 1
             if not ok:
                 wrong += 1
+                counts[0] += 1
                 wrong_distinct += distinct
                 if first_wrong is None:
                     first_wrong = {"input": x.tolist(), "got": [_plain(v) for v in y], "want": [_plain(v) for v in w]}
@@ -209,6 +213,7 @@ def _run(
         "checked_distinct": checked_distinct,
         "max_err": max_err,
         "first_wrong": first_wrong,
+        "wrong_by_length": {str(k): v for k, v in sorted(by_length.items()) if v[0]},  # "L": [wrong, checked]
         "forward_us": 1e6 * seconds / max(checked, 1),
     }
 
@@ -236,6 +241,9 @@ def cells(r: dict[str, Any]) -> list[str]:
     wrong = f"{r['wrong']:,} of {r['checked']:,}"
     if r["program"] == "sort_unique":
         wrong += f" ({r['wrong_distinct']:,} of {r['checked_distinct']:,} with distinct tokens)"
+    elif r.get("wrong_by_length") and len(r["wrong_by_length"]) <= 2:
+        at = "; ".join(f"{w:,} of {c:,}" + f" at length {k}" for k, (w, c) in r["wrong_by_length"].items())
+        wrong += f" ({at})"
     if r["program"] == "frac_prevs" and r.get("max_err"):
         wrong += f" (max error {r['max_err']:.0e})"
     layers = f"{r['layers']}" + (f" {r['layers_note']}" if r.get("layers_note") else "")

@@ -104,6 +104,8 @@ def test_measure_counts_wrong_against_the_intended_function() -> None:
     assert by["length", 3]["wrong"] == 27  # every input of length 3 (3**3)
     assert by["length", 3]["first_wrong"] == {"input": [0, 0, 0], "got": [2, 2, 2], "want": [3, 3, 3]}
     assert by["length", 4]["inputs"] == "all 340" and by["length", 4]["wrong"] == 256
+    assert by["length", 4]["wrong_by_length"] == {"4": [256, 256]}
+    assert compare.cells(by["length", 4])[6] == "256 of 340 (256 of 256 at length 4)"
     assert by["sort_unique", 3]["wrong"] == 0 and by["sort_unique", 3]["checked_distinct"] == 3 + 6 + 6
     fp = by["frac_prevs", 4]
     assert fp["wrong"] == 0 and fp["max_err"] is not None and 2e-7 < fp["max_err"] < 4e-7
@@ -129,13 +131,13 @@ def test_command_prints_the_table_with_a_fake_tracr(
     monkeypatch.setattr(compile_cli, "tracr_system", FakeTracr)
     assert main(["compare", "tracr", "--n", "3", "--programs", "length", "reverse", "--repeats", "1"]) == 0
     out = capsys.readouterr().out
-    for text in ("attnsim exact", "attnsim float64", "Fake jit", "27 of 39", "measured "):
+    for text in ("attnsim exact", "attnsim float64", "Fake jit", "27 of 39 (27 of 27 at length 3)", "measured "):
         assert text in out
     assert main(["compare", "tracr", "--n", "3", "--programs", "length", "--markdown"]) == 0
     md = capsys.readouterr().out.splitlines()
     assert md[0] == "| " + " | ".join(compare.COLUMNS) + " |"
     assert md[2].startswith("| length | 3 | attnsim exact | 1 | 108 | 21 | 0 of 39 |")
-    assert md[4].startswith("| length | 3 | Fake jit | 4 | 1,003 | 13 | 27 of 39 |")
+    assert md[4].startswith("| length | 3 | Fake jit | 4 | 1,003 | 13 | 27 of 39 (27 of 27 at length 3) |")
     assert md[-1].startswith("measured ")
     assert main(["compare", "tracr", "--n", "3", "--programs", "sort_unique", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
