@@ -5,19 +5,27 @@ lemma factory's required arguments, listed by ``attnsim compile --help``; none: 
 example), ``u`` or ``simulator`` (sizes: max_len d_model n_heads d_head [d_ff]; none: the
 registered example capacity) or a classic RASP program (``reverse``, ``histogram``,
 ``sort_unique``, ``length``, ``frac_prevs``; ``--max-len`` and ``--vocab``).
+
+`attnsim compare tracr [--n 5 10] [--json | --markdown]`: the classic programs compiled by us and
+by Tracr (the optional extra ``attnsim[tracr]``), measured on the same inputs
+(:mod:`attnsim.compile.compare`).
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import os
+import platform
 import sys
+import time
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from attnsim.cli import command, positive_int
-from attnsim.compile import classic
+from attnsim.cli import UsageError, command, nonneg_int, out_console, positive_int
+from attnsim.compile import classic, compare
 from attnsim.compile.compiler import compile_program
 from attnsim.compile.model import CompiledTransformer, CompileError
 
@@ -180,4 +188,123 @@ def compile_command(args: argparse.Namespace) -> int:
     if args.out:
         path = ct.save(args.out)
         print(f"wrote {path}")
+    return 0
+
+
+# -- compare tracr -----------------------------------------------------------------------------
+def tracr_system() -> compare.System:
+    """Tracr's adapter (a usage error naming the extra when Tracr is not installed)."""
+    from attnsim.compile.tracr_adapter import TracrSystem, TracrUnavailable
+
+    try:
+        return TracrSystem()
+    except TracrUnavailable as exc:
+        raise UsageError(str(exc)) from None
+
+
+def machine() -> dict[str, Any]:
+    """Where and when the comparison ran: date, CPU, cores, Python and package versions."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    versions: dict[str, str | None] = {}
+    for pkg in ("attnsim", "tracr-pypi", "jax", "jaxlib", "numpy"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            versions[pkg] = None
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "versions": versions,
+    }
+
+
+def machine_line(m: dict[str, Any]) -> str:
+    """The machine as one line (printed under the table)."""
+    vs = ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v)
+    return f"measured {m['date']} on {m['cpu']} ({m['cores']} cores), Python {m['python']}; {vs}"
+
+
+def _compare_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("against", choices=["tracr"], help='the other compiler (tracr: pip install "attnsim[tracr]")')
+    p.add_argument(
+        "--n",
+        type=positive_int,
+        nargs="+",
+        default=[5, 10],
+        metavar="N",
+        help="sizes: max_len = vocabulary size N (default 5 10)",
+    )
+    p.add_argument(
+        "--programs",
+        nargs="+",
+        choices=list(classic.PROGRAMS),
+        default=list(classic.PROGRAMS),
+        metavar="NAME",
+        help=f"classic programs (default all: {', '.join(classic.PROGRAMS)})",
+    )
+    p.add_argument(
+        "--samples",
+        type=positive_int,
+        default=200,
+        help="random inputs per length when all inputs are more than 20,000 (default 200)",
+    )
+    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--repeats", type=positive_int, default=3, help="timed forward runs per batch, fastest kept")
+    p.add_argument("--json", action="store_true", help="print the rows and the machine as JSON")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown (the README's)")
+
+
+def _compare_validate(args: argparse.Namespace) -> str | None:
+    if args.json and args.markdown:
+        return "--json and --markdown contradict; choose one"
+    return None
+
+
+@command("compare", _compare_args, _compare_validate)
+def compare_command(args: argparse.Namespace) -> int:
+    """Compile the classic programs with attnsim and with Tracr; measure size, wrong outputs, time."""
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    other = tracr_system()  # first: without the extra, one line and exit 2 before any work
+    systems = [compare.Ours(), other]
+    total = len(args.n) * len(args.programs) * len(systems)
+    with Progress(console=Console(stderr=True), transient=True) as prog:
+        task = prog.add_task("compare", total=total)
+        seen: set[tuple[str, int, str]] = set()
+
+        def advance(row: dict[str, Any]) -> None:
+            key = (row["program"], row["n"], row["system"].split()[0])
+            if key not in seen:
+                seen.add(key)
+                prog.advance(task)
+
+        rows = compare.measure(
+            systems, args.programs, args.n, samples=args.samples, seed=args.seed, repeats=args.repeats, on_row=advance
+        )
+    m = machine()
+    if args.json:
+        print(json.dumps({"rows": rows, "machine": m}, indent=1))
+        return 0
+    if args.markdown:
+        print(compare.markdown(rows))
+        print()
+        print(machine_line(m))
+        return 0
+    table = Table(title="attnsim vs Tracr: classic programs at max_len = vocabulary size = N")
+    for col in compare.COLUMNS:
+        table.add_column(col, justify="left" if col in ("program", "system", "wrong") else "right")
+    for r in rows:
+        table.add_row(*compare.cells(r))
+    out = out_console()
+    out.print(table)
+    out.print(machine_line(m))
     return 0

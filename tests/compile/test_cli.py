@@ -34,9 +34,20 @@ def test_unknown_name_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> No
     assert "too short" in capsys.readouterr().err
 
 
-def test_tracr_table_reverse() -> None:
-    """Fewer layers and parameters than Tracr's reverse, zero wrong outputs (all inputs up to 5)."""
-    (row,) = compare.tracr_table(programs=("reverse",), sizes=(5,))
-    assert row["layers"] < row["tracr_layers"] and row["params"] < row["tracr_params"]
-    assert row["wrong"] == 0 and row["checked"] == sum(5**n for n in range(1, 6))
-    assert "| reverse | 5 |" in compare.markdown([row])
+def test_ours_against_the_intended_functions() -> None:
+    """Every input up to length 5 over 0..4: our classic programs are right, except sort_unique on repeats."""
+    rows = compare.measure([compare.Ours()], sizes=(5,), repeats=1)
+    assert {(r["program"], r["system"]) for r in rows} == {
+        (p, f"attnsim {m}")
+        for p in ("length", "reverse", "histogram", "sort_unique", "frac_prevs")
+        for m in ("exact", "float64")
+    }
+    for r in rows:
+        assert r["checked"] == sum(5**n for n in range(1, 6)) and r["inputs"] == "all 3,905"
+        if r["program"] == "sort_unique":  # a sort on distinct tokens only (README's known limit)
+            assert r["wrong_distinct"] == 0 and r["checked_distinct"] == 325 and r["wrong"] > 0
+            assert r["first_wrong"] == {"input": [1, 1], "got": [1, 0], "want": [1, 1]}
+        else:
+            assert r["wrong"] == 0, r
+    (rev,) = [r for r in rows if r["program"] == "reverse" and r["system"] == "attnsim exact"]
+    assert (rev["layers"], rev["params"], rev["params_nonzero"]) == (2, 486, 85)
