@@ -21,18 +21,21 @@ binary input up to length 12) check the assembled program.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from attnsim.applications.common import SequenceConstruction
-from attnsim.lemmas.base import Construction, ConstructionError, Intent
+from attnsim.lemmas.base import Construction, ConstructionError, Intent, size_args
 from attnsim.lemmas.transpose import _check_sizes
 from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
+from attnsim.symbolic import specs
+from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Application (k-PARITY)"
 
@@ -74,14 +77,17 @@ def sparse_parity(length: int, subset: Iterable[int]) -> Construction:
     return _parity(length, sub, everything=False)
 
 
-def parity(length: int) -> Construction:
-    """PARITY: (sum of all bits) mod 2 at every position (the mask: inside the input block)."""
-    _check_sizes(length=length)
-    return _parity(length, tuple(range(length)), everything=True)
+def parity(length: int | C.Size) -> Construction:
+    """PARITY: (sum of all bits) mod 2 at every position (the mask: inside the input block).
+
+    ``length`` may be an int or a Size symbol (an int call is the symbolic build, bound)."""
+    sym, vals = size_args(length=length)
+    con = _parity(sym["length"], (), everything=True).bind(**vals)
+    return dataclasses.replace(con, out_shape=(length,)) if isinstance(length, int) else con
 
 
-def _parity(length: int, sub: tuple[int, ...], everything: bool) -> Construction:
-    n = C.Size("length", length)
+def _parity(length: int | C.Size, sub: tuple[int, ...], everything: bool) -> Construction:
+    n = C.Size("length", length) if isinstance(length, int) else length
     x_blk = Block.of("x", 0, 1, n)
     layout = Layout.of(x_blk, Block.of("out", 0, 1, n, channel="parity"))
     mask = C.imap(_membership(sub, x_blk, everything), C.indices).named("parity.mask")
@@ -103,10 +109,14 @@ def _parity(length: int, sub: tuple[int, ...], everything: bool) -> Construction
         member,
         (q >= 0) & (q < layout.length),
         "every query selects exactly the keys of the input whose column is in the subset (the count's structural half)",
+        keys=Enumeration(key=lambda qp, lv: x_blk.position(0, lv), witness=lambda kp: x_blk.coords(kp)[2], count=n)
+        if everything
+        else None,
     )
 
     def reference(x: np.ndarray, backend: str = "numpy") -> Any:
-        return np.full((1, length), parity_spec(x, sub), dtype=np.int64)
+        bits = np.asarray(x, dtype=object).reshape(-1)
+        return np.full((1, len(bits)), parity_spec(bits, None if everything else sub), dtype=np.int64)
 
     name = "parity" if everything else "sparse_parity"
     return SequenceConstruction(
@@ -116,10 +126,12 @@ def _parity(length: int, sub: tuple[int, ...], everything: bool) -> Construction
         layout,
         ("x",),
         reference,
-        out_shape=(length,),
+        out_shape=(length,) if isinstance(length, int) else None,
         intents=[intent],
         paper_cost={"layers": None, "heads": None, "note": "no construction given (claimed deterministic)"},
         check_inputs=_check_binary,
+        specification=specs.PARITY.at(length=n) if everything else None,
+        binary=("x",),
     )
 
 

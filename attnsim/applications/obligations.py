@@ -207,6 +207,12 @@ def _parity_mod2_check(make: Callable[[], Construction]) -> Callable[[float], Ou
 def parity_obligations() -> Iterable[Obligation]:
     """Exhaustive up to length 12 (exact), Z3 mask intents and mod-2 algebra for all lengths, Z3 unrolling."""
     ref = kparity.PAPER_REF
+    yield spec_obligation(
+        "parity",
+        ref,
+        [lambda: kparity.parity(C.Size("length"))],
+        statement="program == spec (sum of the bits) mod 2 at every position, for every length (binary input)",
+    )
     yield from intent_obligations("parity", ref, lambda: kparity.parity(5))
     yield from intent_obligations("sparse_parity", ref, lambda: kparity.sparse_parity(9, (0, 4, 5, 8)))
     yield Obligation(

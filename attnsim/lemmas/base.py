@@ -111,6 +111,7 @@ class Construction:
     # (operand, lower, upper size, output coordinate): a 1 x 1 operand holding an integer in [lower, upper]
     # (what check_inputs enforces), compared with that coordinate; the spec proof splits on the comparison
     scalars: tuple[tuple[str, int, Any, str], ...] = ()
+    binary: tuple[str, ...] = ()  # operands whose entries are 0 or 1 (what check_inputs enforces)
 
     # -- sizes ---------------------------------------------------------------------------
     def bind(self, **sizes: int) -> Construction:

@@ -73,6 +73,16 @@ class Enumeration:
         return tuple(w) if isinstance(w, tuple) else (w,)
 
 
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "==": sp.Eq,
+    "!=": sp.Ne,
+    "<": sp.Lt,
+    "<=": sp.Le,
+    ">": sp.Gt,
+    ">=": sp.Ge,
+}
+
+
 def sym(e: E.Expr | int) -> sp.Expr:
     """An index expression as SymPy (sizes and coordinates as integer symbols of their names)."""
     return E.lift(e).to_sympy({})
@@ -187,6 +197,8 @@ class Executor:
             return simplify_conditions(from_piecewise(sp.sympify(out)))  # Ite, never Piecewise (see ite.py)
         if isinstance(node, C.Aggregate):
             return self.aggregate(node, pos)
+        if isinstance(node, C.SelectorWidth):
+            return self.width(node.selector, pos)
         ix = C.index_expr(node, pos)
         if ix is not None:
             ix = self.norm(ix.substitute({"length": self.con.layout.length}))
@@ -195,7 +207,22 @@ class Executor:
                 return sym(ix)
             flag = self.decide(ix)  # a comparison is a 0/1 flag; conjuncts Z3 decides here are dropped
             return sp.Integer(int(flag.value)) if isinstance(flag, E.Const) else ite(sym(flag), 1, 0)
+        if isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.IndexFn):  # on data values
+            env = {a: self.value(arg, pos) for a, arg in zip(node.fn.argnames, node.args, strict=True)}
+            return sp.sympify(node.fn.expr.to_sympy(env))
         raise ExecutionFailed(Outcome.unknown(f"{node.label} ({type(node).__name__}) is out of the method's scope"))
+
+    def width(self, sel: C.Selector, pos: E.Expr) -> sp.Expr:
+        """SelectorWidth: the number of selected keys.  A structural selector with a hint counts its
+        listed keys; ``structural & data`` (a token comparison) counts the listed keys where the data
+        condition holds: an indicator sum."""
+        parts = [sel.a, sel.b] if isinstance(sel, C.SelectAnd) else [sel]
+        structural = [p for p in parts if self.enumeration(p) is not None]
+        data = [p for p in parts if p not in structural]
+        if len(structural) != 1 or not all(isinstance(p, C.Select) for p in data):
+            raise ExecutionFailed(Outcome.unknown(f"{sel.label}: selector width out of the method's scope"))
+        picked = [p for p in data if isinstance(p, C.Select)]
+        return self.over_keys(structural[0], pos, lambda key: self.indicator(picked, key, pos))
 
     def positive(self, e: sp.Expr) -> bool:
         """A sound, syntactic test that ``e > 0``: exp, positive numbers, sizes (>= their minimum
@@ -307,6 +334,15 @@ class Executor:
                 k = self.norm(src.substitute({"length": ln}))
                 self.prove((k >= 0) & (k < ln), f"{sel.label}: query {E.render(pos)} selects the one key {E.render(k)}")
                 return self.value(node.values, k)
+        total = self.over_keys(sel, pos, lambda key: self.value(node.values, key))
+        hint = self.enumeration(sel)
+        assert hint is not None
+        return total / sp.Mul(*(sym(cnt) for cnt in hint.counts))
+
+    def over_keys(self, sel: C.Selector, pos: E.Expr, body_at: Callable[[E.Expr], sp.Expr]) -> sp.Expr:
+        """``Sum over the keys sel selects for query pos of body_at(key)``, the key set from a hint
+        that Z3 proves to list exactly those keys, each once."""
+        ln = self.con.layout.length
         hint = self.enumeration(sel)
         if hint is None:
             raise ExecutionFailed(
@@ -332,7 +368,7 @@ class Executor:
                 (key >= 0) & (key < ln) & listed & back,
                 f"{sel.label}: every listed key is in range, selected, and listed once",
             )
-            body = self.value(node.values, key)
+            body = body_at(key)
         finally:
             for v in lvars:
                 del self.coords[v]
@@ -344,7 +380,15 @@ class Executor:
         total: Any = body
         for v, cnt in zip(lvars, counts, strict=True):
             total = sp.Sum(total, (sp.Symbol(v, integer=True), 0, sym(cnt) - 1))
-        return total / sp.Mul(*(sym(cnt) for cnt in counts))
+        return total
+
+    def indicator(self, data: list[C.Select], key: E.Expr, pos: E.Expr) -> sp.Expr:
+        """1 where every data comparison holds at (query ``pos``, key ``key``), else 0 (an Ite)."""
+        conds = []
+        for s in data:
+            kv, qv = self.value(s.keys, key), self.value(s.queries, pos)
+            conds.append(_COMPARE[s.cmp](kv, qv))
+        return ite(sp.And(*conds), 1, 0)
 
     def enumeration(self, sel: C.Selector) -> Enumeration | None:
         for it in self.con.intents:
@@ -440,7 +484,7 @@ def _equal_in_every_scalar_case(con: Any, got: Any, want: Any, ex: Executor) -> 
             base[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, positive=True)
     for name in ex.coords:
         base[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, nonnegative=True)
-    got, want = got.xreplace(base), want.xreplace(base)
+    got, want = _binary(con, got.xreplace(base)), _binary(con, want.xreplace(base))
     if not con.scalars:
         return equal_by_normal_form(got, want)
     cases: list[tuple[str, dict[Any, Any]]] = [("", {})]
@@ -465,6 +509,25 @@ def _equal_in_every_scalar_case(con: Any, got: Any, want: Any, ex: Executor) -> 
             return False, f"case {tag}: {text}", diff
         shown.append(f"[{tag}] {text}")
     return True, " ".join(shown), 0
+
+
+def _binary(con: Any, e: Any) -> Any:
+    """``Ite(x == 1, 1, 0)`` is ``x`` for an entry x of an operand declared binary (0 or 1: what its
+    input check enforces)."""
+    names = set(con.binary)
+
+    def flag_of_binary(t: Any) -> bool:
+        if not (isinstance(t, Ite) and t.args[1] == 1 and t.args[2] == 0 and isinstance(t.args[0], sp.Eq)):
+            return False
+        lhs, rhs = t.args[0].args
+        entry = lhs if rhs == 1 else rhs if lhs == 1 else None
+        return isinstance(entry, sp.Indexed) and str(entry.base) in names
+
+    def entry_of(t: Any) -> Any:
+        lhs, rhs = t.args[0].args
+        return lhs if rhs == 1 else rhs
+
+    return e.replace(flag_of_binary, entry_of) if names else e
 
 
 def _substitute(e: Any, subst: dict[Any, Any]) -> Any:
@@ -530,6 +593,8 @@ def _with_counterexample(
             ops = [
                 np.full(inst.layout[n].shape, rng.integers(scalar[n][0], int(E.lift(scalar[n][1]).evaluate(sizes)) + 1))
                 if n in scalar
+                else rng.integers(0, 2, size=inst.layout[n].shape)
+                if n in con.binary
                 else rng.integers(-5, 6, size=inst.layout[n].shape)
                 for n in inst.inputs
             ]

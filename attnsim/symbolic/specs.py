@@ -66,6 +66,9 @@ class SymbolicAlg:
     def sqrt(self, x: Any) -> Any:
         return sp.sqrt(x)
 
+    def mod(self, x: Any, m: int) -> Any:
+        return sp.Mod(x, m)
+
 
 @dataclass
 class ConcreteAlg:
@@ -106,6 +109,9 @@ class ConcreteAlg:
 
     def sqrt(self, x: Any) -> Any:
         return sp.sqrt(x) if self.backend == "sympy" else math.sqrt(x)
+
+    def mod(self, x: Any, m: int) -> Any:
+        return x % m
 
 
 Entry = Callable[[Any, Mapping[str, Any], Any, Any, Any, Mapping[str, Any]], Any]
@@ -344,6 +350,15 @@ LINFORMER = Spec(
     "out = softmax(Q (E K)^T / sqrt(d)) (F V)",
 )
 
+PARITY = Spec(
+    "parity",
+    ("x",),
+    ("length",),
+    lambda sz: (1, 1, sz["length"]),
+    lambda alg, ops, h, i, j, sz: alg.mod(alg.sum(lambda m: ops["x"][0, 0, m], sz["length"]), 2),
+    "out[j] = (sum_{l < length} x[l]) mod 2 at every position j (x binary)",
+)
+
 SPECS: dict[str, Spec] = {
     s.name: s
     for s in (
@@ -361,6 +376,7 @@ SPECS: dict[str, Spec] = {
         ITERATION,
         LINEAR_ATTENTION,
         LINFORMER,
+        PARITY,
     )
 }
 
@@ -375,6 +391,7 @@ __all__ = [
     "MASKED_SOFTMAX",
     "MATMUL",
     "MAXMIN",
+    "PARITY",
     "RELU",
     "SOFTMAX",
     "SPECS",

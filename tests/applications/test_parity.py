@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim import applications
-from attnsim.applications.kparity import parity_spec
+from attnsim.applications.kparity import parity, parity_spec
 from attnsim.applications.obligations import _parity_mod2_check
 from attnsim.applications.z3prog import prove_for_all_inputs
 from attnsim.lemmas.base import ConstructionError, intent_obligations
@@ -75,3 +75,35 @@ def test_bad_inputs() -> None:
         applications.sparse_parity(3, [])
     with pytest.raises(ConstructionError, match="length"):
         applications.parity(0)
+
+
+def test_parity_program_equals_spec_for_every_length() -> None:
+    """k-PARITY: (sum of the bits) mod 2 for every length: the count is an indicator sum over the input
+    block's keys (hint proven by Z3), and [x == 1] is x for the binary input."""
+    from attnsim.rasp import core as C
+    from attnsim.symbolic.execute import prove_program_equals_spec
+
+    out = prove_program_equals_spec(parity(C.Size("length")))
+    assert out.ok is True, out.detail
+
+
+def test_wrong_parity_is_refuted() -> None:
+    """Counting zeros instead of ones (equal parity only for even lengths), or mod 3: refuted."""
+    import dataclasses
+
+    from attnsim.rasp import core as C
+    from attnsim.symbolic.execute import prove_program_equals_spec
+
+    con = parity(C.Size("length"))
+    nodes = {x.label: x for x in C.topological([con.program])}
+    zeros = C.select(C.tokens, C.full(0), "==")
+    count = C.selector_width(zeros & nodes["parity.in_subset"])  # type: ignore[operator]
+    for prog in (C.imap(lambda c: c % 2, count), C.imap(lambda c: c % 3, nodes["parity.count"])):
+        out = prove_program_equals_spec(dataclasses.replace(con, program=prog))
+        assert out.ok is False and "counterexample" in out.detail, out.detail
+
+
+def test_parity_spec_matches_the_reference() -> None:
+    for bits in ([1, 0, 1, 1, 0], [0, 0, 0], [1]):
+        con = parity(len(bits))
+        assert np.array_equal(con.spec(np.array(bits), backend="exact"), con.reference(np.array(bits), backend="exact"))
