@@ -6,10 +6,11 @@ in Z3 (its selectors proven to pick the intended keys) and in NumPy (the numeric
 """
 
 from attnsim.compile import compile  # attnsim.compile(program, max_len=...) -> weights
+from attnsim.rasp.core import Size  # Size("r"): an unbound size; lemmas.matmul(rows=Size("r"), ...)
 from attnsim.rasp.engine import evaluate, trace
 from attnsim.rasp.schedule import cost
 from attnsim.simulator import TransformerLayer, UniversalSimulator
 
 __version__ = "0.1.0"
 
-__all__ = ["TransformerLayer", "UniversalSimulator", "__version__", "compile", "cost", "evaluate", "trace"]
+__all__ = ["Size", "TransformerLayer", "UniversalSimulator", "__version__", "compile", "cost", "evaluate", "trace"]

@@ -220,3 +220,29 @@ def test_wrong_softmax_fails(kw: dict[str, Any]) -> None:
     """Lemma 3 (softmax): each wrong variant fails with a counterexample (sizes, entry)."""
     out = prove_program_equals_spec(_softmax(**kw))
     assert out.ok is False and "counterexample" in out.detail, out.detail
+
+
+def test_the_public_api_of_the_proofs_issue() -> None:
+    """attnsim.Size is exported; lemmas.matmul(rows=Size("r"), inner=Size("k"), cols=Size("c")) builds
+    symbolically (a size may be named k) and binds; Construction.spec takes a backend."""
+    import attnsim
+
+    con = lemmas.matmul(rows=attnsim.Size("r"), inner=attnsim.Size("k"), cols=attnsim.Size("c"))
+    assert con.free_sizes == {"r", "k", "c"}
+    bound = con.bind(r=2, k=3, c=2)
+    a, b = np.arange(6).reshape(2, 3), np.arange(6).reshape(3, 2)
+    assert np.array_equal(bound.spec(a, b, backend="exact"), a @ b)
+    assert prove_program_equals_spec(con).ok is True
+
+
+def test_a_wrong_spec_fails_against_the_reference() -> None:
+    """The spec is checked on its own: a transpose spec that forgets to swap disagrees with NumPy."""
+    wrong = dataclasses.replace(specs.TRANSPOSE, entry=lambda alg, ops, h, i, j, sz: ops["A"][h, i, j])
+    rows, cols = C.Size("rows"), C.Size("cols")
+    con = dataclasses.replace(lemmas.transpose(3, 3), specification=wrong.at(rows=rows, cols=cols, heads=1))
+    a = np.arange(9).reshape(3, 3)
+    assert np.array_equal(con.spec(a, backend="exact"), a)  # the wrong statement, evaluated
+    assert not np.array_equal(con.spec(a, backend="exact"), con.reference(a, backend="exact"))
+    assert prove_program_equals_spec(lemmas.transpose(rows, cols)).ok is True  # the right one is proved
+    bad = dataclasses.replace(lemmas.transpose(rows, cols), specification=wrong.at(rows=rows, cols=cols, heads=1))
+    assert prove_program_equals_spec(bad).ok is False  # and the program is refuted against the wrong one
