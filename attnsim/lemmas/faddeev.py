@@ -219,6 +219,37 @@ def _trace_of_product(
     return f
 
 
+def faddeev_iteration_ref(
+    a: MatRef,
+    m: MatRef | None,
+    c: C.SOp,
+    k: E.Expr,
+    name: str,
+    c_name: str,
+    transposes: dict[int, MatRef],
+    intents: list[Intent],
+    aux: list[Block],
+) -> tuple[MatRef, C.SOp]:
+    """Step k of Faddeev-LeVerrier, the one form det(n)'s loop and ``faddeev_steps.iteration_step``
+    share: M_{k+1} = A M_k + c I (A M_1 = A when ``m`` is None: no product), then
+    c' = -tr(A M_{k+1}) / (k + 1) = -<A^T, M_{k+1}> / (k + 1) (``next_coefficient``)."""
+    if m is None:
+        p = a
+    else:
+        p, its = matmul_ref(a, m, name=f"{name}.P{_tag(k)}")
+        intents += _tagged(its, f"{name}.matmul")
+        aux += [*p.aux, p.block]
+    m_next = plus_identity(p, c, f"{name}.M{_tag(k, 1)}")
+    aux.append(m_next.block)
+    f = _trace_of_product(a, m_next, transposes, name, f"{name}.tr{_tag(k, 1)}", intents, aux)
+    return m_next, next_coefficient(f.sop, k, c_name)
+
+
+def _tag(e: E.Expr, plus: int = 0) -> str:
+    """A label suffix: the step's number (+ ``plus``) when it is one, else its expression."""
+    return str(e.value + plus) if isinstance(e, E.Const) else E.render(e + plus if plus else e).replace(" ", "")
+
+
 def next_coefficient(trace_am: C.SOp, k: E.Expr, name: str) -> C.SOp:
     """c_{n-k-1} = -tr(A M_{k+1}) / (k + 1): the constant is a size expression of the step index k,
     so that one symbolic-k step (``faddeev_steps.iteration_step``) covers every iteration of the loop."""
@@ -245,19 +276,8 @@ def faddeev_ref(
     c = C.apply("scale", tr.sop, params=(-1,)).named(f"{name}.c{n - 1}")  # c_{n-1}
     m: MatRef | None = None  # M_1 = I is only needed (as M_n) when n = 1
     transposes: dict[int, MatRef] = {}  # A^T, placed on the positions of each M_k (by offset)
-    for k in range(1, n):
-        # M_{k+1} = A M_k + c_{n-k} I  (A M_1 = A: no product)
-        if m is None:
-            p = a
-        else:
-            p, its = matmul_ref(a, m, name=f"{name}.P{k}")
-            intents += _tagged(its, f"{name}.matmul")
-            aux += [*p.aux, p.block]
-        m = plus_identity(p, c, f"{name}.M{k + 1}")
-        aux.append(m.block)
-        # c_{n-k-1} = -tr(A M_{k+1}) / (k+1) = -<A^T, M_{k+1}> / (k+1)
-        f = _trace_of_product(a, m, transposes, name, f"{name}.tr{k + 1}", intents, aux)
-        c = next_coefficient(f.sop, E.Const(k), f"{name}.c{n - k - 1}")  # the symbolic-k step, k substituted
+    for k in range(1, n):  # the same step form faddeev_steps proves for every n and every k
+        m, c = faddeev_iteration_ref(a, m, c, E.Const(k), name, f"{name}.c{n - k - 1}", transposes, intents, aux)
     det = (c if n % 2 == 0 else C.apply("neg", c)).named(f"{name}.det")
     det_ref = MatRef(det, scalar_block(f"{name}.det"))
     if not inverse:  # build nothing the det does not read

@@ -11,12 +11,14 @@ specification (:mod:`attnsim.symbolic.specs`):
 * ``general-step``: M' = A M + c I, c an operand (``matmul_ref`` + ``plus_identity``);
 * ``coefficient-step``: tr(A M) read as <A^T, M> (``transpose_ref`` on M's positions + ``frobenius_ref``).
 
-NOT proven for all n: the recurrence itself.  det(n) builds a different graph for each n (the
-loop, the constants -1/(k + 1)); the chaining of the steps (each step's output block is the
-next one's operand; det = (-1)^n c_0, A^-1 = -M_n / c_0) is checked by det/inverse's own sympy
-and exact obligations at the listed n only, and the Faddeev-LeVerrier identity that makes the
-chain compute det and A^-1 is cited (Faddeev and Sominsky 1949; Householder, *The Theory of
-Matrices in Numerical Analysis*, 1964, Sec. 6.7), not proven.
+The induction over k: det(n)'s loop calls ``faddeev_iteration_ref`` at each k = 1 .. n - 1, the
+very form ``iteration_step`` proves for every n and every k (base: ``trace`` gives c_{n-1};
+step: (M_k, c_{n-k}) -> c_{n-k-1}).  NOT machine-checked for every n: that the loop wires the
+steps (each reads the previous one's output block; det = (-1)^n c_0, A^-1 = -M_n / c_0), which
+holds by the loop's code and is checked by det/inverse's own sympy and exact obligations at the
+listed n; and the Faddeev-LeVerrier identity that makes the chain compute det and A^-1, which is
+cited (Faddeev and Sominsky 1949; Householder, *The Theory of Matrices in Numerical Analysis*,
+1964, Sec. 6.7), not proven.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 
 from attnsim.lemmas.base import Construction, Intent, size_args
 from attnsim.lemmas.cofactor import scalar_block
-from attnsim.lemmas.faddeev import frobenius_ref, next_coefficient, plus_identity, trace_ref
+from attnsim.lemmas.faddeev import faddeev_iteration_ref, frobenius_ref, plus_identity, trace_ref
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.transpose import transpose_ref
 from attnsim.proofs import z3sel
@@ -143,33 +145,27 @@ def coefficient_step(n: int | C.Size = N) -> Construction:
 
 
 def iteration_step(n: int | C.Size = N, k: int | C.Size = K) -> Construction:
-    """One whole iteration k of ``faddeev_ref``, k symbolic: M_{k+1} = A M_k + c I, then
-    c' = -<A^T, M_{k+1}> / (k + 1) (``next_coefficient``, the constant a size expression of k)."""
+    """One whole iteration k of ``faddeev_ref``, k symbolic, built by the very function det(n)'s loop
+    calls (``faddeev_iteration_ref``): M_{k+1} = A M_k + c I, then c' = -<A^T, M_{k+1}> / (k + 1)."""
     sym, vals = size_args(n=n, k=k)
     size = sym["n"]
     a_blk = Block.of("A", OFFSET, size, size)
     m_blk = Block.of("M", a_blk.end_expr(), size, size)
     c_blk = Block.of("c", m_blk.end_expr(), 1, 1)
     a = MatRef(C.tokens, a_blk)
-    prod, intents = matmul_ref(a, MatRef(C.tokens, m_blk), name="P")
     c_sel = C.select(C.indices, C.imap(lambda p: c_blk.position(0, 0), C.indices).named("c.source"), "==")
     c_all = C.aggregate(c_sel.named("c.broadcast"), C.tokens).named("c.everywhere")
-    m_next = plus_identity(prod, c_all, "Mnext")
-    at, more = transpose_ref(a, offset=m_next.block.offset, name="At")
-    f, fro = frobenius_ref(at, m_next, name="tr")
-    c_next = next_coefficient(f.sop, sym["k"], "out")
-    intents = [
-        *intents,
-        *more,
-        *fro,
-        Intent("broadcast_c", c_sel, z3sel.K.eq(c_blk.position(0, 0)), z3sel.Q >= 0, "c everywhere"),
+    intents: list[Intent] = [
+        Intent("broadcast_c", c_sel, z3sel.K.eq(c_blk.position(0, 0)), z3sel.Q >= 0, "c everywhere")
     ]
+    aux: list[Block] = []
+    _, c_next = faddeev_iteration_ref(a, MatRef(C.tokens, m_blk), c_all, sym["k"], "it", "out", {}, intents, aux)
 
     def reference(a: Any, m: Any, c: Any, backend: str = "numpy", sizes: dict[str, int] | None = None) -> Any:
         kk = (sizes or {})["k"]  # the bound step index (Construction.reference passes the sizes)
         return -np.trace(a @ (a @ m + c.reshape(-1)[0] * np.eye(len(a)))) / (kk + 1)
 
-    blocks = (a_blk, m_blk, c_blk, *prod.aux, prod.block, m_next.block, at.block, scalar_block("out"))
+    blocks = (a_blk, m_blk, c_blk, *aux, scalar_block("out"))
     spec = specs.ITERATION.at(n=size, k=sym["k"])
     return _step(c_next, blocks, ("A", "M", "c"), reference, intents, spec).bind(**vals)
 
