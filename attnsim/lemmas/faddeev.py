@@ -57,7 +57,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import sympy as sp
@@ -425,28 +425,34 @@ def _checked(con: Any, what: str, operands: tuple[Any, ...], out: np.ndarray) ->
     raise InaccurateResultError(msg, out, r)
 
 
-@dataclass
-class CheckedDet(Construction):
-    """det(n): a float64 run meets ``float_tolerance`` (see the module docstring) or raises."""
+class _FloatChecked:
+    """A float64 run meets ``float_tolerance`` (see the module docstring) or raises (or warns)."""
 
+    checked_as: ClassVar[str] = ""
+    float_tolerance: float
+    on_inaccurate: str
+
+    def run(self, *operands: Any, backend: str = "numpy") -> np.ndarray:
+        out = super().run(*operands, backend=backend)  # type: ignore[misc]
+        return _checked(self, self.checked_as, operands, out) if backend == "numpy" else out
+
+
+@dataclass
+class CheckedDet(_FloatChecked, Construction):
+    """det(n), float64-checked."""
+
+    checked_as: ClassVar[str] = "det"
     float_tolerance: float = FLOAT_TOL
     on_inaccurate: str = "raise"
 
-    def run(self, *operands: Any, backend: str = "numpy") -> np.ndarray:
-        out = super().run(*operands, backend=backend)
-        return _checked(self, "det", operands, out) if backend == "numpy" else out
-
 
 @dataclass
-class CheckedInverse(DividingConstruction):
-    """inverse(n): a float64 run meets ``float_tolerance`` (see the module docstring) or raises."""
+class CheckedInverse(_FloatChecked, DividingConstruction):
+    """inverse(n), float64-checked."""
 
+    checked_as: ClassVar[str] = "inverse"
     float_tolerance: float = FLOAT_TOL
     on_inaccurate: str = "raise"
-
-    def run(self, *operands: Any, backend: str = "numpy") -> np.ndarray:
-        out = super().run(*operands, backend=backend)
-        return _checked(self, "inverse", operands, out) if backend == "numpy" else out
 
 
 def _make(n: int, what: str, method: str) -> Construction:

@@ -109,27 +109,11 @@ def error_figure(
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.axhline(FLOAT_FLOOR, color="grey", linewidth=0.6, linestyle=":")
-    ax.text(
-        0.99,
-        FLOAT_FLOOR / 1.6,
-        "float64 error 0 (bit-exact) drawn here",
-        transform=ax.get_yaxis_transform(),
-        fontsize=7,
-        ha="right",
-        va="top",
-        color="dimgrey",
-    )
+    _right_note(ax, FLOAT_FLOOR / 1.6, "float64 error 0 (bit-exact) drawn here", "top", "dimgrey")
     ax.axhline(EXACT_FLOOR, color="green", linewidth=0.6, linestyle="--")
     ax.axhline(1e-6, color="firebrick", linewidth=0.6, linestyle="--")
-    ax.text(
-        0.99,
-        1.6e-6,
-        "det(n) / inverse(n) stated float64 accuracy 1e-6: run() refuses above",
-        transform=ax.get_yaxis_transform(),
-        fontsize=7,
-        ha="right",
-        va="bottom",
-        color="firebrick",
+    _right_note(
+        ax, 1.6e-6, "det(n) / inverse(n) stated float64 accuracy 1e-6: run() refuses above", "bottom", "firebrick"
     )
     ax.set_ylim(EXACT_FLOOR / 10, top * 30)
     ax.set_xlabel("size (every scaled dimension = size; U: max_len = d_model)")
@@ -289,3 +273,8 @@ def soft_attention_figure(series: dict[str, tuple[Sequence[float], Sequence[floa
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _right_note(ax: Any, y: float, text: str, va: str, color: str) -> None:
+    """A small note at the right edge of the axes, at data height ``y``."""
+    ax.text(0.99, y, text, transform=ax.get_yaxis_transform(), fontsize=7, ha="right", va=va, color=color)
