@@ -123,8 +123,9 @@ class Construction:
                 raise ConstructionError(
                     f"{self.name}: no unbound size {name!r} (unbound: {', '.join(sorted(free)) or 'none'})"
                 )
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ConstructionError(f"{self.name}: size {name} must be a positive int, got {v!r}")
+            low = self.minimums.get(name, 1)
+            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                raise ConstructionError(f"{self.name}: size {name} must be an int >= {low}, got {v!r}")
         return self._rebind(sizes)
 
     def reparametrize(self, **sizes: E.Expr) -> Construction:
@@ -159,6 +160,19 @@ class Construction:
                 continue
             if not bpre.evaluate(C.size_bindings(bpre)):
                 raise ConstructionError(f"{self.name}: sizes {sizes} violate the precondition {E.render(pre)}")
+        for name, low in self.minimums.items():  # the proofs' size domain: bind may not leave it
+            v = sizes.get(name)
+            if isinstance(v, int) and v < low:
+                raise ConstructionError(f"{self.name}: size {name} = {v} is below its declared minimum {low}")
+        return out
+
+    @property
+    def minimums(self) -> dict[str, int]:
+        """Declared size minimums (1 unless an intent says otherwise): part of every proof's domain."""
+        out: dict[str, int] = {}
+        for it in self.intents:
+            for name, low in it.minimum:
+                out[name] = max(out.get(name, low), low) if name in out else low
         return out
 
     def _size_exprs(self) -> list[E.Expr]:
@@ -519,8 +533,8 @@ def layout_obligation(cid: str, paper_ref: str, make: Callable[[], Construction]
     )
 
 
-def prove_layout(layout: Layout, timeout: float = 10.0) -> Outcome:
-    """Injective, disjoint, in range: for all values of the size symbols.
+def prove_layout(layout: Layout, timeout: float = 10.0, minimum: dict[str, int] | None = None) -> Outcome:
+    """Injective, disjoint, in range: for all values of the size symbols (each >= its ``minimum``, 1 by default).
 
     Positions are decoded into block coordinates (:mod:`attnsim.proofs.decode`), so each claim
     is a small Z3 query over coordinates and sizes.
@@ -534,7 +548,7 @@ def prove_layout(layout: Layout, timeout: float = 10.0) -> Outcome:
         return max(0.05, timeout - (time.perf_counter() - t0))
 
     def run(goal: E.Expr, *decodes: decode.Decode) -> Outcome:
-        res = decode.prove(goal, decode=list(decodes), timeout=left())
+        res = decode.prove(goal, decode=list(decodes), minimum=minimum, timeout=left())
         used.update(decode.lemmas_in(res.detail))
         return res
 
@@ -548,7 +562,7 @@ def prove_layout(layout: Layout, timeout: float = 10.0) -> Outcome:
         ext = {f"{n}{s}": x for s in (1, 2) for n, x in zip(("h", "i", "j"), (a.stack, a.rows, a.cols), strict=True)}
         same = a.position(c1[1], c1[2], c1[0]).eq(a.position(c2[1], c2[2], c2[0]))
         goal = E.Not(same) | (c1[0].eq(c2[0]) & c1[1].eq(c2[1]) & c1[2].eq(c2[2]))
-        res = decode.prove(goal, coords=ext, timeout=left())
+        res = decode.prove(goal, coords=ext, minimum=minimum, timeout=left())
         used.update(decode.lemmas_in(res.detail))
         if res.ok is not True:
             return Outcome(res.ok, f"block {a.name} not injective: {res.detail}")

@@ -135,6 +135,11 @@ class _Refine(Exception):
         self.var, self.d = var, d
 
 
+def _is_truth_valued(e: E.Expr) -> bool:
+    """The expression's value is always 0 or 1 (a comparison, a connective, a negation)."""
+    return isinstance(e, E.Not) or (isinstance(e, E.BinOp) and e.op in (*E.COMPARATORS, "and", "or"))
+
+
 def _times_coordinate(powers: dict[Any, Any], extents: dict[str, Any]) -> bool:
     """True when a monomial multiplies a coordinate (its bound scales with the sizes' sign)."""
     return any(getattr(b, "name", None) in extents for b in powers)
@@ -471,10 +476,10 @@ class _Ctx:
             return E.Const(0)
         if e.op == "or" and ((ca is not None and ca != 0) or (cb is not None and cb != 0)):
             return E.Const(1)
-        if e.op in ("and", "or") and ca is not None:
-            return b
+        if e.op in ("and", "or") and ca is not None:  # 1 and X = truth(X): X itself only when X is 0/1
+            return b if _is_truth_valued(b) else E.BinOp("!=", b, E.Const(0))
         if e.op in ("and", "or") and cb is not None:
-            return a
+            return a if _is_truth_valued(a) else E.BinOp("!=", a, E.Const(0))
         if ca is not None and cb is not None:
             return E.Const(int(E.BinOp(e.op, a, b).evaluate({})))
         return E.BinOp(e.op, a, b)
@@ -756,7 +761,8 @@ def _z3(
         for v, ext in extents.items():
             facts += [env[v] >= 0, env[v] < tr.term(ext)]
         facts += [tr.boolean(h) for h in hyps]
-        facts.append(z3.Not(tr.boolean(goal)))
+        g = tr.boolean(goal)
+        facts.append(z3.Not(z3.And(g, tr.defined())))  # divisors must be shown >= 1, never assumed
         return facts + side
 
     # first the linear abstraction (every product of unknowns a fresh variable): unsat there is
@@ -837,12 +843,21 @@ class _LinearTranslator(E.Z3Translator):
 
 
 def _violates(goal: E.Expr, assumptions: Sequence[E.Expr], vals: Mapping[str, int]) -> bool | None:
+    """True when the values make an assumption undefined or the goal false or undefined (a divisor
+    <= 0 is a violation: the claim cannot hold where its terms do not exist); None if unbound."""
     try:
         if not all(int(a.evaluate(vals)) for a in assumptions):
             return False
+    except ZeroDivisionError:
+        return True
+    except E.ExprError as exc:
+        return True if "non-positive" in str(exc) else None
+    try:
         return not int(goal.evaluate(vals))
-    except (E.ExprError, ZeroDivisionError):
-        return None
+    except ZeroDivisionError:
+        return True
+    except E.ExprError as exc:
+        return True if "non-positive" in str(exc) else None
 
 
 # -- selectors --------------------------------------------------------------------------------

@@ -102,7 +102,8 @@ def prove(
     for a in assumptions:
         s.add(tr.boolean(a))
     premises = list(s.assertions())
-    s.add(z3.Not(tr.boolean(goal)))
+    g = tr.boolean(goal)
+    s.add(z3.Not(z3.And(g, tr.defined())))  # a divisor <= 0 anywhere refutes: never assumed away
     s.add(*side)
     text = smtlib.text_of(s)
     res = s.check()

@@ -352,14 +352,23 @@ _fresh = itertools.count()
 class Z3Translator:
     """Translate expressions to Z3 with div/mod as fresh variables.
 
-    For ``a div d`` and ``a mod d`` we introduce q, r with ``a = q*d + r, 0 <= r < d`` (and
-    require ``d >= 1``) and reuse them for the same (a, d) pair.  This is equivalent to floor
-    division for positive divisors and is what keeps nonlinear proofs decidable in practice.
+    For ``a div d`` and ``a mod d`` we introduce q, r with ``d >= 1 -> (a = q*d + r, 0 <= r < d)``
+    and reuse them for the same (a, d) pair.  This is floor division for positive divisors and is
+    what keeps nonlinear proofs decidable in practice.  ``d >= 1`` is NOT assumed: every divisor is
+    collected in ``divisors`` and a prover must show it (:meth:`defined`), so that a claim cannot
+    hold merely because a divisor is <= 0 somewhere (where the engine raises).
     """
 
     env: Mapping[str, Any]
     side: list[Any]
     cache: dict[tuple[str, str], tuple[Any, Any]] = field(default_factory=dict)
+    divisors: list[Any] = field(default_factory=list)
+
+    def defined(self) -> Any:
+        """Every divisor translated so far is >= 1 (a Z3 formula): conjoin it with the goal."""
+        import z3
+
+        return z3.And(*[d >= 1 for d in self.divisors]) if self.divisors else z3.BoolVal(True)
 
     def term(self, e: Expr) -> Any:
         import z3
@@ -392,7 +401,8 @@ class Z3Translator:
         if key not in self.cache:
             n = next(_fresh)
             q, r = z3.Int(f"q!{n}"), z3.Int(f"r!{n}")
-            self.side += [b >= 1, a == q * b + r, r >= 0, r < b]
+            self.side.append(z3.Implies(b >= 1, z3.And(a == q * b + r, r >= 0, r < b)))
+            self.divisors.append(b)
             self.cache[key] = (q, r)
         q, r = self.cache[key]
         return q if e.op == "div" else r

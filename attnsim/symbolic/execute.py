@@ -83,6 +83,40 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _int_value(e: E.Expr, env: dict[str, Any]) -> Any:
+    """SymPy value of an index expression under the engine's semantics (booleans are 0/1 values)."""
+
+    def flag(x: E.Expr) -> Any:  # the truth of x as a SymPy condition
+        v = _int_value(x, env)
+        return sp.Ne(v, 0)
+
+    if isinstance(e, E.Var):
+        return env[e.name] if e.name in env else sp.Symbol(e.name, integer=True)
+    if isinstance(e, E.Const):
+        return sp.Integer(e.value)
+    if isinstance(e, E.Not):
+        return ite(sp.Eq(_int_value(e.a, env), 0), 1, 0)
+    if isinstance(e, E.If):
+        return ite(flag(e.cond), _int_value(e.a, env), _int_value(e.b, env))
+    assert isinstance(e, E.BinOp)
+    if e.op in ("and", "or"):
+        cond = sp.And(flag(e.a), flag(e.b)) if e.op == "and" else sp.Or(flag(e.a), flag(e.b))
+        return ite(cond, 1, 0)
+    a, b = _int_value(e.a, env), _int_value(e.b, env)
+    if e.op in E.COMPARATORS:
+        return ite(_COMPARE[e.op](a, b), 1, 0)
+    ops: dict[str, Callable[[Any, Any], Any]] = {
+        "+": lambda x, y: x + y,
+        "-": lambda x, y: x - y,
+        "*": lambda x, y: x * y,
+        "div": lambda x, y: sp.floor(x / y),
+        "mod": lambda x, y: sp.Mod(x, y),
+        "min": lambda x, y: sp.Min(x, y),
+        "max": lambda x, y: sp.Max(x, y),
+    }
+    return ops[e.op](a, b)
+
+
 def sym(e: E.Expr | int) -> sp.Expr:
     """An index expression as SymPy (sizes and coordinates as integer symbols of their names)."""
     return E.lift(e).to_sympy({})
@@ -108,10 +142,7 @@ class Executor:
 
     @property
     def minimum(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for it in self.con.intents:
-            out.update(dict(it.minimum))
-        return out
+        return dict(self.con.minimums)
 
     def left(self) -> float:
         left = self.timeout - (time.perf_counter() - self.started)
@@ -203,13 +234,12 @@ class Executor:
         if ix is not None:
             ix = self.norm(ix.substitute({"length": self.con.layout.length}))
             boolean = isinstance(ix, E.Not) or (isinstance(ix, E.BinOp) and ix.op in (*E.COMPARATORS, "and", "or"))
-            if not boolean:
-                return sym(ix)
-            flag = self.decide(ix)  # a comparison is a 0/1 flag; conjuncts Z3 decides here are dropped
-            return sp.Integer(int(flag.value)) if isinstance(flag, E.Const) else ite(sym(flag), 1, 0)
+            if boolean:
+                ix = self.decide(ix)  # a comparison is a 0/1 flag; conjuncts Z3 decides here are dropped
+            return self.to_value(ix)
         if isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.IndexFn):  # on data values
             env = {a: self.value(arg, pos) for a, arg in zip(node.fn.argnames, node.args, strict=True)}
-            return sp.sympify(node.fn.expr.to_sympy(env))
+            return self.to_value(node.fn.expr, env)
         raise ExecutionFailed(Outcome.unknown(f"{node.label} ({type(node).__name__}) is out of the method's scope"))
 
     def width(self, sel: C.Selector, pos: E.Expr) -> sp.Expr:
@@ -233,7 +263,7 @@ class Executor:
         if isinstance(e, sp.Indexed):  # a scalar operand declared >= a positive lower bound
             return any(str(e.base) == name and lo >= 1 for name, lo, _, _ in self.con.scalars)
         if isinstance(e, sp.Symbol):
-            return e.name in self.size_names
+            return e.name in self.size_names and self.minimum.get(e.name, 1) >= 1
         if isinstance(e, (sp.Add, sp.Mul)):
             return all(self.positive(a) for a in e.args)
         if isinstance(e, sp.Pow):
@@ -274,7 +304,7 @@ class Executor:
             if self.minimum.get(name, 1) >= 1:
                 rep[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, positive=True)
         for name, lo, _, _ in self.con.scalars:
-            rep[sp.IndexedBase(name)[0, 0, 0]] = lo + sp.Symbol(f"{name}_u", integer=True, nonnegative=True)
+            rep[sp.IndexedBase(name)[0, 0, 0]] = lo + sp.Symbol(f"{name}!u", integer=True, nonnegative=True)
         return sp.expand(e.xreplace(rep))
 
     @property
@@ -287,11 +317,22 @@ class Executor:
 
     def param(self, p: C.Param) -> sp.Expr:
         if isinstance(p, E.Expr):
-            return sym(p)
+            return self.to_value(p)
         if isinstance(p, C.Ratio):
             self.prove(p.den >= 1, f"constant {p.render()} has a positive denominator")
-            return sym(p.num) / sym(p.den)
+            return self.to_value(p.num) / self.to_value(p.den)
         return sp.Rational(p.numerator, p.denominator)
+
+    def to_value(self, e: E.Expr, env: dict[str, Any] | None = None) -> sp.Expr:
+        """An index expression's value with the engine's meaning, after proving each of its divisors
+        >= 1 (the engine raises otherwise): comparisons and connectives are 0/1, div is floor."""
+        env = env or {}
+        for n in E.nodes(e):
+            if isinstance(n, E.BinOp) and n.op in ("div", "mod"):
+                if n.b.variables() & set(env):
+                    raise ExecutionFailed(Outcome.unknown(f"divisor {E.render(n.b)} depends on data values"))
+                self.prove(n.b >= 1, f"divisor {E.render(n.b)} >= 1")
+        return simplify_conditions(_int_value(e, env))
 
     def token(self, pos: E.Expr) -> sp.Expr:
         blocks = [self.con.layout[n] for n in self.con.inputs]
@@ -299,7 +340,7 @@ class Executor:
         if guess is None:
             raise ExecutionFailed(Outcome.bad(f"a token is read at {E.render(pos)}, inside no input block"))
         self.prove(guess.contains(pos), f"{E.render(pos)} lies in input block {guess.name}")
-        h, i, j = (sym(self.norm(c)) for c in guess.coords(pos))
+        h, i, j = (self.to_value(self.norm(c)) for c in guess.coords(pos))
         return sp.IndexedBase(guess.name)[h, i, j]
 
     def _sample_block(self, pos: E.Expr, blocks: list[Block]) -> Block | None:
@@ -349,7 +390,7 @@ class Executor:
                 Outcome.unknown(f"{sel.label}: not a gather and no enumeration hint (out of the method's scope)")
             )
         counts = hint.counts
-        lvars = [f"l{next(self._fresh)}" for _ in counts]
+        lvars = [f"l!{next(self._fresh)}" for _ in counts]  # "!": no size can take the name
         ls = [E.Var(v) for v in lvars]
         try:
             s_expr = z3sel.selector_expr(sel).substitute({"length": ln, z3sel.Q.name: pos})
@@ -404,6 +445,9 @@ def prove_program_equals_spec(con: Any, timeout: float = 10.0) -> Outcome:
     each s < m, t < X div m (the preconditions must make m divide X: then the cases cover c < X)."""
     if con.specification is None:
         return Outcome.bad(f"{con.name}: no independent specification")
+    undeclared = _declarations_not_enforced(con)
+    if undeclared:
+        return Outcome.bad(undeclared)
     t0 = time.perf_counter()
     split = dict(con.cases)
     residues = [dict(zip(split, rs, strict=True)) for rs in itertools.product(*(range(m) for m in split.values()))]
@@ -433,7 +477,11 @@ def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: 
             return Outcome.bad(f"cannot split {name}: its extent {E.render(ext)} is not one unbound size"), set()
         if not any(E.render(p) == E.render((ext % m).eq(0)) for p in con.preconditions):
             return Outcome.bad(f"splitting {name} by {m} needs the precondition ({ext.name} mod {m}) == 0"), set()
-        fresh = quotient[name] = C.Size(f"{ext.name}_over{m}")
+        taken = con.free_sizes | set(con.sizes)
+        fresh_name = f"{ext.name}_over{m}"
+        while fresh_name in taken:  # fresh against the construction's own sizes
+            fresh_name += "_"
+        fresh = quotient[name] = C.Size(fresh_name)
         con = con.reparametrize(**{ext.name: fresh * m})
         renamed[sp.Symbol(ext.name, integer=True)] = m * sym(fresh)
     out = con.layout[con.output]
@@ -441,30 +489,45 @@ def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: 
     coords: list[E.Expr] = []
     for name, extent in (("o_h", out.stack), ("o_i", out.rows), ("o_j", out.cols)):
         if name in split:
-            t = E.Var(f"t_{name}")
+            t = E.Var(f"t!{name}")
             ex.coords[t.name] = quotient[name]
             coords.append(t * split[name] + case[name])
         elif isinstance(extent, E.Const) and extent.value == 1:  # one value: the coordinate is 0
             coords.append(E.Const(0))
         else:
-            coords.append(E.Var(name))
-            ex.coords[name] = extent
+            coords.append(E.Var(internal(name)))
+            ex.coords[internal(name)] = extent
     h, i, j = coords
     try:
         vacuous = _vacuous(ex)
         if vacuous:
             return Outcome.bad(f"vacuous: {vacuous}"), set()
+        from attnsim.lemmas.base import prove_layout  # (no module-level import: lemmas import this module)
+
+        lay = prove_layout(con.layout, ex.left(), minimum=ex.minimum)  # operands read where they are encoded
+        if lay.ok is not True:
+            return Outcome(lay.ok, f"layout: {lay.detail}"), set()
+        ex.steps.append("the layout is injective, disjoint and in range")
         got = ex.value(con.program, out.position(i, j, h))
     except ExecutionFailed as exc:
         return exc.outcome, set()
-    want = con.specification.symbolic(
-        sym(h), sym(i), sym(j), lambda e: sym(e) if isinstance(e, E.Expr) else sp.Integer(e)
-    ).xreplace(renamed)
+    to_sym = lambda e: sym(e) if isinstance(e, E.Expr) else sp.Integer(e)
+    want = con.specification.symbolic(sym(h), sym(i), sym(j), to_sym).xreplace(renamed)
+    spec_shape = con.specification.spec.shape({k: to_sym(v) for k, v in con.specification.sizes.items()})
+    for have, need in zip((out.stack, out.rows, out.cols), spec_shape, strict=True):
+        if sp.expand(sym(have) - sp.sympify(need).xreplace(renamed)) != 0:
+            return Outcome.bad(
+                f"the output block is {E.render(out.stack)} x {E.render(out.rows)} x {E.render(out.cols)} but the "
+                f"spec's shape is {tuple(spec_shape)}"
+            ), set()
     same, shown, diff = _equal_in_every_scalar_case(con, got, want, ex)
     if same:
         lem = ", ".join(f"rasp/z3-parametric/{n}" for n in sorted(ex.lemmas)) or "none"
+        domain = ", ".join(f"{n} >= {v}" for n, v in sorted(ex.minimum.items()) if v != 1)
+        pre = ", ".join(E.render(p) for p in ex.premises)
+        scope = "all sizes" + (f" with {domain}" if domain else "") + (f" under {pre}" if pre else "")
         return Outcome.good(
-            f"program == spec ({con.specification.spec.statement}) for all sizes: {shown}; "
+            f"program == spec ({con.specification.spec.statement}) for {scope}: {shown}; "
             f"{len(ex.steps)} Z3 step(s); lemmas: {lem}"
         ), set()
     return Outcome.unknown(f"normal forms differ: program - spec = {shown}"), _constants_compared(diff)
@@ -486,15 +549,18 @@ def _equal_in_every_scalar_case(con: Any, got: Any, want: Any, ex: Executor) -> 
         base[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, nonnegative=True)
     got, want = _binary(con, got.xreplace(base)), _binary(con, want.xreplace(base))
     if not con.scalars:
+        bad = _possibly_negative_sum(want)
+        if bad is not None:  # SymPy's Sum over hi < lo - 1 is not empty (Karr): the spec means range()
+            return False, f"the spec's sum {sp.sstr(bad)} is not shown to have length >= 0", sp.nan
         return equal_by_normal_form(got, want)
     cases: list[tuple[str, dict[Any, Any]]] = [("", {})]
     for name, lo, upper, coord in con.scalars:
         s = sp.IndexedBase(name)[0, 0, 0]
         x = base.get(sp.Symbol(upper.name, integer=True)) if isinstance(upper, C.Size) else None
-        c = base.get(sp.Symbol(coord, integer=True))
+        c = base.get(sp.Symbol(internal(coord), integer=True))
         if x is None or c is None:
             return False, f"scalar {name}: its bound {upper} or coordinate {coord} is not a symbol here", sp.nan
-        u, v, w = (sp.Symbol(f"{name}_{t}", integer=True, nonnegative=True) for t in "uvw")
+        u, v, w = (sp.Symbol(f"{name}!{t}", integer=True, nonnegative=True) for t in "uvw")
         below = {s: c + 1 + u, x: c + 1 + u + v}
         above = {s: lo + u, c: lo + u + w, x: lo + u + w + 1 + v}
         cases = [
@@ -504,11 +570,62 @@ def _equal_in_every_scalar_case(con: Any, got: Any, want: Any, ex: Executor) -> 
         ]
     shown = []
     for tag, subst in cases:
+        bad = _possibly_negative_sum(_substitute(want, subst))
+        if bad is not None:
+            return False, f"case {tag}: the spec's sum {sp.sstr(bad)} is not shown to have length >= 0", sp.nan
         same, text, diff = equal_by_normal_form(_substitute(got, subst), _substitute(want, subst))
         if not same:
             return False, f"case {tag}: {text}", diff
         shown.append(f"[{tag}] {text}")
     return True, " ".join(shown), 0
+
+
+def _declarations_not_enforced(con: Any) -> str:
+    """Non-empty when a declared scalar or binary operand is not what the declaration says: a scalar
+    must be a 1 x 1 block, and the input check must refuse a value outside the declared range (tried
+    at one small instance).  The proof takes the declarations as premises."""
+    if not (con.scalars or con.binary):
+        return ""
+    for name, _, _, _ in con.scalars:
+        blk = con.layout[name]
+        if not all(isinstance(x, E.Const) and x.value == 1 for x in (blk.stack, blk.rows, blk.cols)):
+            return f"scalar operand {name} is not a 1 x 1 block"
+    inst = None
+    for v in (2, 3, 4):
+        try:
+            inst = con.bind(**dict.fromkeys(con.free_sizes, v))
+            break
+        except ValueError:
+            continue
+    if inst is None:
+        return "declarations not checked: no small instance binds"
+    scalar = {n: (lo, int(E.lift(up).evaluate(inst.sizes))) for n, lo, up, _ in con.scalars}
+    fill = {n: scalar[n][0] if n in scalar else 0 for n in inst.inputs}
+
+    def refused(name: str, bad: int) -> bool:
+        ops = [np.full(inst.layout[n].shape, bad if n == name else fill[n], dtype=object) for n in inst.inputs]
+        try:
+            inst._operands(ops, "exact")
+        except ValueError:
+            return True
+        return False
+
+    for n, (lo, hi) in scalar.items():
+        if not (refused(n, lo - 1) and refused(n, hi + 1)):
+            return f"scalar operand {n} is declared in [{lo}, upper] but the input check does not enforce it"
+    for n in con.binary:
+        if not refused(n, 2):
+            return f"operand {n} is declared binary but the input check accepts 2"
+    return ""
+
+
+def _possibly_negative_sum(e: Any) -> Any:
+    """A Sum in ``e`` whose length hi - lo + 1 is not known >= 0 from the symbols' signs, else None."""
+    for s in e.atoms(sp.Sum):
+        for _, lo, hi in s.limits:
+            if (hi - lo + 1).is_nonnegative is not True:
+                return s
+    return None
 
 
 def _binary(con: Any, e: Any) -> Any:
@@ -528,6 +645,12 @@ def _binary(con: Any, e: Any) -> Any:
         return lhs if rhs == 1 else rhs
 
     return e.replace(flag_of_binary, entry_of) if names else e
+
+
+def internal(coord: str) -> str:
+    """The executor's name of a declared output coordinate (o_h, o_i, o_j): with "!", which no size
+    name may contain, so a size can never be captured as a coordinate or a bound key variable."""
+    return coord.replace("_", "!", 1)
 
 
 def _substitute(e: Any, subst: dict[Any, Any]) -> Any:

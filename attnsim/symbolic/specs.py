@@ -39,7 +39,7 @@ class SymbolicAlg:
         self._n = itertools.count()
 
     def sum(self, body: Callable[[Any], Any], upper: Any) -> Any:
-        var = sp.Symbol(f"s{next(self._n)}", integer=True)
+        var = sp.Symbol(f"s!{next(self._n)}", integer=True)  # "!": never a size's name
         return sp.Sum(body(var), (var, 0, upper - 1))
 
     def exp(self, x: Any) -> Any:
