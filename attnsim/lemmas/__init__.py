@@ -7,7 +7,7 @@ Importing this package registers every lemma's obligations (see ``obligations.py
 
 from attnsim.lemmas import faddeev_steps as _faddeev_steps  # noqa: F401  (registers faddeev-steps)
 from attnsim.lemmas import obligations as _obligations  # noqa: F401  (registers providers)
-from attnsim.lemmas.base import Construction, ConstructionError
+from attnsim.lemmas.base import Construction, ConstructionError, NonFiniteResultError
 from attnsim.lemmas.cofactor import (
     SingularMatrixError,
     adjugate3_ref,
@@ -28,6 +28,7 @@ from attnsim.lemmas.transpose import transpose, transpose_ref
 __all__ = [
     "Construction",
     "ConstructionError",
+    "NonFiniteResultError",
     "SingularMatrixError",
     "adjugate3_ref",
     "cofactor3",

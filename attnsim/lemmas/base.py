@@ -24,7 +24,7 @@ from attnsim.proofs import decode, z3sel
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
-from attnsim.rasp.arith import BackendError
+from attnsim.rasp.arith import BackendError, NonFiniteError
 from attnsim.rasp.engine import BACKENDS, Trace, evaluate, trace
 from attnsim.rasp.layout import Block, Layout, LayoutError, MatRef, as_array
 from attnsim.rasp.schedule import Cost, cost
@@ -32,6 +32,10 @@ from attnsim.rasp.schedule import Cost, cost
 
 class ConstructionError(ValueError):
     """Bad operands for a construction (shape, NaN, singular...)."""
+
+
+class NonFiniteResultError(ConstructionError):
+    """A float64 result entry is not finite (overflow, 0/0...): refused, never returned."""
 
 
 @dataclass(frozen=True)
@@ -234,8 +238,11 @@ class Construction:
                 f"{self.name} uses irrational primitives (exp...): no exact backend; use backend='sympy'"
             )
         seq = self.encode(*operands, backend=backend)
-        try:
-            out = evaluate(self.program, seq, backend)
+        blk = self.layout[self.output]
+        try:  # only the result block is read: positions outside it are unspecified (maybe NaN)
+            out = evaluate(self.program, seq, backend, finite=np.arange(blk.start, blk.end))
+        except NonFiniteError as exc:
+            raise NonFiniteResultError(f"{self.name}: {exc}") from None
         except BackendError as exc:
             raise ConstructionError(f"{self.name}: {exc}") from None
         res = self.layout.decode(out, self.output)

@@ -33,6 +33,7 @@ from attnsim.lemmas.base import (
     Construction,
     ConstructionError,
     Intent,
+    NonFiniteResultError,
     intent_obligations,
     layout_obligation,
     rational_operands,
@@ -233,6 +234,11 @@ class DividingConstruction(Construction):
             out = super().run(*operands, backend=backend)
         except SingularMatrixError:
             raise
+        except NonFiniteResultError as exc:
+            why = str(exc).removeprefix(f"{self.name}: ")
+            raise SingularMatrixError(
+                f"{self.name}: singular matrix: the float64 det evaluated to 0 (result has inf/nan; {why})"
+            ) from None
         except ConstructionError as exc:
             if "division by 0" in str(exc) or "reciprocal of 0" in str(exc):
                 raise SingularMatrixError(f"{self.name}: singular matrix: det = 0 (exact division by zero)") from None

@@ -80,7 +80,8 @@ def softmax_ref(
     not enter the denominator: out[.., i, j] = exp(x_ij) / sum_{l < n} exp(x_il) for j < n,
     0 for j >= n.  The mask is computed in the MLP (``lt(j, n)``), never by a value-dependent
     selector, so the one block-mean head keeps its O(L log L) fast path; sum = c x mean still
-    holds because the padded entries are 0.  n = 0 leaves a row 0/0 (NaN in float64).  n must be
+    holds because the padded entries are 0.  n = 0 leaves a row 0/0 (NaN in float64, refused where
+    read: see "Non-finite values" in docs/semantics.md).  n must be
     at the block's positions before this layer (e.g. broadcast by one earlier head); it adds no
     layer of its own.
 

@@ -53,7 +53,8 @@ class NumpyArith(Arithmetic):
         return np.asarray(out, dtype=np.float64)
 
     def mean(self, vals: np.ndarray) -> Any:
-        return float(np.mean(vals))
+        with np.errstate(over="ignore", invalid="ignore"):  # inf/nan: reported where read (evaluate's finite)
+            return float(np.mean(vals))
 
     def zeros(self, n: int) -> np.ndarray:
         return np.zeros(n)

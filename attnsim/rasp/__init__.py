@@ -1,6 +1,6 @@
 """GAHAT-RASP: the language (program graph, index expressions, primitives, engine, cost)."""
 
-from attnsim.rasp.arith import Arithmetic, BackendError
+from attnsim.rasp.arith import Arithmetic, BackendError, NonFiniteError
 from attnsim.rasp.core import (
     CATEGORICAL,
     NUMERICAL,
@@ -55,6 +55,7 @@ __all__ = [
     "Indices",
     "Length",
     "Map",
+    "NonFiniteError",
     "Prim",
     "PrimitiveError",
     "ProgramError",

@@ -20,6 +20,10 @@ class BackendError(ValueError):
     """A value cannot be represented or computed in the chosen backend."""
 
 
+class NonFiniteError(BackendError):
+    """A float64 value the caller reads is not finite (exp overflow, 0/0, inf - inf...)."""
+
+
 class Arithmetic(ABC):
     """Number type used to run a program."""
 

@@ -15,6 +15,11 @@ Selectors are never materialized as L x L matrices when their shape allows a fas
 
 Both paths implement the same semantics (docs/semantics.md); the language obligations
 ``rasp/exact/fastpath-*`` check them against each other exhaustively on small cases.
+
+Non-finite values (float64): values outside a construction's result block are unspecified and
+may be NaN by design, so the engine checks only what the caller reads: ``evaluate(...,
+finite=positions)`` raises :class:`NonFiniteError` when one of those output positions is not
+finite, naming the node (label and primitive) where the value first stopped being finite.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import numpy as np
 
 from attnsim.numeric.arith import NumpyArith
 from attnsim.rasp import core as C
-from attnsim.rasp.arith import Arithmetic, BackendError
+from attnsim.rasp.arith import Arithmetic, BackendError, NonFiniteError
 from attnsim.rasp.expr import COMPARATORS
 from attnsim.symbolic.arith import ExactArith, SympyArith
 
@@ -126,11 +131,17 @@ class Run:
         allow_nonfinite: bool = False,
         keep_all: bool = False,
         dense_only: bool = False,
+        track: bool = False,
     ) -> None:
         self.arith = arith
         self.outputs = list(outputs)
         self.keep_all = keep_all
         self.dense_only = dense_only
+        # provenance of non-finite float64 values (track=True): per node, the index into
+        # ``sources`` of the node where each non-finite position's value first stopped being finite
+        self.track = track
+        self.origin: dict[int, np.ndarray] = {}
+        self.sources: list[tuple[str, str, int, float]] = []
         arr = np.asarray(inputs, dtype=object) if not isinstance(inputs, np.ndarray) else inputs
         if arr.ndim != 1:
             raise BackendError(f"a program's input is a 1-D token sequence; got shape {arr.shape}")
@@ -192,6 +203,7 @@ class Run:
                 if refs[id(x)] == 0:
                     self.ints.pop(id(x), None)
                     self.vals.pop(id(x), None)
+                    self.origin.pop(id(x), None)
 
     def compute(self, node: C.SOp) -> None:
         L, key = self.L, id(node)
@@ -225,6 +237,45 @@ class Run:
             self.ints[key] = self.reduce(node.selector, None)
         else:
             raise C.ProgramError(f"unknown node type {type(node).__name__}")
+        if self.track:
+            self._track(node)
+
+    # -- provenance of non-finite values ---------------------------------------------------
+    def _track(self, node: C.SOp) -> None:
+        """Record where each non-finite value of ``node`` comes from: an argument's (or a read
+        key's) non-finite value, else ``node`` itself (its primitive on finite arguments)."""
+        v = self.vals.get(id(node))
+        if v is None or v.dtype.kind != "f":
+            return
+        bad = ~np.isfinite(v)
+        if not bad.any():
+            return
+        org = np.full(self.L, -1, dtype=np.int64)
+        if isinstance(node, (C.Map, C.SequenceMap)):
+            for a in node.args:
+                ao = self.origin.get(id(a))
+                if ao is not None:
+                    m = bad & (org < 0) & (ao >= 0)
+                    org[m] = ao[m]
+        elif isinstance(node, C.Aggregate):
+            vo = self.origin.get(id(node.values))
+            if vo is not None:
+                for o in np.unique(vo[vo >= 0]):  # earliest source first
+                    hit = np.asarray(self.reduce(node.selector, (vo == o).astype(np.float64))) > 0
+                    m = bad & (org < 0) & hit
+                    org[m] = o
+        rest = bad & (org < 0)
+        if rest.any():
+            p = int(np.flatnonzero(rest)[0])
+            if isinstance(node, (C.Map, C.SequenceMap)):
+                what = f"primitive {node.fn.fingerprint}"
+            elif isinstance(node, C.Aggregate):
+                what = "aggregate: the mean of the selected values"
+            else:
+                what = "input token"
+            org[rest] = len(self.sources)
+            self.sources.append((node.label, what, p, float(v[p])))
+        self.origin[id(node)] = org
 
     # -- selectors ------------------------------------------------------------------------
     def dense_block(self, sel: C.Selector, q: np.ndarray) -> np.ndarray:
@@ -363,21 +414,79 @@ def evaluate(
     *,
     allow_nonfinite: bool = False,
     dense_only: bool = False,
+    finite: Any = None,
 ) -> Any:
     """Run a program on a 1-D token sequence.
 
     Returns a 1-D NumPy array (float64 for "numpy", dtype object of Fractions for "exact", of
     SymPy expressions for "sympy"); a list of them when ``program`` is a sequence of SOps.
     ``dense_only`` disables the fast paths (used to check them).
+
+    ``finite``: the output positions the caller reads (an index array, a boolean mask, or True
+    for all); with float64 values, a non-finite value at one of them raises
+    :class:`NonFiniteError` naming the node and primitive where it first stopped being finite.
+    None (the default) checks nothing: positions outside a result block are unspecified.
     """
     outs = [program] if isinstance(program, C.SOp) else list(program)
     for o in outs:
         if not isinstance(o, C.SOp):
             raise C.ProgramError(f"a program's output must be an SOp, got {o!r}")
-    run = Run(outs, inputs, arithmetic(backend), allow_nonfinite=allow_nonfinite, dense_only=dense_only)
+    arith = arithmetic(backend)
+    run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only)
     run.execute()
     res = [run.value(o) for o in outs]
+    if finite is not None and finite is not False:
+        for i, r in enumerate(res):
+            _check_finite(outs, i, r, inputs, arith, allow_nonfinite, dense_only, finite)
     return res[0] if isinstance(program, C.SOp) else res
+
+
+def _positions(finite: Any, L: int) -> np.ndarray:
+    """``finite`` (True, a boolean mask or an index array) as sorted int64 positions in [0, L)."""
+    if finite is True:
+        return np.arange(L, dtype=np.int64)
+    f = np.asarray(finite)
+    if f.dtype == bool:
+        if f.shape != (L,):
+            raise BackendError(f"finite: a boolean mask needs shape ({L},), got {f.shape}")
+        return np.flatnonzero(f)
+    if f.dtype.kind not in "iu" or f.ndim != 1:
+        raise BackendError(f"finite: give True, a boolean mask or a 1-D array of positions, got {finite!r}")
+    if f.size and (f.min() < 0 or f.max() >= L):
+        raise BackendError(f"finite: positions must lie in [0, {L}), got {int(f.min())}..{int(f.max())}")
+    return np.unique(f.astype(np.int64))
+
+
+def _check_finite(
+    outs: list[C.SOp],
+    i: int,
+    value: np.ndarray,
+    inputs: Any,
+    arith: Arithmetic,
+    allow_nonfinite: bool,
+    dense_only: bool,
+    finite: Any,
+) -> None:
+    """Raise NonFiniteError when ``value`` (output i) is not finite at a read position."""
+    pos = _positions(finite, len(value))
+    if value.dtype.kind != "f":
+        return
+    bad = pos[~np.isfinite(value[pos])]
+    if bad.size == 0:
+        return
+    p = int(bad[0])
+    # the error path only: run again, tracking where non-finite values come from
+    run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only, track=True)
+    run.execute()
+    org = run.origin.get(id(outs[i]))
+    head = f"output position {p} is {value[p]} ({bad.size} read position(s) not finite)"
+    if org is None or org[p] < 0:  # pragma: no cover - the tracking run reproduces the first run
+        raise NonFiniteError(head)
+    label, what, q, v = run.sources[int(org[p])]
+    why = "overflow" if np.isinf(v) else "invalid operation, e.g. 0/0 or sqrt of a negative"
+    if what == "input token":
+        raise NonFiniteError(f"{head}: it comes from input token {q} = {v}")
+    raise NonFiniteError(f"{head}: it comes from node {label!r} ({what}), which gave {v} at position {q} ({why})")
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from fractions import Fraction
 
 import numpy as np
+import pytest
 import sympy as sp
 
 from attnsim import lemmas
@@ -29,3 +30,14 @@ def test_matmul_heads() -> None:
     rng = np.random.default_rng(1)
     a, b = rng.normal(size=(2, 3, 2)), rng.normal(size=(2, 2, 4))
     np.testing.assert_allclose(lemmas.matmul(3, 2, 4, heads=2).run(a, b), a @ b, rtol=0, atol=1e-14)  # measured 2.2e-16
+
+
+def test_matmul_overflow_is_refused_never_returned() -> None:
+    """Lemma (matmul) in float64: a product past 1.8e308 is a clear error naming the node and
+    primitive where it overflowed, not an inf in the result."""
+    with pytest.raises(
+        lemmas.NonFiniteResultError,
+        match=r"^matmul: output position \d+ is inf .*node 'out\.products' \(primitive mul\), which gave inf "
+        r".*\(overflow\)$",
+    ):
+        lemmas.matmul(1, 1, 1).run([[1e200]], [[1e200]])

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from attnsim import evaluate
 from attnsim.rasp import (
     BackendError,
+    NonFiniteError,
     PrimitiveError,
     ProgramError,
     aggregate,
@@ -177,3 +178,47 @@ def test_a_size_named_k_is_not_the_key_position() -> None:
     from attnsim.proofs import z3sel
 
     assert Size("k").name != z3sel.K.name and Size("q").name != z3sel.Q.name
+
+
+# -- non-finite float64 values (docs/semantics.md, "Non-finite values") -------------------------
+def test_exp_overflow_at_a_read_position_names_node_and_primitive() -> None:
+    """The NumPy backend never returns a non-finite value the caller reads: the error names the
+    node and primitive where the value first stopped being finite (here exp overflows)."""
+    e = apply("exp", tokens).named("e")
+    prog = apply("sub", e, e).named("d")  # inf - inf = nan downstream: the origin is still exp
+    with pytest.raises(
+        NonFiniteError,
+        match=r"^output position 1 is nan \(1 read position\(s\) not finite\): it comes from node 'e' "
+        r"\(primitive exp\), which gave inf at position 1 \(overflow\)$",
+    ):
+        evaluate(prog, [1.0, 1000.0], finite=True)
+    assert np.isnan(evaluate(prog, [1.0, 1000.0])[1])  # no check asked: the denotation, NaN included
+
+
+def test_zero_over_zero_and_the_check_is_scoped_to_read_positions() -> None:
+    """0/0 is an invalid operation on finite values; a position the caller does not read may
+    hold it (values outside a result block are unspecified)."""
+    prog = apply("div", tokens, tokens).named("q")
+    with pytest.raises(NonFiniteError, match=r"node 'q' \(primitive div\), which gave nan at position 1 \(invalid"):
+        evaluate(prog, [2.0, 0.0], finite=np.array([True, True]))
+    out = evaluate(prog, [2.0, 0.0], finite=[0])
+    assert out[0] == 1.0 and np.isnan(out[1])
+
+
+def test_non_finite_values_are_followed_through_aggregates() -> None:
+    """An aggregate reading a non-finite key passes the origin on; a mean that overflows on its
+    own finite values is its own origin."""
+    e = apply("exp", tokens).named("e")
+    moved = aggregate(select(indices, imap(lambda p: 1 - p, indices), "=="), e).named("swap")
+    with pytest.raises(NonFiniteError, match=r"output position 0 is inf .* node 'e' \(primitive exp\), .* position 1"):
+        evaluate(moved, [0.0, 800.0], finite=True)
+    mean = aggregate(select(indices, full(0), ">="), tokens).named("m")
+    with pytest.raises(NonFiniteError, match=r"node 'm' \(aggregate: the mean of the selected values\)"):
+        evaluate(mean, [1.7e308, 1.7e308], finite=True)
+
+
+def test_finite_positions_are_checked() -> None:
+    with pytest.raises(BackendError, match=r"finite: positions must lie in \[0, 2\), got 0\.\.2"):
+        evaluate(tokens, [1.0, 2.0], finite=[0, 2])
+    with pytest.raises(BackendError, match=r"finite: a boolean mask needs shape \(2,\)"):
+        evaluate(tokens, [1.0, 2.0], finite=np.array([True]))
