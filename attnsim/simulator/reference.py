@@ -92,6 +92,30 @@ def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: Any) -> np.ndar
     return c / _fn("sqrt", var + eps) * w + b
 
 
+def check_batch(x: np.ndarray, d_model: int) -> np.ndarray:
+    """X of shape (n, d_model) or (B, n, d_model) (batch first), n >= 1, B >= 1; else a one-line error."""
+    if x.ndim not in (2, 3) or x.shape[-1] != d_model or min(x.shape) < 1:
+        raise SimulatorError(
+            f"X must have shape (n, {d_model}) or (B, n, {d_model}) (batch first) with n, B >= 1, got {x.shape}"
+        )
+    return x
+
+
+def _training_dropout(module: Any, nn: Any) -> str:
+    """The first submodule in training mode whose dropout is > 0, as "name p = ..." ('' if none)."""
+    kinds = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+    for name, m in module.named_modules():
+        if isinstance(m, kinds):
+            p = float(m.p)
+        elif isinstance(m, nn.MultiheadAttention):
+            p = float(m.dropout)
+        else:
+            continue
+        if m.training and p > 0:
+            return f"p = {p:g} ({name or 'self'})"
+    return ""
+
+
 @dataclass(eq=False)
 class TransformerLayer:
     """One encoder layer T; every option of torch's ``TransformerEncoderLayer`` / ``MultiheadAttention``."""
@@ -210,10 +234,11 @@ class TransformerLayer:
         return a @ self.w2 + self.b2
 
     def __call__(self, x: Any) -> np.ndarray:
-        """T(X) for X of shape (n, d_model)."""
-        x = _as(x, "X")
-        if x.ndim != 2 or x.shape[1] != self.d_model or x.shape[0] < 1:
-            raise SimulatorError(f"X must have shape (n, {self.d_model}) with n >= 1, got {x.shape}")
+        """T(X) for X of shape (n, d_model), or a batch (B, n, d_model), batch first: each element
+        is run on its own and the results are stacked to (B, n, d_model)."""
+        x = check_batch(_as(x, "X"), self.d_model)
+        if x.ndim == 3:
+            return np.stack([self(xb) for xb in x])
         if x.dtype == object or self.symbolic_params:
             x = np.asarray(x, dtype=object)
         ln1 = lambda v: layer_norm(v, self.ln1_weight, self.ln1_bias, self.eps)
@@ -392,6 +417,16 @@ class TransformerLayer:
                 "from_torch needs PyTorch: install the optional extra with pip install 'attnsim[torch]'"
             ) from None
         nn = torch.nn
+        if not isinstance(module, (nn.MultiheadAttention, nn.TransformerEncoderLayer)):
+            raise SimulatorError(
+                f"from_torch takes nn.MultiheadAttention or nn.TransformerEncoderLayer, got {type(module).__name__}"
+            )
+        drop = _training_dropout(module, nn)
+        if drop:
+            raise SimulatorError(
+                f"from_torch: {type(module).__name__} is in training mode with dropout {drop}, which T "
+                "(eval semantics) does not simulate: call .eval() or set dropout=0"
+            )
         if isinstance(module, nn.MultiheadAttention):
             if not module._qkv_same_embed_dim or module.bias_k is not None or module.add_zero_attn:
                 raise SimulatorError("MultiheadAttention with kdim/vdim, bias_k/bias_v or add_zero_attn is unsupported")
@@ -414,9 +449,7 @@ class TransformerLayer:
                 activation=activation,
                 eps=float(module.norm1.eps),
             )
-        raise SimulatorError(
-            f"from_torch takes nn.MultiheadAttention or nn.TransformerEncoderLayer, got {type(module).__name__}"
-        )
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def with_options(self, **kw: Any) -> TransformerLayer:
         """A copy with some fields replaced (e.g. ``norm="pre"``)."""

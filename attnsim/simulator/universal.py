@@ -444,7 +444,7 @@ class UniversalSimulator:
         if bad_complex:
             raise SimulatorError(f"X: {bad_complex}")
         if x.ndim != 2 or x.shape[0] < 1:
-            raise SimulatorError(f"X must have shape (n, d_model) with n >= 1, got {x.shape}")
+            raise SimulatorError(f"encode takes one sequence X of shape (n, d_model) with n >= 1, got {x.shape}")
         if x.dtype != object:
             x = x.astype(np.float64)
             if not np.all(np.isfinite(x)):
@@ -488,28 +488,65 @@ class UniversalSimulator:
             raise SimulatorError(f"decode needs a 1-D output sequence of length >= {D * N}, got shape {arr.shape}")
         return arr[: D * N].reshape(D, N).T[:n, :d]
 
-    def _evaluate(self, seq: np.ndarray, backend: str) -> np.ndarray:
+    def _decoded(self, n: int, d: int) -> np.ndarray:
+        """The positions ``decode(out, n, d)`` reads: X^T entries (i, j) with i < d, j < n."""
+        N = int(self.N)
+        return (np.arange(d)[:, None] * N + np.arange(n)[None, :]).reshape(-1)
+
+    def _evaluate(self, seq: np.ndarray, backend: str, finite: Any = True) -> np.ndarray:
+        """One pass of U; ``finite``: the output positions that must be finite (numpy backend)."""
         if backend not in ("numpy", "sympy"):
             raise SimulatorError(f"unknown backend {backend!r}; use 'numpy' or 'sympy'")
         if backend == "numpy" and seq.dtype == object:
             raise SimulatorError("T or X is symbolic: use backend='sympy'")
         try:
-            return np.asarray(evaluate(self.program, seq, backend))
+            return np.asarray(evaluate(self.program, seq, backend, finite=finite))
         except BackendError as exc:
             raise SimulatorError(f"U: {exc}") from None
 
-    def run(self, T: TransformerLayer, X: Any, backend: str = "numpy") -> np.ndarray:
-        """U(<T, X>) decoded: equals T(X)."""
-        seq = self.encode(T, X)
+    @staticmethod
+    def _batch(X: Any) -> tuple[list[Any], bool]:
+        """X (n, d) -> ([X], False); a batch (B, n, d), batch first -> (its B elements, True)."""
+        if isinstance(X, sp.MatrixBase):
+            return [X], False
         x = np.asarray(X)
-        return self.decode(self._evaluate(seq, backend), x.shape[0], T.d_model)
+        if x.ndim == 3:
+            if x.shape[0] < 1:
+                raise SimulatorError(f"X: a batch (B, n, d_model) needs B >= 1, got shape {x.shape}")
+            return list(x), True
+        if x.ndim != 2:
+            raise SimulatorError(f"X must have shape (n, d_model) or (B, n, d_model) (batch first), got {x.shape}")
+        return [X], False
+
+    def run(self, T: TransformerLayer, X: Any, backend: str = "numpy") -> np.ndarray:
+        """U(<T, X>) decoded: equals T(X).
+
+        X has shape (n, d_model) or (B, n, d_model), batch first; U's program reads one sequence,
+        so a batch runs each element on its own and stacks the results to (B, n, d_model)."""
+        xs, batched = self._batch(X)
+        outs = []
+        for x in xs:
+            seq = self.encode(T, x)
+            n = np.asarray(x).shape[0]
+            outs.append(self.decode(self._evaluate(seq, backend, self._decoded(n, T.d_model)), n, T.d_model))
+        return np.stack(outs) if batched else outs[0]
 
     def run_stack(self, layers: Sequence[TransformerLayer], X: Any, backend: str = "numpy") -> np.ndarray:
-        """Depth by looping: run the same program m times on <T1..Tm, X>; equals Tm(...T1(X))."""
-        seq = self.encode(layers, X)
-        for _ in layers:
-            seq = self._evaluate(seq, backend)
-        return self.decode(seq, np.asarray(X).shape[0], layers[0].d_model)
+        """Depth by looping: run the same program m times on <T1..Tm, X>; equals Tm(...T1(X)).
+
+        X has shape (n, d_model) or (B, n, d_model), batch first (each element runs on its own)."""
+        layers = list(layers)
+        xs, batched = self._batch(X)
+        outs = []
+        for x in xs:
+            seq = self.encode(layers, x)
+            n, d = np.asarray(x).shape[0], layers[0].d_model
+            for i in range(len(layers)):
+                # a pass's whole output is the next pass's input; the last is read at the decoded block
+                last = i == len(layers) - 1
+                seq = self._evaluate(seq, backend, self._decoded(n, d) if last else True)
+            outs.append(self.decode(seq, n, d))
+        return np.stack(outs) if batched else outs[0]
 
     def trace(self, T: TransformerLayer, X: Any, backend: str = "numpy") -> Trace:
         """Every stage's values (and selector matrices when small), by label."""

@@ -124,3 +124,15 @@ def test_from_torch_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(SimulatorError, match=r"attnsim\[torch\]"):
         TransformerLayer.from_torch(object())
+
+
+def test_batch_first_call_and_its_shape_errors() -> None:
+    """Theorem 6's T on a batch (B, n, d_model), batch first: each element on its own, stacked."""
+    T = TransformerLayer.random(4, 2, 2, d_ff=3, seed=0, residual=True, norm="pre")
+    X = np.random.default_rng(1).normal(size=(2, 3, 4))
+    assert np.array_equal(T(X), np.stack([T(X[0]), T(X[1])]))
+    for shape in ((4,), (2, 3, 5), (0, 3, 4), (2, 0, 4), (1, 1, 2, 4)):
+        with pytest.raises(
+            SimulatorError, match=r"^X must have shape \(n, 4\) or \(B, n, 4\) \(batch first\) with n, B >= 1, got"
+        ):
+            T(np.zeros(shape))

@@ -42,3 +42,32 @@ def test_multihead_attention() -> None:
 def test_unsupported_module() -> None:
     with pytest.raises(ValueError, match="from_torch takes"):
         TransformerLayer.from_torch(torch.nn.Linear(2, 2))
+
+
+@pytest.mark.parametrize(
+    ("make", "where"),
+    [
+        (lambda: torch.nn.TransformerEncoderLayer(4, 2, 8, batch_first=True), "p = 0.1 \\(self_attn\\)"),
+        (lambda: torch.nn.MultiheadAttention(4, 2, dropout=0.2), "p = 0.2 \\(self\\)"),
+    ],
+)
+def test_train_mode_dropout_is_refused(make: object, where: str) -> None:
+    """Corollary 6.1's T has eval semantics: a module that would drop units is refused, not run
+    silently as if in eval mode; after .eval() (or with dropout = 0) it imports."""
+    module = make()  # type: ignore[operator]
+    with pytest.raises(ValueError, match=f"training mode with dropout {where}.*: call .eval\\(\\) or set dropout=0$"):
+        TransformerLayer.from_torch(module)
+    TransformerLayer.from_torch(module.eval())
+    TransformerLayer.from_torch(torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0))  # train mode, no dropout
+
+
+def test_batch_against_torch() -> None:
+    """Corollary 6.1 on a batch (B, n, d), batch first as torch's batch_first=True."""
+    torch.manual_seed(2)
+    layer = torch.nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, batch_first=True, dtype=torch.float64).eval()
+    x = torch.randn(3, 4, 4, dtype=torch.float64)
+    with torch.no_grad():
+        want = layer(x).numpy()
+    T = TransformerLayer.from_torch(layer)
+    assert np.max(np.abs(T(x.numpy()) - want)) <= 5e-14  # measured 4.4e-16
+    assert np.max(np.abs(UniversalSimulator(4, 4, 2, 2, 6).run(T, x.numpy()) - want)) <= 5e-14  # measured 6.7e-16
