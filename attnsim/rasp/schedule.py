@@ -7,7 +7,9 @@ Counting rules (chosen to match the paper's, see docs/semantics.md):
   layer as in the paper) sits at layer 1 + the deepest layer among what it reads;
 * a Map sits in the MLP of the deepest layer it reads (layer 0 = an MLP before any attention);
   a chain of Maps inside one MLP is one position-wise function whose depth in primitives is
-  reported as ``mlp_depth``;
+  reported as ``mlp_depth``; ``mlp_generalized`` lists, per MLP, the generalized primitives
+  (exp, 1/x, x/y, x*y, sqrt, gelu...: those a ReLU network only approximates) it carries, with
+  the number of Maps applying each;
 * heads in a layer = distinct selectors (by structure) used there: one attention pattern can
   carry several value channels; ``aggregates`` counts the attention ops themselves.
 """
@@ -23,7 +25,10 @@ from attnsim.rasp import core as C
 
 @dataclass
 class Cost:
-    """Layers, heads per layer, MLP work per layer, positions and residual channels."""
+    """Layers, heads per layer, MLP work per layer, positions and residual channels.
+
+    Per-layer lists: ``heads``/``aggregates`` for layers 1..layers; ``mlp_primitives``,
+    ``mlp_depth`` and ``mlp_generalized`` for MLPs 0..layers (MLP 0 runs before any attention)."""
 
     layers: int
     heads: list[int]
@@ -33,6 +38,7 @@ class Cost:
     positions: int | None
     channels: int
     generalized: list[str] = field(default_factory=list)
+    mlp_generalized: list[dict[str, int]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,6 +88,7 @@ def cost(program: C.SOp | Sequence[C.SOp], positions: int | None = None) -> Cost
     depth_in: dict[int, int] = {}
     mdepth = [0] * (n_layers + 1)
     generalized: set[str] = set()
+    per_mlp: list[dict[str, int]] = [{} for _ in range(n_layers + 1)]
     for node in order:
         lyr = layer[id(node)]
         if isinstance(node, (C.Aggregate, C.SelectorWidth)):
@@ -104,6 +111,8 @@ def cost(program: C.SOp | Sequence[C.SOp], positions: int | None = None) -> Cost
             mdepth[lyr] = max(mdepth[lyr], d)
             if node.fn.realization == "generalized":
                 generalized.add(node.fn.fingerprint)
+                name = node.fn.name if isinstance(node.fn, C.Prim) else node.fn.fingerprint
+                per_mlp[lyr][name] = per_mlp[lyr].get(name, 0) + 1
     return Cost(
         layers=n_layers,
         heads=[len(h) for h in heads[1:]],
@@ -113,4 +122,5 @@ def cost(program: C.SOp | Sequence[C.SOp], positions: int | None = None) -> Cost
         positions=positions,
         channels=len(order),
         generalized=sorted(generalized),
+        mlp_generalized=[dict(sorted(m.items())) for m in per_mlp],
     )

@@ -67,6 +67,8 @@ def simulate(args: argparse.Namespace) -> int:
         "max_abs_error": err,
         "layers": c["layers"],
         "heads": c["heads"],
+        "mlp_depth": c["mlp_depth"],
+        "mlp_generalized": c["mlp_generalized"],
         "positions": c["positions"],
         "positions_formula": str(c["closed_form"]["positions"]),
         "fingerprint": u.fingerprint,

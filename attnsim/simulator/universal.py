@@ -553,7 +553,9 @@ class UniversalSimulator:
         return engine_trace(self.program, self.encode(T, X), backend)
 
     def cost(self) -> dict[str, Any]:
-        """Layers, heads per layer, positions; closed forms in the capacity symbols."""
+        """Layers, heads per layer, positions; closed forms in the capacity symbols; per MLP (0 =
+        before any attention, l = after attention layer l) its depth in primitives and the
+        generalized primitives it carries (name -> number of Maps)."""
         c: Cost = cost(self.program, positions=self.positions())
         syms = {s: sp.Symbol(s, positive=True, integer=True) for s in ("N", "D", "H", "K", "F")}
         env = {k: v for k, v in syms.items()}
@@ -571,6 +573,8 @@ class UniversalSimulator:
                 "positions_per_extra_layer": self.record_size.to_sympy(env),
             },
             "generalized_primitives": c.generalized,
+            "mlp_depth": c.mlp_depth,
+            "mlp_generalized": c.mlp_generalized,
             "cost": c,
         }
 

@@ -25,6 +25,7 @@ from attnsim.rasp import (
 )
 from attnsim.rasp import core as C
 from attnsim.rasp.core import Map, Prim, Size
+from attnsim.rasp.schedule import cost as C_cost
 
 
 def test_aggregate_is_mean_of_selected_keys() -> None:
@@ -222,3 +223,17 @@ def test_finite_positions_are_checked() -> None:
         evaluate(tokens, [1.0, 2.0], finite=[0, 2])
     with pytest.raises(BackendError, match=r"finite: a boolean mask needs shape \(2,\)"):
         evaluate(tokens, [1.0, 2.0], finite=np.array([True]))
+
+
+def test_cost_reports_mlp_depth_and_generalized_primitives_per_layer() -> None:
+    """Cost (docs/semantics.md): per MLP (0 = before any attention) its depth in primitives and
+    the generalized primitives it carries, next to layers and heads; existing keys kept."""
+    e = apply("exp", tokens)
+    m = aggregate(select(indices, full(0), ">="), e)
+    prog = apply("div", m, apply("mul", m, apply("relu", m)))
+    c = C_cost(prog)
+    assert (c.layers, c.heads, c.mlp_depth, c.mlp_primitives) == (1, [1], [1, 3], [1, 3])
+    assert c.mlp_generalized == [{"exp": 1}, {"div": 1, "mul": 1}]
+    assert c.generalized == ["div", "exp", "mul"]
+    keys = set(c.as_dict())
+    assert {"layers", "heads", "aggregates", "mlp_primitives", "mlp_depth", "generalized", "mlp_generalized"} <= keys

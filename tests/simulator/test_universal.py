@@ -283,3 +283,19 @@ def test_exp_overflow_is_a_one_line_error_never_a_nan() -> None:
             call()
     small = X / 2  # logits up to 400: fine
     assert np.max(np.abs(u.run(T, small) - T(small))) <= 1e-12  # measured 2.2e-16
+
+
+def test_cost_reports_each_mlp_depth_and_generalized_primitives() -> None:
+    """Theorem 6's U, its cost per MLP: depth in primitives and the generalized primitives each
+    MLP carries (the softmax's exp in one MLP, GELU in one, 1/x and sqrt where LayerNorm's
+    statistics are); the existing keys stay."""
+    c = U.cost()
+    L = c["layers"]
+    assert len(c["mlp_depth"]) == len(c["mlp_generalized"]) == L + 1 and len(c["heads"]) == L
+    carrying = lambda name: [i for i, m in enumerate(c["mlp_generalized"]) if name in m]
+    assert len(carrying("exp")) == 1 and len(carrying("gelu")) == 1
+    assert carrying("sqrt") == carrying("reciprocal") and len(carrying("sqrt")) == 3  # LN of X, R1 and R2
+    assert carrying("exp")[0] < carrying("gelu")[0]
+    assert sorted({p for m in c["mlp_generalized"] for p in m}) == c["generalized_primitives"]
+    assert all(d >= 1 for d, m in zip(c["mlp_depth"], c["mlp_generalized"], strict=True) if m)
+    assert {"layers", "heads", "positions", "channels", "capacity", "closed_form", "cost"} <= set(c)
