@@ -56,10 +56,22 @@ def _context() -> Any:
                 "this Dask worker is daemonic and cannot start the processes that enforce timeouts: "
                 "start workers with DASK_DISTRIBUTED__WORKER__DAEMON=False"
             )
+        # The nanny sets MALLOC_TRIM_THRESHOLD_=65536 for its worker (to give memory back); inherited,
+        # it makes the allocation-heavy SymPy and Z3 checks measurably slower than in the local pool.
+        os.environ.pop("MALLOC_TRIM_THRESHOLD_", None)
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(["attnsim.proofs._warm"])
         _CTX.append(ctx)
     return _CTX[0]
+
+
+def start_forkserver() -> None:
+    """Start this worker's forkserver now (it warms up in the background while the campaign is set
+    up), instead of at the first task."""
+    from multiprocessing import forkserver
+
+    _context()
+    forkserver.ensure_running()
 
 
 def _registered() -> dict[str, Obligation]:
@@ -269,7 +281,9 @@ def connect(address: str) -> Iterator[Any]:
                 client = stack.enter_context(Client(address, timeout="20s"))
             except (OSError, ValueError) as exc:
                 raise SchedulerError(f"--scheduler {address}: cannot reach a Dask scheduler ({exc})") from None
-        _same_versions(client)
+        if n is None:  # a local cluster's workers are this interpreter's children: same code and solvers
+            _same_versions(client)
+        client.run(start_forkserver)
         yield client
 
 
