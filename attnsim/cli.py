@@ -9,6 +9,7 @@ internal error); 2 a usage error (a bad option, a missing file, an input out of 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -134,6 +135,22 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
         "--cross-check", action="store_true", help="re-check every deciding Z3 query with cvc5 (sat vs unsat fails)"
     )
     p.add_argument("--smt2", metavar="DIR", help="write every deciding Z3 query to DIR as a standalone .smt2 file")
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the checks on a Dask cluster (tcp://host:port), or on a local one of N worker processes "
+        '(local:N); needs pip install "attnsim[dask]"',
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="reuse the decisive results stored in the cache for unchanged checks; run only the rest",
+    )
+    p.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="where results are stored as JSON, each as soon as it is known (default with --resume: .attnsim-cache)",
+    )
     p.add_argument("--summary", action="store_true", help="one row per construction, then the failures only")
     p.add_argument("--failures-only", action="store_true", help="only the failed and unknown obligations")
 
@@ -143,7 +160,40 @@ def _verify_validate(args: argparse.Namespace) -> str | None:
         return "argument --max-mutants: only with --mutants"
     if args.mutants and (args.summary or args.failures_only):
         return "--summary and --failures-only apply to obligations, not to --mutants"
+    if args.scheduler and args.jobs is not None:
+        return "--jobs sets the local pool's workers; with --scheduler the cluster's workers run the checks (local:N)"
+    if args.resume and args.smt2:
+        return "--resume with --smt2: the queries of reused results would not be written; run --smt2 without --resume"
     return None
+
+
+def _campaign(args: argparse.Namespace) -> Any:
+    """The campaign of --scheduler / --resume / --cache (a context manager), or None: the local pool as before."""
+    if not (args.scheduler or args.resume or args.cache):
+        return None
+    from attnsim.proofs.cache import DEFAULT_DIR
+    from attnsim.proofs.campaign import open_campaign
+
+    if args.scheduler:
+        from attnsim.proofs.dask_runner import parse_local
+
+        parse_local(args.scheduler)  # a bad local:N is a usage error before anything starts
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise UsageError('--scheduler needs Dask, which is not installed: pip install "attnsim[dask]"') from None
+    cache_dir = args.cache or (DEFAULT_DIR if args.resume else None)
+    return open_campaign(args.scheduler, args.jobs, cache_dir, args.resume)
+
+
+def _campaign_note(camp: Any, total: int) -> None:
+    """One line on stderr: where the results are stored and how many were reused."""
+    if camp.cache is not None:
+        print(
+            f"cache {camp.cache.dir}: {camp.cache.reused} of {total} results reused, {camp.ran} run, "
+            f"{camp.cache.written} written",
+            file=sys.stderr,
+        )
 
 
 def _summary_rows(results: Sequence[Any]) -> list[dict[str, Any]]:
@@ -249,19 +299,41 @@ def verify(args: argparse.Namespace) -> int:
         raise UsageError(
             f"no obligation matches {args.only!r} (an id prefix, e.g. `matmul/` or `matmul/z3-parametric`)"
         )
+    smt = None if args.mutants else _smt_options(args)
+    campaign = _campaign(args)
     if args.mutants:
         from attnsim.proofs.mutants import run_cli
 
         if args.timeout is None:
             args.timeout = DEFAULT_TIMEOUT
-        return run_cli(args)
-    smt = _smt_options(args)
+        if campaign is None:
+            return run_cli(args)
+        with campaign as camp:
+            code = run_cli(args, camp)
+            _campaign_note(camp, camp.cache.reused + camp.ran if camp.cache is not None else camp.ran)
+        return code
     t0 = time.perf_counter()
-    with Progress(
-        TextColumn("verify"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True
-    ) as prog:
+    with contextlib.ExitStack() as stack:
+        camp = stack.enter_context(campaign) if campaign is not None else None
+        prog = stack.enter_context(
+            Progress(
+                TextColumn("verify"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+            )
+        )
         task = prog.add_task("verify", total=len(obs))
-        results = run_budgeted(obs, jobs=args.jobs, timeout=args.timeout, on_done=lambda r: prog.advance(task), smt=smt)
+        if camp is None:
+            results = run_budgeted(
+                obs, jobs=args.jobs, timeout=args.timeout, on_done=lambda r: prog.advance(task), smt=smt
+            )
+        else:
+            results = camp.obligations(obs, args.timeout, smt, on_done=lambda r: prog.advance(task))
+    if camp is not None:
+        _campaign_note(camp, len(obs))
     total = time.perf_counter() - t0
     bad = [r for r in results if r.status in ("failed", "unknown")]
     counts = Counter(r.status for r in results)

@@ -1273,13 +1273,19 @@ def plan(
     return jobs
 
 
+def mutant_budget(job: Job, timeout: float) -> float:
+    """Seconds one mutant of ``job`` may take in all (each obligation's timeout, plus the proofs)."""
+    return (timeout + 1.0) * (len(job.obligations) + 1) + 5.0
+
+
 def run_jobs(
     jobs: Sequence[Job],
     workers: int | None = None,
     timeout: float = 10.0,
     on_done: Callable[[MutantResult], None] | None = None,
+    confirm: bool = True,
 ) -> list[MutantResult]:
-    """Run every mutant in forked workers; then confirm that each killer passes on the original."""
+    """Run every mutant in forked workers; then (``confirm``) check that each killer passes on the original."""
     workers = workers or os.cpu_count() or 1
     ctx = mp.get_context("fork")
     todo = [(job, m) for job in jobs for m in job.mutants]
@@ -1298,7 +1304,7 @@ def run_jobs(
             proc = ctx.Process(target=_child, args=(m, job.obligations, job.example, timeout, child), daemon=True)
             proc.start()
             child.close()
-            budget = (timeout + 1.0) * (len(job.obligations) + 1) + 5.0
+            budget = mutant_budget(job, timeout)
             running[idx] = (proc, parent, time.perf_counter(), budget)
         done = []
         for idx, (proc, conn, t0, budget) in running.items():
@@ -1326,17 +1332,25 @@ def run_jobs(
         if not done:
             time.sleep(0.002)
     out = [results[i] for i in range(len(todo))]
-    _confirm_killers(out, jobs, workers, timeout)
+    if confirm:
+        confirm_killers(out, jobs, timeout, lambda obs, t: run_all(obs, jobs=workers, timeout=t))
     return out
 
 
-def _confirm_killers(results: list[MutantResult], jobs: Sequence[Job], workers: int, timeout: float) -> None:
-    """A kill counts only if the killing obligation holds on the unmutated construction."""
+def confirm_killers(
+    results: list[MutantResult],
+    jobs: Sequence[Job],
+    timeout: float,
+    run: Callable[[list[Obligation], float], list[Any]],
+) -> None:
+    """A kill counts only if the killing obligation holds on the unmutated construction.
+
+    ``run(obligations, timeout)`` runs them (the local pool, or a Dask cluster) and returns results."""
     by_id = {o.id: o for job in jobs for o in job.obligations}
     killers = sorted({r.by for r in results if r.by is not None})
     if not killers:
         return
-    base = run_all([by_id[k] for k in killers], jobs=workers, timeout=max(3 * timeout, 30.0))
+    base = run([by_id[k] for k in killers], max(3 * timeout, 30.0))
     bad = {b.id: b.status for b in base if b.status not in ("proved", "passed")}
     for r in results:
         if r.by in bad:
@@ -1371,8 +1385,11 @@ def summarize(jobs: Sequence[Job], results: Sequence[MutantResult]) -> list[dict
     return out
 
 
-def run_cli(args: Any) -> int:
-    """``attnsim verify --mutants``: the table (or JSON); exit 1 when a non-equivalent mutant survives."""
+def run_cli(args: Any, campaign: Any = None) -> int:
+    """``attnsim verify --mutants``: the table (or JSON); exit 1 when a non-equivalent mutant survives.
+
+    ``campaign`` (:class:`attnsim.proofs.campaign.Campaign`): run the mutants through it (a Dask
+    cluster, the result cache) instead of the local forked pool."""
     import json
 
     from rich.console import Console
@@ -1388,7 +1405,10 @@ def run_cli(args: Any) -> int:
         TextColumn("mutants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True
     ) as prog:
         task = prog.add_task("mutants", total=n)
-        results = run_jobs(jobs, workers=args.jobs, timeout=args.timeout, on_done=lambda r: prog.advance(task))
+        if campaign is None:
+            results = run_jobs(jobs, workers=args.jobs, timeout=args.timeout, on_done=lambda r: prog.advance(task))
+        else:
+            results = campaign.mutants(jobs, args.timeout, on_done=lambda r: prog.advance(task))
     total = time.perf_counter() - t0
     survivors = [r for r in results if r.survived]
     broken = [j for j in jobs if j.error]

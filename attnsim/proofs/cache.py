@@ -1,0 +1,197 @@
+"""Content-addressed results of obligations and mutants: plain JSON files, so campaigns resume.
+
+A result is stored under the SHA-256 of its *key*: everything that could change its outcome.
+
+* an obligation: its id, method, bound and statement; the structural fingerprint of its
+  construction's registered example program (where it builds; else the id and statement alone);
+  the timeout it ran with and the ``--cross-check`` options;
+* a mutant: its construction, site, operator, description, the ids of the obligations it runs
+  against and the timeout;
+* both: the checking code's version (a hash of every ``attnsim`` source file) and the versions of
+  the solvers and libraries that decide (z3, sympy, numpy, cvc5 when installed, Python).
+
+Editing any source file of the package, upgrading a solver or changing a timeout therefore makes
+every stored result stale: ``--resume`` reruns exactly what changed or has no result.  Only
+decisive results are reused: an ``unknown`` (a timeout, a Z3 unknown) or a run that lost its
+worker is rerun, since it says something about that run, not about the claim.
+
+Each result is written (atomically: a temporary file, then a rename) as soon as it is known, so
+an interrupted campaign continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import platform
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from attnsim.proofs.obligation import Obligation, Result
+
+DEFAULT_DIR = ".attnsim-cache"
+FORMAT = 1  # bump when the layout of a stored file changes
+_PACKAGE = Path(__file__).resolve().parents[1]  # attnsim/
+
+
+@functools.cache
+def code_version() -> str:
+    """SHA-256 over every ``attnsim`` source file (relative path and bytes), in path order."""
+    h = hashlib.sha256()
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        h.update(path.relative_to(_PACKAGE).as_posix().encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@functools.cache
+def solver_versions() -> dict[str, str]:
+    """The versions of what decides a check: z3, sympy, numpy, cvc5 (if installed), Python."""
+    import numpy
+    import sympy
+    import z3
+
+    out = {
+        "python": platform.python_version(),
+        "z3": z3.get_version_string(),
+        "sympy": sympy.__version__,
+        "numpy": numpy.__version__,
+    }
+    try:
+        from importlib.metadata import version
+
+        out["cvc5"] = version("cvc5")
+    except Exception:  # not installed: --cross-check is refused, so it cannot decide anything
+        out["cvc5"] = "-"
+    return out
+
+
+def construction_fingerprints(names: set[str]) -> dict[str, str]:
+    """The structural fingerprint of each named construction's registered example program.
+
+    A construction whose example does not build, or has no program, is left out (its obligations
+    are keyed by id and statement only)."""
+    from attnsim.proofs import registry
+
+    cons = registry.constructions()
+    out = {}
+    for name in sorted(names):
+        if name not in cons:
+            continue
+        try:
+            program = getattr(cons[name][1](), "program", None)
+            fp = getattr(program, "fingerprint", None)
+        except Exception:
+            continue
+        if isinstance(fp, str):
+            out[name] = fp
+    return out
+
+
+def digest(parts: Mapping[str, Any]) -> str:
+    """The SHA-256 of a key (canonical JSON: sorted keys, no spaces)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def obligation_key(ob: Obligation, timeout: float, fingerprint: str | None, smt: Any = None) -> dict[str, Any]:
+    """Everything an obligation's result depends on (see the module docstring)."""
+    return {
+        "kind": "obligation",
+        "format": FORMAT,
+        "id": ob.id,
+        "method": ob.method,
+        "bound": ob.bound,
+        "deep": ob.deep,
+        "statement": ob.statement,
+        "program": fingerprint,
+        "timeout": timeout,
+        "cross_check": None if smt is None or not smt.cross_check else smt.timeout,
+        "code": code_version(),
+        "solvers": solver_versions(),
+    }
+
+
+def mutant_key(mutant: Any, obligation_ids: list[str], timeout: float) -> dict[str, Any]:
+    """Everything a mutant's result depends on: the mutant itself, what it runs against, the code."""
+    return {
+        "kind": "mutant",
+        "format": FORMAT,
+        "construction": mutant.construction,
+        "site": list(mutant.site),
+        "op": mutant.op,
+        "path": None if mutant.path is None else list(mutant.path),
+        "description": mutant.description,
+        "restate_intent": mutant.restate_intent,
+        "obligations": obligation_ids,
+        "timeout": timeout,
+        "code": code_version(),
+        "solvers": solver_versions(),
+    }
+
+
+def reusable_obligation(r: Mapping[str, Any]) -> bool:
+    """A decisive result of the check itself: proved, passed, or failed other than by a lost worker."""
+    if r["status"] in ("proved", "passed"):
+        return True
+    return r["status"] == "failed" and not str(r["detail"]).startswith("worker died")
+
+
+def reusable_mutant(r: Mapping[str, Any]) -> bool:
+    """Killed, proven equivalent, claim-only, or survived with every obligation decided and its worker alive."""
+    if r["killed"] or r["equivalent"] or r["claim_only"]:
+        return True
+    detail = str(r["detail"])
+    return not any(s in detail for s in ("unknown:", "worker died", "worker over budget", "worker error"))
+
+
+class ResultCache:
+    """A directory of JSON files ``<sha256 of key>.json``, each ``{"key": ..., "result": ...}``."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.reused = 0
+        self.written = 0
+
+    def path(self, key: Mapping[str, Any]) -> Path:
+        return self.dir / f"{digest(key)}.json"
+
+    def get(self, key: Mapping[str, Any], usable: Callable[[Mapping[str, Any]], bool]) -> dict[str, Any] | None:
+        """The stored result for ``key`` if there is one and ``usable(result)``; else None."""
+        try:
+            data = json.loads(self.path(key).read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("key") != dict(key) or not isinstance(data.get("result"), dict):
+            return None  # a hash collision or a damaged file: never trust it
+        if not usable(data["result"]):
+            return None
+        self.reused += 1
+        return data["result"]
+
+    def put(self, key: Mapping[str, Any], result: Mapping[str, Any]) -> None:
+        """Write one result now (atomically), so that an interruption loses nothing already known."""
+        target = self.path(key)
+        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump({"key": dict(key), "result": dict(result)}, f, indent=1, sort_keys=True)
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        self.written += 1
+
+
+def result_from(d: Mapping[str, Any]) -> Result:
+    """A stored obligation result back as a :class:`Result`."""
+    return Result(**{k: d[k] for k in Result.__dataclass_fields__})
