@@ -179,7 +179,15 @@ def _caller_site(kind: str) -> Site | None:
         pos = _POSITIONS[code] = list(code.co_positions())
     ix = f.f_lasti // 2
     line, _, col, _ = pos[ix] if 0 <= ix < len(pos) else (f.f_lineno, None, 0, None)
-    return (code.co_filename, line or f.f_lineno, col or 0, kind)
+    return (_portable(code.co_filename), line or f.f_lineno, col or 0, kind)
+
+
+def _portable(filename: str) -> str:
+    """A site's file, relative to the package when it is inside it (attnsim/lemmas/matmul.py): the same
+    on every worker, whether attnsim is imported from a checkout or from an installed copy."""
+    norm = filename.replace(os.sep, "/")
+    ix = norm.rfind("/attnsim/")
+    return norm[ix + 1 :] if ix >= 0 else norm
 
 
 def _where(site: Site) -> str:
