@@ -263,11 +263,12 @@ def smt_summary(results: Sequence[Any], smt: Any) -> str:
     """One line: deciding queries exported / confirmed by cvc5 / left unknown / disagreements."""
     import re
 
-    total = confirmed = unknown = 0
+    total = confirmed = unknown = skipped = 0
     seconds = 0.0
     disagree = []
     for r in results:
         m = re.search(r"cvc5: (\d+) of (\d+) deciding queries confirmed, (\d+) unknown, ([\d.]+) s", r.detail)
+        skipped += int(u[1]) if (u := re.search(r"(\d+) not checked \(cvc5 budget\)", r.detail)) else 0
         e = re.search(r"(\d+) deciding quer(?:y|ies) exported", r.detail)
         if m:
             confirmed, total, unknown = confirmed + int(m[1]), total + int(m[2]), unknown + int(m[3])
@@ -282,6 +283,7 @@ def smt_summary(results: Sequence[Any], smt: Any) -> str:
     shown = f" ({', '.join(disagree[:5])})" if disagree else ""
     return (
         f"cross-check: {total} deciding Z3 queries{where}; cvc5 confirmed {confirmed}, unknown {unknown}, "
+        f"not checked {skipped} (each obligation's cvc5 budget), "
         f"disagreed on {len(disagree)}{shown}; cvc5 time {seconds:.1f} s (summed over workers, apart from "
         "the obligations' own times)"
     )

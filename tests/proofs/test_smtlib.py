@@ -73,3 +73,16 @@ def test_verify_cross_check_and_smt2_through_the_cli(tmp_path: Path, capsys: pyt
     assert code == 0
     assert "cvc5 confirmed" in out and "disagreed on 0" in out
     assert any(tmp_path.glob("transpose_all-sizes_lemma-*.smt2"))
+
+
+def test_cvc5_has_a_budget_per_obligation() -> None:
+    """Queries left when an obligation's cvc5 budget runs out are counted as not checked (never pass/fail)."""
+    x = z3.Int("x")
+    s = z3.Solver()
+    s.add(x > 1, x < 1)
+    col = smtlib.Collector(cross_check=True)
+    for _ in range(3):
+        col(s.to_smt2(), "unsat")
+    col.run_cross_check(budget=0.0)
+    assert (col.confirmed, col.unknown, col.unchecked) == (0, 0, 3)
+    assert "3 not checked (cvc5 budget)" in col.summary()
