@@ -31,7 +31,7 @@ def spec_obligation(
     independent specification at a symbolic entry, for all sizes (:mod:`attnsim.symbolic.execute`)."""
 
     def check(timeout: float) -> Outcome:
-        from attnsim.symbolic.execute import prove_program_equals_spec
+        from attnsim.symbolic.spec_proof import prove_program_equals_spec
 
         t0 = time.perf_counter()
         parts = []

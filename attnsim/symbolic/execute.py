@@ -14,13 +14,13 @@ extents.  Its value is computed through the program graph itself:
   ``l < count`` and a witness ``l = witness(k)`` — and Z3 proves, for all sizes, that the hint
   lists exactly the selector's keys, each once: count >= 1; every listed key is in range and
   selected, and its witness gives l back; every selected key is listed.  A wrong hint cannot prove
-  anything.  Then the mean is ``Sum_{l < count} v(key(q, l)) / count``.  Selectors that compare
-  token values are out of scope (the method says so, it does not guess).
+  anything.  Then the mean is ``Sum_{l < count} v(key(q, l)) / count``.  A SelectorWidth of a
+  hinted selector and a token comparison is an indicator sum; other selectors that compare token
+  values are out of scope (the method says so, it does not guess).
 
-The value is compared with the independent specification (:mod:`attnsim.symbolic.specs`) by the
-Sum normal form of :mod:`attnsim.symbolic.sums`; ``simplify`` is never called.  When the
-normal forms differ, small concrete sizes are searched for a counterexample (they may refute,
-never prove); if none is found the result is unknown.
+The value is compared with the independent specification (:mod:`attnsim.symbolic.specs`) by
+:mod:`attnsim.symbolic.spec_proof` (the Sum normal form of :mod:`attnsim.symbolic.sums`;
+``simplify`` is never called); divisors are shown positive by :mod:`attnsim.symbolic.positivity`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
 import sympy as sp
 
 from attnsim.proofs import decode, z3sel
@@ -40,8 +39,9 @@ from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block
-from attnsim.symbolic.ite import Ite, from_piecewise, ite
-from attnsim.symbolic.sums import equal_by_normal_form, simplify_conditions
+from attnsim.symbolic.ite import from_piecewise, ite
+from attnsim.symbolic.positivity import Signs
+from attnsim.symbolic.sums import simplify_conditions
 
 
 class ExecutionFailed(Exception):
@@ -255,57 +255,9 @@ class Executor:
         return self.over_keys(structural[0], pos, lambda key: self.indicator(picked, key, pos))
 
     def positive(self, e: sp.Expr) -> bool:
-        """A sound, syntactic test that ``e > 0``: exp, positive numbers, sizes (>= their minimum
-        >= 1), and sums, products, powers and non-empty Sums of positives (the executor builds a
-        Sum only after proving its count >= 1)."""
-        if isinstance(e, sp.exp) or (e.is_number and e.is_positive):
-            return True
-        if isinstance(e, sp.Indexed):  # a scalar operand declared >= a positive lower bound
-            return any(str(e.base) == name and lo >= 1 for name, lo, _, _ in self.con.scalars)
-        if isinstance(e, sp.Symbol):
-            return e.name in self.size_names and self.minimum.get(e.name, 1) >= 1
-        if isinstance(e, (sp.Add, sp.Mul)):
-            return all(self.positive(a) for a in e.args)
-        if isinstance(e, sp.Pow):
-            return self.positive(e.base) and bool(e.exp.is_real)
-        if isinstance(e, Ite):  # each branch positive where it is taken (x + 1 where x > 0: elu + 1)
-            c, a, b = e.args
-            return self._positive_given(a, c) and self.positive(b)
-        if isinstance(e, sp.Sum):
-            var, lo, hi = e.limits[0]
-            body = e.function
-            if (
-                isinstance(body, Ite)  # Sum_{v=lo}^{hi} [v < m] f: the term v = lo is in when m > lo
-                and body.args[2] == 0
-                and isinstance(body.args[0], sp.StrictLessThan)
-                and body.args[0].lhs == var
-            ):
-                f, m = body.args[1], body.args[0].rhs
-                return (
-                    self.positive(f) and self._signed(m - lo - 1).is_nonnegative is True and self.positive(hi - lo + 1)
-                )
-            return self.positive(body) and self.positive(sp.expand(hi - lo + 1))
-        return False
-
-    def _positive_given(self, value: sp.Expr, cond: Any) -> bool:
-        """``value > 0`` wherever ``cond`` holds: syntactically, or when cond is ``x > 0`` and value is
-        positive for every positive x (x + 1, x, 2 x ...) by SymPy's assumptions."""
-        if self.positive(value):
-            return True
-        if isinstance(cond, sp.StrictGreaterThan) and cond.rhs == 0:
-            x = sp.Dummy("x_pos", positive=True)
-            return value.xreplace({cond.lhs: x}).is_positive is True
-        return False
-
-    def _signed(self, e: sp.Expr) -> sp.Expr:
-        """``e`` over symbols that carry their domain's signs (sizes >= 1, scalars >= their lower bound)."""
-        rep: dict[Any, Any] = {}
-        for name in self.size_names:
-            if self.minimum.get(name, 1) >= 1:
-                rep[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, positive=True)
-        for name, lo, _, _ in self.con.scalars:
-            rep[sp.IndexedBase(name)[0, 0, 0]] = lo + sp.Symbol(f"{name}!u", integer=True, nonnegative=True)
-        return sp.expand(e.xreplace(rep))
+        """A sound, syntactic test that ``e > 0`` (:class:`attnsim.symbolic.positivity.Signs`)."""
+        lows = {n: self.minimum.get(n, 1) for n in self.size_names}
+        return Signs(lows, {name: lo for name, lo, _, _ in self.con.scalars}).positive(e)
 
     @property
     def size_names(self) -> set[str]:
@@ -438,301 +390,4 @@ class Executor:
         return None
 
 
-def prove_program_equals_spec(con: Any, timeout: float = 10.0) -> Outcome:
-    """For all sizes (>= their minimum, under the preconditions) and every output entry: program == spec.
-
-    ``con.cases`` splits an output coordinate c of extent X by its residue mod m: c = m t + s for
-    each s < m, t < X div m (the preconditions must make m divide X: then the cases cover c < X)."""
-    if con.specification is None:
-        return Outcome.bad(f"{con.name}: no independent specification")
-    undeclared = _declarations_not_enforced(con)
-    if undeclared:
-        return Outcome.bad(undeclared)
-    t0 = time.perf_counter()
-    split = dict(con.cases)
-    residues = [dict(zip(split, rs, strict=True)) for rs in itertools.product(*(range(m) for m in split.values()))]
-    shown = []
-    for case in residues:
-        left = timeout - (time.perf_counter() - t0)
-        out, special = _prove_case(con, case, split, max(left, 0.05))
-        if out.ok is not True:
-            where = ", ".join(f"{c} = {split[c]} t_{c} + {s}" for c, s in case.items())
-            out = Outcome(out.ok, f"case {where}: {out.detail}" if case else out.detail)
-            if out.ok is False and "counterexample" in out.detail:
-                return out
-            return _with_counterexample(con, out, special=special)
-        shown.append(out.detail)
-    return Outcome.good(" || ".join(shown) if len(shown) > 1 else shown[0])
-
-
-def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: float) -> tuple[Outcome, set[int]]:
-    """One residue case; the outcome and the constants to try when searching a counterexample."""
-    out = con.layout[con.output]
-    extents = dict(zip(("o_h", "o_i", "o_j"), (out.stack, out.rows, out.cols), strict=True))
-    renamed: dict[sp.Symbol, sp.Expr] = {}
-    quotient: dict[str, C.Size] = {}
-    for name, m in split.items():  # c = m t + s, the extent X = m X' (X' a fresh size, X' >= 1)
-        ext = extents[name]
-        if not (isinstance(ext, C.Size) and ext.value is None):
-            return Outcome.bad(f"cannot split {name}: its extent {E.render(ext)} is not one unbound size"), set()
-        if not any(E.render(p) == E.render((ext % m).eq(0)) for p in con.preconditions):
-            return Outcome.bad(f"splitting {name} by {m} needs the precondition ({ext.name} mod {m}) == 0"), set()
-        taken = con.free_sizes | set(con.sizes)
-        fresh_name = f"{ext.name}_over{m}"
-        while fresh_name in taken:  # fresh against the construction's own sizes
-            fresh_name += "_"
-        fresh = quotient[name] = C.Size(fresh_name)
-        con = con.reparametrize(**{ext.name: fresh * m})
-        renamed[sp.Symbol(ext.name, integer=True)] = m * sym(fresh)
-    out = con.layout[con.output]
-    ex = Executor(con, timeout)
-    coords: list[E.Expr] = []
-    for name, extent in (("o_h", out.stack), ("o_i", out.rows), ("o_j", out.cols)):
-        if name in split:
-            t = E.Var(f"t!{name}")
-            ex.coords[t.name] = quotient[name]
-            coords.append(t * split[name] + case[name])
-        elif isinstance(extent, E.Const) and extent.value == 1:  # one value: the coordinate is 0
-            coords.append(E.Const(0))
-        else:
-            coords.append(E.Var(internal(name)))
-            ex.coords[internal(name)] = extent
-    h, i, j = coords
-    try:
-        vacuous = _vacuous(ex)
-        if vacuous:
-            return Outcome.bad(f"vacuous: {vacuous}"), set()
-        from attnsim.lemmas.base import prove_layout  # (no module-level import: lemmas import this module)
-
-        lay = prove_layout(con.layout, ex.left(), minimum=ex.minimum)  # operands read where they are encoded
-        if lay.ok is not True:
-            return Outcome(lay.ok, f"layout: {lay.detail}"), set()
-        ex.steps.append("the layout is injective, disjoint and in range")
-        got = ex.value(con.program, out.position(i, j, h))
-    except ExecutionFailed as exc:
-        return exc.outcome, set()
-    to_sym = lambda e: sym(e) if isinstance(e, E.Expr) else sp.Integer(e)
-    want = con.specification.symbolic(sym(h), sym(i), sym(j), to_sym).xreplace(renamed)
-    spec_shape = con.specification.spec.shape({k: to_sym(v) for k, v in con.specification.sizes.items()})
-    for have, need in zip((out.stack, out.rows, out.cols), spec_shape, strict=True):
-        if sp.expand(sym(have) - sp.sympify(need).xreplace(renamed)) != 0:
-            return Outcome.bad(
-                f"the output block is {E.render(out.stack)} x {E.render(out.rows)} x {E.render(out.cols)} but the "
-                f"spec's shape is {tuple(spec_shape)}"
-            ), set()
-    same, shown, diff = _equal_in_every_scalar_case(con, got, want, ex)
-    if same:
-        lem = ", ".join(f"rasp/z3-parametric/{n}" for n in sorted(ex.lemmas)) or "none"
-        domain = ", ".join(f"{n} >= {v}" for n, v in sorted(ex.minimum.items()) if v != 1)
-        pre = ", ".join(E.render(p) for p in ex.premises)
-        scope = "all sizes" + (f" with {domain}" if domain else "") + (f" under {pre}" if pre else "")
-        return Outcome.good(
-            f"program == spec ({con.specification.spec.statement}) for {scope}: {shown}; "
-            f"{len(ex.steps)} Z3 step(s); lemmas: {lem}"
-        ), set()
-    return Outcome.unknown(f"normal forms differ: program - spec = {shown}"), _constants_compared(diff)
-
-
-def _equal_in_every_scalar_case(con: Any, got: Any, want: Any, ex: Executor) -> tuple[bool, str, Any]:
-    """Decide got == want, splitting on each declared scalar operand (see ``Construction.scalars``).
-
-    Sizes become positive symbols and coordinates non-negative ones (their domain).  A scalar s with
-    lo <= s <= X (X a size) compared with coordinate c < X is split into two cases that cover every
-    admissible (s, c, X): s = c + 1 + u, X = s + v (c < s); or s = lo + u, c = s + w, X = c + 1 + v
-    (c >= s); u, v, w >= 0.  SymPy's assumptions then decide each comparison, and the normal form's
-    truncation rule may use X - s >= 0."""
-    base: dict[sp.Symbol, sp.Symbol] = {}
-    for name in ex.size_names:
-        if ex.minimum.get(name, 1) >= 1:
-            base[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, positive=True)
-    for name in ex.coords:
-        base[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, nonnegative=True)
-    got, want = _binary(con, got.xreplace(base)), _binary(con, want.xreplace(base))
-    if not con.scalars:
-        bad = _possibly_negative_sum(want)
-        if bad is not None:  # SymPy's Sum over hi < lo - 1 is not empty (Karr): the spec means range()
-            return False, f"the spec's sum {sp.sstr(bad)} is not shown to have length >= 0", sp.nan
-        return equal_by_normal_form(got, want)
-    cases: list[tuple[str, dict[Any, Any]]] = [("", {})]
-    for name, lo, upper, coord in con.scalars:
-        s = sp.IndexedBase(name)[0, 0, 0]
-        x = base.get(sp.Symbol(upper.name, integer=True)) if isinstance(upper, C.Size) else None
-        c = base.get(sp.Symbol(internal(coord), integer=True))
-        if x is None or c is None:
-            return False, f"scalar {name}: its bound {upper} or coordinate {coord} is not a symbol here", sp.nan
-        u, v, w = (sp.Symbol(f"{name}!{t}", integer=True, nonnegative=True) for t in "uvw")
-        below = {s: c + 1 + u, x: c + 1 + u + v}
-        above = {s: lo + u, c: lo + u + w, x: lo + u + w + 1 + v}
-        cases = [
-            (f"{tag}{'; ' if tag else ''}{what}", {**prev, **new})
-            for tag, prev in cases
-            for what, new in ((f"{coord} < {name}", below), (f"{coord} >= {name}", above))
-        ]
-    shown = []
-    for tag, subst in cases:
-        bad = _possibly_negative_sum(_substitute(want, subst))
-        if bad is not None:
-            return False, f"case {tag}: the spec's sum {sp.sstr(bad)} is not shown to have length >= 0", sp.nan
-        same, text, diff = equal_by_normal_form(_substitute(got, subst), _substitute(want, subst))
-        if not same:
-            return False, f"case {tag}: {text}", diff
-        shown.append(f"[{tag}] {text}")
-    return True, " ".join(shown), 0
-
-
-def _declarations_not_enforced(con: Any) -> str:
-    """Non-empty when a declared scalar or binary operand is not what the declaration says: a scalar
-    must be a 1 x 1 block, and the input check must refuse a value outside the declared range (tried
-    at one small instance).  The proof takes the declarations as premises."""
-    if not (con.scalars or con.binary):
-        return ""
-    for name, _, _, _ in con.scalars:
-        blk = con.layout[name]
-        if not all(isinstance(x, E.Const) and x.value == 1 for x in (blk.stack, blk.rows, blk.cols)):
-            return f"scalar operand {name} is not a 1 x 1 block"
-    inst = None
-    for v in (2, 3, 4):
-        try:
-            inst = con.bind(**dict.fromkeys(con.free_sizes, v))
-            break
-        except ValueError:
-            continue
-    if inst is None:
-        return "declarations not checked: no small instance binds"
-    scalar = {n: (lo, int(E.lift(up).evaluate(inst.sizes))) for n, lo, up, _ in con.scalars}
-    fill = {n: scalar[n][0] if n in scalar else 0 for n in inst.inputs}
-
-    def refused(name: str, bad: int) -> bool:
-        ops = [np.full(inst.layout[n].shape, bad if n == name else fill[n], dtype=object) for n in inst.inputs]
-        try:
-            inst._operands(ops, "exact")
-        except ValueError:
-            return True
-        return False
-
-    for n, (lo, hi) in scalar.items():
-        if not (refused(n, lo - 1) and refused(n, hi + 1)):
-            return f"scalar operand {n} is declared in [{lo}, upper] but the input check does not enforce it"
-    for n in con.binary:
-        if not refused(n, 2):
-            return f"operand {n} is declared binary but the input check accepts 2"
-    return ""
-
-
-def _possibly_negative_sum(e: Any) -> Any:
-    """A Sum in ``e`` whose length hi - lo + 1 is not known >= 0 from the symbols' signs, else None."""
-    for s in e.atoms(sp.Sum):
-        for _, lo, hi in s.limits:
-            if (hi - lo + 1).is_nonnegative is not True:
-                return s
-    return None
-
-
-def _binary(con: Any, e: Any) -> Any:
-    """``Ite(x == 1, 1, 0)`` is ``x`` for an entry x of an operand declared binary (0 or 1: what its
-    input check enforces)."""
-    names = set(con.binary)
-
-    def flag_of_binary(t: Any) -> bool:
-        if not (isinstance(t, Ite) and t.args[1] == 1 and t.args[2] == 0 and isinstance(t.args[0], sp.Eq)):
-            return False
-        lhs, rhs = t.args[0].args
-        entry = lhs if rhs == 1 else rhs if lhs == 1 else None
-        return isinstance(entry, sp.Indexed) and str(entry.base) in names
-
-    def entry_of(t: Any) -> Any:
-        lhs, rhs = t.args[0].args
-        return lhs if rhs == 1 else rhs
-
-    return e.replace(flag_of_binary, entry_of) if names else e
-
-
-def internal(coord: str) -> str:
-    """The executor's name of a declared output coordinate (o_h, o_i, o_j): with "!", which no size
-    name may contain, so a size can never be captured as a coordinate or a bound key variable."""
-    return coord.replace("_", "!", 1)
-
-
-def _substitute(e: Any, subst: dict[Any, Any]) -> Any:
-    """Simultaneous substitution (scalars and sizes by expressions of fresh symbols)."""
-    return e.xreplace(subst)
-
-
-def _vacuous(ex: Executor) -> str:
-    """Non-empty when the premises, size minimums and output region admit no instance."""
-    goal = E.Const(0).eq(1)
-    extent = [E.Const(0) < ext for ext in ex.coords.values()]
-    out = z3sel.prove(goal, [*ex.premises, *extent], minimum=ex.minimum, timeout=max(0.5, ex.left()))
-    return "the premises admit no sizes" if out.ok is True else ""
-
-
-def _constants_compared(diff: Any) -> set[int]:
-    """Integers a size is compared with in the difference (where a branch on sizes may switch)."""
-    out: set[int] = set()
-    for rel in diff.atoms(sp.core.relational.Relational):
-        for n in rel.atoms(sp.Integer):
-            out |= {int(n) - 1, int(n), int(n) + 1}
-    return {v for v in out if v >= 1}
-
-
-def _program_constants(con: Any) -> set[int]:
-    """Integers that index expressions or size-valued constants of the program compare with (+-1)."""
-    out: set[int] = set()
-    exprs: list[E.Expr] = []
-    for n in C.topological([con.program]):
-        fn = getattr(n, "fn", None)
-        if isinstance(fn, C.IndexFn):
-            exprs.append(fn.expr)
-        elif isinstance(fn, C.Prim):
-            exprs += [p for p in fn.consts if isinstance(p, E.Expr)]
-    for e in exprs:
-        for x in E.nodes(e):
-            if isinstance(x, E.BinOp) and x.op in E.COMPARATORS:
-                for side in (x.a, x.b):
-                    if isinstance(side, E.Const):
-                        out |= {side.value - 1, side.value, side.value + 1}
-    return {v for v in out if 1 <= v <= 256}
-
-
-def _with_counterexample(
-    con: Any, out: Outcome, cap: int = 4, tries: int = 48, special: set[int] | None = None, max_len: int = 20000
-) -> Outcome:
-    """Search small sizes, and the constants the program compares sizes with, for an entry where
-    program and spec differ (this refutes; it never proves)."""
-    names = sorted(con.free_sizes)
-    rng = np.random.default_rng(0)
-    special = (special or set()) | _program_constants(con)
-    values = sorted(set(range(1, cap + 1)) | special)
-    combos = list(itertools.product(values, repeat=len(names)))
-    rng.shuffle(combos)
-    combos.sort(key=lambda c: -sum(v in (special or set()) for v in c))  # the constants first
-    for combo in combos[:tries]:
-        sizes = dict(zip(names, combo, strict=True))
-        try:
-            inst = con.bind(**sizes)
-            if inst.layout.total > max_len:
-                continue
-            scalar = {name: (lo, upper) for name, lo, upper, _ in con.scalars}
-            ops = [
-                np.full(inst.layout[n].shape, rng.integers(scalar[n][0], int(E.lift(scalar[n][1]).evaluate(sizes)) + 1))
-                if n in scalar
-                else rng.integers(0, 2, size=inst.layout[n].shape)
-                if n in con.binary
-                else rng.integers(-5, 6, size=inst.layout[n].shape)
-                for n in inst.inputs
-            ]
-            backend = "exact" if inst.exact else "numpy"
-            got, want = inst.run(*ops, backend=backend), inst.spec(*ops, backend=backend)
-        except (ValueError, IndexError):  # sizes outside the construction's or the spec's domain
-            continue
-        diff = np.argwhere(np.asarray(got != want) if backend == "exact" else ~np.isclose(got, want, rtol=0, atol=1e-9))
-        if len(diff):
-            ix = tuple(int(x) for x in diff[0])
-            return Outcome.bad(
-                f"{out.detail}; counterexample at {', '.join(f'{k}={v}' for k, v in sizes.items())}: "
-                f"{con.output}{list(ix)} = {got[ix]} but the spec gives {want[ix]}"
-            )
-    return out
-
-
-__all__ = ["Enumeration", "ExecutionFailed", "Executor", "prove_program_equals_spec", "sym"]
+__all__ = ["Enumeration", "ExecutionFailed", "Executor", "sym"]

@@ -17,7 +17,8 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
 from attnsim.symbolic import specs
-from attnsim.symbolic.execute import Enumeration, prove_program_equals_spec
+from attnsim.symbolic.execute import Enumeration
+from attnsim.symbolic.spec_proof import prove_program_equals_spec
 
 R, CC = C.Size("r"), C.Size("c")
 
