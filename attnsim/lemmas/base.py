@@ -179,7 +179,7 @@ class Construction:
                 out[name] = max(out.get(name, low), low) if name in out else low
         return out
 
-    def _size_exprs(self) -> list[E.Expr]:
+    def size_exprs(self) -> list[E.Expr]:
         """Every size expression of the layout and of the program's index maps and constants."""
         out: list[E.Expr] = [self.layout.length]
         for b in self.layout:
@@ -196,7 +196,7 @@ class Construction:
     @property
     def free_sizes(self) -> frozenset[str]:
         """Names of the sizes not yet bound, in the layout or the program (an all-sizes proof works on these)."""
-        return frozenset(name for e in self._size_exprs() for name in C.unbound_sizes(e))
+        return frozenset(name for e in self.size_exprs() for name in C.unbound_sizes(e))
 
     @property
     def preconditions(self) -> tuple[E.Expr, ...]:
@@ -289,7 +289,7 @@ class Construction:
     def sizes(self) -> dict[str, int]:
         """The bound sizes, by name (the layout's and the program's)."""
         out: dict[str, int] = {}
-        for e in self._size_exprs():
+        for e in self.size_exprs():
             out.update(C.size_bindings(e, bound_only=True))
         return out
 

@@ -135,11 +135,6 @@ class _Refine(Exception):
         self.var, self.d = var, d
 
 
-def _is_truth_valued(e: E.Expr) -> bool:
-    """The expression's value is always 0 or 1 (a comparison, a connective, a negation)."""
-    return isinstance(e, E.Not) or (isinstance(e, E.BinOp) and e.op in (*E.COMPARATORS, "and", "or"))
-
-
 def _times_coordinate(powers: dict[Any, Any], extents: dict[str, Any]) -> bool:
     """True when a monomial multiplies a coordinate (its bound scales with the sizes' sign)."""
     return any(getattr(b, "name", None) in extents for b in powers)
@@ -477,9 +472,9 @@ class _Ctx:
         if e.op == "or" and ((ca is not None and ca != 0) or (cb is not None and cb != 0)):
             return E.Const(1)
         if e.op in ("and", "or") and ca is not None:  # 1 and X = truth(X): X itself only when X is 0/1
-            return b if _is_truth_valued(b) else E.BinOp("!=", b, E.Const(0))
+            return b if E.is_truth_valued(b) else E.BinOp("!=", b, E.Const(0))
         if e.op in ("and", "or") and cb is not None:
-            return a if _is_truth_valued(a) else E.BinOp("!=", a, E.Const(0))
+            return a if E.is_truth_valued(a) else E.BinOp("!=", a, E.Const(0))
         if ca is not None and cb is not None:
             return E.Const(int(E.BinOp(e.op, a, b).evaluate({})))
         return E.BinOp(e.op, a, b)

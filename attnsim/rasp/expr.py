@@ -234,6 +234,11 @@ class If(Expr):
         return id(self)
 
 
+def is_truth_valued(e: Expr) -> bool:
+    """The expression's value is always 0 or 1 (a comparison, a connective, a negation)."""
+    return isinstance(e, Not) or (isinstance(e, BinOp) and e.op in (*_CMP, *_BOOL))
+
+
 def if_(cond: Expr, a: Expr | int, b: Expr | int) -> Expr:
     """Conditional expression."""
     return If(cond, lift(a), lift(b))

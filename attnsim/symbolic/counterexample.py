@@ -12,7 +12,6 @@ import numpy as np
 import sympy as sp
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 
 
@@ -28,14 +27,7 @@ def constants_compared(diff: Any) -> set[int]:
 def _program_constants(con: Any) -> set[int]:
     """Integers that index expressions or size-valued constants of the program compare with (+-1)."""
     out: set[int] = set()
-    exprs: list[E.Expr] = []
-    for n in C.topological([con.program]):
-        fn = getattr(n, "fn", None)
-        if isinstance(fn, C.IndexFn):
-            exprs.append(fn.expr)
-        elif isinstance(fn, C.Prim):
-            exprs += [p for p in fn.consts if isinstance(p, E.Expr)]
-    for e in exprs:
+    for e in con.size_exprs():
         for x in E.nodes(e):
             if isinstance(x, E.BinOp) and x.op in E.COMPARATORS:
                 for side in (x.a, x.b):
@@ -55,14 +47,14 @@ def with_counterexample(
     values = sorted(set(range(1, cap + 1)) | special)
     combos = list(itertools.product(values, repeat=len(names)))
     rng.shuffle(combos)
-    combos.sort(key=lambda c: -sum(v in (special or set()) for v in c))  # the constants first
+    combos.sort(key=lambda c: -sum(v in special for v in c))  # the constants first
+    scalar = {name: (lo, upper) for name, lo, upper, _ in con.scalars}
     for combo in combos[:tries]:
         sizes = dict(zip(names, combo, strict=True))
         try:
             inst = con.bind(**sizes)
             if inst.layout.total > max_len:
                 continue
-            scalar = {name: (lo, upper) for name, lo, upper, _ in con.scalars}
             ops = [
                 np.full(inst.layout[n].shape, rng.integers(scalar[n][0], int(E.lift(scalar[n][1]).evaluate(sizes)) + 1))
                 if n in scalar

@@ -150,8 +150,9 @@ class Executor:
             raise ExecutionFailed(Outcome.unknown(f"timeout after {len(self.steps)} proven steps"))
         return left
 
-    def prove(self, goal: E.Expr, what: str, decode_k: bool = False) -> None:
-        """``premises -> goal`` for all sizes and coordinates in range, or ExecutionFailed."""
+    def _attempt(self, goal: E.Expr, what: str, decode_k: bool = False) -> Outcome:
+        """Z3 on ``premises -> goal`` for all sizes and coordinates in range (the key decoded through
+        the layout's blocks with ``decode_k``); a proof's lemmas and step are recorded."""
         dec: list[decode.Decode] = []
         if decode_k:
             ln = self.con.layout.length
@@ -159,18 +160,20 @@ class Executor:
         out = decode.prove(
             goal, self.premises, decode=dec, coords=dict(self.coords), minimum=self.minimum, timeout=self.left()
         )
-        if out.ok is not True:
-            raise ExecutionFailed(Outcome(out.ok, f"{what}: {out.detail}"))
-        self.lemmas |= set(decode.lemmas_in(out.detail))
-        self.steps.append(what)
-
-    def holds(self, goal: E.Expr) -> bool:
-        """``premises -> goal`` proven (for all sizes and coordinates in range); False when not shown."""
-        out = decode.prove(goal, self.premises, coords=dict(self.coords), minimum=self.minimum, timeout=self.left())
         if out.ok is True:
             self.lemmas |= set(decode.lemmas_in(out.detail))
-            self.steps.append(f"{E.render(goal)} holds")
-        return out.ok is True
+            self.steps.append(what)
+        return out
+
+    def prove(self, goal: E.Expr, what: str, decode_k: bool = False) -> None:
+        """``premises -> goal`` proven, or ExecutionFailed (refuted or not decided)."""
+        out = self._attempt(goal, what, decode_k)
+        if out.ok is not True:
+            raise ExecutionFailed(Outcome(out.ok, f"{what}: {out.detail}"))
+
+    def holds(self, goal: E.Expr) -> bool:
+        """``premises -> goal`` proven; False when not shown."""
+        return self._attempt(goal, f"{E.render(goal)} holds").ok is True
 
     def decide(self, flag: E.Expr) -> E.Expr:
         """A boolean index expression with each conjunct that Z3 proves true dropped (1 if none is
@@ -233,8 +236,7 @@ class Executor:
         ix = C.index_expr(node, pos)
         if ix is not None:
             ix = self.norm(ix.substitute({"length": self.con.layout.length}))
-            boolean = isinstance(ix, E.Not) or (isinstance(ix, E.BinOp) and ix.op in (*E.COMPARATORS, "and", "or"))
-            if boolean:
+            if E.is_truth_valued(ix):
                 ix = self.decide(ix)  # a comparison is a 0/1 flag; conjuncts Z3 decides here are dropped
             return self.to_value(ix)
         if isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.IndexFn):  # on data values
@@ -254,10 +256,15 @@ class Executor:
         picked = [p for p in data if isinstance(p, C.Select)]
         return self.over_keys(structural[0], pos, lambda key: self.indicator(picked, key, pos))
 
+    @property
+    def signs(self) -> Signs:
+        """The domain's signs: each size's minimum, each declared scalar operand's lower bound."""
+        lows = {n: self.minimum.get(n, 1) for n in self.size_names}
+        return Signs(lows, {name: lo for name, lo, _, _ in self.con.scalars})
+
     def positive(self, e: sp.Expr) -> bool:
         """A sound, syntactic test that ``e > 0`` (:class:`attnsim.symbolic.positivity.Signs`)."""
-        lows = {n: self.minimum.get(n, 1) for n in self.size_names}
-        return Signs(lows, {name: lo for name, lo, _, _ in self.con.scalars}).positive(e)
+        return self.signs.positive(e)
 
     @property
     def size_names(self) -> set[str]:

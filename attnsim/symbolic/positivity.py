@@ -64,12 +64,17 @@ class Signs:
             return value.xreplace({cond.lhs: x}).is_positive is True
         return False
 
+    def size_symbols(self) -> dict[Any, Any]:
+        """Each size of minimum >= 1 as a positive symbol (the plain integer symbol -> the signed one)."""
+        return {
+            sp.Symbol(name, integer=True): sp.Symbol(name, integer=True, positive=True)
+            for name, low in self.sizes.items()
+            if low >= 1
+        }
+
     def signed(self, e: sp.Expr) -> sp.Expr:
         """``e`` over symbols that carry their domain's signs (sizes >= 1, scalars >= their lower bound)."""
-        rep: dict[Any, Any] = {}
-        for name, low in self.sizes.items():
-            if low >= 1:
-                rep[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, positive=True)
+        rep: dict[Any, Any] = self.size_symbols()
         for name, low in self.scalars.items():
             rep[sp.IndexedBase(name)[0, 0, 0]] = low + sp.Symbol(f"{name}!u", integer=True, nonnegative=True)
         return sp.expand(e.xreplace(rep))

@@ -132,18 +132,10 @@ def _equal_in_every_scalar_case(con: Any, got: Any, want: Any, ex: Executor) -> 
     admissible (s, c, X): s = c + 1 + u, X = s + v (c < s); or s = lo + u, c = s + w, X = c + 1 + v
     (c >= s); u, v, w >= 0.  SymPy's assumptions then decide each comparison, and the normal form's
     truncation rule may use X - s >= 0."""
-    base: dict[sp.Symbol, sp.Symbol] = {}
-    for name in ex.size_names:
-        if ex.minimum.get(name, 1) >= 1:
-            base[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, positive=True)
+    base: dict[Any, Any] = ex.signs.size_symbols()
     for name in ex.coords:
         base[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, nonnegative=True)
     got, want = _binary(con, got.xreplace(base)), _binary(con, want.xreplace(base))
-    if not con.scalars:
-        bad = _possibly_negative_sum(want)
-        if bad is not None:  # SymPy's Sum over hi < lo - 1 is not empty (Karr): the spec means range()
-            return False, f"the spec's sum {sp.sstr(bad)} is not shown to have length >= 0", sp.nan
-        return equal_by_normal_form(got, want)
     cases: list[tuple[str, dict[Any, Any]]] = [("", {})]
     for name, lo, upper, coord in con.scalars:
         s = sp.IndexedBase(name)[0, 0, 0]
@@ -160,14 +152,16 @@ def _equal_in_every_scalar_case(con: Any, got: Any, want: Any, ex: Executor) -> 
             for what, new in ((f"{coord} < {name}", below), (f"{coord} >= {name}", above))
         ]
     shown = []
-    for tag, subst in cases:
-        bad = _possibly_negative_sum(_substitute(want, subst))
-        if bad is not None:
-            return False, f"case {tag}: the spec's sum {sp.sstr(bad)} is not shown to have length >= 0", sp.nan
-        same, text, diff = equal_by_normal_form(_substitute(got, subst), _substitute(want, subst))
+    for tag, subst in cases:  # one case, with no substitution, when no scalar is declared
+        where = f"case {tag}: " if tag else ""
+        g, w = got.xreplace(subst), want.xreplace(subst)
+        bad = _possibly_negative_sum(w)
+        if bad is not None:  # SymPy's Sum over hi < lo - 1 is not empty (Karr): the spec means range()
+            return False, f"{where}the spec's sum {sp.sstr(bad)} is not shown to have length >= 0", sp.nan
+        same, text, diff = equal_by_normal_form(g, w)
         if not same:
-            return False, f"case {tag}: {text}", diff
-        shown.append(f"[{tag}] {text}")
+            return False, f"{where}{text}", diff
+        shown.append(f"[{tag}] {text}" if tag else text)
     return True, " ".join(shown), 0
 
 
@@ -242,11 +236,6 @@ def internal(coord: str) -> str:
     """The executor's name of a declared output coordinate (o_h, o_i, o_j): with "!", which no size
     name may contain, so a size can never be captured as a coordinate or a bound key variable."""
     return coord.replace("_", "!", 1)
-
-
-def _substitute(e: Any, subst: dict[Any, Any]) -> Any:
-    """Simultaneous substitution (scalars and sizes by expressions of fresh symbols)."""
-    return e.xreplace(subst)
 
 
 def _vacuous(ex: Executor) -> str:
