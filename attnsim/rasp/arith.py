@@ -64,6 +64,12 @@ class Arithmetic(ABC):
     def zeros(self, n: int) -> np.ndarray:
         """An array of n zeros."""
 
+    def scored_mean(self, scores: np.ndarray, values: np.ndarray, same: bool) -> Any:
+        """The mean of ``values`` over the entries of maximal score (non-empty 1-D arrays);
+        ``same``: the values are the scores (a max head)."""
+        top = max(scores)
+        return self.mean(values[np.asarray([s == top for s in scores], dtype=bool)])
+
     def dense_aggregate(self, sel: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Row-wise mean of ``values`` over True entries of a (q x k) boolean block; 0 on empty rows."""
         out = self.zeros(sel.shape[0])

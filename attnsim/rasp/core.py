@@ -503,18 +503,32 @@ class SelectNot(Selector):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Aggregate(SOp):
-    """Average hard attention: the mean of ``values`` over the selected keys, 0 if none."""
+    """Average hard attention: the mean of ``values`` over the selected keys, 0 if none.
+
+    With a ``score`` (a *value-scored* head), the mean is over the selected keys whose score is
+    maximal among the selected keys: the argmax that average hard attention performs when its
+    attention scores are ``score`` on the selected keys (docs/semantics.md)."""
 
     selector: Selector = field(default_factory=Select)
     values: SOp = field(default_factory=Indices)
+    score: SOp | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.selector, Selector) or not isinstance(self.values, SOp):
             raise ProgramError(f"Aggregate(selector, values) got {self.selector!r}, {self.values!r}")
+        if self.score is not None and not isinstance(self.score, SOp):
+            raise ProgramError(f"Aggregate score must be an SOp, got {self.score!r}")
         super().__post_init__()
 
+    def _describe(self) -> str:
+        return "Aggregate" if self.score is None else "Aggregate[scored]"
+
     def children(self) -> tuple[RASPExpr, ...]:
-        return (self.selector, self.values)
+        return (self.selector, self.values) if self.score is None else (self.selector, self.values, self.score)
+
+    def reads(self) -> list[SOp]:
+        """The SOps the head reads besides its selector: values (and score)."""
+        return [self.values] if self.score is None else [self.values, self.score]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -574,6 +588,16 @@ def select(keys: SOp, queries: SOp, cmp: str) -> Select:
 def aggregate(sel: Selector, values: SOp) -> Aggregate:
     """Aggregate(selector, values): the mean over the selected keys."""
     return Aggregate(sel, values)
+
+
+def argmax_aggregate(sel: Selector, score: SOp, values: SOp) -> Aggregate:
+    """A value-scored head: the mean of ``values`` over the selected keys of maximal ``score``."""
+    return Aggregate(sel, values, score)
+
+
+def maximum(sel: Selector, values: SOp) -> Aggregate:
+    """The maximum of ``values`` over the selected keys (0 if none): a head scored by the values."""
+    return Aggregate(sel, values, values)
 
 
 def selector_width(sel: Selector) -> SelectorWidth:

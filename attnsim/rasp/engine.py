@@ -183,7 +183,7 @@ class Run:
             if isinstance(node, (C.Map, C.SequenceMap)):
                 r = list(node.args)
             elif isinstance(node, C.Aggregate):
-                r = [node.values, *selector_leaves(node.selector)]
+                r = [*node.reads(), *selector_leaves(node.selector)]
             elif isinstance(node, C.SelectorWidth):
                 r = selector_leaves(node.selector)
             else:
@@ -232,7 +232,8 @@ class Run:
                 except BackendError as exc:
                     raise BackendError(f"{node.label}: {exc}") from None
         elif isinstance(node, C.Aggregate):
-            self.vals[key] = self.reduce(node.selector, self.value(node.values))
+            score = None if node.score is None else self.value(node.score)
+            self.vals[key] = self.reduce(node.selector, self.value(node.values), score)
         elif isinstance(node, C.SelectorWidth):
             self.ints[key] = self.reduce(node.selector, None)
         else:
@@ -261,7 +262,8 @@ class Run:
             vo = self.origin.get(id(node.values))
             if vo is not None:
                 for o in np.unique(vo[vo >= 0]):  # earliest source first
-                    hit = np.asarray(self.reduce(node.selector, (vo == o).astype(np.float64))) > 0
+                    sc = None if node.score is None else self.value(node.score)
+                    hit = np.asarray(self.reduce(node.selector, (vo == o).astype(np.float64), sc)) > 0
                     m = bad & (org < 0) & hit
                     org[m] = o
         rest = bad & (org < 0)
@@ -298,16 +300,21 @@ class Run:
         """The full L x L selector matrix (for traces and checks)."""
         return self.dense_block(sel, np.arange(self.L))
 
-    def reduce(self, sel: C.Selector, values: np.ndarray | None) -> np.ndarray:
-        """Aggregate (mean of ``values``) or SelectorWidth (``values`` None) over the selector."""
+    def reduce(self, sel: C.Selector, values: np.ndarray | None, score: np.ndarray | None = None) -> np.ndarray:
+        """Aggregate (mean of ``values``) or SelectorWidth (``values`` None) over the selector;
+        with ``score`` (a value-scored head) the mean is over the selected keys of maximal score."""
         if self.keep_all and self.L * self.L <= DENSE_CELLS:
             self.selectors[id(sel)] = self.dense_matrix(sel)
         plan = None if self.dense_only else plan_selector(sel)
         if plan is None:
-            return self._reduce_dense(sel, values)
-        return self._reduce_plan(plan, values)
+            return self._reduce_dense(sel, values, score)
+        return self._reduce_plan(plan, values, score)
 
-    def _reduce_dense(self, sel: C.Selector, values: np.ndarray | None) -> np.ndarray:
+    def _scored(self, ks: np.ndarray, values: np.ndarray, score: np.ndarray) -> Any:
+        """The value-scored mean over the keys ``ks`` (non-empty)."""
+        return self.arith.scored_mean(score[ks], values[ks], values is score)
+
+    def _reduce_dense(self, sel: C.Selector, values: np.ndarray | None, score: np.ndarray | None) -> np.ndarray:
         L = self.L
         chunk = max(1, DENSE_CELLS // L)
         parts = []
@@ -316,11 +323,24 @@ class Run:
             block = self.dense_block(sel, q)
             if values is None:
                 parts.append(block.sum(axis=1).astype(np.int64))
-            else:
+            elif score is None:
                 parts.append(self.arith.dense_aggregate(block, values))
+            elif score.dtype.kind == "f" and values.dtype.kind == "f":
+                masked = np.where(block, score[None, :], -np.inf)
+                top = block & (score[None, :] == masked.max(axis=1, initial=-np.inf)[:, None])
+                cnt = top.sum(axis=1)
+                sums = np.where(top, values[None, :], 0.0).sum(axis=1)
+                parts.append(np.divide(sums, cnt, out=np.zeros(len(q)), where=cnt > 0))
+            else:
+                out = self.arith.zeros(len(q))
+                for r in range(len(q)):
+                    ks = np.flatnonzero(block[r])
+                    if ks.size:
+                        out[r] = self._scored(ks, values, score)
+                parts.append(out)
         return np.concatenate(parts)
 
-    def _reduce_plan(self, plan: SelectorPlan, values: np.ndarray | None) -> np.ndarray:
+    def _reduce_plan(self, plan: SelectorPlan, values: np.ndarray | None, score: np.ndarray | None) -> np.ndarray:
         L = self.L
         counting = values is None
         zero = np.zeros(L, dtype=np.int64) if counting else self.arith.zeros(L)
@@ -338,16 +358,16 @@ class Run:
                 return zero
             if counting:
                 return np.where(qm, ks.size, 0).astype(np.int64)
-            m = self.arith.mean(values[ks])  # type: ignore[index]
+            m = self.arith.mean(values[ks]) if score is None else self._scored(ks, values, score)  # type: ignore[index]
             out = zero.copy()
             out[qm] = m
             return out
         ksop, qsop = plan.eq
         qv = self.comparable(qsop)
         if isinstance(ksop, C.Indices):
-            return self._gather(km, qm, qv, values)
+            return self._gather(km, qm, qv, values)  # one key at most: the score changes nothing
         kv = self.comparable(ksop)
-        return self._group(km, qm, kv, qv, values)
+        return self._group(km, qm, kv, qv, values, score)
 
     def _gather(self, km: np.ndarray, qm: np.ndarray, qv: np.ndarray, values: np.ndarray | None) -> np.ndarray:
         """keys = indices, cmp ==: query q reads position qv[q] (if in range and key-allowed)."""
@@ -370,14 +390,28 @@ class Run:
         return out
 
     def _group(
-        self, km: np.ndarray, qm: np.ndarray, kv: np.ndarray, qv: np.ndarray, values: np.ndarray | None
+        self,
+        km: np.ndarray,
+        qm: np.ndarray,
+        kv: np.ndarray,
+        qv: np.ndarray,
+        values: np.ndarray | None,
+        score: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Equality selector: group the allowed keys by value; each query reads its group."""
+        """Equality selector: group the allowed keys by value; each query reads its group (with a
+        score: the group's keys of maximal score)."""
         L = self.L
         ks = np.flatnonzero(km)
         numeric = kv.dtype.kind in "iuf" and qv.dtype.kind in "iuf"
-        if numeric and (values is None or values.dtype.kind == "f"):
+        floats = values is None or (values.dtype.kind == "f" and (score is None or score.dtype.kind == "f"))
+        if numeric and floats:
             uniq, inv = np.unique(kv[ks], return_inverse=True)
+            if score is not None:
+                sk = score[ks]
+                gmax = np.full(len(uniq), -np.inf)
+                np.maximum.at(gmax, inv, sk)
+                top = sk == gmax[inv]
+                ks, inv = ks[top], inv[top]
             counts = np.bincount(inv, minlength=len(uniq))
             pos = np.searchsorted(uniq, qv)
             posc = np.minimum(pos, max(len(uniq) - 1, 0))
@@ -401,7 +435,8 @@ class Run:
                 zero[q] = len(g)
             else:
                 if qv[q] not in cache:
-                    cache[qv[q]] = self.arith.mean(values[np.asarray(g)])
+                    ga = np.asarray(g)
+                    cache[qv[q]] = self.arith.mean(values[ga]) if score is None else self._scored(ga, values, score)
                 zero[q] = cache[qv[q]]
         return zero
 

@@ -70,7 +70,7 @@ def _leaves(node: C.SOp) -> list[C.SOp]:
     from attnsim.rasp.engine import selector_leaves
 
     if isinstance(node, C.Aggregate):
-        return [node.values, *selector_leaves(node.selector)]
+        return [*node.reads(), *selector_leaves(node.selector)]
     if isinstance(node, C.SelectorWidth):
         return selector_leaves(node.selector)
     return []
@@ -92,7 +92,9 @@ def cost(program: C.SOp | Sequence[C.SOp], positions: int | None = None) -> Cost
     for node in order:
         lyr = layer[id(node)]
         if isinstance(node, (C.Aggregate, C.SelectorWidth)):
-            heads[lyr].add(node.selector.fingerprint)
+            score = getattr(node, "score", None)
+            # a value-scored head's scores are its attention logits: another score, another head
+            heads[lyr].add(node.selector.fingerprint + ("" if score is None else f"|{score.fingerprint}"))
             aggs[lyr] += 1
         elif isinstance(node, C.Length):
             heads[lyr].add("length")

@@ -147,5 +147,15 @@ class SympyArith(Arithmetic):
     def mean(self, vals: np.ndarray) -> Any:
         return sp.Add(*vals) / len(vals)
 
+    def scored_mean(self, scores: np.ndarray, values: np.ndarray, same: bool) -> Any:
+        """Decidable scores pick their maximal keys; symbolic ones give ``Max`` for a max head
+        (the values are the scores) and fail otherwise (which key wins is not known)."""
+        try:
+            return super().scored_mean(scores, values, same)
+        except TypeError:
+            if same:
+                return sp.Max(*scores)
+            raise BackendError("a value-scored head needs comparable scores (symbolic: max heads only)") from None
+
     def zeros(self, n: int) -> np.ndarray:
         return _obj([sp.Integer(0)] * n)
