@@ -358,7 +358,8 @@ class Run:
                 return zero
             if counting:
                 return np.where(qm, ks.size, 0).astype(np.int64)
-            m = self.arith.mean(values[ks]) if score is None else self._scored(ks, values, score)  # type: ignore[index]
+            assert values is not None
+            m = self.arith.mean(values[ks]) if score is None else self._scored(ks, values, score)
             out = zero.copy()
             out[qm] = m
             return out
