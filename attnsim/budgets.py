@@ -9,6 +9,7 @@ obligations                 budget   measured (2-core machine, one worker, 2026-
 ==========================  =======  =======================================================
 ``all-sizes``               60 s     program == spec: Linformer 5.2 s, linear attention 1.8 s, the others < 1 s
                                      (idle); a loaded 2-core machine took Linformer past 10 s
+non-deep ``sympy``          30 s     whole-U SymPy, ReLU FFN (rational weights): 4.2 s idle, > 10 s loaded
 every other non-deep one    10 s     718 in 34.4 s with 2 workers; none above 5 s
 deep ``sympy``              120 s    whole-U SymPy: 0.6 / 9.3 / 24.1 s; det/inverse n=5 <= 1.9 s
 deep ``z3-bounded``         30 s     U's stage selectors for capacities <= 3: 1.2-2.4 s each
@@ -27,7 +28,10 @@ from typing import Any
 from attnsim.proofs.obligation import Obligation, Result
 
 DEFAULT_TIMEOUT = 10.0
-METHOD_TIMEOUTS: dict[str, float] = {"all-sizes": 60.0}  # non-deep methods whose budget is not the default
+METHOD_TIMEOUTS: dict[str, float] = {
+    "all-sizes": 60.0,
+    "sympy": 30.0,
+}  # non-deep methods whose budget is not the default
 DEEP_TIMEOUTS: dict[str, float] = {"sympy": 120.0, "z3-bounded": 30.0, "exact": 30.0, "numeric": 30.0}
 DEEP_DEFAULT = 30.0
 

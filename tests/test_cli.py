@@ -123,7 +123,7 @@ def test_verify_timeout_names_the_rerun_timeout(
     cap = capsys.readouterr()
     (r,) = json.loads(cap.out)
     assert r["status"] == "unknown"
-    assert "attnsim verify --only fake/sympy/slow --timeout 10" in r["detail"]  # its default budget
+    assert "attnsim verify --only fake/sympy/slow --timeout 30" in r["detail"]  # its default budget
     assert "1 timed out" in cap.err.strip().splitlines()[-1]
 
 
@@ -189,7 +189,7 @@ def test_compile_simulator_alias_and_quiet(capsys: pytest.CaptureFixture[str]) -
     """Theorem 6's U compiles by either name; --quiet prints one line."""
     assert main(["compile", "simulator", "2", "2", "1", "2", "2", "--quiet"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1 and out[0].startswith("compiled U(2, 2, 1, 2, 2): 19 layers")
+    assert len(out) == 1 and out[0].startswith("compiled U(2, 2, 1, 2, 2): 7 layers")
 
 
 def test_compile_refuses_options_it_would_ignore(capsys: pytest.CaptureFixture[str]) -> None:

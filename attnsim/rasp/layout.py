@@ -189,3 +189,85 @@ class MatRef:
     @property
     def shape(self) -> tuple[int, ...]:
         return self.block.shape
+
+
+@dataclass(frozen=True, eq=False)
+class Grid:
+    """A row-major array of any rank at an offset: entry (c0, ..., c_{r-1}) sits at
+    ``offset + ((c0 d1 + c1) d2 + ...) + c_{r-1}``.  Its :attr:`block` is the same positions seen
+    as a Block (leading axes flattened into the stack), so layouts and proofs read it unchanged."""
+
+    name: str
+    axes: tuple[str, ...]
+    dims: tuple[E.Expr, ...]
+    block: Block
+
+    @staticmethod
+    def of(name: str, offset: E.Expr | int, channel: str = "tokens", **dims: E.Expr | int) -> Grid:
+        """``Grid.of("P", 0, channel="P", t=3, h=H, i=N)``: axes in the order given."""
+        return Grid.from_dims(name, offset, dims, channel)
+
+    @staticmethod
+    def from_dims(name: str, offset: E.Expr | int, dims: Mapping[str, E.Expr | int], channel: str = "tokens") -> Grid:
+        """A grid with axes ``dims`` (name -> size, in order)."""
+        if not dims:
+            raise LayoutError(f"grid {name} needs at least one axis")
+        ds = tuple(E.lift(v) for v in dims.values())
+        full = (E.Const(1), E.Const(1), *ds)
+        stack: E.Expr = E.Const(1)
+        for d in full[:-2]:
+            stack = d if isinstance(stack, E.Const) and stack.value == 1 else stack * d
+        blk = Block.of(name, offset, full[-2], full[-1], stack, channel=channel)
+        return Grid(name, tuple(dims), ds, blk)
+
+    @property
+    def channel(self) -> str:
+        return self.block.channel
+
+    @property
+    def offset(self) -> E.Expr:
+        return self.block.offset
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(_val(d) for d in self.dims)
+
+    def dim(self, axis: str) -> E.Expr:
+        return self.dims[self.axes.index(axis)]
+
+    def end_expr(self) -> E.Expr:
+        return self.block.end_expr()
+
+    def contains(self, p: E.Expr) -> E.Expr:
+        return self.block.contains(p)
+
+    def position(self, *coords: E.Expr | int, **named: E.Expr | int) -> E.Expr:
+        """The position of an entry, by coordinates in axis order or by axis name."""
+        cs = list(coords) if coords else [named[a] for a in self.axes]
+        if len(cs) != len(self.dims):
+            raise LayoutError(f"grid {self.name} has axes {self.axes}, got {len(cs)} coordinates")
+        flat: E.Expr = E.lift(cs[0])
+        for c, d in zip(cs[1:], self.dims[1:], strict=True):
+            flat = flat * d + E.lift(c)
+        return self.offset + flat
+
+    def coords(self, p: E.Expr) -> dict[str, E.Expr]:
+        """Axis name -> coordinate of position p (meaningful when p is inside the grid)."""
+        rel: E.Expr = p - self.offset
+        out: dict[str, E.Expr] = {}
+        for a, d in zip(reversed(self.axes[1:]), reversed(self.dims[1:]), strict=True):
+            out[a] = rel % d
+            rel = rel // d
+        out[self.axes[0]] = rel
+        return {a: out[a] for a in self.axes}
+
+    def positions(self) -> np.ndarray:
+        return self.block.positions().reshape(self.shape)
+
+
+@dataclass(frozen=True, eq=False)
+class GridRef:
+    """An array inside a program: the SOp holding it and the grid where it lives."""
+
+    sop: C.SOp
+    grid: Grid

@@ -1,10 +1,14 @@
 """Sound symbolic comparison of U against the reference by congruence.
 
-Each application of exp, erf, ReLU (``Max(0, .)``) and each square root of a non-constant
-expression is replaced, bottom-up, by a fresh symbol keyed by its canonicalized (expanded)
-argument.  Equal arguments give equal atoms, so if the atom-replaced difference cancels to 0
-as a rational function, the original difference is 0 (congruence).  The converse need not
-hold (a failure may be a missed identity), so a nonzero result is reported, never hidden.
+Each application of exp, erf, ReLU (``Max(0, .)``), each other ``Max`` (a row max: U's softmax
+shift) and each square root of a non-constant expression is replaced, bottom-up, by a fresh
+symbol keyed by its argument in canonical rational form (``cancel``), so that equal arguments
+computed differently (U sums R^2 term by term, the reference squares R - mu) get one atom.  An
+exp whose argument holds row-max atoms is split first, exp(a + c M) = exp(a) exp(M)^c for
+rational c (exp is a homomorphism and positive), so the shift cancels between a softmax's
+numerator and denominator.  Equal arguments give equal atoms, so if the atom-replaced difference
+cancels to 0 as a rational function, the original difference is 0 (congruence).  The converse
+need not hold (a failure may be a missed identity), so a nonzero result is reported, never hidden.
 """
 
 from __future__ import annotations
@@ -14,6 +18,12 @@ from typing import Any
 import sympy as sp
 
 
+def _canonical(e: Any) -> Any:
+    """A canonical form of a rational function of the symbols (and atoms): equal functions, equal
+    forms (``cancel``: expanded numerator over expanded denominator, common factors removed)."""
+    return sp.cancel(sp.together(sp.sympify(e)))
+
+
 class Atoms:
     """The table of fresh symbols, shared by both sides of a comparison."""
 
@@ -21,7 +31,7 @@ class Atoms:
         self.table: dict[tuple[str, Any], sp.Symbol] = {}
 
     def atom(self, kind: str, arg: Any) -> sp.Symbol:
-        key = (kind, sp.expand(arg))
+        key = (kind, arg if isinstance(arg, tuple) else _canonical(arg))
         if key not in self.table:
             self.table[key] = sp.Symbol(f"_{kind}{len(self.table)}", positive=kind in ("exp", "sqrt"))
         return self.table[key]
@@ -37,11 +47,13 @@ class Atoms:
                 return cache[x]
             args = [walk(a) for a in x.args]
             if isinstance(x, sp.exp):
-                out = self.atom("exp", args[0])
+                out = self._exp(args[0])
             elif isinstance(x, sp.erf):
                 out = self.atom("erf", args[0])
             elif isinstance(x, sp.Max) and len(args) == 2 and sp.S.Zero in args:
                 out = self.atom("relu", args[0] if args[1] == 0 else args[1])
+            elif isinstance(x, sp.Max):
+                out = self.atom("max", tuple(sorted((_canonical(a) for a in args), key=sp.default_sort_key)))
             elif isinstance(x, sp.Pow) and x.exp.is_Rational and x.exp.q == 2 and x.base.free_symbols:
                 out = self.atom("sqrt", args[0]) ** x.exp.p
             else:
@@ -50,6 +62,18 @@ class Atoms:
             return out
 
         return walk(e)
+
+    def _exp(self, arg: Any) -> Any:
+        """exp(arg) with the row-max atoms of arg split off as factors exp(M)^c (c rational)."""
+        arg = sp.expand(arg)
+        maxes = [s for s in arg.free_symbols if s.name.startswith("_max")]
+        out = sp.Integer(1)
+        for m in maxes:
+            c = arg.coeff(m)
+            if c.is_Rational and not (arg - c * m).has(m):
+                out *= self.atom("exp", m) ** c
+                arg = sp.expand(arg - c * m)
+        return out * self.atom("exp", arg)
 
 
 def difference(got: Any, want: Any, atoms: Atoms | None = None) -> Any:

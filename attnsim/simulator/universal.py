@@ -1,23 +1,34 @@
 """The universal simulator U (Theorem 6, Corollary 6.1, Theorem 9, Corollary 9.1, hierarchy N >= n).
 
-ONE GAHAT-RASP program per capacity (max_len N, d_model D, n_heads H, d_head K, d_ff F),
-composed from the lemma constructions' composable forms (``matmul_ref``, ``transpose_ref``,
-masked ``softmax_ref``) with no Python glue between stages.  The simulated layer T travels in
-the input sequence <T, X>, so the program never depends on T:
+ONE GAHAT-RASP program per capacity (max_len N, d_model D, n_heads H, d_head K, d_ff F), built
+from two composable lemma forms (:mod:`attnsim.lemmas.contraction`: a gather whose index map
+folds transposes, views and broadcasts; a sum read at its consumer's positions) and one
+value-scored max head.  The simulated layer T travels in the input <T, X>
+(:mod:`attnsim.simulator.record`: every token is 0, a gate, a size or one entry of T, X or the
+masks), so the program never depends on T.
 
-* tokens ``[0, D N)``: X^T (D x N, row-major; U works on the transposed activations so that
-  every projection is one spread matmul W^T @ Z^T with stacked per-head outputs);
-* header ``[D N, D N + 3)``: the true n, the true d and the layer pointer;
-* then one *record* per layer (layer l at ``D N + 3 + l S``): gates (residual, pre-norm,
-  post-norm, gelu, ffn), scale, eps, the true h, d_head, d_ff, and the zero-padded weights
-  W_qkv^T (3HK x D), b_qkv, W_o^T (D x HK), b_o, W1^T, b1, W2^T, b2, LayerNorm weights/biases.
+Seven attention layers at every capacity (``variant="compact"``), each a set of heads followed by
+an MLP:
 
-Smaller n, d, h, d_head, d_ff run on the same program: padding is zero and the masks (keys
-j < n inside the softmax, features j < d inside LayerNorm means, heads/d_head/d_ff on the
-projections) are computed in the MLP from the size tokens, never by value-dependent
-selectors.  A pass reads the record the pointer names (one gather head), replaces X^T by the
-layer's output, advances the pointer and keeps the rest of the sequence: running the same
-program m times on <T1..Tm, X> simulates an m-layer encoder (``run_stack``).
+1. gather X[i, l] and W_{q,k,v}[h, l, c] onto the projection products; the row statistics of X
+   (pre-norm); MLP: LayerNorm 1 (pre-norm) and the products;
+2. the projections Q, K (read at the score products (h, i, j, c)) and V (read at the V W_O
+   products (h, j, c, e)); MLP: q k and v W_O;
+3. the scores S[h, i, j] and (V W_O)[h, j, e], read at the products (h, i, j, e); MLP: logits
+   (scale, additive mask) and which keys are allowed (j < n, not blocked);
+4. the row max of the allowed logits (one value-scored head); MLP: exp(logit - max), numerator
+   terms;
+5. the softmax numerator and denominator per head, read where the next sums need them; MLP:
+   the head outputs O[h, i, e] and the products for LayerNorm 1 and FFN 1;
+6. R = X + attention (residual), its row statistics, FFN 1's linear part (with LayerNorm folded
+   in: pre = rstd (sum R g W1 - mu sum g W1) + sum beta W1 + b1); MLP: LayerNorm 1, the
+   activation, the FFN 2 products and the terms of LayerNorm 2's statistics (via W2 W2^T);
+7. FFN 2's sum and LayerNorm 2's statistics; MLP: the output.
+
+Smaller n, d, h, d_head, d_ff run on the same program: padding is zero, keys j >= n are not
+allowed, LayerNorm divides by the true d.  A pass writes the output over X, advances the pointer
+and shifts the record queue by one (record l + 1 moves into the slot a pass reads), so running the
+same program m times on <T1..Tm, X> simulates an m-layer encoder (``run_stack``).
 """
 
 from __future__ import annotations
@@ -32,9 +43,7 @@ import numpy as np
 import sympy as sp
 
 from attnsim.lemmas.base import Intent
-from attnsim.lemmas.matmul import matmul_ref
-from attnsim.lemmas.softmax import softmax_ref
-from attnsim.lemmas.transpose import transpose_ref
+from attnsim.lemmas.contraction import Coords, contract, gather_onto
 from attnsim.numeric.guards import complex_entry
 from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
@@ -43,337 +52,401 @@ from attnsim.rasp import hints
 from attnsim.rasp.arith import BackendError
 from attnsim.rasp.engine import Trace, evaluate
 from attnsim.rasp.engine import trace as engine_trace
-from attnsim.rasp.layout import Block, Layout, MatRef
+from attnsim.rasp.layout import Grid, GridRef, Layout
 from attnsim.rasp.schedule import Cost, cost
+from attnsim.simulator.record import GATES, HEADER, InputMap
 from attnsim.simulator.reference import SimulatorError, TransformerLayer
 
-GATES = ("residual", "pre", "post", "gelu", "ffn", "scale", "eps", "heads", "d_head", "d_ff")
-HEADER = ("n", "d", "ptr")
-PTR = E.Var("ptr")
+VARIANTS = ("compact",)
 SEQ = E.Var("seq_len")
 
 
 @dataclass(frozen=True)
-class PtrGather:
-    """A gather whose source depends on the layer pointer: query q reads ``base + ptr S + rel(q)``."""
-
-    name: str
-    selector: C.Selector
-    source: C.SOp
-    queries: E.Expr
-    rel: E.Expr
-    statement: str
-
-
-@dataclass(frozen=True)
-class Link:
-    """Stage composition: entry (h, i, j) of ``consumer`` is entry ``coords`` of ``producer``."""
-
-    name: str
-    producer: Block
-    consumer: Block
-    coords: Callable[[E.Expr, E.Expr, E.Expr], tuple[E.Expr, E.Expr, E.Expr]]
-    statement: str
-
-
-@dataclass(frozen=True)
 class Mask:
-    """A 0/1 MLP mask: ``sop`` at the positions of ``block`` is 1 iff ``intent(h, i, j, sizes)``."""
+    """A 0/1 MLP mask: ``sop`` at the positions of ``grid`` is 1 iff ``intent(coords, sizes)``."""
 
     name: str
     sop: C.SOp
-    block: Block
-    intent: Callable[[int, int, int, dict[str, int]], bool]
+    grid: Grid
+    intent: Callable[[dict[str, int], dict[str, int]], bool]
+
+
+def _pos_int(name: str, v: Any) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise SimulatorError(f"capacity {name} must be a positive int, got {v!r}")
+    return v
 
 
 class UniversalSimulator:
     """U for a capacity: any T with n <= max_len, d <= d_model, h <= n_heads, d_head, d_ff."""
 
-    def __init__(self, max_len: int, d_model: int, n_heads: int, d_head: int, d_ff: int | None = None) -> None:
-        for nm, v in (("max_len", max_len), ("d_model", d_model), ("n_heads", n_heads), ("d_head", d_head)):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise SimulatorError(f"capacity {nm} must be a positive int, got {v!r}")
-        if d_ff is not None and (not isinstance(d_ff, int) or isinstance(d_ff, bool) or d_ff < 1):
-            raise SimulatorError(f"capacity d_ff must be a positive int or None, got {d_ff!r}")
-        self.capacity = {"max_len": max_len, "d_model": d_model, "n_heads": n_heads, "d_head": d_head}
-        self.capacity["d_ff"] = d_ff if d_ff is not None else 1
-        self.N, self.D, self.H, self.K = (
-            C.Size(s, v) for s, v in zip("NDHK", (max_len, d_model, n_heads, d_head), strict=True)
-        )
-        self.F = C.Size("F", self.capacity["d_ff"])
+    def __init__(
+        self,
+        max_len: int | C.Size,
+        d_model: int | C.Size,
+        n_heads: int | C.Size,
+        d_head: int | C.Size,
+        d_ff: int | C.Size | None = None,
+        *,
+        variant: str = "compact",
+    ) -> None:
+        if variant not in VARIANTS:
+            raise SimulatorError(f"unknown variant {variant!r}; use one of {', '.join(VARIANTS)}")
+        self.variant = variant
+        given = {"max_len": max_len, "d_model": d_model, "n_heads": n_heads, "d_head": d_head, "d_ff": d_ff}
+        syms: dict[str, E.Expr] = {}
+        self.capacity: dict[str, Any] = {}
+        for (nm, v), s in zip(given.items(), "NDHKF", strict=True):
+            if nm == "d_ff" and v is None:
+                v = 1
+            if isinstance(v, C.Size):
+                syms[s] = v
+                self.capacity[nm] = v
+            else:
+                syms[s] = C.Size(s, _pos_int(nm, v))
+                self.capacity[nm] = v
+        self.N, self.D, self.H, self.K, self.F = (syms[s] for s in "NDHKF")
+        self.symbolic = any(not getattr(s, "bound", True) for s in syms.values())
+        self.map = InputMap.of(syms)
         self.intents: list[tuple[str, Intent]] = []
-        self.ptr_gathers: list[PtrGather] = []
-        self.links: list[Link] = []
         self.masks: list[Mask] = []
-        self.stage_blocks: list[Block] = []
+        self.stage_grids: list[Grid] = []
         self._build()
 
-    # -- layout ------------------------------------------------------------------------------
-    def _record(self, channel: str, base: E.Expr | int) -> list[Block]:
-        D, H, K, F = self.D, self.H, self.K, self.F
-        spec: list[tuple[str, E.Expr | int, E.Expr | int]] = [
-            ("gates", 1, len(GATES)),
-            ("wqkv", 3 * H * K, D),
-            ("bqkv", 3 * H * K, 1),
-            ("wo", D, H * K),
-            ("bo", D, 1),
-            ("w1", F, D),
-            ("b1", F, 1),
-            ("w2", D, F),
-            ("b2", D, 1),
-            ("g1", D, 1),
-            ("be1", D, 1),
-            ("g2", D, 1),
-            ("be2", D, 1),
-        ]
-        out: list[Block] = []
-        off: E.Expr = E.lift(base)
-        for name, r, c in spec:
-            b = Block.of(name, off, r, c, channel=channel)
-            out.append(b)
-            off = b.end_expr()
-        return out
+    # -- building blocks -----------------------------------------------------------------------
+    def _grid(self, name: str, **dims: E.Expr | int) -> Grid:
+        g = Grid.of(name, 0, channel=name, **dims)
+        self.stage_grids.append(g)
+        return g
 
+    def _gather(self, name: str, src: Grid, onto: Grid | None, coords: Callable[[Coords], Coords]) -> C.SOp:
+        sop, it = gather_onto(GridRef(C.tokens, src), onto, coords, name)
+        self.intents.append((f"{name}.gather", it))
+        return sop
+
+    def _sum(
+        self, name: str, prod: GridRef, over: tuple[str, ...], onto: Grid, group: Callable[[Coords], Coords]
+    ) -> C.SOp:
+        sop, it = contract(prod, over, onto, group, name)
+        self.intents.append((f"{name}.sum", it))
+        return sop
+
+    def _indicator(self, name: str, grid: Grid, test: Callable[[Coords], E.Expr] | None = None) -> C.SOp:
+        """1 at the grid's positions (whose coordinates pass ``test``), else 0: index arithmetic only."""
+
+        def ind(p: E.Expr) -> E.Expr:
+            inside = grid.contains(p)
+            return E.if_(inside if test is None else inside & test(grid.coords(p)), 1, 0)
+
+        return C.imap(ind, C.indices).named(name)
+
+    def _below(
+        self,
+        name: str,
+        grid: Grid,
+        coord: Callable[[Coords], E.Expr],
+        bound: C.SOp,
+        intent: Callable[[dict[str, int], dict[str, int]], bool],
+    ) -> C.SOp:
+        """A 0/1 mask: 1 where coord(x) < bound (a size token broadcast), inside the grid."""
+        c = C.imap(lambda p: E.if_(grid.contains(p), coord(grid.coords(p)), -1), C.indices).named(f"{name}.coord")
+        inside = self._indicator(f"{name}.inside", grid)
+        m = C.apply("mul", C.apply("lt", c, bound), inside).named(name)
+        self.masks.append(Mask(name, m, grid, intent))
+        return m
+
+    # -- the program ---------------------------------------------------------------------------
     def _build(self) -> None:
-        N, D, H, K = self.N, self.D, self.H, self.K
-        ix, tok = C.indices, C.tokens
-        xt = Block.of("XT", 0, D, N)
-        header = Block.of("header", xt.end_expr(), 1, len(HEADER))
-        base = header.end_expr()
-        rec_rel = self._record("cur", 0)
-        S = rec_rel[-1].end_expr()
-        self.record_size = S
-        self.base = base
-        rec = {b.name: b for b in rec_rel}
-        tok_rec = self._record("tokens", base)
-        self.xt, self.header = xt, header
+        N, D, H, K, F = self.N, self.D, self.H, self.K, self.F
+        im = self.map
+
+        def mul(a: C.SOp, b: C.SOp) -> C.SOp:
+            return C.apply("mul", a, b)
+
+        def add(a: C.SOp, b: C.SOp) -> C.SOp:
+            return C.apply("add", a, b)
+
+        def sub_(a: C.SOp, b: C.SOp) -> C.SOp:
+            return C.apply("sub", a, b)
+
+        def where(c: C.SOp, a: C.SOp, b: C.SOp) -> C.SOp:
+            return C.apply("where", c, a, b)
+
+        def bcast(pos: E.Expr, name: str) -> C.SOp:
+            one = Grid.of(f"{name}@", pos, s=1)
+            return self._gather(name, one, None, lambda cs: {"s": E.Const(0)})
+
+        n_b = hints.declare(bcast(im.header_position("n"), "n"), lambda max_len: range(1, _val(N) + 1))
+        d_b = hints.declare(bcast(im.header_position("d"), "d"), lambda max_len: range(1, _val(D) + 1))
+        g = {nm: bcast(im.gate_position(nm), nm) for nm in GATES}
+        tok2 = C.apply("square", C.tokens).named("tokens_sq")
+        X = im.x
+        rec = {gr.name: gr for gr in im.record}
+
+        def rows_mean(name: str, onto: Grid, row: Callable[[Coords], E.Expr], values: C.SOp) -> C.SOp:
+            """(1/d) sum_{l < D} values[X entry (row(x), l)] (padding is 0: the sum is over the true d)."""
+            s = self._sum(name, GridRef(values, X), ("l",), onto, lambda cs: {"i": row(cs)})
+            return C.apply("div", s, d_b).named(f"{name}.per_d")
+
+        def layer_norm_of(mean: C.SOp, meansq: C.SOp, name: str) -> C.SOp:
+            var = sub_(meansq, C.apply("square", mean))
+            return C.apply("reciprocal", C.apply("sqrt", add(var, g["eps"]))).named(f"{name}.rstd")
+
+        # 1. projection products (t, h, i, c, l) ---------------------------------------------------
+        P1 = self._grid("proj.products", t=3, h=H, i=N, c=K, l=D)
+        x_at = self._gather("proj.x", X, P1, lambda cs: {"i": cs["i"], "l": cs["l"]})
+        w_at = self._gather(
+            "proj.w", rec["wqkv"], P1, lambda cs: {"t": cs["t"], "h": cs["h"], "l": cs["l"], "c": cs["c"]}
+        )
+        mu0 = rows_mean("ln_x.mean", P1, lambda cs: cs["i"], C.tokens)
+        sq0 = rows_mean("ln_x.meansq", P1, lambda cs: cs["i"], tok2)
+        g1_at = self._gather("proj.g1", rec["g1"], P1, lambda cs: {"e": cs["l"]})
+        be1_at = self._gather("proj.be1", rec["be1"], P1, lambda cs: {"e": cs["l"]})
+        z_norm = add(mul(mul(sub_(x_at, mu0), layer_norm_of(mu0, sq0, "ln_x")), g1_at), be1_at)
+        z = where(g["pre"], z_norm, x_at).named("proj.z")
+        prod1 = GridRef(mul(z, w_at).named("proj.prod"), P1)
+
+        # 2. Q, K at the score products (h, i, j, c); V at the V W_O products (h, j, c, e) ---------
+        SP = self._grid("scores.products", h=H, i=N, j=N, c=K)
+
+        def proj(t: int, tok_axis: str, onto: Grid, name: str) -> C.SOp:
+            s = self._sum(
+                name, prod1, ("l",), onto, lambda cs: {"t": E.Const(t), "h": cs["h"], "i": cs[tok_axis], "c": cs["c"]}
+            )
+            b = self._gather(
+                f"{name}.bias", rec["bqkv"], onto, lambda cs: {"t": E.Const(t), "h": cs["h"], "c": cs["c"]}
+            )
+            return add(s, b).named(f"{name}.biased")
+
+        q_at = proj(0, "i", SP, "Q")
+        k_at = proj(1, "j", SP, "K")
+        qk = GridRef(mul(q_at, k_at).named("scores.prod"), SP)
+        VP = self._grid("vwo.products", h=H, j=N, c=K, e=D)
+        v_at = proj(2, "j", VP, "V")
+        wo_at = self._gather("vwo.wo", rec["wo"], VP, lambda cs: {"h": cs["h"], "c": cs["c"], "e": cs["e"]})
+        vwo = GridRef(mul(v_at, wo_at).named("vwo.prod"), VP)
+
+        # 3. scores and V W_O at the attention products (h, i, j, e) ------------------------------
+        PV = self._grid("attn.products", h=H, i=N, j=N, e=D)
+        s_at = self._sum("scores", qk, ("c",), PV, lambda cs: {"h": cs["h"], "i": cs["i"], "j": cs["j"]})
+        vw_at = self._sum("vw", vwo, ("c",), PV, lambda cs: {"h": cs["h"], "j": cs["j"], "e": cs["e"]})
+        add_at = self._gather("mask.add", im.mask_add, PV, lambda cs: {"i": cs["i"], "j": cs["j"]})
+        blk_at = self._gather("mask.blocked", im.mask_blocked, PV, lambda cs: {"i": cs["i"], "j": cs["j"]})
+        key_ok = self._below("mask.keys", PV, lambda cs: cs["j"], n_b, lambda c, s: c["j"] < s["n"])
+        hints.declare(blk_at, (0, 1))  # the encoding writes 0/1 flags there (for the compiler)
+        allowed = hints.declare(mul(key_ok, C.apply("affine", blk_at, params=(-1, 1))).named("attn.allowed"), (0, 1))
+        logit = add(mul(s_at, g["scale"]), add_at).named("attn.logit")
+
+        # 4. the row max of the allowed logits: one value-scored head ------------------------------
+        def row_id(p: E.Expr) -> E.Expr:
+            cs = PV.coords(p)
+            return E.if_(PV.contains(p), cs["h"] * N + cs["i"], -2)
+
+        def key_row(p: E.Expr) -> E.Expr:
+            cs = PV.coords(p)
+            return E.if_(PV.contains(p) & cs["e"].eq(0), cs["h"] * N + cs["i"], -1)
+
+        rows_q = C.imap(row_id, C.indices).named("attn.max.query_row")
+        rows_k = C.imap(key_row, C.indices).named("attn.max.key_row")
+        row_sel = C.select(rows_k, rows_q, "==").named("attn.max.rows")
         q, k = z3sel.Q, z3sel.K
-
-        # layer 1: broadcasts of the header (structural gathers) ---------------------------
-        def bcast(slot: int, name: str) -> C.SOp:
-            pos = header.position(0, slot)
-            src = C.imap(lambda p: pos + 0 * p, ix).named(f"{name}.source")
-            sel = C.select(ix, src, "==").named(f"{name}.broadcast")
-            it = Intent("broadcast", sel, k.eq(pos), q >= 0, f"every position selects exactly the {name} token")
-            self.intents.append((f"{name}.broadcast", it))
-            return C.aggregate(sel, tok).named(name)
-
-        n_b, d_b, ptr_b = bcast(0, "n"), bcast(1, "d"), bcast(2, "ptr")
-        # the pointer names a record that fits: 0..M-1 with M = (length - base) div S (at least 1)
-        base_v, size_v = (int(e.evaluate(C.size_bindings(e))) for e in (base, S))
-        hints.declare(ptr_b, lambda max_len: range(max(1, (max_len - base_v) // size_v)))
-
-        # pointer-dependent gathers (read the record the pointer names) --------------------
-        def pgather(name: str, queries: E.Expr, rel: Callable[[E.Expr], E.Expr], stmt: str) -> C.SOp:
-            src = C.imap(lambda p, t: E.if_(queries.substitute({q.name: p}), base + t * S + rel(p), -1), ix, ptr_b)
-            src = src.named(f"{name}.source")
-            sel = C.select(ix, src, "==").named(f"{name}.gather")
-            self.ptr_gathers.append(PtrGather(name, sel, src, queries, rel(q), stmt))
-            return C.aggregate(sel, tok).named(name)
-
-        cur = pgather("cur", q < S, lambda p: p, "record position p < S reads position p of the pointed record")
-        gate_blk = rec["gates"]
-
-        def gate_rel(i: int) -> Callable[[E.Expr], E.Expr]:
-            return lambda p: gate_blk.position(0, i) + 0 * p
-
-        g = {nm: pgather(nm, q >= 0, gate_rel(i), f"every position reads gate {nm}") for i, nm in enumerate(GATES)}
-        in_xt = xt.contains(q)
-
-        def col_param(name: str, blk: Block) -> C.SOp:
-            return pgather(name, in_xt, lambda p: blk.position(p // N, 0), f"X^T entry (j, i) reads {name}[j]")
-
-        g1, be1 = col_param("g1_at", rec["g1"]), col_param("be1_at", rec["be1"])
-
-        # structural gathers from the fetched record (layer >= 3) ---------------------------
-        def rgather(name: str, blk: Block, onto: Block) -> C.SOp:
-            """Per-row vector ``blk`` (r x 1) spread over ``onto`` (r x cols): (i, j) reads blk[i]."""
-
-            def src(p: E.Expr) -> E.Expr:
-                _, i, _ = onto.coords(p)
-                return E.if_(onto.contains(p), blk.position(i, 0), -1)
-
-            s = C.imap(src, ix).named(f"{name}.source")
-            sel = C.select(ix, s, "==").named(f"{name}.gather")
-            _, iq, _ = onto.coords(q)
-            it = Intent("gather", sel, k.eq(blk.position(iq, 0)), onto.contains(q), f"entry (i, j) reads {blk.name}[i]")
-            self.intents.append((f"{name}.gather", it))
-            return C.aggregate(sel, cur).named(name)
-
-        def mask(name: str, blk: Block, fn: Callable[[E.Expr], E.Expr], bound: C.SOp, intent: Any) -> C.SOp:
-            coord = C.imap(lambda p: E.if_(blk.contains(p), fn(p), -1), ix).named(f"{name}.coord")
-            m = C.apply("lt", coord, bound)
-            m = C.apply("mul", m, C.imap(lambda p: E.if_(blk.contains(p), 1, 0), ix)).named(name)
-            self.masks.append(Mask(name, m, blk, intent))
-            return m
-
-        def both(a: C.SOp, b: C.SOp, name: str) -> C.SOp:
-            return C.apply("mul", a, b).named(name)
-
-        mask_d = mask("mask_d", xt, lambda p: p // N, d_b, lambda h, i, j, s: i < s["d"])
-        mask_n = mask("mask_n", xt, lambda p: p % N, n_b, lambda h, i, j, s: j < s["n"])
-
-        # LayerNorm statistics over the true d features of every token (column of X^T) ------
-        def ln_stats(x: C.SOp, name: str) -> tuple[C.SOp, C.SOp]:
-            xm = C.apply("mul", x, mask_d).named(f"{name}.masked")
-            kg = C.imap(lambda p: E.if_(xt.contains(p), p % N, -1), ix).named(f"{name}.key_col")
-            qg = C.imap(lambda p: E.if_(xt.contains(p), p % N, -2), ix).named(f"{name}.query_col")
-            sel = C.select(kg, qg, "==").named(f"{name}.colmean")
-            self.intents.append(
-                (
-                    f"{name}.colmean",
-                    Intent(
-                        "colmean",
-                        sel,
-                        xt.contains(k) & (k % N).eq(q % N),
-                        xt.contains(q),
-                        "X^T entry (j, i) selects exactly the D entries of token i",
-                    ),
-                )
-            )
-            d_int = int(D)
-            m1 = C.apply("div", C.apply("scale", C.aggregate(sel, xm), params=(d_int,)), d_b).named(f"{name}.mean")
-            sq = C.apply("square", xm)
-            m2 = C.apply("div", C.apply("scale", C.aggregate(sel, sq), params=(d_int,)), d_b).named(f"{name}.meansq")
-            var = C.apply("sub", m2, C.apply("square", m1)).named(f"{name}.var")
-            rstd = C.apply("reciprocal", C.apply("sqrt", C.apply("add", var, g["eps"]))).named(f"{name}.rstd")
-            xhat = C.apply("mul", C.apply("sub", xm, m1), rstd).named(f"{name}.xhat")
-            return xhat, xm
-
-        def affine(xhat: C.SOp, w: C.SOp, b: C.SOp, name: str) -> C.SOp:
-            return C.apply("add", C.apply("mul", xhat, w), b).named(name)
-
-        # pre-norm input ----------------------------------------------------------------------
-        xhat0, xm0 = ln_stats(tok, "ln_x")
-        zt = C.apply("where", g["pre"], affine(xhat0, g1, be1, "ln1_x"), xm0).named("Z")
-
-        # projections: QKV^T = W_qkv^T @ Z^T  (3HK x N) -------------------------------------
-        wqkv = MatRef(cur, rec["wqkv"])
-        proj, its = matmul_ref(wqkv, MatRef(zt, xt), name="proj")
-        self._stage(proj, its)
-        qkv_rows = proj.block
-        bq = rgather("bqkv_at", rec["bqkv"], qkv_rows)
-        mh = mask(
-            "mask_heads",
-            qkv_rows,
-            lambda p: ((p // N) // K) % H,
-            g["heads"],
-            lambda h, i, j, s: (i // int(self.K)) % int(self.H) < s["heads"],
-        )
-        mk = mask(
-            "mask_dhead",
-            qkv_rows,
-            lambda p: (p // N) % K,
-            g["d_head"],
-            lambda h, i, j, s: i % int(self.K) < s["d_head"],
-        )
-        qkv = C.apply("mul", C.apply("add", proj.sop, bq), both(mh, mk, "mask_qkv")).named("qkv")
-        views = {t: Block.of(f"{t}T", i * H * K * N, K, N, H, channel="qkv") for i, t in enumerate(("Q", "K", "V"))}
-
-        def view_coords(i: int) -> Callable[[E.Expr, E.Expr, E.Expr], tuple[E.Expr, E.Expr, E.Expr]]:
-            return lambda h, r, c: (E.lift(0), (i * H + h) * K + r, c)
-
-        for i, (t, vb) in enumerate(views.items()):
-            self.links.append(
-                Link(
-                    f"{t}T_view",
-                    qkv_rows,
-                    vb,
-                    view_coords(i),
-                    f"{t}_h^T[c, i] is row (({i} H + h) K + c) of QKV^T",
-                )
-            )
-
-        # scores S_h = Q_h K_h^T (queries x keys) --------------------------------------------
-        qm, its = transpose_ref(MatRef(qkv, views["Q"]), name="Q")
-        self._stage(qm, its)
-        scores, its = matmul_ref(qm, MatRef(qkv, views["K"]), name="scores")
-        self._stage(scores, its)
-        sb = scores.block
-        in_s = C.imap(lambda p: E.if_(sb.contains(p), 1, 0), ix)
-        scaled = C.apply("mul", C.apply("mul", scores.sop, in_s), g["scale"]).named("scores_scaled")
-        probs, its = softmax_ref(MatRef(scaled, sb), name="probs", valid_cols=n_b)
-        self._stage(probs, its)
-        self.masks.append(Mask("probs.mask", self._find(probs.sop, "probs.mask"), sb, lambda h, i, j, s: j < s["n"]))
-
-        # O^T = V^T P^T ------------------------------------------------------------------------
-        # garbage positions outside the block may hold 0/0: cut them before they travel on
-        clean = C.apply("gate", in_s, probs.sop).named("probs_in_block")
-        pt, its = transpose_ref(MatRef(clean, probs.block), name="PT")
-        self._stage(pt, its)
-        ot, its = matmul_ref(MatRef(qkv, views["V"]), pt, name="av")
-        self._stage(ot, its)
-        ot_flat = Block.of("OT", 0, H * K, N, channel=ot.block.channel)
-        self.links.append(
-            Link(
-                "OT_concat",
-                ot.block,
-                ot_flat,
-                lambda h, r, c: (r // K, r % K, c),
-                "row h K + c of concat(O)^T is O_h^T[c]",
+        ck, cq = PV.coords(k), PV.coords(q)
+        self.intents.append(
+            (
+                "attn.max.rows",
+                Intent(
+                    "rows",
+                    row_sel,
+                    PV.contains(k) & ck["e"].eq(0) & ck["h"].eq(cq["h"]) & ck["i"].eq(cq["i"]),
+                    PV.contains(q),
+                    "product (h, i, j, e) selects the entries (h, i, j', 0), j' < N, of its score row",
+                ),
             )
         )
+        allowed_sel = (row_sel & C.select(allowed, C.full(1), "==")).named("attn.max.allowed")
+        row_max = C.maximum(allowed_sel, logit).named("attn.max")
+        shifted = where(allowed, sub_(logit, row_max), C.full(0))
+        ex = C.apply("gate", allowed, C.apply("exp", shifted)).named("attn.exp")
+        numer = GridRef(mul(ex, vw_at).named("attn.numer_terms"), PV)
+        denom = GridRef(ex, PV)
 
-        # attn^T = W_o^T @ O^T, bias, residual --------------------------------------------------
-        attn, its = matmul_ref(MatRef(cur, rec["wo"]), MatRef(ot.sop, ot_flat), name="wo")
-        self._stage(attn, its)
-        self.links.append(
-            Link("attn_aligned", attn.block, xt, lambda h, r, c: (h, r, c), "attn^T and X^T share positions")
+        # 5. per-head outputs O[h, i, e] where the sums of step 6 need them -----------------------
+        def head_out(onto: Grid, h: Callable[[Coords], E.Expr], name: str) -> C.SOp:
+            num = self._sum(f"{name}.num", numer, ("j",), onto, lambda cs: {"h": h(cs), "i": cs["i"], "e": cs["e"]})
+            den = self._sum(f"{name}.den", denom, ("j",), onto, lambda cs: {"h": h(cs), "i": cs["i"], "e": E.Const(0)})
+            return C.apply("div", num, den).named(name)
+
+        def resid_terms(onto: Grid, name: str) -> C.SOp:
+            """c[i, e] = b_o[e] + residual * X[i, e] at the grid's positions."""
+            bo = self._gather(f"{name}.bo", rec["bo"], onto, lambda cs: {"e": cs["e"]})
+            xr = self._gather(f"{name}.x", X, onto, lambda cs: {"i": cs["i"], "l": cs["e"]})
+            return add(bo, mul(g["residual"], xr)).named(f"{name}.c")
+
+        # the FFN-input LayerNorm parameters: LN1's (post-norm), LN2's (pre-norm), or (1, 0) (none)
+        norm_on = add(g["pre"], g["post"]).named("norm_on")
+
+        def ffn_in_ln(onto: Grid, name: str) -> tuple[C.SOp, C.SOp]:
+            gp = {
+                nm: self._gather(f"{name}.{nm}", rec[nm], onto, lambda cs: {"e": cs["e"]})
+                for nm in ("g1", "be1", "g2", "be2")
+            }
+            gam = where(g["post"], gp["g1"], where(g["pre"], gp["g2"], C.full(1)))
+            bet = where(g["post"], gp["be1"], where(g["pre"], gp["be2"], C.full(0)))
+            return gam.named(f"{name}.gamma"), bet.named(f"{name}.beta")
+
+        # (i, f, h, e): sum_{h, e} of R-terms x gamma W1, and of gamma W1, beta W1
+        FP = self._grid("ffn1.products", i=N, f=F, h=H, e=D)
+        o_fp = head_out(FP, lambda cs: cs["h"], "ffn1.o")
+        c_fp = resid_terms(FP, "ffn1")
+        h0_fp = self._indicator("ffn1.h0", FP, lambda cs: cs["h"].eq(0))
+        gam_fp, bet_fp = ffn_in_ln(FP, "ffn1")
+        w1_fp = self._gather("ffn1.w1", rec["w1"], FP, lambda cs: {"e": cs["e"], "f": cs["f"]})
+        gw = mul(mul(gam_fp, w1_fp), h0_fp).named("ffn1.gw")
+        bw = mul(mul(bet_fp, w1_fp), h0_fp).named("ffn1.bw")
+        rgw = mul(add(o_fp, mul(h0_fp, c_fp)), mul(gam_fp, w1_fp)).named("ffn1.rgw")
+
+        # (i, e, h, h2): sum_{e, h, h2} of the terms of R^2
+        QP = self._grid("ln1.square_terms", i=N, e=D, h=H, h2=H)
+        o1 = head_out(QP, lambda cs: cs["h"], "ln1.o")
+        o2 = head_out(QP, lambda cs: cs["h2"], "ln1.o2")
+        c_qp = resid_terms(QP, "ln1")
+        h2z = self._indicator("ln1.h2_0", QP, lambda cs: cs["h2"].eq(0))
+        hz = self._indicator("ln1.h_0", QP, lambda cs: cs["h"].eq(0) & cs["h2"].eq(0))
+        sq_terms = add(
+            add(mul(o1, o2), mul(h2z, C.apply("scale", mul(o1, c_qp), params=(2,)))), mul(hz, C.apply("square", c_qp))
         )
-        bo = rgather("bo_at", rec["bo"], xt)
-        r1 = C.apply("add", C.apply("add", attn.sop, bo), C.apply("mul", g["residual"], xm0)).named("R1")
-        xhat1, r1m = ln_stats(r1, "ln_r1")
-        g2 = rgather("g2_at", rec["g2"], xt)
-        be2 = rgather("be2_at", rec["be2"], xt)
-        y1 = C.apply("where", g["post"], affine(xhat1, g1, be1, "ln1_r1"), r1m).named("Y1")
-        z2 = C.apply("where", g["pre"], affine(xhat1, g2, be2, "ln2_r1"), y1).named("Z2")
+        sq_terms = sq_terms.named("ln1.square_terms")
+        # (i, e, h): O itself, for R at the positions that need R
+        OB = self._grid("attn.heads", i=N, e=D, h=H)
+        o_ob = head_out(OB, lambda cs: cs["h"], "attn.o")
+        c_ob = resid_terms(OB, "attn")
+        h0_ob = self._indicator("attn.h0", OB, lambda cs: cs["h"].eq(0))
+        r_terms = GridRef(add(o_ob, mul(h0_ob, c_ob)).named("attn.r_terms"), OB)
 
-        # FFN -----------------------------------------------------------------------------------
-        hid, its = matmul_ref(MatRef(cur, rec["w1"]), MatRef(z2, xt), name="ffn1")
-        self._stage(hid, its)
-        b1 = rgather("b1_at", rec["b1"], hid.block)
-        mf = mask("mask_dff", hid.block, lambda p: p // N, g["d_ff"], lambda h, i, j, s: i < s["d_ff"])
-        # mask before the activation: padded and out-of-block units are 0, and act(0) = 0 (relu and gelu)
-        u = C.apply("mul", C.apply("add", hid.sop, b1), mf).named("ffn.pre")
-        act = C.apply("where", g["gelu"], C.apply("gelu", u), C.apply("relu", u)).named("ffn.act")
-        f2, its = matmul_ref(MatRef(cur, rec["w2"]), MatRef(act, hid.block), name="ffn2")
-        self._stage(f2, its)
-        self.links.append(Link("ffn_aligned", f2.block, xt, lambda h, r, c: (h, r, c), "FFN^T and X^T share positions"))
-        b2 = rgather("b2_at", rec["b2"], xt)
-        r2 = C.apply("add", C.apply("add", f2.sop, b2), C.apply("mul", g["residual"], y1)).named("R2")
-        xhat2, r2m = ln_stats(r2, "ln_r2")
-        yf = C.apply("where", g["post"], affine(xhat2, g2, be2, "ln2_r2"), r2m).named("Y2")
-        out = C.apply("where", g["ffn"], yf, y1)
-        out = C.apply("mul", out, both(mask_d, mask_n, "mask_out")).named("Y")
+        # 6. R, LayerNorm 1 statistics, FFN 1 ------------------------------------------------------
+        def r_stats(onto: Grid, name: str) -> tuple[C.SOp | None, C.SOp, C.SOp]:
+            """R[i, e] (when the grid has an axis e), mu1[i] and rstd1[i] at the grid's positions."""
+            r = None
+            if "e" in onto.axes:
+                r = self._sum(f"{name}.R", r_terms, ("h",), onto, lambda cs: {"i": cs["i"], "e": cs["e"]})
+            s1 = self._sum(f"{name}.R_sum", r_terms, ("e", "h"), onto, lambda cs: {"i": cs["i"]})
+            s2 = self._sum(f"{name}.R_sq", GridRef(sq_terms, QP), ("e", "h", "h2"), onto, lambda cs: {"i": cs["i"]})
+            mu = C.apply("div", s1, d_b).named(f"{name}.mu1")
+            rstd = layer_norm_of(mu, C.apply("div", s2, d_b), f"{name}.ln1")
+            return r, mu, rstd
 
-        # the next sequence: X^T replaced, pointer advanced, the rest kept ------------------------
-        is_x = C.imap(lambda p: E.if_(xt.contains(p), 1, 0), ix).named("is_X")
-        ptr_pos = header.position(0, 2)
-        is_p = C.imap(lambda p: E.if_(p.eq(ptr_pos), 1, 0), ix).named("is_ptr")
-        bumped = C.apply("where", is_p, C.apply("affine", tok, params=(1, 1)), tok)
-        self.program: C.SOp = C.apply("where", is_x, out, bumped).named("U")
-        self.tok_record = tok_rec
-        self.record = rec_rel
-        self._positions = self._positions_expr()
+        def ffn1_pre(onto: Grid, f: Callable[[Coords], E.Expr], mu: C.SOp, rstd: C.SOp, name: str) -> C.SOp:
+            grp = lambda cs: {"i": cs["i"], "f": f(cs)}
+            s_rgw = self._sum(f"{name}.rgw", GridRef(rgw, FP), ("h", "e"), onto, grp)
+            s_gw = self._sum(f"{name}.gw", GridRef(gw, FP), ("h", "e"), onto, grp)
+            s_bw = self._sum(f"{name}.bw", GridRef(bw, FP), ("h", "e"), onto, grp)
+            b1 = self._gather(f"{name}.b1", rec["b1"], onto, lambda cs: {"f": f(cs)})
+            normed = add(mul(rstd, sub_(s_rgw, mul(mu, s_gw))), s_bw)
+            pre = add(where(norm_on, normed, s_rgw), b1)
+            return where(g["gelu"], C.apply("gelu", pre), C.apply("relu", pre)).named(f"{name}.act")
 
-    def _stage(self, ref: MatRef, intents: list[Intent]) -> None:
-        self.stage_blocks.extend([*ref.aux, ref.block])
-        self.intents.extend((f"{ref.block.name}.{it.name}", it) for it in intents)
+        def y1_of(onto: Grid, r: C.SOp | None, mu: C.SOp, rstd: C.SOp, name: str) -> C.SOp:
+            assert r is not None
+            g1 = self._gather(f"{name}.g1", rec["g1"], onto, lambda cs: {"e": cs["e"]})
+            be1 = self._gather(f"{name}.be1", rec["be1"], onto, lambda cs: {"e": cs["e"]})
+            return where(g["post"], add(mul(mul(sub_(r, mu), rstd), g1), be1), r).named(f"{name}.Y1")
 
-    @staticmethod
-    def _find(root: C.SOp, label: str) -> C.SOp:
-        for node in C.topological([root]):
-            if isinstance(node, C.SOp) and node.label == label:
-                return node
-        raise SimulatorError(f"no node labelled {label!r}")
+        def c2_of(onto: Grid, y1: C.SOp, name: str) -> C.SOp:
+            b2 = self._gather(f"{name}.b2", rec["b2"], onto, lambda cs: {"e": cs["e"]})
+            return add(mul(g["residual"], y1), b2).named(f"{name}.c2")
 
+        # (i, e, f): FFN 2 products and the terms of sum_e R2 and sum_e R2^2
+        EP = self._grid("ffn2.products", i=N, e=D, f=F)
+        r_ep, mu_ep, rstd_ep = r_stats(EP, "ffn2")
+        act_ep = ffn1_pre(EP, lambda cs: cs["f"], mu_ep, rstd_ep, "ffn2.u")
+        w2_ep = self._gather("ffn2.w2", rec["w2"], EP, lambda cs: {"f": cs["f"], "e": cs["e"]})
+        aw = mul(act_ep, w2_ep).named("ffn2.prod")
+        c2_ep = c2_of(EP, y1_of(EP, r_ep, mu_ep, rstd_ep, "ffn2"), "ffn2")
+        f0 = self._indicator("ffn2.f0", EP, lambda cs: cs["f"].eq(0))
+        v1 = add(aw, mul(f0, c2_ep)).named("ln2.sum_terms")
+        v2 = add(mul(C.apply("scale", c2_ep, params=(2,)), aw), mul(f0, C.apply("square", c2_ep))).named("ln2.sq_terms")
+        # (i, f, f2): act_f act_f2 (W2 W2^T)[f, f2]; the Gram matrix from (f, f2, e) products
+        WG = self._grid("gram.products", f=F, f2=F, e=D)
+        wa = self._gather("gram.a", rec["w2"], WG, lambda cs: {"f": cs["f"], "e": cs["e"]})
+        wb = self._gather("gram.b", rec["w2"], WG, lambda cs: {"f": cs["f2"], "e": cs["e"]})
+        GP = self._grid("ln2.gram_terms", i=N, f=F, f2=F)
+        gram = self._sum(
+            "gram", GridRef(mul(wa, wb).named("gram.prod"), WG), ("e",), GP, lambda cs: {"f": cs["f"], "f2": cs["f2"]}
+        )
+        _, mu_gp, rstd_gp = r_stats(GP, "gram1")
+        act_f = ffn1_pre(GP, lambda cs: cs["f"], mu_gp, rstd_gp, "gram.u")
+        act_f2 = ffn1_pre(GP, lambda cs: cs["f2"], mu_gp, rstd_gp, "gram.u2")
+        v3 = mul(mul(act_f, act_f2), gram).named("ln2.gram_terms")
+
+        # 7. FFN 2, LayerNorm 2, the output at (i, e) ---------------------------------------------
+        OUT = self._grid("out", i=N, e=D)
+        r_o, mu_o, rstd_o = r_stats(OUT, "out")
+        y1 = y1_of(OUT, r_o, mu_o, rstd_o, "out")
+        c2 = c2_of(OUT, y1, "out")
+        fw = self._sum("out.ffn", GridRef(aw, EP), ("f",), OUT, lambda cs: {"i": cs["i"], "e": cs["e"]})
+        s1 = self._sum("out.R2_sum", GridRef(v1, EP), ("e", "f"), OUT, lambda cs: {"i": cs["i"]})
+        s2 = self._sum("out.R2_sq", GridRef(v2, EP), ("e", "f"), OUT, lambda cs: {"i": cs["i"]})
+        s3 = self._sum("out.R2_gram", GridRef(v3, GP), ("f", "f2"), OUT, lambda cs: {"i": cs["i"]})
+        r2 = add(c2, fw).named("out.R2")
+        mu2 = C.apply("div", s1, d_b).named("out.mu2")
+        rstd2 = layer_norm_of(mu2, C.apply("div", add(s2, s3), d_b), "out.ln2")
+        g2 = self._gather("out.g2", rec["g2"], OUT, lambda cs: {"e": cs["e"]})
+        be2 = self._gather("out.be2", rec["be2"], OUT, lambda cs: {"e": cs["e"]})
+        y2 = where(g["post"], add(mul(mul(sub_(r2, mu2), rstd2), g2), be2), r2).named("out.Y2")
+        y = where(g["ffn"], y2, y1)
+        rows_ok = self._below("mask.rows", OUT, lambda cs: cs["i"], n_b, lambda c, s: c["i"] < s["n"])
+        cols_ok = self._below("mask.cols", OUT, lambda cs: cs["e"], d_b, lambda c, s: c["e"] < s["d"])
+        y = mul(y, mul(rows_ok, cols_ok)).named("Y")
+
+        # the next sequence: Y over X, the pointer advanced, the record queue shifted by one ------
+        size = im.record_size
+        shifted_rec = self._gather_rel("queue", size)
+        is_x = self._indicator("is_X", X)
+        is_rec = C.imap(lambda p: E.if_(p >= im.base, 1, 0), C.indices).named("is_record")
+        ptr_pos = im.header_position("ptr")
+        is_p = C.imap(lambda p: E.if_(p.eq(ptr_pos), 1, 0), C.indices).named("is_ptr")
+        rest = where(is_rec, shifted_rec, where(is_p, C.apply("affine", C.tokens, params=(1, 1)), C.tokens))
+        # Y lives at OUT's positions (i, e) = X's positions (i, l): the same row-major order
+        self.program: C.SOp = where(is_x, y, rest).named("U")
+        self.out_grid = OUT
+
+    def _gather_rel(self, name: str, size: E.Expr) -> C.SOp:
+        """Record positions p >= base read token p + S (the queue moves by one record)."""
+        base = self.map.base
+        src = C.imap(lambda p: E.if_(p >= base, p + size, -1), C.indices).named(f"{name}.source")
+        sel = C.select(C.indices, src, "==").named(f"{name}.gather")
+        q, k = z3sel.Q, z3sel.K
+        self.intents.append(
+            (
+                f"{name}.gather",
+                Intent("shift", sel, k.eq(q + size), q >= base, "record position p reads position p + S (next record)"),
+            )
+        )
+        return C.aggregate(sel, C.tokens).named(name)
+
+    # -- sizes ---------------------------------------------------------------------------------
     def _positions_expr(self, layers: int = 1) -> E.Expr:
-        out: E.Expr = self.base + layers * self.record_size
-        for b in self.stage_blocks:
-            out = E.emax(out, b.end_expr())
+        out: E.Expr = self.map.base + layers * self.map.record_size
+        for gr in self.stage_grids:
+            out = E.emax(out, gr.end_expr())
         return out
 
-    # -- public API ---------------------------------------------------------------------------
+    @property
+    def record_size(self) -> E.Expr:
+        return self.map.record_size
+
+    @property
+    def base(self) -> E.Expr:
+        return self.map.base
+
+    @property
+    def base_value(self) -> int:
+        return _val(self.map.base)
+
+    @property
+    def header(self) -> Grid:
+        return self.map.header
+
     @property
     def fingerprint(self) -> str:
         """The program's structural hash (depends on the capacity only)."""
@@ -381,20 +454,21 @@ class UniversalSimulator:
 
     @property
     def layout(self) -> Layout:
-        """Where X^T, the header and layer 0's record live in the input tokens, and U's stage blocks."""
-        return Layout.of(self.xt, self.header, *self.tok_record, *self.stage_blocks, length=self._positions)
+        """Where X, the header, the masks and layer 0's record live in the input tokens, and U's stage grids."""
+        blocks = [g.block for g in self.map.grids] + [g.block for g in self.stage_grids]
+        return Layout.of(*blocks, length=self._positions_expr())
 
     def positions(self, layers: int = 1) -> int:
         """Sequence length for an encoding with ``layers`` records."""
-        e = self._positions_expr(layers)
-        return int(e.evaluate(C.size_bindings(e)))
+        return _val(self._positions_expr(layers))
 
-    def _check(self, T: TransformerLayer, x: np.ndarray) -> None:
+    # -- input ---------------------------------------------------------------------------------
+    def _check(self, T: TransformerLayer, n: int) -> None:
         cap = self.capacity
         if not isinstance(T, TransformerLayer):
             raise SimulatorError(f"T must be a TransformerLayer, got {type(T).__name__}")
         checks = [
-            ("n (tokens)", x.shape[0], "max_len"),
+            ("n (tokens)", n, "max_len"),
             ("d_model", T.d_model, "d_model"),
             ("n_heads", T.n_heads, "n_heads"),
             ("d_head", T.d_head, "d_head"),
@@ -405,35 +479,20 @@ class UniversalSimulator:
             if v > cap[cname]:
                 raise SimulatorError(f"{what} = {v} exceeds the capacity {cname} = {cap[cname]}")
 
-    def _record_values(self, T: TransformerLayer) -> dict[str, np.ndarray]:
-        H, K = int(self.H), int(self.K)
-        d, h, k = T.d_model, T.n_heads, T.d_head
-        obj = T.symbolic_params or not all(isinstance(v, float) for v in (T.scale, T.eps))
-        z = (lambda *s: np.full(s, sp.Integer(0), dtype=object)) if obj else (lambda *s: np.zeros(s))
-        vals = {b.name: z(*b.shape) for b in self.record}
-        gates = [int(T.residual), int(T.norm == "pre"), int(T.norm == "post"), int(T.activation == "gelu")]
-        gates += [int(T.w1 is not None), T.scale, T.eps, h, k, T.d_ff or 0]
-        vals["gates"][0, :] = gates
-        for t, (w, b) in enumerate(((T.w_q, T.b_q), (T.w_k, T.b_k), (T.w_v, T.b_v))):
-            for hh in range(h):
-                r0 = (t * H + hh) * K
-                vals["wqkv"][r0 : r0 + k, :d] = w[hh].T
-                vals["bqkv"][r0 : r0 + k, 0] = b[hh]
-        for hh in range(h):
-            vals["wo"][:d, hh * K : hh * K + k] = T.w_o[hh * k : (hh + 1) * k, :].T
-        vals["bo"][:d, 0] = T.b_o
-        if T.w1 is not None:
-            f = T.w1.shape[1]
-            vals["w1"][:f, :d] = T.w1.T
-            vals["b1"][:f, 0] = T.b1
-            vals["w2"][:d, :f] = T.w2.T
-            vals["b2"][:d, 0] = T.b2
-        for nm, v in (("g1", T.ln1_weight), ("be1", T.ln1_bias), ("g2", T.ln2_weight), ("be2", T.ln2_bias)):
-            vals[nm][:d, 0] = v
-        return vals
-
-    def encode(self, T: TransformerLayer | Sequence[TransformerLayer], X: Any, pointer: int = 0) -> np.ndarray:
-        """The 1-D sequence <T, X> (or <T1..Tm, X> for a list); float64 unless something is symbolic."""
+    def encode(
+        self,
+        T: TransformerLayer | Sequence[TransformerLayer],
+        X: Any,
+        pointer: int = 0,
+        *,
+        additive: Any = None,
+        blocked: Any = None,
+    ) -> np.ndarray:
+        """The 1-D sequence <T, X> (or <T1..Tm, X> for a list), generated from the input map;
+        float64 unless something is symbolic.  ``additive`` (n x n, finite) and ``blocked``
+        (n x n, bool) are the attention mask (see :mod:`attnsim.simulator.masks`)."""
+        if self.symbolic:
+            raise SimulatorError("U was built over a symbolic capacity: bind its sizes to run it")
         layers = [T] if isinstance(T, TransformerLayer) else list(T)
         if not layers:
             raise SimulatorError("need at least one layer")
@@ -451,47 +510,38 @@ class UniversalSimulator:
                 raise SimulatorError("X contains NaN or inf")
         n, d = x.shape
         for li, L in enumerate(layers):
-            self._check(L, x)
+            self._check(L, n)
             if L.d_model != d:
                 raise SimulatorError(f"layer {li} has d_model = {L.d_model} but X has {d} features")
-        if not 0 <= pointer < len(layers):
-            raise SimulatorError(f"pointer {pointer} is not a layer index in 0..{len(layers) - 1}")
-        recs = [self._record_values(L) for L in layers]
-        symbolic = x.dtype == object or any(r["gates"].dtype == object for r in recs)
-        total = self.positions(len(layers))
-        seq: np.ndarray = np.full(total, sp.Integer(0), dtype=object) if symbolic else np.zeros(total)
-        D, N = int(self.D), int(self.N)
-        xt = np.full((D, N), sp.Integer(0), dtype=object) if symbolic else np.zeros((D, N))
-        xt[:d, :n] = x.T
-        seq[: D * N] = xt.reshape(-1)
-        h0 = self.header.start
-        seq[h0 : h0 + 3] = [n, d, pointer]
-        S = int(self.record_size.evaluate(C.size_bindings(self.record_size)))
-        for li, r in enumerate(recs):
-            for b in self.record:
-                start = self.base_value + li * S + b.start
-                seq[start : start + b.size] = r[b.name].reshape(-1)
-        return seq
-
-    @property
-    def base_value(self) -> int:
-        return int(self.base.evaluate(C.size_bindings(self.base)))
+        if not 0 <= pointer:
+            raise SimulatorError(f"pointer {pointer} must be >= 0")
+        add_m = np.zeros((n, n)) if additive is None else np.asarray(additive, dtype=np.float64)
+        blk_m = np.zeros((n, n), dtype=bool) if blocked is None else np.asarray(blocked, dtype=bool)
+        if add_m.shape != (n, n) or blk_m.shape != (n, n):
+            raise SimulatorError(f"the attention mask must have shape ({n}, {n}), got {add_m.shape} and {blk_m.shape}")
+        if not np.all(np.isfinite(add_m)):
+            raise SimulatorError("the additive mask must be finite (-inf entries are blocked keys)")
+        full_rows = np.flatnonzero(blk_m.all(axis=1))
+        if full_rows.size:
+            raise SimulatorError(f"query {int(full_rows[0])} has every key masked: its attention is undefined")
+        symbolic = x.dtype == object or any(L.symbolic_params or not isinstance(L.scale, float) for L in layers)
+        return self.map.encode(layers, x, add_m, blk_m, self.positions(len(layers)), pointer, symbolic)
 
     def decode(self, out: np.ndarray, n: int, d: int | None = None) -> np.ndarray:
-        """The output sequence's X^T block as an (n, d) array (d defaults to the capacity d_model)."""
-        D, N = int(self.D), int(self.N)
+        """The output sequence's X block as an (n, d) array (d defaults to the capacity d_model)."""
+        D, N = _val(self.D), _val(self.N)
         d = D if d is None else d
         if not (1 <= n <= N and 1 <= d <= D):
             raise SimulatorError(f"decode: n = {n}, d = {d} must be within 1..{N}, 1..{D}")
         arr = np.asarray(out)
         if arr.ndim != 1 or arr.shape[0] < D * N:
             raise SimulatorError(f"decode needs a 1-D output sequence of length >= {D * N}, got shape {arr.shape}")
-        return arr[: D * N].reshape(D, N).T[:n, :d]
+        return arr[: D * N].reshape(N, D)[:n, :d]
 
     def _decoded(self, n: int, d: int) -> np.ndarray:
-        """The positions ``decode(out, n, d)`` reads: X^T entries (i, j) with i < d, j < n."""
-        N = int(self.N)
-        return (np.arange(d)[:, None] * N + np.arange(n)[None, :]).reshape(-1)
+        """The positions ``decode(out, n, d)`` reads: X entries (i, e) with i < n, e < d."""
+        D = _val(self.D)
+        return (np.arange(n)[:, None] * D + np.arange(d)[None, :]).reshape(-1)
 
     def _evaluate(self, seq: np.ndarray, backend: str, finite: Any = True) -> np.ndarray:
         """One pass of U; ``finite``: the output positions that must be finite (numpy backend)."""
@@ -518,29 +568,66 @@ class UniversalSimulator:
             raise SimulatorError(f"X must have shape (n, d_model) or (B, n, d_model) (batch first), got {x.shape}")
         return [X], False
 
-    def run(self, T: TransformerLayer, X: Any, backend: str = "numpy") -> np.ndarray:
-        """U(<T, X>) decoded: equals T(X).
+    def _masks(
+        self, n: int, batch: int, b: int, src_mask: Any, is_causal: bool, src_key_padding_mask: Any
+    ) -> tuple[Any, Any]:
+        """(additive, blocked) for batch element b, as torch defines the three mask arguments."""
+        if src_mask is None and not is_causal and src_key_padding_mask is None:
+            return None, None
+        from attnsim.simulator.masks import attention_mask
+
+        kpm = src_key_padding_mask
+        if kpm is not None:
+            kpm = np.asarray(kpm)
+            if kpm.ndim == 2:
+                if kpm.shape[0] != batch:
+                    raise SimulatorError(f"src_key_padding_mask has {kpm.shape[0]} rows for a batch of {batch}")
+                kpm = kpm[b]
+        m = attention_mask(n, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=kpm)
+        return m.additive, m.blocked
+
+    def run(
+        self,
+        T: TransformerLayer,
+        X: Any,
+        *,
+        src_mask: Any = None,
+        is_causal: bool = False,
+        src_key_padding_mask: Any = None,
+        backend: str = "numpy",
+    ) -> np.ndarray:
+        """U(<T, X>) decoded: equals T(X) (with torch's mask arguments).
 
         X has shape (n, d_model) or (B, n, d_model), batch first; U's program reads one sequence,
-        so a batch runs each element on its own and stacks the results to (B, n, d_model)."""
-        xs, batched = self._batch(X)
-        outs = []
-        for x in xs:
-            seq = self.encode(T, x)
-            n = np.asarray(x).shape[0]
-            outs.append(self.decode(self._evaluate(seq, backend, self._decoded(n, T.d_model)), n, T.d_model))
-        return np.stack(outs) if batched else outs[0]
+        so a batch runs each element on its own (with its row of ``src_key_padding_mask``) and
+        stacks the results to (B, n, d_model)."""
+        return self.run_stack(
+            [T], X, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask, backend=backend
+        )
 
-    def run_stack(self, layers: Sequence[TransformerLayer], X: Any, backend: str = "numpy") -> np.ndarray:
+    def run_stack(
+        self,
+        layers: Sequence[TransformerLayer],
+        X: Any,
+        *,
+        src_mask: Any = None,
+        is_causal: bool = False,
+        src_key_padding_mask: Any = None,
+        backend: str = "numpy",
+    ) -> np.ndarray:
         """Depth by looping: run the same program m times on <T1..Tm, X>; equals Tm(...T1(X)).
 
-        X has shape (n, d_model) or (B, n, d_model), batch first (each element runs on its own)."""
+        X has shape (n, d_model) or (B, n, d_model), batch first (each element runs on its own);
+        the masks apply to every layer, as in torch's ``nn.TransformerEncoder``."""
         layers = list(layers)
+        if not layers:
+            raise SimulatorError("need at least one layer")
         xs, batched = self._batch(X)
         outs = []
-        for x in xs:
-            seq = self.encode(layers, x)
+        for b, x in enumerate(xs):
             n, d = np.asarray(x).shape[0], layers[0].d_model
+            add_m, blk_m = self._masks(n, len(xs), b, src_mask, is_causal, src_key_padding_mask)
+            seq = self.encode(layers, x, additive=add_m, blocked=blk_m)
             for i in range(len(layers)):
                 # a pass's whole output is the next pass's input; the last is read at the decoded block
                 last = i == len(layers) - 1
@@ -556,21 +643,22 @@ class UniversalSimulator:
         """Layers, heads per layer, positions; closed forms in the capacity symbols; per MLP (0 =
         before any attention, l = after attention layer l) its depth in primitives and the
         generalized primitives it carries (name -> number of Maps)."""
-        c: Cost = cost(self.program, positions=self.positions())
+        positions = None if self.symbolic else self.positions()
+        c: Cost = cost(self.program, positions=positions)
         syms = {s: sp.Symbol(s, positive=True, integer=True) for s in ("N", "D", "H", "K", "F")}
-        env = {k: v for k, v in syms.items()}
-        pos = self._positions_expr().to_sympy(env)
+        pos = self._positions_expr().to_sympy(dict(syms))
         return {
             "layers": c.layers,
             "heads": c.heads,
             "positions": c.positions,
             "channels": c.channels,
             "capacity": dict(self.capacity),
+            "variant": self.variant,
             "closed_form": {
                 "layers": sp.Integer(c.layers),
                 "heads": [sp.Integer(h) for h in c.heads],
                 "positions": pos,
-                "positions_per_extra_layer": self.record_size.to_sympy(env),
+                "positions_per_extra_layer": self.record_size.to_sympy(dict(syms)),
             },
             "generalized_primitives": c.generalized,
             "mlp_depth": c.mlp_depth,
@@ -588,3 +676,11 @@ class UniversalSimulator:
         tracemalloc.stop()
         err = float(np.max(np.abs(y - T(X))))
         return {"max_abs_error": err, "seconds": secs, "peak_bytes": peak}
+
+
+def _val(e: E.Expr | int) -> int:
+    e = E.lift(e)
+    return int(e.evaluate(C.size_bindings(e)))
+
+
+__all__ = ["GATES", "HEADER", "SEQ", "VARIANTS", "Mask", "UniversalSimulator"]

@@ -35,8 +35,8 @@ def test_simulate_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 0
     data = json.loads(out)
     # max_abs_error measured 4.4e-16 for this seed and capacity
-    assert data["max_abs_error"] <= 1e-14 and data["layers"] == 19 and data["n"] == 3
-    assert len(data["mlp_depth"]) == len(data["mlp_generalized"]) == 20
+    assert data["max_abs_error"] <= 1e-14 and data["layers"] == 7 and data["n"] == 3
+    assert len(data["mlp_depth"]) == len(data["mlp_generalized"]) == 8
     assert sum(m.get("exp", 0) for m in data["mlp_generalized"]) == 1
     assert "building U" in err
 

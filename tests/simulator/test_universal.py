@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim import TransformerLayer, UniversalSimulator, evaluate
+from attnsim.proofs import z3sel
+from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.simulator import obligations as O
 from attnsim.simulator.reference import SimulatorError
@@ -29,9 +31,9 @@ def test_public_api() -> None:
     assert np.max(np.abs(u.decode(out, 3) - T(X))) <= 1e-14
     assert np.max(np.abs(u.run(T, X) - T(X))) <= 1e-14
     tr = u.trace(T, X)
-    assert "probs" in tr and "R1" in tr and "U" in tr
+    assert "attn.exp" in tr and "out.R2" in tr and "U" in tr
     c = u.cost()
-    assert c["layers"] == 19 and len(c["heads"]) == 19
+    assert c["layers"] == 7 and len(c["heads"]) == 7
     syms = {str(s): s for s in c["closed_form"]["positions"].free_symbols}
     vals = {"N": 8, "D": 4, "H": 2, "K": 2, "F": 8}
     assert c["closed_form"]["positions"].subs({syms[k]: v for k, v in vals.items() if k in syms}) == c["positions"]
@@ -97,9 +99,11 @@ def test_fingerprint_depends_on_capacity_only() -> None:
     assert UniversalSimulator(5, 4, 2, 3, 7).fingerprint != U.fingerprint
 
 
-def test_layers_constant_in_capacity() -> None:
-    layers = {UniversalSimulator(c, c, h, k, c).cost()["layers"] for c, h, k in ((2, 1, 1), (7, 3, 2), (64, 8, 8))}
-    assert layers == {19}
+def test_seven_layers_at_every_capacity_2_to_64() -> None:
+    """U's depth is 7 attention layers whatever the capacity (max_len = d_model = d_ff = c)."""
+    layers = {UniversalSimulator(c, c, min(c, 4), max(1, c // 4), c).cost()["layers"] for c in range(2, 65)}
+    layers |= {UniversalSimulator(c, c, h, k, c).cost()["layers"] for c, h, k in ((2, 1, 1), (7, 3, 2), (64, 8, 8))}
+    assert layers == {7}
 
 
 def test_wrong_layer_is_detected() -> None:
@@ -123,8 +127,14 @@ def test_run_stack_is_looping() -> None:
     assert np.max(np.abs(U.run_stack(layers, X) - want)) <= 1e-14  # measured 3.9e-16
     seq = U.encode(layers, X)
     out = np.asarray(__import__("attnsim").evaluate(U.program, seq))
-    ptr = U.header.start + 2
-    assert out[ptr] == 1 and np.array_equal(out[U.base_value :], seq[U.base_value :])
+    val = lambda e: int(e.evaluate(C.size_bindings(e)))
+    ptr, b, S, x_end = int(U.header.positions()[2]), U.base_value, val(U.record_size), val(U.map.x.end_expr())
+    # a pass writes X, advances the pointer, keeps the header and the masks...
+    assert out[ptr] == seq[ptr] + 1
+    keep = np.arange(x_end, b) != ptr
+    assert np.array_equal(out[x_end:b][keep], seq[x_end:b][keep])
+    # ... and moves the record queue by one record: the next pass reads layer 2 where it read layer 1
+    assert np.array_equal(out[b : len(seq) - S], seq[b + S :]) and not np.any(out[len(seq) - S :])
 
 
 @pytest.mark.parametrize(
@@ -162,76 +172,64 @@ def test_sympy_backend_attention() -> None:
         UniversalSimulator(2, 2, 1, 1).run(T, X)
 
 
-# The masks of U, written out here (not read from U): at entry (h, i, j) of the mask's block,
-# 1 exactly when the entry belongs to the true sizes n, d, heads, d_head, d_ff of T, else 0.
-# X^T is d_model x max_len (feature i, token j); QKV^T rows are 3 H K (i // K mod H is the
-# head, i mod K the head coordinate); the scores are H x N x N (column j is a key token);
-# the FFN hidden block is d_ff x max_len.
-def _expected_masks(cap: tuple[int, int, int, int, int]) -> dict[str, Callable[[int, int, int, dict[str, int]], bool]]:
-    _, _, H, K, _ = cap
-    return {
-        "mask_d": lambda h, i, j, s: i < s["d"],
-        "mask_n": lambda h, i, j, s: j < s["n"],
-        "mask_heads": lambda h, i, j, s: (i // K) % H < s["heads"],
-        "mask_dhead": lambda h, i, j, s: i % K < s["d_head"],
-        "probs.mask": lambda h, i, j, s: j < s["n"],
-        "mask_dff": lambda h, i, j, s: i < s["d_ff"],
-    }
+# The masks of U, written out here (not read from U): 1 exactly at the entries that belong to
+# the true sizes of T.  The attention products are (h, i, j, e) with j the key token; the output
+# is (i, e) with i the token and e the feature.
+EXPECTED_MASKS: dict[str, tuple[str, Callable[[tuple[int, ...], dict[str, int]], bool]]] = {
+    "mask.keys": ("attn.products", lambda c, s: c[2] < s["n"]),
+    "mask.rows": ("out", lambda c, s: c[0] < s["n"]),
+    "mask.cols": ("out", lambda c, s: c[1] < s["d"]),
+}
 
 
 @pytest.mark.parametrize("cap", [(4, 3, 2, 3, 2), (3, 2, 2, 2, 2)])
 def test_masks_of_the_real_U_for_every_size(cap: tuple[int, int, int, int, int]) -> None:
     """Hierarchy N >= n (Theorem 6 within capacity): on the real U, every MLP mask is 1 exactly on
-    the true n, d, heads, d_head, d_ff of T, for every size combination within the capacity.
-    (Outputs cannot show a mask one entry too wide: the extra entry multiplies zero padding.)"""
+    the true n (keys, rows) and d (columns) of T, for every size combination within the capacity.
+    (Outputs cannot show a column mask one entry too wide: the extra entry is zero padding.)"""
     u = UniversalSimulator(*cap)
-    want = _expected_masks(cap)
-    assert sorted(m.name for m in u.masks) == sorted(want)
-    N, D, H, K, F = cap
+    assert sorted(m.name for m in u.masks) == sorted(EXPECTED_MASKS)
+    N, D = cap[:2]
     combos = 0
-    for n, d, h, k, f in itertools.product(
-        range(1, N + 1), range(1, D + 1), range(1, H + 1), range(1, K + 1), range(0, F + 1)
-    ):
-        T = TransformerLayer.random(d, h, k, f or None, seed=combos)
+    for n, d in itertools.product(range(1, N + 1), range(1, D + 1)):
+        T = TransformerLayer.random(d, 1, 1, None, seed=combos)
         vals = evaluate([m.sop for m in u.masks], u.encode(T, np.ones((n, d))))
-        sizes = {"n": n, "d": d, "heads": h, "d_head": k, "d_ff": f}
         for m, v in zip(u.masks, vals, strict=True):
-            got = np.asarray(v)[m.block.start : m.block.end].reshape(m.block.shape)
-            got = got.reshape((-1, *got.shape[-2:]))
-            fn = want[m.name]
+            grid, fn = EXPECTED_MASKS[m.name]
+            assert m.grid.name == grid
+            got = np.asarray(v)[m.grid.positions()]
             exp = np.zeros(got.shape)
-            for hh, i, j in np.ndindex(*got.shape):
-                exp[hh, i, j] = fn(hh, i, j, sizes)
-            assert np.array_equal(got, exp), (m.name, sizes)
+            for c in np.ndindex(*got.shape):
+                exp[c] = fn(c, {"n": n, "d": d})
+            assert np.array_equal(got, exp), (m.name, n, d)
         combos += 1
-    assert combos == N * D * H * K * (F + 1)
+    assert combos == N * D
 
 
 def test_checks_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutants: a wrong mask intent and a wrong selector intent are reported as failures."""
-    m = U.masks[1]
-    bad = type(m)(m.name, m.sop, m.block, lambda h, i, j, s: j <= s["n"])
     u_small = O._u(2, 2, 1, 1, 1)
+    m = next(x for x in u_small.masks if x.name == "mask.keys")
+    bad = type(m)(m.name, m.sop, m.grid, lambda c, s: c["j"] <= s["n"])
     monkeypatch.setattr(u_small, "masks", [bad])
     assert O.mask_check(((2, 2, 1, 1, 1),))(10).ok is False
     u3 = O._u(*O.SMALL)
-    name, it = u3.intents[0]
-    wrong = type(it)(it.name, it.selector, E.Not(it.intent), it.queries, it.statement)
-    monkeypatch.setattr(u3, "intents", [(name, wrong)])
-    assert O.intent_check(name, None)(10).ok is False
+    original = dict(u3.intents)
+    for name in ("proj.x.gather", "queue.gather", "attn.max.rows", "scores.sum"):
+        it = original[name]
+        wrong = type(it)(it.name, it.selector, E.Not(it.intent), it.queries, it.statement)
+        monkeypatch.setattr(u3, "intents", [(name, wrong)])
+        assert O.decoded_intent_check(name)(20).ok is False, name
 
 
-def test_link_and_pointer_checks_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Mutants: a view read at the wrong row, a record gather read one slot off."""
+def test_record_shift_one_off_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutant: a pass that moves the record queue by S + 1 instead of S fails its intent."""
     u3 = O._u(*O.SMALL)
-    ln = u3.links[0]
-    shifted = type(ln)(ln.name, ln.producer, ln.consumer, lambda h, r, c: (h, r + 1, c), ln.statement)
-    monkeypatch.setattr(u3, "links", [shifted])
-    assert O.link_check(ln.name, None)(10).ok is False
-    pg = next(p for p in u3.ptr_gathers if p.name == "eps")
-    off = type(pg)(pg.name, pg.selector, pg.source, pg.queries, pg.rel + 1, pg.statement)
-    monkeypatch.setattr(u3, "ptr_gathers", [off])
-    assert O.ptr_check("eps", None)(10).ok is False
+    it = dict(u3.intents)["queue.gather"]
+    k, q = z3sel.K, z3sel.Q
+    off = type(it)(it.name, it.selector, k.eq(q + u3.record_size + 1), it.queries, it.statement)
+    monkeypatch.setattr(u3, "intents", [("queue.gather", off)])
+    assert O.decoded_intent_check("queue.gather")(20).ok is False
 
 
 def test_a_batch_runs_each_element_and_stacks() -> None:
@@ -268,21 +266,27 @@ def test_batch_shapes_are_checked(shape: tuple[int, ...], msg: str) -> None:
             call(np.zeros(shape))
 
 
-def test_exp_overflow_is_a_one_line_error_never_a_nan() -> None:
-    """Theorem 6 in float64: attention logits past ~709 overflow U's exp (its softmax shifts by
-    nothing yet); U.run and U.run_stack refuse with one line naming the node and primitive,
-    where they returned NaN before."""
+def test_logits_spread_above_1418_are_exact_by_the_row_max() -> None:
+    """Theorem 6 in float64: U's softmax shifts by the true row max (one value-scored head), so a
+    row of logits [1000, 0, -1000] (or [1600, 0, -1600]) gives torch's finite answer."""
     T = TransformerLayer(w_q=[[[1.0], [0.0]]], w_k=[[[1.0], [0.0]]], w_v=[[[1.0], [0.0]]], w_o=[[1.0, 0.0]], scale=1.0)
-    X = np.array([[40.0, 0.0], [0.0, 0.0], [-40.0, 0.0]])  # logits up to 1600
-    assert np.all(np.isfinite(T(X)))  # the reference shifts by the row max
     u = UniversalSimulator(3, 2, 1, 1)
-    want = r"^U: output position \d+ is nan .*node 'probs\.exp' \(primitive exp\), which gave inf at position \d+ "
-    want += r"\(overflow\)$"
-    for call in (lambda: u.run(T, X), lambda: u.run_stack([T, T], X), lambda: u.run(T, np.stack([X / 40, X]))):
-        with pytest.raises(SimulatorError, match=want):
-            call()
-    small = X / 2  # logits up to 400: fine
-    assert np.max(np.abs(u.run(T, small) - T(small))) <= 1e-12  # measured 2.2e-16
+    for top in (1000.0**0.5, 40.0):  # logits up to 1000 and 1600
+        X = np.array([[top, 0.0], [0.0, 0.0], [-top, 0.0]])
+        want = T(X)
+        assert np.all(np.isfinite(want))
+        assert np.max(np.abs(u.run(T, X) - want)) <= 1e-12  # measured 0 and 0
+        assert np.max(np.abs(u.run_stack([T, T], X) - T(T(X)))) <= 1e-12
+
+
+def test_overflow_is_a_one_line_error_never_a_nan() -> None:
+    """A value that stops being finite (here the scores q k overflow float64) is refused with one
+    line naming the node and primitive, never returned as NaN."""
+    T = TransformerLayer(w_q=[[[1.0], [0.0]]], w_k=[[[1.0], [0.0]]], w_v=[[[1.0], [0.0]]], w_o=[[1.0, 0.0]], scale=1.0)
+    X = np.array([[1e160, 0.0], [0.0, 0.0]])
+    u = UniversalSimulator(3, 2, 1, 1)
+    with pytest.raises(SimulatorError, match=r"^U: output position \d+ is nan .*\(overflow\)$"):
+        u.run(T, X)
 
 
 def test_cost_reports_each_mlp_depth_and_generalized_primitives() -> None:
