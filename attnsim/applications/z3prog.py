@@ -6,7 +6,8 @@ equals the task's specification" is proven for all integer inputs (unbounded alp
 length, not only for the inputs enumerated.  Supported nodes: tokens, indices, length,
 integer constants, index Maps (via :class:`attnsim.rasp.expr.Z3Translator`), Select with any
 comparison and its and/or/not, SelectorWidth, and Aggregate (mean over the selected keys as a
-Z3 real; 0 when none).  Value primitives are not supported (they raise :class:`NotSupported`).
+Z3 real; 0 when none; a value-scored head: the mean over the selected keys that no selected key
+outscores).  Value primitives are not supported (they raise :class:`NotSupported`).
 """
 
 from __future__ import annotations
@@ -79,6 +80,12 @@ def unroll(program: C.SOp, tokens: Sequence[Any], side: list[Any]) -> list[Any]:
         elif isinstance(node, C.Aggregate):
             sm, vs = sels[id(node.selector)], vals[id(node.values)]
             out = []
+            if node.score is not None:  # value-scored: the selected keys no selected key outscores
+                sc = vals[id(node.score)]
+                sm = [
+                    [z3.And(sm[q][k], *(z3.Implies(sm[q][o], sc[o] <= sc[k]) for o in range(L))) for k in range(L)]
+                    for q in range(L)
+                ]
             if isinstance(node.values, C.Full):  # the mean of a constant c over a non-empty set is c
                 vals[key] = [z3.If(z3.Or(sm[q]), vs[0], 0) for q in range(L)]
                 continue

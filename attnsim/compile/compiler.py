@@ -295,6 +295,12 @@ class Compiler:
         if isinstance(node, C.Aggregate):
             lyr = self.layer[id(node)]
             vals = self.realize(node.values)
+            if node.score is not None:
+                sc = self.realize(node.score)
+                d = self.scored_head(node, lyr, vals.form, sc, self.name(node))
+                if node.score is node.values and vals.domain.points is not None:  # a max head: a value, or 0
+                    return Realized(_unit(d), D.Domain.of([Fraction(0), *vals.domain.points]))
+                return Realized(_unit(d), D.means(vals.domain, N))
             d = self.agg_head(node.selector, lyr, vals.form, self.name(node))
             return Realized(_unit(d), D.means(vals.domain, N))
         if isinstance(node, (C.Map, C.SequenceMap)):
@@ -597,6 +603,39 @@ class Compiler:
         hb.values.append((value, d))
         return d
 
+    def scored_head(self, node: C.Aggregate, layer: int, value: Form, score: Realized, name: str) -> int:
+        """A value-scored head, exact under average hard attention: logit(q, k) = lam S(q, k) + s(k) -
+        (lo - 1) on token keys, with S the selector's score (0 selected, <= -m otherwise), s the key's
+        score in [lo, hi], lam = 2 (hi - lo + 2) / m; BOS scores -lam m / 2.  Selected keys then score
+        in [1, hi - lo + 1], BOS below them (< 0), every other key below BOS (<= -lam m + hi - lo + 1
+        = -lam m / 2 - 1): the maximal keys are the selected keys of maximal score, BOS when none is
+        selected (value 0).  The head's gap is min(g_s, 1), g_s the smallest spacing of the score's
+        domain (docs/semantics.md, "Value-scored heads")."""
+        dom = score.domain
+        if not dom.finite or dom.lo is None or dom.hi is None:
+            raise CompileError(
+                f"value-scored head {name}: its score {self.name(node.score) if node.score else '?'} has no finite "
+                f"domain ({dom.describe()}); the logits need bounds (pass vocab= or domains=)"
+            )
+        cols, margin, forms = self.terms(node.selector)
+        lam = 2 * (dom.hi - dom.lo + 2) / margin
+        cols = [({k: lam * v for k, v in qf.items()}, kf) for qf, kf in cols]
+        kscore = _lin((1, score.form), (-(dom.lo - 1), _unit(ONE)))
+        cols.append((_unit(ONE), kscore))
+        cols.append(({BOS: Fraction(1), ONE: -lam * margin / 2}, {BOS: Fraction(1)}))
+        for qf, kf in cols:
+            for dv in (*qf, *kf, *value):
+                if self.pos[dv][0] >= layer:
+                    raise CompileError(f"internal: head {name} at layer {layer} reads {self.dims[dv]} of a later layer")
+        spacing = D.min_gap(dom, dom)
+        gap = min(spacing if spacing is not None else Fraction(1), Fraction(1))
+        forms = [*forms, f"score {self.name(node.score) if node.score else '?'} in [{dom.lo}, {dom.hi}], lam {lam}"]
+        hb = HeadB(f"{self.name(node.selector)}|scored:{name}", "scored", layer, cols, gap, forms)
+        self.heads[(layer, f"scored:{id(node)}")] = hb
+        d = self.new_dim(name, (layer, 0))
+        hb.values.append((value, d))
+        return d
+
     def width_head(self, sel: C.Selector, layer: int, name: str) -> Form:
         hb = self._head(sel, layer, "width", self.name(sel) if name != "length" else "length")
         if hb.values:
@@ -639,7 +678,7 @@ class Compiler:
                 for j, (vf, od) in enumerate(hb.values):
                     wv[:, j] = vec(vf)
                     wo[j, od] = 1
-                gap = hb.margin / 2 if hb.kind == "aggregate" else hb.margin
+                gap = hb.margin / 2 if hb.kind == "aggregate" else hb.margin  # scored: its margin is its gap
                 heads.append(Head(hb.name, hb.kind, wq, wk, wv, wo, hb.margin, gap, hb.forms))
             stages = []
             depths = sorted({it.depth for it in self.items if it.layer == li})

@@ -37,6 +37,40 @@ def beta_for(h: Head, eta: float, vmax: float, n_keys: int) -> float:
     return max(0.0, math.log(2 * vmax * (n_keys - 1) / eta) / head_gap(h))
 
 
+def range_bound(gap: float, n_keys: int, value_range: float, beta: float) -> float:
+    """|soft - hard| <= (T - 1) e^{-beta g} R for one query of a head whose maximal keys (set M) score
+    at least g above every other key, T keys (BOS included), R = max - min of the values the keys
+    carry (BOS's 0 included).  Derivation: the keys of M share one logit, so softmax gives each of
+    them (1 - eps) / |M|, eps the weight outside M, and soft = (1 - eps) hard + sum_{k not in M} w_k
+    v_k, i.e. soft - hard = sum_{k not in M} w_k (v_k - hard); hard is a mean of values, so
+    |v_k - hard| <= R and |soft - hard| <= eps R; each k outside M has w_k <= e^{-beta g} (its logit
+    is g below the max, and the denominator is >= 1 after the max shift), so eps <= (T - 1) e^{-beta g}.
+    For a value-scored head g is min(the score's spacing, 1) (the compiler's ``gap``): the bound
+    says how sharply a softmax head must separate the maximal score from the next one."""
+    return max(n_keys - 1, 0) * math.exp(-beta * gap) * value_range
+
+
+def range_check(ct: CompiledTransformer, tokens: Any, betas: Sequence[float]) -> list[dict[str, Any]]:
+    """Per head and beta: the measured max |soft - hard| on ``tokens`` and :func:`range_bound`
+    (R from the values the head's keys carry on the hard run's residual, BOS's 0 included)."""
+    _, states = ct.run(np.asarray(tokens, dtype=np.float64), exact=False, keep=True)
+    rows: list[dict[str, Any]] = []
+    for li, h, x in _head_inputs(ct, states):
+        v = ct._mm(x, h.W_V, False)
+        value_range = float(np.max(v) - np.min(v)) if v.size else 0.0
+        for b in betas:
+            rows.append(
+                {
+                    "layer": li,
+                    "head": h.name,
+                    "beta": float(b),
+                    "error": _soft_error(ct, h, x, float(b)),
+                    "bound": range_bound(head_gap(h), x.shape[1], value_range, float(b)),
+                }
+            )
+    return rows
+
+
 def _head_inputs(ct: CompiledTransformer, states: Sequence[Any]) -> Iterator[tuple[int, Head, Any]]:
     """(layer, head, the residual it reads) for every attention head.
 

@@ -11,10 +11,13 @@ For an r x c matrix (or a stack (h, r, c) in per-head blocks), flattened row-maj
 
 So softmax costs 1 layer and 1 head for every shape and stack, against the paper's 2 layers
 with one head per row (3 rows hard-coded) and +1 layer for multi-head.  ``stable=True``
-subtracts the row MEAN first (same head, one more layer: 2 layers, like the paper); it is
-exact in SymPy because softmax is invariant under a per-row shift.  The max-shift that NumPy
-uses is not offered: a row max needs a value-dependent selector (``Select(x, x, >)``), which
-runs dense L x L, has no truth value on SymPy symbols and costs 2 more layers (3 > paper).
+subtracts the TRUE ROW MAX first, as NumPy and torch do: one max head (``C.maximum``, a
+value-scored head: the row's selected keys scored by their own values, docs/semantics.md) on the
+same row selector, one more layer (2 layers, like the paper).  Every exp argument is then <= 0 and
+the row max's is 0, so any finite float64 row (``[1000, 0, -1000]``, ``[1e5, -1e5]``) gives a
+finite output; exact in SymPy because softmax is invariant under a per-row shift (the all-sizes
+proof cancels the opaque max, :mod:`attnsim.symbolic.maxover`).  (The row-mean shift this
+replaced refused spreads above 709.)
 
 The masked form (``valid_cols``) serves the universal simulator, where the true number of
 columns n <= c is a runtime value: padded columns get weight 0 and stay out of the sum.
@@ -85,7 +88,11 @@ def softmax_ref(
     at the block's positions before this layer (e.g. broadcast by one earlier head); it adds no
     layer of its own.
 
-    ``stable``: subtract the row mean (of the valid entries) before exp; +1 layer, same head.
+    ``stable``: subtract the row max (of the valid entries) before exp: one max head on the row
+    selector, +1 layer.  Masked: the padded columns are first filled with the row's column-0
+    entry (valid, as n >= 1; read by one gather head, in the layer of the mask), so the max over
+    the filled row is the max over the valid columns, and no exp argument exceeds 0 anywhere in
+    the block.
 
     Values at positions outside ``a``'s block are unspecified (possibly NaN: 0/0 where a
     masked "row" there is empty); only the result block is meaningful.
@@ -104,10 +111,14 @@ def softmax_ref(
         mask = C.apply("lt", col, valid_cols).named(f"{name}.mask")
         x = C.apply("gate", mask, x).named(f"{name}.masked")
     if stable:
-        m = C.aggregate(sel, x).named(f"{name}.rowmean")
-        if valid_cols is not None:
-            m = C.apply("div", C.apply("scale", m, params=(cols,)), valid_cols).named(f"{name}.validmean")
-        x = C.apply("sub", x, m).named(f"{name}.shifted")
+        filled = x
+        if mask is not None:  # padded columns take column 0's entry (valid: n >= 1), so the row max is the valid max
+            start = C.imap(lambda p: b.offset + (p - b.offset) // b.cols * b.cols, C.indices).named(f"{name}.rowstart")
+            first = C.aggregate(C.select(C.indices, start, "=="), a.sop).named(f"{name}.first")
+            pad = C.apply("affine", mask, params=(-1, 1)).named(f"{name}.pad")
+            filled = C.apply("add", x, C.apply("gate", pad, first)).named(f"{name}.filled")
+        m = C.maximum(sel, filled).named(f"{name}.rowmax")
+        x = C.apply("sub", filled, m).named(f"{name}.shifted")  # <= 0 at every position of the block
     e = C.apply("exp", x).named(f"{name}.exp")
     if mask is not None:
         e = C.apply("gate", mask, e).named(f"{name}.exp_masked")
@@ -170,17 +181,13 @@ EXP_MAX = 709.0  # exp(x) overflows float64 above ~709.78 and loses precision (s
 def float_range_check(a: np.ndarray, stable: bool, what: str = "softmax") -> None:
     """Refuse float64 inputs whose exps overflow/underflow, instead of returning NaN silently.
 
-    Plain: every row max must lie in [-708, 709].  Mean-shifted: max - mean <= 709 per row (the
-    largest term is then >= 1, so the denominator never underflows).
+    Plain: every row max must lie in [-708, 709].  Max-shifted (``stable``): nothing to refuse for
+    finite entries (every exp argument is <= 0 and the row max's is 0, so each term is in [0, 1]
+    and the denominator in [1, cols]); non-finite entries are refused by the input check.
     """
-    if a.size == 0:
+    if a.size == 0 or stable:
         return
     top = a.max(axis=-1)
-    if stable:
-        gap = float(np.max(top - a.mean(axis=-1)))
-        if gap > EXP_MAX:
-            raise ConstructionError(f"{what}: a row's max exceeds its mean by {gap:.4g} > 709: exp overflows float64")
-        return
     hi, lo = float(np.max(top)), float(np.min(top))
     if hi > EXP_MAX:
         raise ConstructionError(f"{what}: entry {hi:.4g} > 709 overflows exp in float64; use stable=True")
@@ -275,7 +282,7 @@ def masked_softmax(
         paper_cost=_paper_cost(rows, heads),
         exact=False,
         check_inputs=check,
-        specification=specs.MASKED_SOFTMAX.at(rows=r, cols=c, heads=h),  # the valid-mean shift cancels
+        specification=specs.MASKED_SOFTMAX.at(rows=r, cols=c, heads=h),  # the valid-max shift cancels
         scalars=(("n", 1, c, "o_j"),),
     ).bind(**vals)
 
@@ -288,9 +295,13 @@ def exp_canonical(e: Any) -> Any:
     x_s (softmax's case), each exp(sum a_s x_s) becomes prod t_s^(a_s D) with t_s = exp(x_s / D)
     a positive symbol (D = lcm of the denominators of the a_s); x -> t is a bijection R -> R+,
     so ``e`` is identically 0 iff the resulting rational function cancels to 0.  Otherwise falls
-    back to ``sp.simplify``.
+    back to ``sp.simplify``.  A ``Max``/``Min`` (the max-shifted variant's row max) is first
+    replaced by a fresh real symbol: an identity in that free symbol holds in particular at the
+    max (a generalization; it is never needed for soundness that the symbol be the max).
     """
     e = sp.sympify(e)
+    opaque = sorted(e.atoms(sp.Max, sp.Min), key=sp.default_sort_key)
+    e = e.xreplace({m: sp.Symbol(f"_m{k}", real=True) for k, m in enumerate(opaque)})
     syms = sorted(e.free_symbols, key=str)
     atoms = list(e.atoms(sp.exp))
     linear: list[dict[Any, Any]] = []
@@ -366,6 +377,29 @@ def large_numeric_check(
     return check
 
 
+def spread_numeric_check(masked: bool, tol: float, seed: int = 0) -> Callable[[float], Outcome]:
+    """Check: the max-shifted float64 softmax (masked: every n) is finite and within ``tol`` of
+    NumPy's max-shifted softmax on rows of spread far above 709: [1000, 0, -1000], +-1e5 and
+    N(0, 1e4^2) entries (the row-mean shift refused these; plain exp overflows)."""
+
+    def check(timeout: float) -> Outcome:
+        rng = np.random.default_rng(seed)
+        a = np.array([[1000.0, 0.0, -1000.0, 5.0], [1e5, -1e5, 0.0, 1e5], *(1e4 * rng.normal(size=(6, 4)))])
+        con = masked_softmax(8, 4, stable=True) if masked else softmax(8, 4, stable=True)
+        worst = 0.0
+        for n in (1, 2, 3, 4) if masked else (4,):
+            got = con.run(a, [[n]]) if masked else con.run(a)
+            want = con.reference(a, [[n]]) if masked else con.reference(a)
+            if not np.all(np.isfinite(got)):
+                return Outcome.bad(f"non-finite output at n = {n}")
+            worst = max(worst, float(np.max(np.abs(got - want))))
+        if worst <= tol:
+            return Outcome.good(f"finite, max abs error {worst:.3g} <= {tol:g}")
+        return Outcome.bad(f"max abs error {worst:.3g} > {tol:g}")
+
+    return check
+
+
 def embedded_obligations(
     cid: str, paper_ref: str, build: Callable[[MatRef], tuple[MatRef, list[Intent]]], stacked: bool = True
 ) -> list[Obligation]:
@@ -419,7 +453,7 @@ def softmax_all_sizes(stable: bool = False, masked: bool = False) -> Obligation:
         cid,
         PAPER_REF,
         [lambda: factory(rows, cols, stable=stable), lambda: factory(rows, cols, heads, stable=stable)],
-        statement=statement + (" (the mean shift cancels)" if stable else ""),
+        statement=statement + (" (the row-max shift cancels)" if stable else ""),
         detail="stable" if stable else "lemma",
     )
 
@@ -447,7 +481,7 @@ def softmax_obligations() -> Iterable[Obligation]:
             ref,
             "sympy",
             sympy_check(functools.partial(softmax, r, c, stable=True), exp_canonical),
-            "mean-shifted program == exp(x)/sum exp(x) on symbols",
+            "max-shifted program == exp(x)/sum exp(x) on symbols",
         )
     for r, c, h in ((64, 64, None), (16, 64, 4), (8, 3, None)):
         yield from standard_obligations(
@@ -459,7 +493,7 @@ def softmax_obligations() -> Iterable[Obligation]:
         ref,
         "numeric",
         numeric_check(lambda: softmax(64, 64, stable=True), 1e-12),
-        "mean-shifted float64 within 1e-12 of NumPy",
+        "max-shifted float64 within 1e-12 of NumPy",
     )
     yield Obligation(
         "softmax/numeric/stable-cols64-rows64-offset3000",
@@ -467,7 +501,15 @@ def softmax_obligations() -> Iterable[Obligation]:
         ref,
         "numeric",
         large_numeric_check(lambda: softmax(64, 64, stable=True), 1e-12),
-        "mean-shifted float64 within 1e-12 at entries 3000 + N(0, 30^2), where plain exp overflows",
+        "max-shifted float64 within 1e-12 at entries 3000 + N(0, 30^2), where plain exp overflows",
+    )
+    yield Obligation(
+        "softmax/numeric/stable-spread",
+        "softmax",
+        ref,
+        "numeric",
+        spread_numeric_check(False, 1e-15),
+        "max-shifted float64 finite and within 1e-15 of NumPy on rows [1000, 0, -1000, 5], +-1e5, N(0, 1e4^2)",
     )
     yield from embedded_obligations("softmax", ref, softmax_ref)
 
@@ -501,7 +543,7 @@ def masked_softmax_obligations() -> Iterable[Obligation]:
             ref,
             "sympy",
             masked_sympy_check(r, c, n, h, stable=True),
-            "masked, valid-mean-shifted program == masked reference on symbols",
+            "masked, valid-max-shifted program == masked reference on symbols",
         )
     yield Obligation(
         f"{cid}/numeric/cols64-rows64",
@@ -525,16 +567,26 @@ def masked_softmax_obligations() -> Iterable[Obligation]:
         ref,
         "numeric",
         masked_numeric_check(64, 64, 1e-12, scale=30.0, offset=3000.0),
-        "valid-mean-shifted float64 within 1e-12 at entries 3000 + N(0, 30^2), where plain exp overflows",
+        "valid-max-shifted float64 within 1e-12 at entries 3000 + N(0, 30^2), where plain exp overflows",
     )
-    # small rows: a shift off by a factor (c+1)/c leaves 3000/c, which underflows exp only for small c
+    yield Obligation(
+        f"{cid}/numeric/stable-spread",
+        cid,
+        ref,
+        "numeric",
+        spread_numeric_check(True, 1e-15),
+        "valid-max-shifted float64 finite and within 1e-15 of NumPy on rows [1000, 0, -1000, 5], +-1e5, "
+        "N(0, 1e4^2), for n = 1..4",
+    )
+    # small rows: a shift that is not the valid max (e.g. over the zero-padded row) leaves 3000, which underflows
     yield Obligation(
         f"{cid}/numeric/stable-cols3-rows3-offset3000",
         cid,
         ref,
         "numeric",
         masked_numeric_check(3, 3, 1e-12, scale=30.0, offset=3000.0),
-        "valid-mean-shifted float64 within 1e-12 at entries 3000 + N(0, 30^2), 3 columns (the shift must be the mean)",
+        "valid-max-shifted float64 within 1e-12 at entries 3000 + N(0, 30^2), 3 columns "
+        "(the shift must be the valid max)",
     )
 
 
@@ -547,4 +599,5 @@ __all__ = [
     "softmax",
     "softmax_all_sizes",
     "softmax_ref",
+    "spread_numeric_check",
 ]

@@ -11,6 +11,8 @@ program built together all see the same change):
 * ``dropped conjunct``: ``a & b`` becomes ``a`` or ``b`` (same for ``|``);
 * ``swapped operands`` of a SequenceMap whose function is not known to be commutative;
 * ``wrong constant``: ``full(c)`` becomes ``full(c+1)``, a primitive constant ``k`` becomes ``k+1``;
+* ``dropped score``: a value-scored head (``C.maximum``, ``C.argmax_aggregate``) becomes the plain
+  mean over its selected keys;
 * ``wrong block offset``: the program and intents address a block at ``offset+1`` while the data
   are still encoded (and the result decoded) at ``offset``.
 
@@ -295,6 +297,8 @@ def node_mutations(obj: Any) -> list[tuple[tuple[int, ...] | None, str, str, str
         out.append((None, "", "drop:b", f"a {sym} b -> a (right operand dropped)"))
     elif isinstance(obj, C.Full):
         out.append((None, "", "full:+1", f"full({obj.value}) -> full({obj.value + 1})"))
+    elif isinstance(obj, C.Aggregate) and obj.score is not None:
+        out.append((None, "", "score:drop", "value-scored head -> plain mean (score dropped)"))
     elif isinstance(obj, Block):
         out.append((None, "", "offset:+1", f"block {obj.name}: program offset {E.render(obj.offset)} -> +1"))
     return out
@@ -329,8 +333,8 @@ class Recorder:
         self.seen: set[Site] = set()
 
     def __call__(self, obj: Any) -> Any:
-        kinds = (C.Map, C.SequenceMap, C.Select, C.SelectAnd, C.SelectOr, C.Full, Block)
-        if isinstance(obj, kinds):
+        kinds = (C.Map, C.SequenceMap, C.Select, C.SelectAnd, C.SelectOr, C.Full, C.Aggregate, Block)
+        if isinstance(obj, kinds) and not (isinstance(obj, C.Aggregate) and obj.score is None):
             site = _caller_site(type(obj).__name__)
             if site is not None and site not in self.seen:
                 self.seen.add(site)
@@ -402,6 +406,9 @@ class Mutator:
         elif op == "full:+1" and isinstance(obj, C.Full):
             self._note(obj, obj.value)
             st(obj, "value", Fraction(obj.value) + 1)
+        elif op == "score:drop" and isinstance(obj, C.Aggregate) and obj.score is not None:
+            self._note(obj, obj.score)
+            st(obj, "score", None)
         elif op == "offset:+1" and isinstance(obj, Block):
             new = MisplacedBlock(
                 obj.name, obj.offset + 1, obj.rows, obj.cols, obj.stack, obj.channel, data_offset=obj.offset
@@ -978,7 +985,7 @@ def _initial_taint(a: Applied, at_least_one: Callable[[E.Expr], bool]) -> tuple[
             if n.fn.primitive.partial:
                 raise taint.Unsupported(f"the changed {n.fn.name} may raise where the original does not")
             return taint.TRUE, None
-    if isinstance(n, C.Full) and op == "full:+1":
+    if isinstance(n, (C.Full, C.Aggregate)) and op in ("full:+1", "score:drop"):
         return taint.TRUE, None
     if isinstance(n, C.Selector) and op.startswith(("cmp:", "kq-swap", "drop:")):
         try:

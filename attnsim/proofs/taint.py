@@ -13,7 +13,8 @@ selection at (q, k) may differ".  Starting from the changed nodes, the rules fol
 * Select(keys, queries): ``D(q, k) = T_keys(k) or T_queries(q)``; ``&``, ``|``, ``~`` or-combine
   their parts' D;
 * Aggregate(S, v): ``T(q) = exists k in [0, length): D(q, k) or (S(q, k) and T_v(k))``, with S
-  the selector's index formula (``true`` when it reads tokens);
+  the selector's index formula (``true`` when it reads tokens); a value-scored head (score s)
+  uses ``T_v(k) or T_s(k)`` (a changed score of a selected key may change which keys win);
 * SelectorWidth(S): ``T(q) = exists k: D(q, k)``.
 
 Existentials become fresh variables ``k!<i>``; every taint is a positive formula, so "no output
@@ -305,7 +306,10 @@ class Spread:
             return self.dom.or_([self.sop[id(a)] for _, a in hit])
         if isinstance(n, (C.Aggregate, C.SelectorWidth)):
             d = self.sel.get(id(n.selector))
-            tv = self.sop.get(id(n.values)) if isinstance(n, C.Aggregate) else None
+            tv = None
+            if isinstance(n, C.Aggregate):  # a changed score at a selected key may change which keys win
+                reads = [self.sop[id(r)] for r in n.reads() if id(r) in self.sop]
+                tv = self.dom.or_(reads) if reads else None
             if d is None and tv is None:
                 return None
             t = self.dom.exists(n.selector, d, tv)

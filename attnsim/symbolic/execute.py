@@ -14,7 +14,10 @@ extents.  Its value is computed through the program graph itself:
   ``l < count`` and a witness ``l = witness(k)`` — and Z3 proves, for all sizes, that the hint
   lists exactly the selector's keys, each once: count >= 1; every listed key is in range and
   selected, and its witness gives l back; every selected key is listed.  A wrong hint cannot prove
-  anything.  Then the mean is ``Sum_{l < count} v(key(q, l)) / count``.  A SelectorWidth of a
+  anything.  Then the mean is ``Sum_{l < count} v(key(q, l)) / count``.  A **max head**
+  (``C.maximum``: scored by its own values) over such a listing is the opaque
+  ``MaxOver(v(key(q, l)), l < count)`` (:mod:`attnsim.symbolic.maxover`): queries with the same key
+  set get the same value; an argmax head whose values are not its scores is refused.  A SelectorWidth of a
   hinted selector and a token comparison is an indicator sum; other selectors that compare token
   values are out of scope (the method says so, it does not guess).
 
@@ -40,6 +43,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block
 from attnsim.symbolic.ite import from_piecewise, ite
+from attnsim.symbolic.maxover import max_over
 from attnsim.symbolic.positivity import Signs
 from attnsim.symbolic.sums import simplify_conditions
 
@@ -333,15 +337,27 @@ class Executor:
             if src is not None:
                 k = self.norm(src.substitute({"length": ln}))
                 self.prove((k >= 0) & (k < ln), f"{sel.label}: query {E.render(pos)} selects the one key {E.render(k)}")
-                return self.value(node.values, k)
+                return self.value(node.values, k)  # one key: its score changes nothing
+        if node.score is not None:
+            if node.score is not node.values:
+                raise ExecutionFailed(
+                    Outcome.unknown(
+                        f"{node.label}: an argmax head whose values are not its scores is out of the method's "
+                        "scope (which key wins depends on the data; only max heads, C.maximum, are executed)"
+                    )
+                )
+            return self.over_keys(sel, pos, lambda key: self.value(node.values, key), combine="max")
         total = self.over_keys(sel, pos, lambda key: self.value(node.values, key))
         hint = self.enumeration(sel)
         assert hint is not None
         return total / sp.Mul(*(sym(cnt) for cnt in hint.counts))
 
-    def over_keys(self, sel: C.Selector, pos: E.Expr, body_at: Callable[[E.Expr], sp.Expr]) -> sp.Expr:
+    def over_keys(
+        self, sel: C.Selector, pos: E.Expr, body_at: Callable[[E.Expr], sp.Expr], combine: str = "sum"
+    ) -> sp.Expr:
         """``Sum over the keys sel selects for query pos of body_at(key)``, the key set from a hint
-        that Z3 proves to list exactly those keys, each once."""
+        that Z3 proves to list exactly those keys, each once (``combine="max"``: their maximum,
+        an opaque :class:`attnsim.symbolic.maxover.MaxOver` over the same listing)."""
         ln = self.con.layout.length
         hint = self.enumeration(sel)
         if hint is None:
@@ -377,6 +393,9 @@ class Executor:
         for w_i, cnt in zip(ws, counts, strict=True):
             inside = inside & (w_i >= 0) & (w_i < cnt)
         self.prove(E.Not(s_expr) | inside, f"{sel.label}: every selected key is listed", decode_k=True)
+        if combine == "max":
+            limits = [(sp.Symbol(v, integer=True), 0, sym(cnt) - 1) for v, cnt in zip(lvars, counts, strict=True)]
+            return max_over(body, limits)
         total: Any = body
         for v, cnt in zip(lvars, counts, strict=True):
             total = sp.Sum(total, (sp.Symbol(v, integer=True), 0, sym(cnt) - 1))

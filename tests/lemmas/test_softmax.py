@@ -80,6 +80,61 @@ def test_softmax_bad_input() -> None:
         lemmas.softmax(2, 0)
 
 
+def test_stable_is_the_max_shift_and_finite_on_any_spread() -> None:
+    """The stable variant shifts by the true row max (one max head): [1000, 0, -1000] and [1e5, -1e5]
+    give the exact float64 softmax, where the plain form refuses (exp overflows) and a mean shift
+    overflowed too (max - mean = 1e5 > 709)."""
+    a = np.array([[1000.0, 0.0, -1000.0], [1e5, -1e5, 0.0]])
+    con = lemmas.softmax(2, 3, stable=True)
+    heads = [n for n in C.topological([con.program]) if isinstance(n, C.Aggregate) and n.score is not None]
+    assert [n.label for n in heads] == ["out.rowmax"] and heads[0].score is heads[0].values  # a max head
+    out = con.run(a)
+    assert np.all(np.isfinite(out)) and np.array_equal(out, [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    with pytest.raises(ConstructionError, match="overflows exp"):
+        lemmas.softmax(2, 3).run(a)
+    masked = lemmas.masked_softmax(2, 3, stable=True)
+    for n in (1, 2, 3):  # the max is over the valid columns only: [-1e5, 1e5] masked to n = 1 is [1, 0, 0]
+        got = masked.run(-a, [[n]])
+        assert np.all(np.isfinite(got))
+        np.testing.assert_allclose(got[:, :n], np_softmax(-a[:, :n]), rtol=0, atol=1e-300)
+        assert np.all(got[:, n:] == 0)
+
+
+spread = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 5), st.data())
+def test_stable_softmax_on_spread_rows_against_float64(r: int, c: int, data: st.DataObject) -> None:
+    """Any finite rows up to +-1e6 (spreads far above 709): finite, within 1e-15 of NumPy's max-shifted
+    softmax (the row sum is cols x the mean: measured <= 1.1e-16 plain, <= 3.3e-16 masked, 600 draws), and
+    for the masked form, every n."""
+    a = np.array(data.draw(st.lists(st.lists(spread, min_size=c, max_size=c), min_size=r, max_size=r)))
+    out = lemmas.softmax(r, c, stable=True).run(a)
+    assert np.all(np.isfinite(out))
+    assert np.max(np.abs(out - np_softmax(a))) <= 1e-15
+    n = data.draw(st.integers(1, c))
+    got = lemmas.masked_softmax(r, c, stable=True).run(a, [[n]])
+    assert np.all(np.isfinite(got)) and np.all(got[:, n:] == 0)
+    assert np.max(np.abs(got[:, :n] - np_softmax(a[:, :n]))) <= 1e-15
+
+
+def test_stable_softmax_matches_torch() -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    a = np.concatenate([[[1000.0, 0.0, -1000.0, 3.0], [1e5, -1e5, 1e5, 0.0]], 1e4 * rng.normal(size=(4, 4))])
+    want = torch.softmax(torch.tensor(a, dtype=torch.float64), dim=-1).numpy()
+    got = lemmas.softmax(6, 4, stable=True).run(a)
+    assert np.max(np.abs(got - want)) <= 1e-15
+
+
+def test_stable_softmax_non_finite_input_is_refused() -> None:
+    con = lemmas.softmax(1, 3, stable=True)
+    for bad in (np.inf, -np.inf, np.nan):
+        with pytest.raises(ConstructionError, match="NaN or inf"):
+            con.run(np.array([[0.0, bad, 1.0]]))
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(1, 5), st.integers(1, 6), st.data(), st.booleans(), st.integers(0, 10**6))
 def test_masked_softmax_zero_padding(r: int, c: int, data: st.DataObject, stable: bool, seed: int) -> None:

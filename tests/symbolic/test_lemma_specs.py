@@ -1,4 +1,4 @@
-"""Activations MaxMin and ReLU, Lemma 3 (softmax, mean-shifted): wrong programs fail program == spec.
+"""Activations MaxMin and ReLU, Lemma 3 (softmax, max-shifted): wrong programs fail program == spec.
 
 Each variant below is built over unbound sizes and handed to the all-sizes method; each must be
 refused, with a counterexample (sizes and an entry of the output) where one exists at small sizes.
@@ -80,7 +80,7 @@ def test_relu_output_elsewhere_fails() -> None:
 
 
 def test_stable_shift_only_in_numerator_fails() -> None:
-    """Lemma 3: the row-mean shift in the numerator but not in the denominator is refused."""
+    """Lemma 3: the row-max shift in the numerator but not in the denominator is refused."""
     con = lemmas.softmax(ROWS, COLS, stable=True)
     nodes = _nodes(con)
     denom = C.apply("scale", C.aggregate(nodes["out.rowsum"], C.apply("exp", C.tokens)), params=(COLS,))
@@ -88,7 +88,7 @@ def test_stable_shift_only_in_numerator_fails() -> None:
 
 
 def test_masked_softmax_proved_for_every_operand_n() -> None:
-    """Lemma 3 (masked, as U uses it): for every size and every operand 1 <= n <= cols, plain and mean-shifted."""
+    """Lemma 3 (masked, as U uses it): for every size and every operand 1 <= n <= cols, plain and max-shifted."""
     for stable in (False, True):
         for con in (
             lemmas.masked_softmax(ROWS, COLS, stable=stable),
