@@ -6,9 +6,9 @@ interpreter.  See :mod:`attnsim.compile.compiler` for how each construct compile
 """
 
 from attnsim.compile.compiler import compile_program
-from attnsim.compile.domain import Domain, DomainError
+from attnsim.compile.domain import Domain, DomainError, Interval
 from attnsim.compile.model import CompiledTransformer, CompileError
 
 compile = compile_program  # the package's public verb; shadows the builtin only in this namespace
 
-__all__ = ["CompileError", "CompiledTransformer", "Domain", "DomainError", "compile", "compile_program"]
+__all__ = ["CompileError", "CompiledTransformer", "Domain", "DomainError", "Interval", "compile", "compile_program"]

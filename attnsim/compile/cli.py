@@ -132,7 +132,7 @@ def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, s
         n = u.positions(stack)
         if max_len is not None and max_len < n:
             raise CompileError(f"U at this capacity runs on {n} positions; --max-len {max_len} is too short")
-        ct = compile_program(u.program, max_len=max_len or n, domains={"ptr": range(stack)})
+        ct = compile_program(u.program, max_len=max_len or n, domains=u.compile_domains())
         ct.name = f"U{tuple(sizes)}"
         return ct
     if key in classic.PROGRAMS:

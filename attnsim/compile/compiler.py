@@ -143,7 +143,10 @@ class Compiler:
         self.program = program
         self.N = max_len
         self.vocab = None if vocab is None else D.Domain.of(Fraction(v) for v in vocab)
-        self.hints = {k: D.Domain.of(Fraction(v) for v in vs) for k, vs in (domains or {}).items()}
+        self.hints = {
+            k: vs.domain() if isinstance(vs, D.Interval) else D.Domain.of(Fraction(v) for v in vs)
+            for k, vs in (domains or {}).items()
+        }
         self.dims: list[str] = ["bos", "one", "tokens", "indices"]
         self.pos: list[tuple[int, int]] = [(0, 0)] * 4
         self.emb: dict[int, list[Fraction]] = {}
@@ -612,10 +615,10 @@ class Compiler:
         selected (value 0).  The head's gap is min(g_s, 1), g_s the smallest spacing of the score's
         domain (docs/semantics.md, "Value-scored heads")."""
         dom = score.domain
-        if not dom.finite or dom.lo is None or dom.hi is None:
+        if dom.lo is None or dom.hi is None:
             raise CompileError(
-                f"value-scored head {name}: its score {self.name(node.score) if node.score else '?'} has no finite "
-                f"domain ({dom.describe()}); the logits need bounds (pass vocab= or domains=)"
+                f"value-scored head {name}: its score {self.name(node.score) if node.score else '?'} has no bounds "
+                f"({dom.describe()}); pass domains={{label: Interval(lo, hi)}} or a finite domain"
             )
         cols, margin, forms = self.terms(node.selector)
         lam = 2 * (dom.hi - dom.lo + 2) / margin
@@ -627,7 +630,9 @@ class Compiler:
             for dv in (*qf, *kf, *value):
                 if self.pos[dv][0] >= layer:
                     raise CompileError(f"internal: head {name} at layer {layer} reads {self.dims[dv]} of a later layer")
-        spacing = D.min_gap(dom, dom)
+        # the gap a softmax version needs: the score's spacing (0 for reals in an interval: exact
+        # under hard attention only, and the soft bound is then vacuous)
+        spacing = D.min_gap(dom, dom) if dom.finite else Fraction(0)
         gap = min(spacing if spacing is not None else Fraction(1), Fraction(1))
         forms = [*forms, f"score {self.name(node.score) if node.score else '?'} in [{dom.lo}, {dom.hi}], lam {lam}"]
         hb = HeadB(f"{self.name(node.selector)}|scored:{name}", "scored", layer, cols, gap, forms)

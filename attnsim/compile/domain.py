@@ -83,10 +83,28 @@ class Domain:
             return f"{len(self.points)} points in [{self.lo}, {self.hi}]"
         if self.finite:
             return f"rationals in [{self.lo}, {self.hi}] with denominator | {self.den}"
+        if self.lo is not None and self.hi is not None:
+            return f"reals in [{self.lo}, {self.hi}]"
         return "reals"
 
 
 REAL = Domain()
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A bound given to ``compile(domains=...)`` for a real-valued SOp: its values lie in [lo, hi]
+    (no finite set).  A value-scored head needs one for its score: under hard attention the
+    compiled max is exact for every score in the interval."""
+
+    lo: Fraction | int | float
+    hi: Fraction | int | float
+
+    def domain(self) -> Domain:
+        lo, hi = Fraction(self.lo), Fraction(self.hi)
+        if lo > hi:
+            raise DomainError(f"Interval({self.lo}, {self.hi}): lo > hi")
+        return Domain(None, lo, hi, None)
 
 
 def integers(lo: int, hi: int) -> Domain:

@@ -184,13 +184,13 @@ def universal_factory(
 ) -> Any:
     """(U, compiled U) at a capacity, for inputs <T_1..T_stack, X>.
 
-    U reads the layer pointer ``ptr`` from a token and feeds it to index maps, whose lookups need
-    its finite range: it is declared to be 0..stack-1 (a single layer: 0).
+    U's row max is a value-scored head: its score (the attention logits) needs a bound
+    (``U.compile_domains()``: |logit| <= 1e4).
     """
     from attnsim.simulator.universal import UniversalSimulator
 
     u = UniversalSimulator(max_len=max_len, d_model=d_model, n_heads=n_heads, d_head=d_head, d_ff=d_ff)
-    return u, compile_program(u.program, max_len=u.positions(stack), domains={"ptr": range(stack)})
+    return u, compile_program(u.program, max_len=u.positions(stack), domains=u.compile_domains())
 
 
 def universal_check(capacity: tuple[int, int, int, int, int]) -> Callable[[float], Outcome]:

@@ -639,6 +639,14 @@ class UniversalSimulator:
         """Every stage's values (and selector matrices when small), by label."""
         return engine_trace(self.program, self.encode(T, X), backend)
 
+    def compile_domains(self, logit_bound: float = 1e4) -> dict[str, Any]:
+        """What ``attnsim.compile(U.program, ...)`` needs: a bound on the attention logits, which the
+        row-max head scores its keys by (the compiled max is exact under hard attention for every
+        logit in [-logit_bound, logit_bound]; inputs with larger logits are outside the weights)."""
+        from attnsim.compile.domain import Interval
+
+        return {"attn.logit": Interval(-logit_bound, logit_bound)}
+
     def cost(self) -> dict[str, Any]:
         """Layers, heads per layer, positions; closed forms in the capacity symbols; per MLP (0 =
         before any attention, l = after attention layer l) its depth in primitives and the
