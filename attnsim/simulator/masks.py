@@ -156,7 +156,9 @@ def attention_mask(
         if m.shape != (n,):
             raise SimulatorError(f"src_key_padding_mask must have shape ({n},) for one sequence, got {m.shape}")
         add, blk = _split(m)
-        additive, blocked = additive + add[None, :], blocked | blk[None, :]
+        with np.errstate(over="ignore"):  # checked just below
+            additive = additive + add[None, :]
+        blocked = blocked | blk[None, :]
     if not np.all(np.isfinite(additive)):
         raise SimulatorError("src_mask + src_key_padding_mask overflows float64 (finite parts too large)")
     return AttentionMask(additive, blocked)
