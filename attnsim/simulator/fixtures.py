@@ -1,4 +1,10 @@
-"""Committed torch fixtures (attnsim/data/*.npz): load them and check reference and U against torch."""
+"""Committed torch fixtures (attnsim/data/*.npz): load them and check reference and U against torch.
+
+tools/make_fixtures.py made the first four (one sequence, no masks); scripts/make_mask_fixtures.py
+the mask, batch and wide-logit ones (``MASK_FIXTURES``), whose ``x`` may be a batch (B, n, d) and
+which carry torch's mask arguments (``mask:src_mask``, ``mask:src_key_padding_mask``,
+``meta:is_causal``).
+"""
 
 from __future__ import annotations
 
@@ -10,11 +16,19 @@ import numpy as np
 from attnsim.simulator.reference import SimulatorError, TransformerLayer
 from attnsim.simulator.universal import UniversalSimulator
 
-FIXTURES = ("encoder_post_relu", "encoder_pre_gelu", "mha", "stack2")
+MASK_FIXTURES = tuple(
+    f"{case}_{variant}"
+    for case in ("causal", "additive", "padding", "batch", "wide")
+    for variant in ("post_relu", "pre_gelu")
+)
+FIXTURES = ("encoder_post_relu", "encoder_pre_gelu", "mha", "stack2", *MASK_FIXTURES)
 
 
 def load(name: str) -> dict[str, Any]:
-    """The fixture's arrays: ``x``, ``y`` (torch's output), ``layers`` (TransformerLayer list), ``meta``."""
+    """The fixture's arrays: ``x``, ``y`` (torch's output), ``layers`` (TransformerLayer list),
+    ``state_dicts`` (torch's parameters, one dict per layer), ``meta``, and ``masks``: the keyword
+    arguments of ``TransformerLayer.__call__`` torch was given (``src_mask``, ``is_causal``,
+    ``src_key_padding_mask``; empty for a fixture without masks)."""
     if name not in FIXTURES:
         raise SimulatorError(f"unknown fixture {name!r}; known: {', '.join(FIXTURES)}")
     path = resources.files("attnsim") / "data" / f"{name}.npz"
@@ -25,21 +39,35 @@ def load(name: str) -> dict[str, Any]:
     if meta["kind"] != "mha":
         kw = {"norm_first": bool(meta["norm_first"]), "activation": str(meta["activation"]), "eps": float(meta["eps"])}
     n_layers = int(meta.get("layers", 1))
-    layers = []
+    layers, sds = [], []
     for i in range(n_layers):
         pre = f"layer{i}/sd:" if meta["kind"] == "stack" else "sd:"
         sd = {k[len(pre) :]: v for k, v in data.items() if k.startswith(pre)}
+        sds.append(sd)
         layers.append(TransformerLayer.from_state_dict(sd, n_heads=int(meta["n_heads"]), **kw))
-    return {"x": data["x"], "y": data["y"], "layers": layers, "meta": meta}
+    masks: dict[str, Any] = {k[5:]: data[k] for k in data if k.startswith("mask:")}
+    if meta.get("is_causal"):
+        masks["is_causal"] = True
+    return {"x": data["x"], "y": data["y"], "layers": layers, "state_dicts": sds, "meta": meta, "masks": masks}
 
 
-def check_fixture(name: str, capacity: tuple[int, int, int, int, int] = (8, 8, 2, 4, 16)) -> dict[str, float]:
-    """Max abs errors vs torch's output: the reference and U (the same U for every fixture)."""
+def check_fixture(
+    name: str, capacity: tuple[int, int, int, int, int] = (8, 8, 2, 4, 16), *, simulator: bool = True
+) -> dict[str, float]:
+    """Max abs errors vs torch's output: the reference and (``simulator=True``) U, the same U for
+    every fixture.  A fixture's masks go to both, as keywords: ``T(x, **masks)`` and
+    ``u.run(T, x, **masks)`` (a stack gets the same masks at every layer, as torch's encoder)."""
     f = load(name)
-    x, y, layers = f["x"], f["y"], f["layers"]
+    x, y, layers, masks = f["x"], f["y"], f["layers"], f["masks"]
     ref = x
     for T in layers:
-        ref = T(ref)
-    u = UniversalSimulator(*capacity)
-    got = u.run_stack(layers, x) if len(layers) > 1 else u.run(layers[0], x)
-    return {"reference": float(np.max(np.abs(ref - y))), "U": float(np.max(np.abs(got - y)))}
+        ref = T(ref, **masks)
+    errs = {"reference": float(np.max(np.abs(ref - y)))}
+    if simulator:
+        u = UniversalSimulator(*capacity)
+        if len(layers) > 1:
+            got = u.run_stack(layers, x, **masks)
+        else:
+            got = u.run(layers[0], x, **masks)
+        errs["U"] = float(np.max(np.abs(got - y)))
+    return errs

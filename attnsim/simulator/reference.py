@@ -16,12 +16,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
 
 from attnsim.numeric.guards import complex_entry
+
+if TYPE_CHECKING:
+    from attnsim.simulator.masks import AttentionMask
 
 NORMS = ("none", "post", "pre")
 ACTIVATIONS = ("relu", "gelu")
@@ -213,14 +216,19 @@ class TransformerLayer:
         return _is_object(self.w_q, self.w_k, self.w_v, self.w_o)
 
     # -- the reference ----------------------------------------------------------------------
-    def attention(self, z: np.ndarray) -> np.ndarray:
-        """Multi-head attention of the rows of z (no residual, no norm)."""
+    def attention(self, z: np.ndarray, mask: AttentionMask | None = None) -> np.ndarray:
+        """Multi-head attention of the rows of z (no residual, no norm); with ``mask`` (one
+        :class:`~attnsim.simulator.masks.AttentionMask` for every head, as torch's 2-D masks) each
+        row's softmax runs over its unblocked keys with the additive part added to the logits."""
+        if mask is not None and mask.n != z.shape[0]:
+            raise SimulatorError(f"mask is for {mask.n} tokens, the input has {z.shape[0]}")
         heads = []
         for h in range(self.n_heads):
             q = z @ self.w_q[h] + self.b_q[h]
             k = z @ self.w_k[h] + self.b_k[h]
             v = z @ self.w_v[h] + self.b_v[h]
-            a = softmax_rows((q @ k.T) * self.scale)
+            s = (q @ k.T) * self.scale
+            a = softmax_rows(s) if mask is None else mask.apply(s)
             heads.append(a @ v)
         return np.concatenate(heads, axis=1) @ self.w_o + self.b_o
 
@@ -233,18 +241,40 @@ class TransformerLayer:
             a = u * (1 + _fn("erf", u / (sp.sqrt(2) if u.dtype == object else math.sqrt(2.0)))) / 2
         return a @ self.w2 + self.b2
 
-    def __call__(self, x: Any) -> np.ndarray:
+    def __call__(
+        self, x: Any, *, src_mask: Any = None, is_causal: bool = False, src_key_padding_mask: Any = None
+    ) -> np.ndarray:
         """T(X) for X of shape (n, d_model), or a batch (B, n, d_model), batch first: each element
-        is run on its own and the results are stacked to (B, n, d_model)."""
+        is run on its own and the results are stacked to (B, n, d_model).
+
+        The masks are torch's (``TransformerEncoderLayer.forward``; :mod:`attnsim.simulator.masks`):
+        ``src_mask`` (n, n) bool or float, shared by the batch; ``is_causal``; ``src_key_padding_mask``
+        (n,) for one sequence, (B, n) for a batch.  Masks are numeric only; X and the parameters may
+        be SymPy objects (then the masked softmax is the plain exp / sum over the unblocked keys)."""
+        from attnsim.simulator.masks import attention_mask, split_key_padding
+
         x = check_batch(_as(x, "X"), self.d_model)
+        n = x.shape[-2]
         if x.ndim == 3:
-            return np.stack([self(xb) for xb in x])
+            pads = split_key_padding(src_key_padding_mask, x.shape[0], n)
+            outs = []
+            for b, (xb, pad) in enumerate(zip(x, pads, strict=True)):
+                try:
+                    outs.append(self(xb, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=pad))
+                except SimulatorError as exc:
+                    if "has every key masked" not in str(exc):
+                        raise
+                    raise SimulatorError(f"batch element {b}: {exc}") from None
+            return np.stack(outs)
+        mask = None
+        if src_mask is not None or is_causal or src_key_padding_mask is not None:
+            mask = attention_mask(n, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
         if x.dtype == object or self.symbolic_params:
             x = np.asarray(x, dtype=object)
         ln1 = lambda v: layer_norm(v, self.ln1_weight, self.ln1_bias, self.eps)
         ln2 = lambda v: layer_norm(v, self.ln2_weight, self.ln2_bias, self.eps)
         z = ln1(x) if self.norm == "pre" else x
-        y = self.attention(z) + (x if self.residual else 0)
+        y = self.attention(z, mask) + (x if self.residual else 0)
         if self.norm == "post":
             y = ln1(y)
         if self.w1 is None:

@@ -11,7 +11,11 @@ its own.
 A definition is a function ``entry(alg, ops, h, i, j, sz)``: ``ops[name][h, i, j]`` reads an
 operand (stack index first, 0 for a single matrix), ``sz[name]`` a size, and ``alg`` supplies
 the operations whose meaning differs between the symbolic and the concrete reading (a sum over
-``l < upper``, exp, max, min).
+``l < upper``, exp, max, min, erf, sqrt, and ``if_true`` for a 0/1 option operand: an ``Ite``
+symbolically, a Python branch concretely).
+
+:data:`ENCODER_LAYER` states one whole encoder layer T(X) (attention with masks, residual,
+LayerNorm none / pre / post, ReLU or GELU FFN) in torch's parameter layout.
 """
 
 from __future__ import annotations
@@ -69,6 +73,23 @@ class SymbolicAlg:
     def mod(self, x: Any, m: int) -> Any:
         return sp.Mod(x, m)
 
+    def if_true(self, flag: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
+        """``then`` where the 0/1 operand ``flag`` is 1, else ``other`` (an ``Ite``, never a Piecewise)."""
+        return ite(sp.Eq(flag, 1), then(), other())
+
+    def erf(self, x: Any) -> Any:
+        return sp.erf(x)
+
+    def rsqrt(self, x: Any) -> Any:
+        """1 / sqrt(x), left unevaluated: evaluating the power of a large sum asks SymPy's assumptions
+        about every Sum in it (minutes for one encoder layer)."""
+        return sp.Pow(x, -sp.S.Half, evaluate=False)
+
+    def relu(self, x: Any) -> Any:
+        """max(x, 0) as (x + |x|) / 2: SymPy's Max and x > 0 refuse a large argument its assumptions
+        wrongly call non-real (a product of a real power and a Sum of operands)."""
+        return (x + sp.Abs(x)) / 2
+
 
 @dataclass
 class ConcreteAlg:
@@ -82,7 +103,10 @@ class ConcreteAlg:
 
     def exp(self, x: Any) -> Any:
         if self.backend == "numpy":
-            return math.exp(x)
+            try:
+                return math.exp(x)
+            except OverflowError:  # IEEE float64, as np.exp: e^x > max float is inf (1 / inf = 0)
+                return math.inf
         if self.backend == "sympy":
             return sp.exp(x)
         raise SpecError("exp has no exact (Fraction) value; use backend='sympy' or 'numpy'")
@@ -112,6 +136,22 @@ class ConcreteAlg:
 
     def mod(self, x: Any, m: int) -> Any:
         return x % m
+
+    def if_true(self, flag: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
+        if flag == 1:
+            return then()
+        if flag == 0:
+            return other()
+        raise SpecError(f"a 0/1 option operand is {flag}, not 0 or 1")
+
+    def erf(self, x: Any) -> Any:
+        return sp.erf(x) if self.backend == "sympy" else math.erf(x)
+
+    def relu(self, x: Any) -> Any:
+        return self.max(x, 0)
+
+    def rsqrt(self, x: Any) -> Any:
+        return 1 / sp.sqrt(x) if self.backend == "sympy" else 1 / math.sqrt(x)
 
 
 Entry = Callable[[Any, Mapping[str, Any], Any, Any, Any, Mapping[str, Any]], Any]
@@ -359,6 +399,175 @@ PARITY = Spec(
     "out[j] = (sum_{l < length} x[l]) mod 2 at every position j (x binary)",
 )
 
+
+# -- one encoder layer T(X) -------------------------------------------------------------------
+
+#: torch's ``TransformerEncoderLayer`` state-dict names -> ENCODER_LAYER's operand names ('.' -> '_',
+#: the ``self_attn.`` prefix dropped).
+ENCODER_LAYER_NAMES = {
+    "self_attn.in_proj_weight": "in_proj_weight",
+    "self_attn.in_proj_bias": "in_proj_bias",
+    "self_attn.out_proj.weight": "out_proj_weight",
+    "self_attn.out_proj.bias": "out_proj_bias",
+    "linear1.weight": "linear1_weight",
+    "linear1.bias": "linear1_bias",
+    "linear2.weight": "linear2_weight",
+    "linear2.bias": "linear2_bias",
+    "norm1.weight": "norm1_weight",
+    "norm1.bias": "norm1_bias",
+    "norm2.weight": "norm2_weight",
+    "norm2.bias": "norm2_bias",
+}
+
+
+def _encoder_layer(alg: Any, ops: Mapping[str, Any], _h: Any, i: Any, e: Any, sz: Mapping[str, Any]) -> Any:
+    """out[i, e] of one encoder layer (the statement of ENCODER_LAYER).
+
+    Every intermediate is a function of its coordinates, memoized per entry (the same value is
+    read by many sums; memoizing changes no value, only the concrete evaluation's cost)."""
+    n, d, hh, k, f = sz["n"], sz["d"], sz["hh"], sz["k"], sz["f"]
+    hk = hh * k
+    vec = lambda name, r: ops[name][0, 0, r]  # a vector operand is one row, (1, len)
+    opt = lambda name: ops[name][0, 0, 0]  # a scalar / 0/1 option operand is (1, 1)
+    memo: dict[tuple[Any, ...], Any] = {}
+
+    def cached(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def get(*args: Any) -> Any:
+            key = (fn, *args)
+            if key not in memo:
+                memo[key] = fn(*args)
+            return memo[key]
+
+        return get
+
+    def layer_norm(val: Callable[[Any, Any], Any], w: str, b: str) -> Callable[[Any, Any], Any]:
+        """torch.nn.LayerNorm over the d features of row r: biased variance, eps inside the root."""
+        mean = cached(lambda r: alg.sum(lambda u: val(r, u), d) / d)
+        var = cached(lambda r: alg.sum(lambda u: (val(r, u) - mean(r)) ** 2, d) / d)
+        return lambda r, t: (val(r, t) - mean(r)) * alg.rsqrt(var(r) + opt("eps")) * vec(w, t) + vec(b, t)
+
+    def x(r: Any, t: Any) -> Any:
+        return ops["X"][0, r, t]
+
+    ln1_x = layer_norm(x, "norm1_weight", "norm1_bias")
+
+    @cached
+    def z1(r: Any, t: Any) -> Any:  # the attention's input: norm1(X) when pre, else X
+        return alg.if_true(opt("pre"), lambda: ln1_x(r, t), lambda: x(r, t))
+
+    @cached
+    def proj(part: int, r: Any, hd: Any, c: Any) -> Any:  # part 0, 1, 2: q, k, v of head hd, coordinate c
+        row = part * hk + hd * k + c
+        return alg.sum(lambda t: z1(r, t) * ops["in_proj_weight"][0, row, t], d) + vec("in_proj_bias", row)
+
+    @cached
+    def logit(hd: Any, r: Any, l: Any) -> Any:  # noqa: E741
+        qk = alg.sum(lambda c: proj(0, r, hd, c) * proj(1, l, hd, c), k)
+        return opt("scale") * qk + ops["additive"][0, r, l]
+
+    @cached
+    def weight(hd: Any, r: Any, j: Any) -> Any:  # softmax over the unblocked keys, as 1 / sum exp(s_l - s_j)
+        def denominator() -> Any:
+            return alg.sum(
+                lambda l: alg.if_true(  # noqa: E741
+                    ops["blocked"][0, r, l], lambda: 0, lambda: alg.exp(logit(hd, r, l) - logit(hd, r, j))
+                ),
+                n,
+            )
+
+        return alg.if_true(ops["blocked"][0, r, j], lambda: 0, lambda: 1 / denominator())
+
+    @cached
+    def attn(r: Any, t: Any) -> Any:  # concat_h(A_h V_h) out_proj.weight^T + out_proj.bias
+        head = lambda hd, c: alg.sum(lambda j: weight(hd, r, j) * proj(2, j, hd, c), n)
+        per_head = lambda hd: alg.sum(lambda c: ops["out_proj_weight"][0, t, hd * k + c] * head(hd, c), k)
+        return alg.sum(per_head, hh) + vec("out_proj_bias", t)
+
+    @cached
+    def y1_in(r: Any, t: Any) -> Any:
+        return attn(r, t) + alg.if_true(opt("residual"), lambda: x(r, t), lambda: 0)
+
+    ln1_y = layer_norm(y1_in, "norm1_weight", "norm1_bias")
+
+    @cached
+    def y1(r: Any, t: Any) -> Any:  # after the attention block: norm1(...) when post
+        return alg.if_true(opt("post"), lambda: ln1_y(r, t), lambda: y1_in(r, t))
+
+    ln2_y = layer_norm(y1, "norm2_weight", "norm2_bias")
+
+    @cached
+    def z2(r: Any, t: Any) -> Any:  # the FFN's input: norm2(y1) when pre
+        return alg.if_true(opt("pre"), lambda: ln2_y(r, t), lambda: y1(r, t))
+
+    @cached
+    def act(r: Any, g: Any) -> Any:
+        u = alg.sum(lambda t: z2(r, t) * ops["linear1_weight"][0, g, t], d) + vec("linear1_bias", g)
+        return alg.if_true(opt("gelu"), lambda: u * (1 + alg.erf(u / alg.sqrt(2))) / 2, lambda: alg.relu(u))
+
+    @cached
+    def y2_in(r: Any, t: Any) -> Any:
+        ffn = alg.sum(lambda g: act(r, g) * ops["linear2_weight"][0, t, g], f) + vec("linear2_bias", t)
+        return ffn + alg.if_true(opt("residual"), lambda: y1(r, t), lambda: 0)
+
+    ln2_out = layer_norm(y2_in, "norm2_weight", "norm2_bias")
+    return alg.if_true(
+        opt("ffn"),
+        lambda: alg.if_true(opt("post"), lambda: ln2_out(i, e), lambda: y2_in(i, e)),
+        lambda: y1(i, e),
+    )
+
+
+ENCODER_LAYER = Spec(
+    "encoder-layer",
+    (
+        "X",
+        "in_proj_weight",
+        "in_proj_bias",
+        "out_proj_weight",
+        "out_proj_bias",
+        "linear1_weight",
+        "linear1_bias",
+        "linear2_weight",
+        "linear2_bias",
+        "norm1_weight",
+        "norm1_bias",
+        "norm2_weight",
+        "norm2_bias",
+        "additive",
+        "blocked",
+        "residual",
+        "pre",
+        "post",
+        "gelu",
+        "ffn",
+        "scale",
+        "eps",
+    ),
+    ("n", "d", "hh", "k", "f"),
+    lambda sz: (1, sz["n"], sz["d"]),
+    _encoder_layer,
+    "out[i, e] of one encoder layer T(X) (torch's TransformerEncoderLayer, eval), n tokens, d = d_model, "
+    "hh heads of size k, d_ff = f; operands in torch's layout (ENCODER_LAYER_NAMES: state-dict name with "
+    "'.' -> '_'): in_proj_weight (3 hh k x d; rows part*hh*k + h*k + c, part 0/1/2 = q/k/v, head h, "
+    "coordinate c < k), in_proj_bias (3 hh k), out_proj_weight (d x hh k: torch has hh k = d, not assumed "
+    "here), out_proj_bias, linear1_weight (f x d), linear1_bias, linear2_weight (d x f), linear2_bias, "
+    "norm1/2_weight/bias (d), X (n x d), additive (n x n, finite), blocked (n x n, 0/1); 0/1 options "
+    "residual, pre (norm_first), post (at most one of pre and post), gelu (else ReLU), ffn; scalars "
+    "scale, eps; vectors are 1 x len, scalars 1 x 1.  "
+    "z1 = pre ? LN1(X) : X;  q/k/v_h[r, c] = sum_{t<d} z1[r, t] in_proj_weight[part*hh*k + h k + c, t] "
+    "+ in_proj_bias[...];  s_h[i, l] = scale sum_{c<k} q_h[i, c] k_h[l, c] + additive[i, l];  "
+    "A_h[i, j] = 0 if blocked[i, j] else 1 / sum_{l<n, not blocked[i, l]} exp(s_h[i, l] - s_h[i, j]) "
+    "(= exp(s_h[i, j]) / sum_{l unblocked} exp(s_h[i, l]));  "
+    "attn[i, e] = sum_{h<hh} sum_{c<k} out_proj_weight[e, h k + c] sum_{j<n} A_h[i, j] v_h[j, c] "
+    "+ out_proj_bias[e];  y1 = post ? LN1(X' + attn) : X' + attn, X' = residual ? X : 0;  "
+    "z2 = pre ? LN2(y1) : y1;  a[i, g] = act(sum_{t<d} z2[i, t] linear1_weight[g, t] + linear1_bias[g]), "
+    "act = gelu ? u (1 + erf(u / sqrt 2)) / 2 : max(u, 0);  y2 = sum_{g<f} a[i, g] linear2_weight[e, g] "
+    "+ linear2_bias[e] + (residual ? y1 : 0);  out = ffn ? (post ? LN2(y2) : y2) : y1;  "
+    "LN(v)[r, e] = (v[r, e] - mu_r) / sqrt(var_r + eps) w[e] + b[e], mu_r = sum_{u<d} v[r, u] / d, "
+    "var_r = sum_{u<d} (v[r, u] - mu_r)^2 / d (biased)",
+)
+
+
 SPECS: dict[str, Spec] = {
     s.name: s
     for s in (
@@ -377,11 +586,14 @@ SPECS: dict[str, Spec] = {
         LINEAR_ATTENTION,
         LINFORMER,
         PARITY,
+        ENCODER_LAYER,
     )
 }
 
 __all__ = [
     "COEFFICIENT_STEP",
+    "ENCODER_LAYER",
+    "ENCODER_LAYER_NAMES",
     "FIRST_STEP",
     "FROBENIUS",
     "GENERAL_STEP",

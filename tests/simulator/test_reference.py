@@ -136,3 +136,15 @@ def test_batch_first_call_and_its_shape_errors() -> None:
             SimulatorError, match=r"^X must have shape \(n, 4\) or \(B, n, 4\) \(batch first\) with n, B >= 1, got"
         ):
             T(np.zeros(shape))
+
+
+def test_mask_arguments_are_keyword_only_and_default_to_none() -> None:
+    """torch's names, keyword only; with no mask (or is_causal=False) T is the unmasked layer."""
+    T = TransformerLayer.random(4, 2, 2, d_ff=3, seed=0, residual=True, norm="post")
+    x = np.random.default_rng(1).normal(size=(3, 4))
+    with pytest.raises(TypeError):
+        T(x, np.zeros((3, 3), bool))  # type: ignore[misc]
+    none = {"src_mask": None, "is_causal": False, "src_key_padding_mask": None}
+    assert np.array_equal(T(x, **none), T(x))
+    zeros = {"src_mask": np.zeros((3, 3)), "src_key_padding_mask": np.zeros(3, bool)}
+    assert np.max(np.abs(T(x, **zeros) - T(x))) <= 1e-15  # measured 0.0 (a zero mask is no mask)

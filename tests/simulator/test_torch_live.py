@@ -2,8 +2,12 @@
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from attnsim import TransformerLayer, UniversalSimulator
+from attnsim.simulator.reference import SimulatorError
 
 try:
     import torch
@@ -71,3 +75,71 @@ def test_batch_against_torch() -> None:
     T = TransformerLayer.from_torch(layer)
     assert np.max(np.abs(T(x.numpy()) - want)) <= 5e-14  # measured 4.4e-16
     assert np.max(np.abs(UniversalSimulator(4, 4, 2, 2, 6).run(T, x.numpy()) - want)) <= 5e-14  # measured 6.7e-16
+
+
+_LAYERS: dict[tuple[bool, str], object] = {}
+
+
+def _encoder(norm_first: bool, act: str) -> object:
+    """One float64 eval encoder layer per variant (4 heads, even: torch's fast path may run)."""
+    if (norm_first, act) not in _LAYERS:
+        torch.manual_seed(3)
+        layer = torch.nn.TransformerEncoderLayer(
+            8, 4, 12, dropout=0.0, activation=act, batch_first=True, norm_first=norm_first, dtype=torch.float64
+        ).eval()
+        with torch.no_grad():
+            for name, p in layer.named_parameters():
+                if name.endswith("bias"):
+                    p.copy_(torch.randn(p.shape, dtype=p.dtype) * 0.2)
+        _LAYERS[norm_first, act] = layer
+    return _LAYERS[norm_first, act]
+
+
+@st.composite
+def _masked_inputs(draw: st.DrawFn) -> tuple[np.ndarray, dict]:
+    """A batch and torch's mask arguments: src_mask none / bool / float (-inf, -1e9, finite) / causal
+    (with is_causal, as torch requires), key padding none / bool / float; one dtype for both masks."""
+    b, n = draw(st.integers(1, 3)), draw(st.integers(1, 5))
+    x = draw(hnp.arrays(np.float64, (b, n, 8), elements=st.floats(-3, 3)))
+    kind = draw(st.sampled_from(["none", "bool", "float", "causal"]))
+    use_float = kind == "float" or (kind == "causal" and draw(st.booleans()))
+    kw: dict = {}
+    if kind == "causal":
+        c = np.triu(np.ones((n, n), bool), 1)
+        kw = {"src_mask": np.where(c, -np.inf, 0.0) if use_float else c, "is_causal": True}
+    elif kind == "bool":
+        kw = {"src_mask": draw(hnp.arrays(np.bool_, (n, n)))}
+    elif kind == "float":
+        vals = st.one_of(st.floats(-4, 4), st.just(-1e9), st.just(-np.inf))
+        kw = {"src_mask": draw(hnp.arrays(np.float64, (n, n), elements=vals))}
+    if draw(st.booleans()):
+        pad = draw(hnp.arrays(np.bool_, (b, n)))
+        kw["src_key_padding_mask"] = np.where(pad, -np.inf, 0.0) if use_float else pad
+    return x, kw
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(_masked_inputs(), st.sampled_from([(False, "relu"), (True, "gelu")]), st.booleans())
+def test_masks_against_torch(data: tuple[np.ndarray, dict], variant: tuple[bool, str], fast: bool) -> None:
+    """The reference T with random masks equals torch's TransformerEncoderLayer (float64, eval), on
+    torch's documented (slow) path, and on the fast path where that path is correct (bool masks);
+    a query with every key masked is refused (torch: NaN or zeros there)."""
+    x, kw = data
+    layer = _encoder(*variant)
+    T = TransformerLayer.from_torch(layer)
+    try:
+        got = T(x, **kw)
+    except SimulatorError as exc:
+        assert "has every key masked" in str(exc)
+        assume(False)
+    float_mask = any(isinstance(v, np.ndarray) and v.dtype.kind == "f" for v in kw.values())
+    fast = fast and not float_mask  # torch's fast path reads a float mask as bool (pytorch/pytorch#118628)
+    torch.backends.mha.set_fastpath_enabled(fast)
+    try:
+        with torch.no_grad():
+            targs = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+            want = layer(torch.from_numpy(x), **targs).numpy()
+    finally:
+        torch.backends.mha.set_fastpath_enabled(True)
+    assert np.max(np.abs(got - want)) <= 1e-12  # measured: <= 8.9e-16 over 224 such examples
