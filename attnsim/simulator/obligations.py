@@ -393,6 +393,18 @@ def simulator_obligations() -> Iterable[Obligation]:
             fixture_check(name, 1e-10),
             "from_state_dict + reference + U vs torch's float64 output (committed fixture)",
         )
+    from attnsim.simulator.fixtures import MASK_FIXTURES
+
+    for name in MASK_FIXTURES:
+        yield Obligation(
+            f"{CID}/numeric/torch-{name}",
+            CID,
+            COR61,
+            "numeric",
+            fixture_check(name, 1e-10),
+            "U with torch's mask arguments (causal, additive, key padding), batches and logit rows spread over 2000 "
+            "vs torch's float64 output (committed fixture)",
+        )
     yield Obligation(
         f"{CID}/numeric/torch-stack2",
         CID,
