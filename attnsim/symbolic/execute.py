@@ -9,7 +9,8 @@ extents.  Its value is computed through the program graph itself:
   prover's rewrites, read as the operand entry ``A[h, i, j]``;
 * a primitive applies its SymPy meaning; a constant that is a size expression stays symbolic;
 * an ``Aggregate`` is the mean over its key set.  A **gather** ``Select(indices, f(indices), ==)``
-  selects exactly the key f(q) once 0 <= f(q) < L is proven (derived, nothing to trust).  Any
+  selects exactly the key f(q) once 0 <= f(q) < L is proven (derived, nothing to trust); a branch
+  ``If(c, a, b)`` of f whose condition Z3 decides at q is taken (a gather onto a grid).  Any
   other structural selector needs an :class:`Enumeration` hint — keys ``key(q, l)`` for
   ``l < count`` and a witness ``l = witness(k)`` — and Z3 proves, for all sizes, that the hint
   lists exactly the selector's keys, each once: count >= 1; every listed key is in range and
@@ -204,6 +205,22 @@ class Executor:
             out = out & c
         return out
 
+    def settle(self, e: E.Expr) -> E.Expr:
+        """``e`` with each ``If(c, a, b)`` whose condition Z3 proves true (false) at this point replaced
+        by ``a`` (``b``); an undecided one is kept.  A gather onto a grid reads ``If(x in grid, source,
+        -1)``: at a query proven inside the grid this is the source."""
+        if isinstance(e, E.If):
+            if self.holds(e.cond):
+                return self.settle(e.a)
+            if self.holds(E.Not(e.cond)):
+                return self.settle(e.b)
+            return E.If(self.settle(e.cond), self.settle(e.a), self.settle(e.b))
+        if isinstance(e, E.BinOp):
+            return E.BinOp(e.op, self.settle(e.a), self.settle(e.b))
+        if isinstance(e, E.Not):
+            return E.Not(self.settle(e.a))
+        return e
+
     def norm(self, e: E.Expr) -> E.Expr:
         got = decode.normalize(e, self.coords, self.minimum)
         if got is None:
@@ -335,7 +352,7 @@ class Executor:
         if isinstance(sel, C.Select) and sel.cmp == "==" and isinstance(sel.keys, C.Indices):
             src = C.index_expr(sel.queries, pos)
             if src is not None:
-                k = self.norm(src.substitute({"length": ln}))
+                k = self.norm(self.settle(src.substitute({"length": ln})))
                 self.prove((k >= 0) & (k < ln), f"{sel.label}: query {E.render(pos)} selects the one key {E.render(k)}")
                 return self.value(node.values, k)  # one key: its score changes nothing
         if node.score is not None:

@@ -228,6 +228,42 @@ MATMUL = Spec(
     "out[h, i, j] = sum_{l < inner} A[h, i, l] B[h, l, j]",
 )
 
+PERMUTE3 = Spec(
+    "permute3",
+    ("A",),
+    ("d0", "d1", "d2"),
+    lambda sz: (sz["d1"], sz["d2"], sz["d0"]),
+    lambda alg, ops, a, b, c, sz: ops["A"][c, a, b],
+    "out[a, b, c] = A[c, a, b] for A of shape (d0, d1, d2)",
+)
+
+BROADCAST_ROW = Spec(
+    "broadcast-row",
+    ("A",),
+    ("depth", "rows", "cols"),
+    lambda sz: (1, sz["rows"], sz["cols"]),
+    lambda alg, ops, h, i, j, sz: ops["A"][0, 0, j],
+    "out[i, j] = A[0, j] for A of shape (depth, cols), i < rows",
+)
+
+CONSUMER_MATMUL = Spec(
+    "consumer-matmul",
+    ("A", "B"),
+    ("rows", "inner", "cols", "extra"),
+    lambda sz: (sz["rows"], sz["cols"], sz["extra"]),
+    lambda alg, ops, i, j, m, sz: alg.sum(lambda s: ops["A"][0, i, s] * ops["B"][0, s, j], sz["inner"]),
+    "out[i, j, m] = sum_{l < inner} A[i, l] B[l, j] for every m < extra",
+)
+
+TWO_AXIS_SUM = Spec(
+    "two-axis-sum",
+    ("A",),
+    ("depth", "rows", "width", "cols"),
+    lambda sz: (1, sz["rows"], sz["cols"]),
+    lambda alg, ops, h, i, j, sz: alg.sum(lambda e: alg.sum(lambda w: ops["A"][e, i, w], sz["width"]), sz["depth"]),
+    "out[i, j] = sum_{e < depth} sum_{w < width} A[e, i, w] for every j < cols",
+)
+
 SOFTMAX = Spec(
     "softmax",
     ("A",),

@@ -247,3 +247,25 @@ def test_a_wrong_spec_fails_against_the_reference() -> None:
     assert prove_program_equals_spec(lemmas.transpose(rows, cols)).ok is True  # the right one is proved
     bad = dataclasses.replace(lemmas.transpose(rows, cols), specification=wrong.at(rows=rows, cols=cols, heads=1))
     assert prove_program_equals_spec(bad).ok is False  # and the program is refuted against the wrong one
+
+
+def _inside_else_minus_one(a: Block, out: Block, p: E.Expr) -> E.Expr:
+    return E.if_(out.contains(p), _good(a, out, p), -1)
+
+
+def _outside_branch_taken(a: Block, out: Block, p: E.Expr) -> E.Expr:
+    return E.if_(out.contains(p), -1, _good(a, out, p))
+
+
+def _undecided_branch(a: Block, out: Block, p: E.Expr) -> E.Expr:
+    _, i, j = out.coords(p)
+    return E.if_(i < 1, _good(a, out, p), a.position(j, 0))  # right at i = 0 only
+
+
+def test_a_gather_branch_is_taken_only_when_proven() -> None:
+    """A gather onto a grid reads If(q in grid, source, -1): the executor takes a branch only when Z3
+    proves its condition at the query; the wrong branch, or an undecided one, is never taken."""
+    assert prove_program_equals_spec(_transpose(_inside_else_minus_one)).ok is True
+    assert prove_program_equals_spec(_transpose(_outside_branch_taken)).ok is False
+    out = prove_program_equals_spec(_transpose(_undecided_branch))
+    assert out.ok is False and "counterexample" in out.detail, out.detail
