@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from attnsim.lemmas.base import intent_obligations, layout_obligation, standard_obligations
+from attnsim.lemmas import forms
+from attnsim.lemmas.base import Construction, intent_obligations, layout_obligation, standard_obligations
 from attnsim.lemmas.matmul import PAPER_REF as MATMUL_REF
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import PAPER_REF as TRANSPOSE_REF
@@ -18,6 +19,11 @@ from attnsim.rasp import core as C
 
 register_construction("transpose", TRANSPOSE_REF, lambda: transpose(2, 3))
 register_construction("matmul", MATMUL_REF, lambda: matmul(2, 3, 2))
+register_construction("gathered-transpose", forms.TRANSPOSE_REF, lambda: forms.gathered_transpose(2, 3))
+register_construction("gathered-permute", forms.TRANSPOSE_REF, lambda: forms.gathered_permute(2, 3, 4))
+register_construction("broadcast-gather", forms.TRANSPOSE_REF, lambda: forms.broadcast_gather(2, 3, 4))
+register_construction("consumer-matmul", forms.MATMUL_REF, lambda: forms.consumer_matmul(2, 3, 4, 2))
+register_construction("two-axis-sum", forms.MATMUL_REF, lambda: forms.two_axis_sum(2, 3, 4, 2))
 
 
 @provider
@@ -59,3 +65,56 @@ def matmul_obligations() -> Iterable[Obligation]:
     yield from standard_obligations("matmul", ref, lambda: matmul(64, 64, 64), sympy_sizes=False, exact=False)
     # multi-head instance with rows mod cols != 0: head-index errors in the A or B source change the output
     yield from standard_obligations("matmul", ref, lambda: matmul(3, 2, 2, heads=2))
+
+
+# -- the generalized forms U is built from (attnsim.lemmas.forms) ----------------------------------
+_FORMS: dict[str, tuple[Callable[..., Construction], tuple[str, ...], str, list[tuple[int, ...]]]] = {
+    # name: (factory, size names, statement, instances: every size in {1, 2} plus distinct sizes)
+    "gathered-transpose": (
+        forms.gathered_transpose,
+        ("rows", "cols"),
+        "program (one gather_onto) == spec out[i, j] = A[j, i], every rows, cols and entry",
+        [*itertools.product((1, 2, 3), repeat=2)],
+    ),
+    "gathered-permute": (
+        forms.gathered_permute,
+        ("d0", "d1", "d2"),
+        "program (one gather_onto) == spec out[a, b, c] = A[c, a, b], every d0, d1, d2 and entry",
+        [*itertools.product((1, 2), repeat=3), (2, 3, 4), (4, 2, 3)],
+    ),
+    "broadcast-gather": (
+        forms.broadcast_gather,
+        ("depth", "rows", "cols"),
+        "program (one gather_onto, a constant coordinate) == spec out[i, j] = A[0, j], every size and entry",
+        [*itertools.product((1, 2), repeat=3), (3, 2, 4)],
+    ),
+    "consumer-matmul": (
+        forms.consumer_matmul,
+        ("rows", "inner", "cols", "extra"),
+        "program (two gather_onto, contract at the consumer) == spec out[i, j, m] = sum_{l < inner} A[i, l] "
+        "B[l, j], every m < extra, every size and entry",
+        [*itertools.product((1, 2), repeat=4), (2, 3, 4, 2), (3, 2, 2, 3)],
+    ),
+    "two-axis-sum": (
+        forms.two_axis_sum,
+        ("depth", "rows", "width", "cols"),
+        "program (contract over two axes) == spec out[i, j] = sum_{e < depth} sum_{w < width} A[e, i, w], "
+        "every j < cols, every size and entry",
+        [*itertools.product((1, 2), repeat=4), (2, 3, 4, 2), (3, 2, 2, 3)],
+    ),
+}
+
+
+def _symbolic(make: Callable[..., Construction], names: tuple[str, ...]) -> Construction:
+    return make(*map(C.Size, names))
+
+
+@provider
+def forms_obligations() -> Iterable[Obligation]:
+    for cid, (make, names, statement, instances) in _FORMS.items():
+        ref = make(*instances[-1]).paper_ref
+        yield spec_obligation(cid, ref, [functools.partial(_symbolic, make, names)], statement)
+        yield from intent_obligations(cid, ref, functools.partial(make, *instances[-1]))
+        yield layout_obligation(cid, ref, functools.partial(make, *instances[-1]))
+        for sizes in instances:
+            yield from standard_obligations(cid, ref, functools.partial(make, *sizes), numeric_tol=1e-15)
