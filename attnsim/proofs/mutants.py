@@ -46,7 +46,10 @@ passes there.  A surviving mutant is *equivalent* only with a proof:
   of the domain (within a budget); the proof says which instances hold for all sizes and which
   only at their sizes (BOUNDED);
 * output level: every changed instance is a fixed program (no size symbols) and a SymPy
-  obligation proved its output equal to the reference on symbolic inputs.
+  obligation proved its output equal to the reference on symbolic inputs;
+* spec level (a moved scratch block only): an ``all-sizes`` obligation proved the mutated build
+  equal to its independent spec for every size, every instance built is that build bound, and the
+  moved block holds no operand and no output, so encoding and decoding are unchanged.
 
 Anything else is listed as a survivor.  The default run samples (seeded, stratified so that
 every site keeps a mutant) :data:`DEFAULT_MAX_MUTANTS` mutants per construction;
@@ -537,6 +540,7 @@ def run_mutant(m: Mutant, obs: Sequence[Obligation], example: Callable[[], Any],
                 lambda: consumers_equivalent(hook, built, timeout),
                 lambda: unread_changes(hook, built, timeout),
                 lambda: output_equivalent(hook, built, symbolic),
+                lambda: spec_equivalent(hook, built, symbolic),
             ]
             tried = [why]
             for prover in provers:
@@ -626,6 +630,61 @@ def output_equivalent(
     return True, (
         f"sympy: {', '.join(ids)} proved the mutant's output = the reference for all symbolic inputs, "
         f"and every changed instance is a fixed program (no size symbols; {len(needed)} instance(s))"
+    )
+
+
+def spec_equivalent(hook: Mutator, built: Sequence[Any], symbolic: Sequence[tuple[str, list[Any]]]) -> tuple[bool, str]:
+    """Equivalent by the specification, for a mutant that only moves intermediate blocks (``offset:+1``
+    of a block holding neither an operand nor the output of any Construction built: encoding and
+    decoding are unchanged, the program addresses its own scratch channel one position further).
+    An ``all-sizes`` obligation proved the mutated build, over unbound sizes, equal to its independent
+    spec for every size, and every instance built is that build bound (same program and layout): the
+    mutant computes the spec, as the original does by the same obligation."""
+    if not hook.log or not all(a.op == "offset:+1" and isinstance(a.before, Block) for a in hook.log):
+        return False, "-"
+    moved = {a.before.name for a in hook.log}
+    cons = [
+        c
+        for c in built
+        if getattr(c, "layout", None) is not None and isinstance(getattr(c, "program", None), C.RASPExpr)
+    ]
+    if not cons or any(moved & {*c.inputs, c.output} for c in cons):
+        return False, "-"
+    proven = [
+        (oid, c)
+        for oid, cs in symbolic
+        if "/all-sizes/" in oid
+        for c in cs
+        if getattr(c, "layout", None) is not None and c.free_sizes
+    ]
+    if not proven:
+        return False, "-"
+
+    def same(a: Any, b: Any) -> bool:
+        def key(lay: Any) -> list[str]:
+            dims = [(x.name, x.channel, x.offset, x.rows, x.cols, x.stack) for x in lay.blocks]
+            return [E.render(lay.length), *(f"{n}@{ch}:" + ",".join(E.render(e) for e in es) for n, ch, *es in dims)]
+
+        return bool(a.program.fingerprint == b.program.fingerprint and key(a.layout) == key(b.layout))
+
+    def binds_to(sym: Any, inst: Any) -> bool:  # the same build, or that build bound at the instance's sizes
+        if inst.free_sizes:
+            return bool(inst.free_sizes == sym.free_sizes) and same(sym, inst)
+        if set(inst.sizes) != set(sym.free_sizes):
+            return False
+        try:
+            return same(sym.bind(**inst.sizes), inst)
+        except Exception:
+            return False
+
+    for c in cons:
+        if not any(binds_to(sym, c) for _, sym in proven):
+            return False, f"instance {c.name} {c.sizes} is no binding of an all-sizes-proven build"
+    ids = sorted({oid for oid, _ in proven})
+    return True, (
+        f"spec: {', '.join(ids)} proved the mutated build = its independent spec for all sizes; all "
+        f"{len(cons)} Constructions built are that build bound; the moved block(s) {', '.join(sorted(moved))} "
+        "hold no operand and no output (encoding and decoding unchanged)"
     )
 
 

@@ -320,3 +320,27 @@ def test_an_intent_only_change_is_not_a_killed_program_mutant() -> None:
     r = M.run_mutant(claim_m, [ob], _claim_site_construction, 20)
     assert r.claim_only and not r.killed and not r.survived, r.detail
     assert r.by == "claimdemo/z3-parametric/copy" and r.detail.startswith("claim only")
+
+
+def test_a_moved_scratch_block_is_equivalent_by_the_spec_only_with_an_all_sizes_proof() -> None:
+    """consumer-matmul's product grid P moved by one (program and intents agree, P holds no operand and
+    no output): equivalent only because an all-sizes obligation proved the mutated build = spec and
+    every instance is that build bound; with exact checks alone it survives."""
+    from attnsim.lemmas import forms
+    from attnsim.proofs.allsizes import spec_obligation
+
+    make = lambda: forms.consumer_matmul(2, 3, 4, 2)
+    symbolic = lambda: forms.consumer_matmul(*map(C.Size, ("rows", "inner", "cols", "extra")))
+    moved = next(
+        m for m in M.mutants_of("consumer-matmul", make) if m.op == "offset:+1" and "block P:" in m.description
+    )
+    exact = _exact_obs("consumer-matmul", [make])
+    alone = M.run_mutant(moved, exact, make, timeout=20)
+    assert not alone.killed and not alone.equivalent
+    spec = spec_obligation("consumer-matmul", "test", [symbolic], "program == spec")
+    r = M.run_mutant(moved, [*exact, spec], make, timeout=20)
+    assert not r.killed and r.equivalent and r.proof is not None and r.proof.startswith("spec: consumer-matmul/all")
+    out = next(
+        m for m in M.mutants_of("consumer-matmul", make) if m.op == "offset:+1" and "block out:" in m.description
+    )
+    assert M.run_mutant(out, [*exact, spec], make, timeout=20).killed  # the output block moved: decoded elsewhere
