@@ -19,6 +19,7 @@ from attnsim.lemmas.cofactor import (
     inverse3_ref,
 )
 from attnsim.lemmas.faddeev import det, det_ref, frobenius_ref, inverse, inverse_ref, trace_ref
+from attnsim.lemmas.forms import broadcast_gather, consumer_matmul, gathered_permute, gathered_transpose, two_axis_sum
 from attnsim.lemmas.matmul import matmul, matmul_ref
 from attnsim.lemmas.maxmin import maxmin, maxmin_ref
 from attnsim.lemmas.relu import relu, relu_ref
@@ -31,13 +32,17 @@ __all__ = [
     "NonFiniteResultError",
     "SingularMatrixError",
     "adjugate3_ref",
+    "broadcast_gather",
     "cofactor3",
     "cofactor3_ref",
+    "consumer_matmul",
     "det",
     "det3",
     "det3_ref",
     "det_ref",
     "frobenius_ref",
+    "gathered_permute",
+    "gathered_transpose",
     "inverse",
     "inverse3",
     "inverse3_ref",
@@ -55,4 +60,5 @@ __all__ = [
     "trace_ref",
     "transpose",
     "transpose_ref",
+    "two_axis_sum",
 ]

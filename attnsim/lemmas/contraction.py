@@ -14,7 +14,9 @@ Two heads do all of U's data movement and sums:
 
 Each returns the SOp and the :class:`Intent` of its selector, stated in grid coordinates; the
 intents are proven for all sizes (decoding prover) and the symbolic executor reads their key
-listings.
+listings.  :mod:`attnsim.lemmas.forms` states both forms as lemmas (a gathered transpose, a 3-axis
+permutation, a broadcast, a matmul read at a larger consumer grid, a sum over two axes), each
+proven equal to an independent spec for every size.
 """
 
 from __future__ import annotations
