@@ -38,8 +38,13 @@ SMALL = (3, 3, 2, 2, 3)  # the capacity whose program the Z3 obligations transla
 register_construction(CID, f"{THM6}, {COR61}, {THM9}, {HIER}", lambda: UniversalSimulator(3, 3, 2, 2, 3))
 
 
-@functools.cache
 def _u(*cap: int, variant: str = "compact") -> UniversalSimulator:
+    """One U per (capacity, variant), however the variant is passed."""
+    return _built(cap, variant)
+
+
+@functools.cache
+def _built(cap: tuple[int, ...], variant: str) -> UniversalSimulator:
     return UniversalSimulator(*cap, variant=variant)
 
 
