@@ -47,25 +47,47 @@ def gather_onto(
     onto: Grid | None,
     coords: Callable[[Coords], Coords],
     name: str,
+    *,
+    when: Callable[[Coords], E.Expr] | None = None,
+    otherwise: tuple[Grid, Callable[[Coords], Coords]] | None = None,
 ) -> tuple[C.SOp, Intent]:
-    """Every position x of ``onto`` (every position when None) reads ``src[coords(x)]``."""
+    """Every position x of ``onto`` (every position when None) reads ``src[coords(x)]``.
+
+    With ``when`` (a test on x's coordinates), x reads ``src[coords(x)]`` where the test holds and
+    elsewhere the entry ``coords2(x)`` of ``otherwise = (grid2, coords2)`` (a second grid of the
+    same SOp), or nothing (the value 0) without ``otherwise``."""
     g = src.grid
 
+    def at_of(grid: Grid, cf: Callable[[Coords], Coords], cs: Coords) -> E.Expr:
+        at = cf(cs)
+        return grid.position(**{a: E.lift(at[a]) for a in grid.axes})
+
     def source(p: E.Expr) -> E.Expr:
-        at = coords(onto.coords(p) if onto is not None else {})
-        pos = g.position(**{a: E.lift(at[a]) for a in g.axes})
+        cs = onto.coords(p) if onto is not None else {}
+        pos = at_of(g, coords, cs)
+        if when is not None:
+            pos = E.if_(when(cs), pos, at_of(otherwise[0], otherwise[1], cs) if otherwise is not None else -1)
         return pos if onto is None else E.if_(onto.contains(p), pos, -1)
 
     sel = C.select(C.indices, C.imap(source, C.indices).named(f"{name}.source"), "==").named(f"{name}.gather")
     q, k = z3sel.Q, z3sel.K
-    at = coords(onto.coords(q) if onto is not None else {})
+    cq = onto.coords(q) if onto is not None else {}
+    reads: E.Expr = g.contains(k) & k.eq(at_of(g, coords, cq))
+    if when is not None:
+        other: E.Expr = E.Const(0).eq(1)
+        if otherwise is not None:
+            other = otherwise[0].contains(k) & k.eq(at_of(otherwise[0], otherwise[1], cq))
+        reads = (when(cq) & reads) | (~when(cq) & other)
     where = "every position" if onto is None else f"entry x of {onto.name}"
+    what = f"{g.name}[coords(x)]"
+    if when is not None:
+        what += f" where its test holds, else {otherwise[0].name + '[coords2(x)]' if otherwise else 'no key'}"
     intent = Intent(
         "gather",
         sel,
-        g.contains(k) & k.eq(g.position(**{a: E.lift(at[a]) for a in g.axes})),
+        reads,
         onto.contains(q) if onto is not None else q >= 0,
-        f"{where} selects exactly the key holding {g.name}[coords(x)]",
+        f"{where} selects exactly the key holding {what}",
     )
     return C.aggregate(sel, src.sop).named(name), intent
 

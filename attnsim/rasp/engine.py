@@ -34,7 +34,7 @@ import numpy as np
 from attnsim.numeric.arith import NumpyArith
 from attnsim.rasp import core as C
 from attnsim.rasp.arith import Arithmetic, BackendError, NonFiniteError
-from attnsim.rasp.expr import COMPARATORS
+from attnsim.rasp.expr import COMPARATORS, constant_from
 from attnsim.symbolic.arith import ExactArith, SympyArith
 
 DENSE_CELLS = 1 << 22
@@ -65,6 +65,64 @@ def _scalar(c: Fraction) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Tail:
+    """A length-L value held compactly: ``head`` at positions 0..len(head)-1, then ``tail[0]`` at
+    every later position (numpy backend only; see ``Run.compact``)."""
+
+    head: np.ndarray
+    tail: np.ndarray  # shape (1,)
+
+    def full(self, L: int) -> np.ndarray:
+        out = np.empty(L, dtype=np.result_type(self.head, self.tail))
+        out[: len(self.head)] = self.head
+        out[len(self.head) :] = self.tail[0]
+        return out
+
+    def upto(self, m: int) -> np.ndarray:
+        """Positions 0..m-1 (m >= len(head))."""
+        if m == len(self.head):
+            return self.head
+        return np.concatenate([self.head, np.repeat(self.tail, m - len(self.head))])
+
+    def at(self, idx: np.ndarray) -> np.ndarray:
+        """The values at positions ``idx`` (all in [0, L))."""
+        n = len(self.head)
+        if n == 0:
+            return np.repeat(self.tail, len(idx))
+        inside = idx < n
+        return np.where(inside, self.head[np.where(inside, idx, 0)], self.tail[0])
+
+
+def _tail_of(a: np.ndarray) -> Tail:
+    """An array as a Tail: its last run of equal values becomes the tail."""
+    if len(a) == 0:
+        return Tail(a, a[:0])
+    last = a[-1]
+    diff = np.flatnonzero(a != last) if not (a.dtype.kind == "f" and np.isnan(last)) else np.flatnonzero(~np.isnan(a))
+    n = int(diff[-1]) + 1 if diff.size else 0
+    return Tail(a[:n].copy() if n < len(a) else a, a[-1:].copy())
+
+
+def _head_len(x: Any, L: int) -> int:
+    return len(x.head) if isinstance(x, Tail) else L
+
+
+def _upto(x: Any, m: int) -> np.ndarray:
+    return x.upto(m) if isinstance(x, Tail) else x[:m]
+
+
+def _tailv(x: Any) -> np.ndarray:
+    return x.tail if isinstance(x, Tail) else x[-1:]
+
+
+def _at(x: Any, idx: np.ndarray) -> np.ndarray:
+    return x.at(idx) if isinstance(x, Tail) else x[idx]
+
+
 @dataclass
 class SelectorPlan:
     """A selector as key mask AND query mask AND (optionally) one equality k-value == q-value."""
@@ -149,31 +207,60 @@ class Run:
             raise BackendError("a program's input must have at least one token")
         self.L = int(arr.shape[0])
         self.tokens = arith.from_input(inputs, allow_nonfinite)
-        self.ints: dict[int, np.ndarray] = {}
-        self.vals: dict[int, np.ndarray] = {}
+        self.ints: dict[int, Any] = {}
+        self.vals: dict[int, Any] = {}
         self.order = C.topological(self.outputs)
         self.structural: dict[int, bool] = {}
         self.selectors: dict[int, np.ndarray] = {}
+        # compact values (``Tail``): a value constant after some position keeps only its head
+        # (numpy backend, fast paths); every reader that needs the whole array materializes it
+        self.compact = isinstance(arith, NumpyArith) and not keep_all and not dense_only and not track
 
     # -- access ---------------------------------------------------------------------------
-    def value(self, node: C.SOp) -> np.ndarray:
-        """The node's values in the run's arithmetic."""
+    def _full(self, x: Any) -> Any:
+        return x.full(self.L) if isinstance(x, Tail) else x
+
+    def value_t(self, node: C.SOp) -> Any:
+        """The node's values in the run's arithmetic (an array or a ``Tail``)."""
         key = id(node)
         if key not in self.vals:
-            self.vals[key] = self.arith.from_int(self.ints[key])
+            iv = self.ints[key]
+            if isinstance(iv, Tail):
+                self.vals[key] = Tail(self.arith.from_int(iv.head), self.arith.from_int(iv.tail))
+            else:
+                self.vals[key] = self.arith.from_int(iv)
         return self.vals[key]
+
+    def value(self, node: C.SOp) -> np.ndarray:
+        """The node's values in the run's arithmetic."""
+        return self._full(self.value_t(node))
+
+    def integers_t(self, node: C.SOp) -> Any:
+        key = id(node)
+        if key not in self.ints:
+            v = self.vals[key]
+            if isinstance(v, Tail):
+                what = f"{node.label}"
+                self.ints[key] = Tail(self.arith.to_int(v.head, what), self.arith.to_int(v.tail, what))
+            else:
+                self.ints[key] = self.arith.to_int(v, f"{node.label}")
+        return self.ints[key]
 
     def integers(self, node: C.SOp) -> np.ndarray:
         """The node's values as int64 (fails clearly when they are not integers)."""
-        key = id(node)
-        if key not in self.ints:
-            self.ints[key] = self.arith.to_int(self.vals[key], f"{node.label}")
-        return self.ints[key]
+        return self._full(self.integers_t(node))
 
-    def comparable(self, node: C.SOp) -> np.ndarray:
+    def comparable_t(self, node: C.SOp) -> Any:
         if id(node) in self.ints:
             return self.ints[id(node)]
-        return self.arith.comparable(self.vals[id(node)], f"selector on {node.label}")
+        v = self.vals[id(node)]
+        what = f"selector on {node.label}"
+        if isinstance(v, Tail):
+            return Tail(self.arith.comparable(v.head, what), self.arith.comparable(v.tail, what))
+        return self.arith.comparable(v, what)
+
+    def comparable(self, node: C.SOp) -> np.ndarray:
+        return self._full(self.comparable_t(node))
 
     # -- main loop ------------------------------------------------------------------------
     def execute(self) -> None:
@@ -208,7 +295,7 @@ class Run:
     def compute(self, node: C.SOp) -> None:
         L, key = self.L, id(node)
         if isinstance(node, C.Tokens):
-            self.vals[key] = self.tokens
+            self.vals[key] = _tail_of(self.tokens) if self.compact else self.tokens
         elif isinstance(node, C.Indices):
             self.ints[key] = np.arange(L, dtype=np.int64)
         elif isinstance(node, C.Length):
@@ -221,25 +308,156 @@ class Run:
                 self.vals[key] = self.arith.const(v, L)
         elif isinstance(node, (C.Map, C.SequenceMap)):
             fn = node.fn
-            if isinstance(fn, C.IndexFn):
+            if isinstance(fn, C.IndexFn) and self.compact:
+                self.ints[key] = self._index_map(fn, node.args)
+            elif isinstance(fn, C.IndexFn):
                 args = [self.integers(a) for a in node.args]
                 out = fn.evaluate(*args)
                 self.ints[key] = np.broadcast_to(np.asarray(out, dtype=np.int64), (L,)).copy()
             else:
-                args_v = [self.value(a) for a in node.args]
                 try:
-                    self.vals[key] = self.arith.apply(fn.primitive, fn.params, args_v)
+                    if self.compact:
+                        self.vals[key] = self._apply_t(fn, [self.value_t(a) for a in node.args])
+                    else:
+                        args_v = [self.value(a) for a in node.args]
+                        self.vals[key] = self.arith.apply(fn.primitive, fn.params, args_v)
                 except BackendError as exc:
                     raise BackendError(f"{node.label}: {exc}") from None
         elif isinstance(node, C.Aggregate):
-            score = None if node.score is None else self.value(node.score)
-            self.vals[key] = self.reduce(node.selector, self.value(node.values), score)
+            out = self._reduce_compact(node) if self.compact else None
+            if out is None:
+                score = None if node.score is None else self.value(node.score)
+                out = self.reduce(node.selector, self.value(node.values), score)
+            self.vals[key] = out
         elif isinstance(node, C.SelectorWidth):
             self.ints[key] = self.reduce(node.selector, None)
         else:
             raise C.ProgramError(f"unknown node type {type(node).__name__}")
         if self.track:
             self._track(node)
+
+    # -- compact values (Tail) ------------------------------------------------------------
+    def _index_map(self, fn: C.IndexFn, args: Sequence[C.SOp]) -> Tail:
+        """An index map, evaluated in chunks over the head only: over ``indices`` alone the head
+        ends where the expression is provably constant (``E.constant_from``); over other values
+        it ends where their heads do."""
+        L = self.L
+        if len(args) == 1 and isinstance(args[0], C.Indices):
+            env = dict(fn.bindings)
+            start = constant_from(fn.expr, fn.argnames[0], env)
+            m = L if start is None else min(L, start)
+            head = np.empty(m, dtype=np.int64)
+            for a in range(0, m, CHUNK):
+                b = min(m, a + CHUNK)
+                head[a:b] = np.broadcast_to(
+                    np.asarray(fn.evaluate(np.arange(a, b, dtype=np.int64)), dtype=np.int64), (b - a,)
+                )
+            tail = np.asarray(fn.evaluate(np.array([L - 1], dtype=np.int64)), dtype=np.int64).reshape(-1)[:1]
+            if tail.size == 0:
+                tail = np.zeros(1, dtype=np.int64)
+            return Tail(head, np.broadcast_to(tail, (1,)).copy())
+        vals = [self.integers_t(a) if not isinstance(a, C.Indices) else None for a in args]
+        m = max([_head_len(v, L) if v is not None else L for v in vals], default=0)
+        head = np.empty(m, dtype=np.int64)
+        for a in range(0, m, CHUNK):
+            b = min(m, a + CHUNK)
+            xs = [_upto(v, m)[a:b] if v is not None else np.arange(a, b, dtype=np.int64) for v in vals]
+            head[a:b] = np.broadcast_to(np.asarray(fn.evaluate(*xs), dtype=np.int64), (b - a,))
+        tails = [_tailv(v) if v is not None else np.array([L - 1], dtype=np.int64) for v in vals]
+        tail = np.broadcast_to(np.asarray(fn.evaluate(*tails), dtype=np.int64).reshape(-1)[:1], (1,)).copy()
+        return Tail(head, tail)
+
+    def _apply_t(self, fn: Any, args: list[Any]) -> Any:
+        """A primitive on compact values: on the longest head, and once on the tails."""
+        L = self.L
+        m = max((_head_len(a, L) for a in args), default=L)
+        with np.errstate(all="ignore"):
+            head = self.arith.apply(fn.primitive, fn.params, [_upto(a, m) for a in args])
+            tail = self.arith.apply(fn.primitive, fn.params, [_tailv(a) for a in args])
+        if m >= L:
+            return head
+        return Tail(np.asarray(head), np.asarray(tail).reshape(1))
+
+    def _reduce_compact(self, node: C.Aggregate) -> Tail | None:
+        """The equality fast paths on compact values (a gather, a group mean, a group max);
+        None when the selector or the values need the general path."""
+        plan = plan_selector(node.selector)
+        if plan is None or plan.eq is None or plan.empty:
+            return None
+        values = self.value_t(node.values)
+        score = None if node.score is None else self.value_t(node.score)
+        for v in (values, score):
+            if v is not None and (v.head if isinstance(v, Tail) else v).dtype.kind != "f":
+                return None
+        L = self.L
+        km: Any = Tail(np.zeros(0, dtype=bool), np.ones(1, dtype=bool))
+        for sop, cmp, c in plan.key_atoms:
+            km = self._cmp_t(km, self.comparable_t(sop), cmp, _scalar(c), key_side=True)
+        qm: Any = Tail(np.zeros(0, dtype=bool), np.ones(1, dtype=bool))
+        for c, sop, cmp in plan.query_atoms:
+            qm = self._cmp_t(qm, self.comparable_t(sop), cmp, _scalar(c), key_side=False)
+        ksop, qsop = plan.eq
+        qv = self.comparable_t(qsop)
+        qkind = (qv.head if isinstance(qv, Tail) else qv).dtype.kind
+        if qkind not in "iu":
+            return None
+        qn = max(_head_len(qv, L), _head_len(qm, L))
+        qh, qmh = _upto(qv, qn), _upto(qm, qn)
+        qt, qmt = _tailv(qv), _tailv(qm)
+        if isinstance(ksop, C.Indices):  # a gather: query q reads position qv[q]
+
+            def read(qi: np.ndarray, ok: np.ndarray) -> np.ndarray:
+                ok = ok & (qi >= 0) & (qi < L)
+                idx = np.where(ok, qi, 0)
+                ok &= _at(km, idx)
+                return np.where(ok, _at(values, idx), 0.0)
+
+            return self._pack(read(qh, qmh), read(qt, qmt))
+        kv = self.comparable_t(ksop)
+        if (kv.head if isinstance(kv, Tail) else kv).dtype.kind not in "iu":
+            return None
+        kn = max(_head_len(x, L) for x in (kv, km, values, *(() if score is None else (score,))))
+        ks = np.flatnonzero(_upto(km, kn))
+        kk = _upto(kv, kn)[ks]
+        vv = _upto(values, kn)[ks]
+        ss = None if score is None else _upto(score, kn)[ks]
+        w = np.ones(len(ks))
+        if kn < L and bool(_tailv(km)[0]):  # the L - kn tail keys: one key of weight L - kn
+            kk = np.concatenate([kk, _tailv(kv)])
+            vv = np.concatenate([vv, _tailv(values)])
+            ss = None if ss is None or score is None else np.concatenate([ss, _tailv(score)])
+            w = np.concatenate([w, [float(L - kn)]])
+        if kk.size == 0:
+            return Tail(np.zeros(0), np.zeros(1))
+        uniq, inv = np.unique(kk, return_inverse=True)
+        if ss is not None:
+            gmax = np.full(len(uniq), -np.inf)
+            np.maximum.at(gmax, inv, ss)
+            top = ss == gmax[inv]
+            inv, vv, w = inv[top], vv[top], w[top]
+        counts = np.bincount(inv, weights=w, minlength=len(uniq))
+        sums = np.bincount(inv, weights=vv * w, minlength=len(uniq))
+
+        def look(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
+            pos = np.minimum(np.searchsorted(uniq, q), len(uniq) - 1)
+            found = ok & (uniq[pos] == q) & (counts[pos] > 0)
+            out = np.zeros(len(q))
+            out[found] = sums[pos[found]] / counts[pos[found]]
+            return out
+
+        return self._pack(look(qh, qmh), look(qt, qmt))
+
+    def _pack(self, head: np.ndarray, tail: np.ndarray) -> Any:
+        return head if len(head) >= self.L else Tail(head, tail.reshape(1))
+
+    def _cmp_t(self, mask: Any, v: Any, cmp: str, c: Any, key_side: bool) -> Tail:
+        L = self.L
+        m = max(_head_len(mask, L), _head_len(v, L))
+        if key_side:
+            h, t = compare(cmp, _upto(v, m), c), compare(cmp, _tailv(v), c)
+        else:
+            h, t = compare(cmp, c, _upto(v, m)), compare(cmp, c, _tailv(v))
+        return Tail(_upto(mask, m) & h, _tailv(mask) & t)
 
     # -- provenance of non-finite values ---------------------------------------------------
     def _track(self, node: C.SOp) -> None:

@@ -52,10 +52,14 @@ def load(name: str) -> dict[str, Any]:
 
 
 def check_fixture(
-    name: str, capacity: tuple[int, int, int, int, int] = (8, 8, 2, 4, 16), *, simulator: bool = True
+    name: str,
+    capacity: tuple[int, int, int, int, int] = (8, 8, 2, 4, 16),
+    *,
+    simulator: bool = True,
+    variant: str = "compact",
 ) -> dict[str, float]:
-    """Max abs errors vs torch's output: the reference and (``simulator=True``) U, the same U for
-    every fixture.  A fixture's masks go to both, as keywords: ``T(x, **masks)`` and
+    """Max abs errors vs torch's output: the reference and (``simulator=True``) U (of ``variant``),
+    the same U for every fixture.  A fixture's masks go to both, as keywords: ``T(x, **masks)`` and
     ``u.run(T, x, **masks)`` (a stack gets the same masks at every layer, as torch's encoder)."""
     f = load(name)
     x, y, layers, masks = f["x"], f["y"], f["layers"], f["masks"]
@@ -64,7 +68,7 @@ def check_fixture(
         ref = T(ref, **masks)
     errs = {"reference": float(np.max(np.abs(ref - y)))}
     if simulator:
-        u = UniversalSimulator(*capacity)
+        u = UniversalSimulator(*capacity, variant=variant)
         if len(layers) > 1:
             got = u.run_stack(layers, x, **masks)
         else:

@@ -38,17 +38,22 @@ SMALL = (3, 3, 2, 2, 3)  # the capacity whose program the Z3 obligations transla
 register_construction(CID, f"{THM6}, {COR61}, {THM9}, {HIER}", lambda: UniversalSimulator(3, 3, 2, 2, 3))
 
 
+def _u(*cap: int, variant: str = "compact") -> UniversalSimulator:
+    """One U per (capacity, variant), however the variant is passed."""
+    return _built(cap, variant)
+
+
 @functools.cache
-def _u(*cap: int) -> UniversalSimulator:
-    return UniversalSimulator(*cap)
+def _built(cap: tuple[int, ...], variant: str) -> UniversalSimulator:
+    return UniversalSimulator(*cap, variant=variant)
 
 
-def decoded_intent_check(name: str) -> Callable[[float], Outcome]:
+def decoded_intent_check(name: str, variant: str = "compact") -> Callable[[float], Outcome]:
     """A stage selector's intent for all sizes by the decoding prover (positions decoded into the
     grids of U's layout), as the lemmas' intents are proven."""
 
     def check(timeout: float) -> Outcome:
-        u = _u(*SMALL)
+        u = _u(*SMALL, variant=variant)
         return check_intent(dict(u.intents)[name], u.layout, timeout=timeout)
 
     return check
@@ -62,9 +67,9 @@ def _value_atom(sel: C.Selector) -> bool:
     return isinstance(sel, C.Select) and isinstance(sel.queries, C.Full)
 
 
-def coverage_check(timeout: float) -> Outcome:
+def coverage_check(timeout: float, variant: str = "compact") -> Outcome:
     """Every attention op of U has a proven intent (a conjunct of its selector, the rest key flags)."""
-    u = _u(*SMALL)
+    u = _u(*SMALL, variant=variant)
     covered = {id(it.selector) for _, it in u.intents}
     heads = [n for n in C.topological([u.program]) if isinstance(n, (C.Aggregate, C.SelectorWidth))]
     loose = []
@@ -168,11 +173,12 @@ def whole_check(
     sizes: tuple[int, int, int, int, int | None],
     options: dict[str, Any],
     symbolic_weights: bool = True,
+    variant: str = "compact",
 ) -> Callable[[float], Outcome]:
     """U (sympy backend) == T(X) on symbolic X (and symbolic or random rational weights), by congruence."""
 
     def check(timeout: float) -> Outcome:
-        u = UniversalSimulator(*cap)
+        u = UniversalSimulator(*cap, variant=variant)
         n, d, h, k, f = sizes
         if symbolic_weights:
             T = TransformerLayer.symbolic(d, h, k, f, **options)
@@ -197,9 +203,10 @@ def numeric_check(
     sizes: tuple[int, int, int, int, int | None],
     options: dict[str, Any],
     tol: float,
+    variant: str = "compact",
 ) -> Callable[[float], Outcome]:
     def check(timeout: float) -> Outcome:
-        u = _u(*cap)
+        u = _u(*cap, variant=variant)
         n, d, h, k, f = sizes
         T = TransformerLayer.random(d, h, k, f, seed=7, **options)
         x = np.random.default_rng(3).normal(size=(n, d))
@@ -211,9 +218,9 @@ def numeric_check(
     return check
 
 
-def stack_check(tol: float) -> Callable[[float], Outcome]:
+def stack_check(tol: float, variant: str = "compact") -> Callable[[float], Outcome]:
     def check(timeout: float) -> Outcome:
-        u = _u(8, 8, 2, 4, 16)
+        u = _u(8, 8, 2, 4, 16, variant=variant)
         layers = [
             TransformerLayer.random(6, 2, 3, 16, seed=1, residual=True, norm="post"),
             TransformerLayer.random(6, 1, 4, None, seed=2, residual=True, norm="pre"),
@@ -231,11 +238,11 @@ def stack_check(tol: float) -> Callable[[float], Outcome]:
     return check
 
 
-def fixture_check(name: str, tol: float) -> Callable[[float], Outcome]:
+def fixture_check(name: str, tol: float, variant: str = "compact") -> Callable[[float], Outcome]:
     def check(timeout: float) -> Outcome:
         from attnsim.simulator.fixtures import check_fixture
 
-        errs = check_fixture(name)
+        errs = check_fixture(name, variant=variant)
         worst = max(errs.values())
         detail = ", ".join(f"{k} {v:.3g}" for k, v in errs.items())
         return Outcome.good(detail) if worst <= tol else Outcome.bad(f"{detail} > {tol:g}")
@@ -415,4 +422,130 @@ def simulator_obligations() -> Iterable[Obligation]:
     )
 
 
-__all__ = ["OPTION_COMBOS", "simulator_obligations"]
+SHALLOW = f"{CID}/shallow"
+SHALLOW_SMALL = (4, 4, 2, 2, 4)  # numeric checks of the shallow build (its spread grid grows as N^2 D^2)
+
+
+@provider
+def shallow_obligations() -> Iterable[Obligation]:
+    """U with ``variant="shallow"`` (6 attention layers): its own stage selectors, coverage,
+    numerics for every option combination, the torch fixtures, a stack and whole-U SymPy checks."""
+    v = "shallow"
+    u = _u(*SMALL, variant=v)
+    for name, it in u.intents:
+        stmt = f"{it.statement} (stage {name.rsplit('.', 1)[0]} of shallow U, {u.fingerprint})"
+        yield Obligation(
+            f"{SHALLOW}/z3-parametric/{name}", CID, THM9, "z3-parametric", decoded_intent_check(name, v), stmt
+        )
+    yield Obligation(
+        f"{SHALLOW}/exact/stage-coverage",
+        CID,
+        THM9,
+        "exact",
+        functools.partial(coverage_check, variant=v),
+        "every attention op of shallow U is a gather, a sum read at its consumer, the row max or the record shift",
+    )
+    yield Obligation(
+        f"{SHALLOW}/exact/six-layers",
+        CID,
+        THM9,
+        "exact",
+        _layers_check(v, 6),
+        "shallow U has at most 6 attention layers at capacities c = 2, 3, 8, 32, 64 (max_len = d_model = d_ff = c; "
+        "the test suite checks every c in 2..64)",
+    )
+    yield Obligation(
+        f"{SHALLOW}/sympy/attn-h1-n2-d2",
+        CID,
+        THM6,
+        "sympy",
+        whole_check((2, 2, 1, 2, None), (2, 2, 1, 2, None), {}, variant=v),
+        "shallow U == softmax attention on symbolic X and weights (1 head)",
+    )
+    yield Obligation(
+        f"{SHALLOW}/sympy/ffn-res-rational-n2-d2",
+        CID,
+        COR61,
+        "sympy",
+        whole_check((2, 2, 1, 2, 2), (2, 2, 1, 2, 2), {"residual": True}, symbolic_weights=False, variant=v),
+        "shallow U == encoder layer with ReLU FFN and residual: symbolic X, random rational weights",
+    )
+    yield Obligation(
+        f"{SHALLOW}/sympy/post-attn-rational-n2-d2",
+        CID,
+        COR61,
+        "sympy",
+        whole_check(
+            (2, 2, 1, 2, None),
+            (2, 2, 1, 2, None),
+            {"residual": True, "norm": "post"},
+            symbolic_weights=False,
+            variant=v,
+        ),
+        "shallow U == post-norm attention layer (LayerNorm by congruence): symbolic X, rational weights",
+    )
+    yield Obligation(
+        f"{SHALLOW}/sympy/pre-attn-rational-n2-d2",
+        CID,
+        COR61,
+        "sympy",
+        whole_check(
+            (2, 2, 1, 2, None),
+            (2, 2, 1, 2, None),
+            {"residual": True, "norm": "pre"},
+            symbolic_weights=False,
+            variant=v,
+        ),
+        "shallow U == pre-norm attention layer (LayerNorm of X in the spread product): symbolic X, rational weights",
+    )
+    cap = SHALLOW_SMALL
+    for o in OPTION_COMBOS:
+        for f in (cap[4], None):
+            if f is None and o["activation"] == "gelu":
+                continue
+            tag = _tag(o) + ("" if f else "-noffn")
+            yield Obligation(
+                f"{SHALLOW}/numeric/cap4-{tag}",
+                CID,
+                COR61 if f else THM9,
+                "numeric",
+                numeric_check(cap, (4, 4, 2, 2, f), o, 1e-10, variant=v),
+                "float64 shallow U vs reference at full capacity (4, 4, 2, 2, 4), max abs error <= 1e-10",
+            )
+    yield Obligation(
+        f"{SHALLOW}/numeric/stack-3-layers",
+        CID,
+        HIER,
+        "numeric",
+        stack_check(1e-10, variant=v),
+        "shallow run_stack: one program looped 3 times == composed references (mixed options, sizes)",
+    )
+    from attnsim.simulator.fixtures import FIXTURES
+
+    for name in FIXTURES:
+        yield Obligation(
+            f"{SHALLOW}/numeric/torch-{name}",
+            CID,
+            COR61,
+            "numeric",
+            fixture_check(name, 1e-10, variant=v),
+            "shallow U (with torch's mask arguments where the fixture has them) vs torch's float64 output",
+        )
+
+
+def _layers_check(variant: str, most: int) -> Callable[[float], Outcome]:
+    CAPS = (2, 3, 8, 32, 64)
+
+    def check(timeout: float) -> Outcome:
+        got = {
+            c: UniversalSimulator(c, c, min(c, 4), max(1, c // 4), c, variant=variant).cost()["layers"] for c in CAPS
+        }
+        over = {c: n for c, n in got.items() if n > most}
+        if over:
+            return Outcome.bad(f"more than {most} layers at {over}")
+        return Outcome.good(f"layers {sorted(set(got.values()))} at capacities {CAPS}")
+
+    return check
+
+
+__all__ = ["OPTION_COMBOS", "shallow_obligations", "simulator_obligations"]

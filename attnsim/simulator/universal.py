@@ -57,7 +57,7 @@ from attnsim.rasp.schedule import Cost, cost
 from attnsim.simulator.record import GATES, HEADER, InputMap
 from attnsim.simulator.reference import SimulatorError, TransformerLayer
 
-VARIANTS = ("compact",)
+VARIANTS = ("compact", "shallow")
 SEQ = E.Var("seq_len")
 
 
@@ -75,6 +75,22 @@ def _pos_int(name: str, v: Any) -> int:
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
         raise SimulatorError(f"capacity {name} must be a positive int, got {v!r}")
     return v
+
+
+def _mul(a: C.SOp, b: C.SOp) -> C.SOp:
+    return C.apply("mul", a, b)
+
+
+def _add(a: C.SOp, b: C.SOp) -> C.SOp:
+    return C.apply("add", a, b)
+
+
+def _sub(a: C.SOp, b: C.SOp) -> C.SOp:
+    return C.apply("sub", a, b)
+
+
+def _where(c: C.SOp, a: C.SOp, b: C.SOp) -> C.SOp:
+    return C.apply("where", c, a, b)
 
 
 class UniversalSimulator:
@@ -119,8 +135,17 @@ class UniversalSimulator:
         self.stage_grids.append(g)
         return g
 
-    def _gather(self, name: str, src: Grid, onto: Grid | None, coords: Callable[[Coords], Coords]) -> C.SOp:
-        sop, it = gather_onto(GridRef(C.tokens, src), onto, coords, name)
+    def _gather(
+        self,
+        name: str,
+        src: Grid,
+        onto: Grid | None,
+        coords: Callable[[Coords], Coords],
+        *,
+        when: Callable[[Coords], E.Expr] | None = None,
+        otherwise: tuple[Grid, Callable[[Coords], Coords]] | None = None,
+    ) -> C.SOp:
+        sop, it = gather_onto(GridRef(C.tokens, src), onto, coords, name, when=when, otherwise=otherwise)
         self.intents.append((f"{name}.gather", it))
         return sop
 
@@ -155,81 +180,157 @@ class UniversalSimulator:
         self.masks.append(Mask(name, m, grid, intent))
         return m
 
-    # -- the program ---------------------------------------------------------------------------
+    # -- the program: stages shared by both variants -------------------------------------------
     def _build(self) -> None:
-        N, D, H, K, F = self.N, self.D, self.H, self.K, self.F
+        self._common()
+        if self.variant == "compact":
+            s_at, vw_at, PV = self._stage_scores_compact()
+        else:
+            s_at, vw_at, PV = self._stage_scores_shallow()
+        numer, denom = self._stage_softmax(s_at, vw_at, PV)
+        y, OUT = self._stage_heads_ffn(numer, denom)
+        self._stage_next(y, OUT)
+
+    def _common(self) -> None:
+        """The sizes and gates broadcast to every position, X, the record's grids."""
+        N, D = self.N, self.D
         im = self.map
-
-        def mul(a: C.SOp, b: C.SOp) -> C.SOp:
-            return C.apply("mul", a, b)
-
-        def add(a: C.SOp, b: C.SOp) -> C.SOp:
-            return C.apply("add", a, b)
-
-        def sub_(a: C.SOp, b: C.SOp) -> C.SOp:
-            return C.apply("sub", a, b)
-
-        def where(c: C.SOp, a: C.SOp, b: C.SOp) -> C.SOp:
-            return C.apply("where", c, a, b)
 
         def bcast(pos: E.Expr, name: str) -> C.SOp:
             one = Grid.of(f"{name}@", pos, s=1)
             return self._gather(name, one, None, lambda cs: {"s": E.Const(0)})
 
-        n_b = hints.declare(bcast(im.header_position("n"), "n"), lambda max_len: range(1, _val(N) + 1))
-        d_b = hints.declare(bcast(im.header_position("d"), "d"), lambda max_len: range(1, _val(D) + 1))
-        g = {nm: bcast(im.gate_position(nm), nm) for nm in GATES}
-        tok2 = C.apply("square", C.tokens).named("tokens_sq")
-        X = im.x
-        rec = {gr.name: gr for gr in im.record}
+        self._n_b = hints.declare(bcast(im.header_position("n"), "n"), lambda max_len: range(1, _val(N) + 1))
+        self._d_b = hints.declare(bcast(im.header_position("d"), "d"), lambda max_len: range(1, _val(D) + 1))
+        self._g = {nm: bcast(im.gate_position(nm), nm) for nm in GATES}
+        self._tok2 = C.apply("square", C.tokens).named("tokens_sq")
+        self._rec = {gr.name: gr for gr in im.record}
 
-        def rows_mean(name: str, onto: Grid, row: Callable[[Coords], E.Expr], values: C.SOp) -> C.SOp:
-            """(1/d) sum_{l < D} values[X entry (row(x), l)] (padding is 0: the sum is over the true d)."""
-            s = self._sum(name, GridRef(values, X), ("l",), onto, lambda cs: {"i": row(cs)})
-            return C.apply("div", s, d_b).named(f"{name}.per_d")
+    def _rows_mean(self, name: str, onto: Grid, row: Callable[[Coords], E.Expr], values: C.SOp) -> C.SOp:
+        """(1/d) sum_{l < D} values[X entry (row(x), l)] (padding is 0: the sum is over the true d)."""
+        s = self._sum(name, GridRef(values, self.map.x), ("l",), onto, lambda cs: {"i": row(cs)})
+        return C.apply("div", s, self._d_b).named(f"{name}.per_d")
 
-        def layer_norm_of(mean: C.SOp, meansq: C.SOp, name: str) -> C.SOp:
-            var = sub_(meansq, C.apply("square", mean))
-            return C.apply("reciprocal", C.apply("sqrt", add(var, g["eps"]))).named(f"{name}.rstd")
+    def _layer_norm_of(self, mean: C.SOp, meansq: C.SOp, name: str) -> C.SOp:
+        var = _sub(meansq, C.apply("square", mean))
+        return C.apply("reciprocal", C.apply("sqrt", _add(var, self._g["eps"]))).named(f"{name}.rstd")
 
-        # 1. projection products (t, h, i, c, l) ---------------------------------------------------
-        P1 = self._grid("proj.products", t=3, h=H, i=N, c=K, l=D)
-        x_at = self._gather("proj.x", X, P1, lambda cs: {"i": cs["i"], "l": cs["l"]})
+    def _z(
+        self,
+        x_at: C.SOp,
+        onto: Grid,
+        row: Callable[[Coords], E.Expr],
+        feat: Callable[[Coords], E.Expr],
+        name: str,
+        when: Callable[[Coords], E.Expr] | None = None,
+    ) -> C.SOp:
+        """Z = LayerNorm 1 (X) (pre-norm) or X at the grid's positions: x_at is X[row(x), feat(x)]."""
+        rec, g = self._rec, self._g
+        mu = self._rows_mean(f"{name}.mean", onto, row, C.tokens)
+        sq = self._rows_mean(f"{name}.meansq", onto, row, self._tok2)
+        g1 = self._gather(f"{name}.g1", rec["g1"], onto, lambda cs: {"e": feat(cs)}, when=when)
+        be1 = self._gather(f"{name}.be1", rec["be1"], onto, lambda cs: {"e": feat(cs)}, when=when)
+        z_norm = _add(_mul(_mul(_sub(x_at, mu), self._layer_norm_of(mu, sq, name)), g1), be1)
+        return _where(g["pre"], z_norm, x_at)
+
+    def _proj_products(self, t: int | None) -> GridRef:
+        """(t, h, i, c, l): Z[i, l] W[t, h, l, c] for t = q, k, v (t None) or one t."""
+        N, D, H, K = self.N, self.D, self.H, self.K
+        P1 = self._grid("proj.products", t=3 if t is None else 1, h=H, i=N, c=K, l=D)
+        tt: Callable[[Coords], E.Expr] = (lambda cs: cs["t"]) if t is None else (lambda cs: E.Const(t))
+        x_at = self._gather("proj.x", self.map.x, P1, lambda cs: {"i": cs["i"], "l": cs["l"]})
         w_at = self._gather(
-            "proj.w", rec["wqkv"], P1, lambda cs: {"t": cs["t"], "h": cs["h"], "l": cs["l"], "c": cs["c"]}
+            "proj.w", self._rec["wqkv"], P1, lambda cs: {"t": tt(cs), "h": cs["h"], "l": cs["l"], "c": cs["c"]}
         )
-        mu0 = rows_mean("ln_x.mean", P1, lambda cs: cs["i"], C.tokens)
-        sq0 = rows_mean("ln_x.meansq", P1, lambda cs: cs["i"], tok2)
-        g1_at = self._gather("proj.g1", rec["g1"], P1, lambda cs: {"e": cs["l"]})
-        be1_at = self._gather("proj.be1", rec["be1"], P1, lambda cs: {"e": cs["l"]})
-        z_norm = add(mul(mul(sub_(x_at, mu0), layer_norm_of(mu0, sq0, "ln_x")), g1_at), be1_at)
-        z = where(g["pre"], z_norm, x_at).named("proj.z")
-        prod1 = GridRef(mul(z, w_at).named("proj.prod"), P1)
+        if t is None:  # the compact build's names (and program) are kept as they were
+            mu0 = self._rows_mean("ln_x.mean", P1, lambda cs: cs["i"], C.tokens)
+            sq0 = self._rows_mean("ln_x.meansq", P1, lambda cs: cs["i"], self._tok2)
+            g1_at = self._gather("proj.g1", self._rec["g1"], P1, lambda cs: {"e": cs["l"]})
+            be1_at = self._gather("proj.be1", self._rec["be1"], P1, lambda cs: {"e": cs["l"]})
+            z_norm = _add(_mul(_mul(_sub(x_at, mu0), self._layer_norm_of(mu0, sq0, "ln_x")), g1_at), be1_at)
+            z = _where(self._g["pre"], z_norm, x_at).named("proj.z")
+        else:
+            z = self._z(x_at, P1, lambda cs: cs["i"], lambda cs: cs["l"], "ln_x").named("proj.z")
+        return GridRef(_mul(z, w_at).named("proj.prod"), P1)
 
-        # 2. Q, K at the score products (h, i, j, c); V at the V W_O products (h, j, c, e) ---------
-        SP = self._grid("scores.products", h=H, i=N, j=N, c=K)
+    def _projection(self, prod1: GridRef, t: int, t_at: int, tok_axis: str, onto: Grid, name: str) -> C.SOp:
+        """Q, K or V (t = 0, 1, 2; at t_at of the products) with its bias, read at ``onto``."""
+        s = self._sum(
+            name, prod1, ("l",), onto, lambda cs: {"t": E.Const(t_at), "h": cs["h"], "i": cs[tok_axis], "c": cs["c"]}
+        )
+        b = self._gather(
+            f"{name}.bias", self._rec["bqkv"], onto, lambda cs: {"t": E.Const(t), "h": cs["h"], "c": cs["c"]}
+        )
+        return _add(s, b).named(f"{name}.biased")
 
-        def proj(t: int, tok_axis: str, onto: Grid, name: str) -> C.SOp:
-            s = self._sum(
-                name, prod1, ("l",), onto, lambda cs: {"t": E.Const(t), "h": cs["h"], "i": cs[tok_axis], "c": cs["c"]}
-            )
-            b = self._gather(
-                f"{name}.bias", rec["bqkv"], onto, lambda cs: {"t": E.Const(t), "h": cs["h"], "c": cs["c"]}
-            )
-            return add(s, b).named(f"{name}.biased")
-
-        q_at = proj(0, "i", SP, "Q")
-        k_at = proj(1, "j", SP, "K")
-        qk = GridRef(mul(q_at, k_at).named("scores.prod"), SP)
+    def _vwo_products(self, prod1: GridRef, t_at: int) -> GridRef:
+        """V W_O products (h, j, c, e): V (a sum of the projection products) times W_O."""
+        N, D, H, K = self.N, self.D, self.H, self.K
         VP = self._grid("vwo.products", h=H, j=N, c=K, e=D)
-        v_at = proj(2, "j", VP, "V")
-        wo_at = self._gather("vwo.wo", rec["wo"], VP, lambda cs: {"h": cs["h"], "c": cs["c"], "e": cs["e"]})
-        vwo = GridRef(mul(v_at, wo_at).named("vwo.prod"), VP)
+        v_at = self._projection(prod1, 2, t_at, "j", VP, "V")
+        wo_at = self._gather("vwo.wo", self._rec["wo"], VP, lambda cs: {"h": cs["h"], "c": cs["c"], "e": cs["e"]})
+        return GridRef(_mul(v_at, wo_at).named("vwo.prod"), VP)
 
-        # 3. scores and V W_O at the attention products (h, i, j, e) ------------------------------
-        PV = self._grid("attn.products", h=H, i=N, j=N, e=D)
+    def _attn_grid(self) -> Grid:
+        return self._grid("attn.products", h=self.H, i=self.N, j=self.N, e=self.D)
+
+    def _vw_at(self, vwo: GridRef, PV: Grid) -> C.SOp:
+        return self._sum("vw", vwo, ("c",), PV, lambda cs: {"h": cs["h"], "j": cs["j"], "e": cs["e"]})
+
+    def _stage_scores_compact(self) -> tuple[C.SOp, C.SOp, Grid]:
+        """Layers 1-3 (compact): projection products; Q, K, V; scores and V W_O at (h, i, j, e)."""
+        N, H, K = self.N, self.H, self.K
+        prod1 = self._proj_products(None)
+        SP = self._grid("scores.products", h=H, i=N, j=N, c=K)
+        q_at = self._projection(prod1, 0, 0, "i", SP, "Q")
+        k_at = self._projection(prod1, 1, 1, "j", SP, "K")
+        qk = GridRef(_mul(q_at, k_at).named("scores.prod"), SP)
+        vwo = self._vwo_products(prod1, 2)
+        PV = self._attn_grid()
         s_at = self._sum("scores", qk, ("c",), PV, lambda cs: {"h": cs["h"], "i": cs["i"], "j": cs["j"]})
-        vw_at = self._sum("vw", vwo, ("c",), PV, lambda cs: {"h": cs["h"], "j": cs["j"], "e": cs["e"]})
+        return s_at, self._vw_at(vwo, PV), PV
+
+    def _stage_scores_shallow(self) -> tuple[C.SOp, C.SOp, Grid]:
+        """Layers 1-3 (shallow): the scores straight from X in one spread product,
+        S[h, i, j] = sum_{c, l, l2} Z~[i, l] Wq~[h, l, c] Wk~[h, l2, c] Z~[j, l2], Z~ = [Z, 1] and
+        W~ = [W; b] (row D holds the bias), read at (h, i, j, e) after layer 2; V and V W_O as in
+        the compact build, one layer later (V W_O read at (h, i, j, e) after layer 3)."""
+        N, D, H, K = self.N, self.D, self.H, self.K
+        rec = self._rec
+        SS = self._grid("scores.spread", h=H, i=N, j=N, c=K, l=D + 1, l2=D + 1)
+
+        def z_tilde(tok: str, ax: str, name: str) -> C.SOp:
+            feat = lambda cs: cs[ax]
+            inside = lambda cs: cs[ax] < D
+            x_at = self._gather(f"{name}.x", self.map.x, SS, lambda cs: {"i": cs[tok], "l": cs[ax]}, when=inside)
+            z = self._z(x_at, SS, lambda cs: cs[tok], feat, f"{name}.ln", when=inside)
+            one = self._indicator(f"{name}.one", SS, lambda cs: cs[ax].eq(D))
+            return _add(z, one).named(f"{name}.z")
+
+        def w_tilde(t: int, ax: str, name: str) -> C.SOp:
+            return self._gather(
+                name,
+                rec["wqkv"],
+                SS,
+                lambda cs: {"t": E.Const(t), "h": cs["h"], "l": cs[ax], "c": cs["c"]},
+                when=lambda cs: cs[ax] < D,
+                otherwise=(rec["bqkv"], lambda cs: {"t": E.Const(t), "h": cs["h"], "c": cs["c"]}),
+            )
+
+        # one factor at a time: (Z~_i Wq~) (Wk~ Z~_j), each product as soon as its factors exist
+        left = _mul(z_tilde("i", "l", "spread.q"), w_tilde(0, "l", "spread.wq")).named("spread.left")
+        right = _mul(w_tilde(1, "l2", "spread.wk"), z_tilde("j", "l2", "spread.k")).named("spread.right")
+        prod = GridRef(_mul(left, right).named("scores.prod"), SS)
+        vwo = self._vwo_products(self._proj_products(2), 0)
+        PV = self._attn_grid()
+        s_at = self._sum("scores", prod, ("c", "l", "l2"), PV, lambda cs: {"h": cs["h"], "i": cs["i"], "j": cs["j"]})
+        return s_at, self._vw_at(vwo, PV), PV
+
+    def _stage_softmax(self, s_at: C.SOp, vw_at: C.SOp, PV: Grid) -> tuple[GridRef, GridRef]:
+        """The logits at (h, i, j, e), the row max (one value-scored head), the softmax terms."""
+        N, im, g, n_b = self.N, self.map, self._g, self._n_b
+        mul, add, sub_, where = _mul, _add, _sub, _where
+        # logits (scale, additive mask) and which keys are allowed (j < n, not blocked)
         add_at = self._gather("mask.add", im.mask_add, PV, lambda cs: {"i": cs["i"], "j": cs["j"]})
         blk_at = self._gather("mask.blocked", im.mask_blocked, PV, lambda cs: {"i": cs["i"], "j": cs["j"]})
         key_ok = self._below("mask.keys", PV, lambda cs: cs["j"], n_b, lambda c, s: c["j"] < s["n"])
@@ -269,6 +370,15 @@ class UniversalSimulator:
         ex = C.apply("gate", allowed, C.apply("exp", shifted)).named("attn.exp")
         numer = GridRef(mul(ex, vw_at).named("attn.numer_terms"), PV)
         denom = GridRef(ex, PV)
+        return numer, denom
+
+    def _stage_heads_ffn(self, numer: GridRef, denom: GridRef) -> tuple[C.SOp, Grid]:
+        """The head outputs, R, LayerNorm 1, FFN 1 and FFN 2, LayerNorm 2: Y at (i, e)."""
+        N, D, H, F = self.N, self.D, self.H, self.F
+        im, rec, g, n_b, d_b = self.map, self._rec, self._g, self._n_b, self._d_b
+        mul, add, sub_, where = _mul, _add, _sub, _where
+        X = im.x
+        layer_norm_of = self._layer_norm_of
 
         # 5. per-head outputs O[h, i, e] where the sums of step 6 need them -----------------------
         def head_out(onto: Grid, h: Callable[[Coords], E.Expr], name: str) -> C.SOp:
@@ -397,11 +507,15 @@ class UniversalSimulator:
         rows_ok = self._below("mask.rows", OUT, lambda cs: cs["i"], n_b, lambda c, s: c["i"] < s["n"])
         cols_ok = self._below("mask.cols", OUT, lambda cs: cs["e"], d_b, lambda c, s: c["e"] < s["d"])
         y = mul(y, mul(rows_ok, cols_ok)).named("Y")
+        return y, OUT
 
-        # the next sequence: Y over X, the pointer advanced, the record queue shifted by one ------
+    def _stage_next(self, y: C.SOp, OUT: Grid) -> None:
+        """The next sequence: Y over X, the pointer advanced, the record queue shifted by one."""
+        im = self.map
+        where = _where
         size = im.record_size
         shifted_rec = self._gather_rel("queue", size)
-        is_x = self._indicator("is_X", X)
+        is_x = self._indicator("is_X", im.x)
         is_rec = C.imap(lambda p: E.if_(p >= im.base, 1, 0), C.indices).named("is_record")
         ptr_pos = im.header_position("ptr")
         is_p = C.imap(lambda p: E.if_(p.eq(ptr_pos), 1, 0), C.indices).named("is_ptr")
