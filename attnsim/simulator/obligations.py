@@ -36,6 +36,21 @@ HIER = "hierarchy (N >= n)"
 SMALL = (3, 3, 2, 2, 3)  # the capacity whose program the Z3 obligations translate (sizes stay symbols)
 
 register_construction(CID, f"{THM6}, {COR61}, {THM9}, {HIER}", lambda: UniversalSimulator(3, 3, 2, 2, 3))
+FRAME = "simulator-frame"
+FRAME_REF = "depth by looping: the frame lemma of a pass"
+register_construction(FRAME, FRAME_REF, lambda: UniversalSimulator(3, 3, 2, 2, 3))
+
+
+def frame_check(variant: str) -> Callable[[float], Outcome]:
+    """The frame lemma of one pass (attnsim.symbolic.frame) on U built over unbound capacity sizes."""
+
+    def check(timeout: float) -> Outcome:
+        from attnsim.symbolic.frame import prove_frame
+
+        sizes = (C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
+        return prove_frame(UniversalSimulator(*sizes, variant=variant), timeout)
+
+    return check
 
 
 def _u(*cap: int, variant: str = "compact") -> UniversalSimulator:
@@ -258,6 +273,21 @@ OPTION_COMBOS = [
 
 def _tag(o: dict[str, Any]) -> str:
     return f"{'res' if o['residual'] else 'nores'}-{o['norm']}-{o['activation']}"
+
+
+@provider
+def frame_obligations() -> Iterable[Obligation]:
+    for variant in ("compact", "shallow"):
+        tag = "" if variant == "compact" else f"{variant}/"
+        yield Obligation(
+            f"{FRAME}/{tag}all-sizes/frame",
+            FRAME,
+            FRAME_REF,
+            "all-sizes",
+            frame_check(variant),
+            f"U ({variant}), every capacity and record count: outside X a pass only advances the pointer and moves "
+            "the record queue by one record (so pass t reads record t and keeps the header and masks)",
+        )
 
 
 @provider

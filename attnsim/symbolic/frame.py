@@ -1,0 +1,137 @@
+"""The frame lemma of one pass of U, for every capacity and every number of records m.
+
+Outside the X block a pass of U (:mod:`attnsim.simulator.universal`) must only move the record
+queue and advance the pointer: with S the record size and L the sequence length,
+
+* header and mask positions p (not the pointer): out[p] = seq[p];
+* the pointer: out[p] = seq[p] + 1;
+* record positions p >= base: out[p] = seq[p + S] when p + S < L, else 0.
+
+So pass t reads, in the record slot it always reads, what the encoding put in record t, and keeps
+the header and the masks: with the one-layer correctness of the X block, ``run_stack`` on m
+records computes the m-layer encoder, by induction on the passes.
+
+The proof is symbolic execution of U's own program (:class:`attnsim.symbolic.execute.Executor`) at
+a symbolic position of each region, U built over unbound capacity sizes and the sequence length
+over a symbolic record count M >= 1; tokens are one uninterpreted function ``seq`` of the
+position, so nothing is assumed of their values.  A conditional (``where``) whose flag Z3 decides
+is evaluated on the chosen branch only; a gather whose one key lies outside the sequence reads 0.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+from attnsim.proofs.obligation import Outcome
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.rasp.layout import Layout
+from attnsim.symbolic.execute import ExecutionFailed, Executor, sym
+
+SEQ = sp.Function("seq")
+
+
+@dataclass
+class _Program:
+    """What the executor reads of a construction: U's program, layout and head intents."""
+
+    program: C.SOp
+    layout: Layout
+    intents: list[Any]
+    inputs: tuple[str, ...] = ()
+    preconditions: tuple[E.Expr, ...] = ()
+    minimums: tuple[tuple[str, int], ...] = ()
+    scalars: tuple[Any, ...] = ()
+    binary: tuple[str, ...] = ()
+    free_sizes: frozenset[str] = field(default_factory=frozenset)
+
+
+class FrameExecutor(Executor):
+    """The executor with opaque tokens, lazy ``where`` and out-of-range gathers reading 0."""
+
+    def token(self, pos: E.Expr) -> sp.Expr:
+        return SEQ(sym(self.norm(pos)))
+
+    def _value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:
+        if isinstance(node, C.Map | C.SequenceMap) and isinstance(node.fn, C.Prim) and node.fn.name == "where":
+            ix = C.index_expr(node.args[0], pos)  # a structural flag: decided by Z3 at this position
+            if ix is not None:
+                ix = ix.substitute({"length": self.con.layout.length})
+                if self.holds(ix.eq(0)):
+                    return self.value(node.args[2], pos)
+                if self.holds(E.Not(ix.eq(0))):
+                    return self.value(node.args[1], pos)
+        ix = C.index_expr(node, pos) if isinstance(node, C.Map | C.SequenceMap) else None
+        if ix is not None and not isinstance(ix, E.Const):
+            decided = self._branches(ix.substitute({"length": self.con.layout.length}))
+            if isinstance(decided, E.Const):
+                return sp.Integer(decided.value)
+        if isinstance(node, C.Aggregate):
+            sel, ln = node.selector, self.con.layout.length
+            if isinstance(sel, C.Select) and sel.cmp == "==" and isinstance(sel.keys, C.Indices):
+                src = C.index_expr(sel.queries, pos)
+                if src is not None:
+                    k = self.norm(src.substitute({"length": ln}))
+                    if self.holds((k < 0) | (k >= ln)):
+                        self.steps.append(f"{sel.label}: query {E.render(pos)} selects no key (reads 0)")
+                        return sp.Integer(0)
+        return super()._value(node, pos)
+
+    def _branches(self, e: E.Expr) -> E.Expr:
+        """``e`` with every conditional whose condition Z3 decides replaced by its branch."""
+        if isinstance(e, E.If):
+            if self.holds(e.cond):
+                return self._branches(e.a)
+            if self.holds(E.Not(e.cond)):
+                return self._branches(e.b)
+        return e
+
+
+def prove_frame(u: Any, timeout: float = 60.0) -> Outcome:
+    """The frame lemma for ``u`` built over unbound sizes (see the module docstring)."""
+    t0 = time.perf_counter()
+    im = u.map
+    M = C.Size("M")  # the number of records in the sequence
+    length = E.emax(im.base + M * im.record_size, u._positions_expr(1))
+    lay = Layout.of(*(g.block for g in im.grids), *(g.block for g in u.stage_grids), length=length)
+    con = _Program(u.program, lay, [it for _, it in u.intents])
+    ptr = im.header_position("ptr")
+    x_end, base, S = im.x.end_expr(), im.base, im.record_size
+    p = E.Var("p!")
+    cases: list[tuple[str, list[E.Expr], Any]] = [
+        ("header and masks", [p >= x_end, p < base, E.Not(p.eq(ptr))], SEQ(sym(p))),
+        ("pointer", [p.eq(ptr)], SEQ(sym(p)) + 1),
+        ("records, next record inside", [p >= base, p + S < length], SEQ(sym(p + S))),
+        ("records, past the last", [p >= base, p < length, p + S >= length], sp.Integer(0)),
+    ]
+    shown = []
+    steps = 0
+    for what, premises, want in cases:
+        con.preconditions = tuple(premises)
+        ex = FrameExecutor(con, max(0.5, timeout - (time.perf_counter() - t0)))
+        try:
+            got = ex.value(u.program, p)
+        except ExecutionFailed as exc:
+            return Outcome(exc.outcome.ok, f"{what}: {exc.outcome.detail}")
+        if sp.expand(sym_subs(got) - sym_subs(want)) != 0:
+            return Outcome.bad(f"{what}: a pass writes {got} where the frame lemma says {want}")
+        steps += len(ex.steps)
+        shown.append(what)
+    return Outcome.good(
+        f"for all capacities N, D, H, K, F and record counts M >= 1, outside X a pass only advances the "
+        f"pointer and moves the record queue by S = {sp.expand(sym(S))}: {', '.join(shown)}; {steps} Z3 step(s)"
+    )
+
+
+def sym_subs(e: Any) -> Any:
+    """``seq`` arguments in canonical (expanded) form, so equal positions compare equal."""
+    return sp.sympify(e).replace(
+        lambda x: isinstance(x, sp.core.function.AppliedUndef), lambda x: x.func(*(sp.expand(a) for a in x.args))
+    )
+
+
+__all__ = ["FrameExecutor", "prove_frame"]
