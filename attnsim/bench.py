@@ -313,6 +313,64 @@ def _bench_simulator(res: BenchResult, left: Callable[[], float], say: Callable[
         )
 
 
+# -- U's targets (the 7/6-layer issue) ---------------------------------------------------------
+TARGETS: tuple[tuple[str, int], ...] = (("compact", 32), ("compact", 64), ("shallow", 32))
+
+
+def simulator_targets(
+    targets: Sequence[tuple[str, int]] = TARGETS, repeats: int = 3, on_step: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
+    """One row per (variant, capacity c): max_len = d_model = d_ff = c, 4 heads of width c / 4, one
+    layer T (torch's default post-norm ReLU encoder layer when torch is installed, compared with
+    torch's own float64 output too; else a random post-norm layer): layers, positions, seconds
+    (median of ``repeats``, one run when a run is slow), tracemalloc peak, errors."""
+    from attnsim.simulator.reference import TransformerLayer
+    from attnsim.simulator.universal import UniversalSimulator
+
+    say = on_step or (lambda s: None)
+    rows = []
+    for variant, c in targets:
+        say(f"U {variant} at capacity {c}")
+        h, k = 4, max(1, c // 4)
+        x = np.random.default_rng(0).normal(size=(c, c))
+        torch_out = None
+        try:
+            import torch
+
+            torch.manual_seed(0)
+            layer = torch.nn.TransformerEncoderLayer(c, h, dim_feedforward=c, dropout=0.0, batch_first=True)
+            layer = layer.double().eval()
+            T = TransformerLayer.from_torch(layer)
+            with torch.no_grad():
+                torch_out = layer(torch.from_numpy(x)[None])[0].numpy()
+        except ImportError:
+            T = TransformerLayer.random(c, h, k, c, seed=0, residual=True, norm="post")
+        t0 = time.perf_counter()
+        U = UniversalSimulator(c, c, h, k, c, variant=variant)
+        build = time.perf_counter() - t0
+        cost = U.cost()
+        t1 = time.perf_counter()
+        y = U.run(T, x)
+        first = time.perf_counter() - t1
+        run = functools.partial(U.run, T, x)
+        secs = _median_time(run, repeats) if first * repeats < 30 else first
+        peak = _peak_mb(run)
+        rows.append(
+            {
+                "variant": variant,
+                "capacity": c,
+                "layers": int(cost["layers"]),
+                "positions": int(cost["positions"]),
+                "build_s": round(build, 4),
+                "run_s": round(secs, 4),
+                "peak_mb": round(peak, 1),
+                "error_vs_reference": float(np.max(np.abs(y - T(x)))),
+                "error_vs_torch": None if torch_out is None else float(np.max(np.abs(y - torch_out))),
+            }
+        )
+    return rows
+
+
 # -- CLI -------------------------------------------------------------------------------------
 def _sizes(text: str) -> list[int]:
     try:
@@ -332,6 +390,11 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--only", metavar="NAME", help="only constructions whose name starts with NAME")
     p.add_argument("--no-simulator", action="store_true", help="skip U")
     p.add_argument("--no-lemmas", action="store_true", help="skip the constructions")
+    p.add_argument(
+        "--simulator-targets",
+        action="store_true",
+        help="only U's target rows: compact at capacity 32 and 64, shallow at 32 (4 heads; several minutes)",
+    )
 
 
 @command("bench", _args)
@@ -341,6 +404,29 @@ def bench_cmd(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     err = Console(stderr=True)
+    if args.simulator_targets:
+        with err.status("bench") as st:
+            rows = simulator_targets(repeats=args.repeats, on_step=lambda s: st.update(f"bench: {s}"))
+        if args.json:
+            print(json.dumps(_clean(rows), indent=1, allow_nan=False))
+            return 0
+        tab = Table(title="U at its targets: max_len = d_model = d_ff = capacity, 4 heads")
+        cols = (
+            "variant",
+            "capacity",
+            "layers",
+            "positions",
+            "run_s",
+            "peak_mb",
+            "error_vs_reference",
+            "error_vs_torch",
+        )
+        for col in cols:
+            tab.add_column(col, justify="left" if col == "variant" else "right")
+        for r in rows:
+            tab.add_row(*(f"{r[c]:.2g}" if isinstance(r[c], float) and "error" in c else str(r[c]) for c in cols))
+        Console(width=max(110, Console().width)).print(tab)
+        return 0
     with err.status("bench") as st:
         res = bench(
             args.sizes,

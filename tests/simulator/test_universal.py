@@ -303,3 +303,18 @@ def test_cost_reports_each_mlp_depth_and_generalized_primitives() -> None:
     assert sorted({p for m in c["mlp_generalized"] for p in m}) == c["generalized_primitives"]
     assert all(d >= 1 for d, m in zip(c["mlp_depth"], c["mlp_generalized"], strict=True) if m)
     assert {"layers", "heads", "positions", "channels", "capacity", "closed_form", "cost"} <= set(c)
+
+
+def test_u_over_a_symbolic_capacity() -> None:
+    """U's program over unbound capacity sizes N, D, H, K, F (what an all-sizes proof reads): the
+    same 7 layers, its positions a closed form in the sizes; running it needs the sizes bound."""
+    sizes = [C.Size(s) for s in "NDHKF"]
+    u = UniversalSimulator(*sizes)
+    c = u.cost()
+    assert c["layers"] == 7 and c["positions"] is None
+    syms = {str(s): s for s in c["closed_form"]["positions"].free_symbols}
+    assert set(syms) == set("NDHKF")
+    vals = dict(zip("NDHKF", CAP, strict=True))
+    assert c["closed_form"]["positions"].subs({syms[k]: v for k, v in vals.items()}) == U.positions()
+    with pytest.raises(SimulatorError, match="symbolic capacity"):
+        u.encode(TransformerLayer.random(2, 1, 1), np.zeros((2, 2)))
