@@ -1332,6 +1332,8 @@ def plan(
         raise MutationError(f"no registered construction matches {prefix!r}; known: {', '.join(sorted(cons))}")
     jobs = []
     for n in names:
+        if registry.is_part(n):  # mutated as the construction it is part of (its obligations count there)
+            continue
         example = cons[n][1]
         try:
             ms = mutants_of(n, example)
@@ -1342,7 +1344,11 @@ def plan(
         if max_mutants and total > max_mutants:
             ms = sample(ms, max_mutants, random.Random(f"{seed}:{n}"))
         scope = p if p.startswith(n + "/") else f"{n}/"  # "transpose/exact" keeps only those obligations
-        obs = order_obligations(registry.select(scope, include_deep=include_deep))
+        selected = registry.select(scope, include_deep=include_deep)
+        if scope == f"{n}/":
+            for part in registry.parts_of(n):
+                selected = [*selected, *registry.select(f"{part}/", include_deep=include_deep)]
+        obs = order_obligations(selected)
         jobs.append(Job(n, example, obs, ms, total))
     return jobs
 

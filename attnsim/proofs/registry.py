@@ -24,14 +24,33 @@ CATALOG = (
 _CONSTRUCTIONS: dict[str, tuple[str, Callable[[], object]]] = {}
 
 
-def register_construction(name: str, paper_ref: str, example: Callable[[], object]) -> None:
+_PARTS: dict[str, str] = {}  # construction -> the construction whose program it is a part of
+
+
+def register_construction(name: str, paper_ref: str, example: Callable[[], object], part_of: str | None = None) -> None:
     """Declare a construction (by the id prefix its obligations use) with a small example factory.
 
-    Mutation testing, the audit, the report and the compiler iterate over these.
+    Mutation testing, the audit, the report and the compiler iterate over these.  ``part_of``:
+    the obligations check a part of another construction's program (its own scope row, e.g. a
+    lemma about U's passes): mutation testing mutates that program once and counts these
+    obligations with the other's.
     """
     if name in _CONSTRUCTIONS:
         raise ObligationError(f"construction {name!r} registered twice")
     _CONSTRUCTIONS[name] = (paper_ref, example)
+    if part_of is not None:
+        _PARTS[name] = part_of
+
+
+def parts_of(name: str) -> list[str]:
+    """The constructions registered as parts of ``name``."""
+    constructions()
+    return sorted(n for n, whole in _PARTS.items() if whole == name)
+
+
+def is_part(name: str) -> bool:
+    constructions()
+    return name in _PARTS
 
 
 def constructions() -> dict[str, tuple[str, Callable[[], object]]]:

@@ -38,7 +38,7 @@ SMALL = (3, 3, 2, 2, 3)  # the capacity whose program the Z3 obligations transla
 register_construction(CID, f"{THM6}, {COR61}, {THM9}, {HIER}", lambda: UniversalSimulator(3, 3, 2, 2, 3))
 FRAME = "simulator-frame"
 FRAME_REF = "depth by looping: the frame lemma of a pass"
-register_construction(FRAME, FRAME_REF, lambda: UniversalSimulator(3, 3, 2, 2, 3))
+register_construction(FRAME, FRAME_REF, lambda: UniversalSimulator(3, 3, 2, 2, 3), part_of=CID)
 
 
 def frame_check(variant: str) -> Callable[[float], Outcome]:
@@ -275,6 +275,25 @@ def _tag(o: dict[str, Any]) -> str:
     return f"{'res' if o['residual'] else 'nores'}-{o['norm']}-{o['activation']}"
 
 
+def masked_key_check(variant: str) -> Callable[[float], Outcome]:
+    """A causal mask whose blocked key's logit exceeds the allowed ones by more than 745 (where
+    exp underflows to 0): the softmax shift must be the max over the *allowed* keys."""
+
+    def check(timeout: float) -> Outcome:
+        u = _u(3, 1, 1, 1, 1, variant=variant)
+        T = TransformerLayer(w_q=[[[63.3]]], w_k=[[[63.3]]], w_v=[[[1.0]]], w_o=[[1.0]], scale=1.0)
+        x = np.array([[0.3], [0.0], [1.0]])  # query 0: logits 360.6 (allowed) and 4006.9 (blocked)
+        want = T(x, is_causal=True)
+        try:
+            got = u.run(T, x, is_causal=True)
+        except ValueError as exc:
+            return Outcome.bad(f"U refused: {exc}")
+        err = float(np.max(np.abs(got - want)))
+        return Outcome.good(f"max abs error {err:.3g}") if err <= 1e-12 else Outcome.bad(f"max abs error {err:.3g}")
+
+    return check
+
+
 @provider
 def frame_obligations() -> Iterable[Obligation]:
     for variant in ("compact", "shallow"):
@@ -293,6 +312,14 @@ def frame_obligations() -> Iterable[Obligation]:
 @provider
 def simulator_obligations() -> Iterable[Obligation]:
     u = _u(*SMALL)
+    yield Obligation(
+        f"{CID}/numeric/masked-key-dominates",
+        CID,
+        COR61,
+        "numeric",
+        masked_key_check("compact"),
+        "causal mask, a blocked key's logit 3,646 above the allowed one: U == T(X) within 1e-12",
+    )
     # stage selectors: every head's intent, for all sizes (decoding prover)
     for name, it in u.intents:
         stmt = f"{it.statement} (stage {name.rsplit('.', 1)[0]} of U, {u.fingerprint})"
@@ -462,6 +489,14 @@ def shallow_obligations() -> Iterable[Obligation]:
     numerics for every option combination, the torch fixtures, a stack and whole-U SymPy checks."""
     v = "shallow"
     u = _u(*SMALL, variant=v)
+    yield Obligation(
+        f"{SHALLOW}/numeric/masked-key-dominates",
+        CID,
+        COR61,
+        "numeric",
+        masked_key_check(v),
+        "causal mask, a blocked key's logit 3,646 above the allowed one: U == T(X) within 1e-12",
+    )
     for name, it in u.intents:
         stmt = f"{it.statement} (stage {name.rsplit('.', 1)[0]} of shallow U, {u.fingerprint})"
         yield Obligation(

@@ -366,8 +366,8 @@ class UniversalSimulator:
         )
         allowed_sel = (row_sel & C.select(allowed, C.full(1), "==")).named("attn.max.allowed")
         row_max = C.maximum(allowed_sel, logit).named("attn.max")
-        shifted = where(allowed, sub_(logit, row_max), C.full(0))
-        ex = C.apply("gate", allowed, C.apply("exp", shifted)).named("attn.exp")
+        # a blocked key may overflow exp (its logit can exceed the allowed max): where() drops it
+        ex = where(allowed, C.apply("exp", sub_(logit, row_max)), C.full(0)).named("attn.exp")
         numer = GridRef(mul(ex, vw_at).named("attn.numer_terms"), PV)
         denom = GridRef(ex, PV)
         return numer, denom
