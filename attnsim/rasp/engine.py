@@ -206,15 +206,17 @@ class Run:
         if arr.shape[0] == 0:
             raise BackendError("a program's input must have at least one token")
         self.L = int(arr.shape[0])
-        self.tokens = arith.from_input(inputs, allow_nonfinite)
+        # compact values (``Tail``): a value constant after some position keeps only its head
+        # (numpy backend, fast paths); every reader that needs the whole array materializes it
+        self.compact = isinstance(arith, NumpyArith) and not keep_all and not dense_only and not track
+        tokens = arith.from_input(inputs, allow_nonfinite)
+        self.tokens: Any = _tail_of(tokens) if self.compact else tokens
+        del tokens
         self.ints: dict[int, Any] = {}
         self.vals: dict[int, Any] = {}
         self.order = C.topological(self.outputs)
         self.structural: dict[int, bool] = {}
         self.selectors: dict[int, np.ndarray] = {}
-        # compact values (``Tail``): a value constant after some position keeps only its head
-        # (numpy backend, fast paths); every reader that needs the whole array materializes it
-        self.compact = isinstance(arith, NumpyArith) and not keep_all and not dense_only and not track
 
     # -- access ---------------------------------------------------------------------------
     def _full(self, x: Any) -> Any:
@@ -295,7 +297,7 @@ class Run:
     def compute(self, node: C.SOp) -> None:
         L, key = self.L, id(node)
         if isinstance(node, C.Tokens):
-            self.vals[key] = _tail_of(self.tokens) if self.compact else self.tokens
+            self.vals[key] = self.tokens
         elif isinstance(node, C.Indices):
             self.ints[key] = np.arange(L, dtype=np.int64)
         elif isinstance(node, C.Length):
@@ -303,9 +305,11 @@ class Run:
         elif isinstance(node, C.Full):
             v = Fraction(node.value)
             if v.denominator == 1:
-                self.ints[key] = np.full(L, int(v), dtype=np.int64)
+                ci = np.full(1 if self.compact else L, int(v), dtype=np.int64)
+                self.ints[key] = Tail(ci[:0], ci) if self.compact else ci
             else:
-                self.vals[key] = self.arith.const(v, L)
+                cv = self.arith.const(v, 1 if self.compact else L)
+                self.vals[key] = Tail(cv[:0], cv) if self.compact else cv
         elif isinstance(node, (C.Map, C.SequenceMap)):
             fn = node.fn
             if isinstance(fn, C.IndexFn) and self.compact:
