@@ -66,7 +66,7 @@ def _scalar(c: Fraction) -> Any:
 
 # ---------------------------------------------------------------------------------------------
 LAZY_MIN = 1 << 20  # values with longer heads are streamed (``Lazy``) or evaluated in pieces
-PIECE = 1 << 16  # positions per piece of a streamed evaluation
+PIECE = 1 << 17  # positions per piece of a streamed evaluation
 
 
 @dataclass(frozen=True)
