@@ -16,6 +16,13 @@ Selectors are never materialized as L x L matrices when their shape allows a fas
 Both paths implement the same semantics (docs/semantics.md); the language obligations
 ``rasp/exact/fastpath-*`` check them against each other exhaustively on small cases.
 
+Long values (numpy backend): a value constant after some position keeps only its head
+(``Tail``); a value whose head is longer than ``LAZY_MIN`` and whose every reader reads it at its
+own positions (a Map's argument, an equality head's queries) or sums it by groups (an equality
+sum's key side) is *streamed* (``Lazy``): computed piece by piece, ``PIECE`` positions at a time,
+where it is read, and never stored whole.  Other long values are evaluated in pieces into one
+array.  tests/rasp/test_streamed_values.py checks streamed runs against plain and dense ones.
+
 Non-finite values (float64): values outside a construction's result block are unspecified and
 may be NaN by design, so the engine checks only what the caller reads: ``evaluate(...,
 finite=positions)`` raises :class:`NonFiniteError` when one of those output positions is not
