@@ -16,6 +16,13 @@ Selectors are never materialized as L x L matrices when their shape allows a fas
 Both paths implement the same semantics (docs/semantics.md); the language obligations
 ``rasp/exact/fastpath-*`` check them against each other exhaustively on small cases.
 
+Long values (numpy backend): a value constant after some position keeps only its head
+(``Tail``); a value whose head is longer than ``LAZY_MIN`` and whose every reader reads it at its
+own positions (a Map's argument, an equality head's queries) or sums it by groups (an equality
+sum's key side) is *streamed* (``Lazy``): computed piece by piece, ``PIECE`` positions at a time,
+where it is read, and never stored whole.  Other long values are evaluated in pieces into one
+array.  tests/rasp/test_streamed_values.py checks streamed runs against plain and dense ones.
+
 Non-finite values (float64): values outside a construction's result block are unspecified and
 may be NaN by design, so the engine checks only what the caller reads: ``evaluate(...,
 finite=positions)`` raises :class:`NonFiniteError` when one of those output positions is not
@@ -65,7 +72,8 @@ def _scalar(c: Fraction) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-CHUNK = 1 << 20
+LAZY_MIN = 1 << 20  # values with longer heads are streamed (``Lazy``) or evaluated in pieces
+PIECE = 1 << 17  # positions per piece of a streamed evaluation
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,107 @@ def _tailv(x: Any) -> np.ndarray:
 
 def _at(x: Any, idx: np.ndarray) -> np.ndarray:
     return x.at(idx) if isinstance(x, Tail) else x[idx]
+
+
+def _slice(x: Any, a: int, b: int) -> np.ndarray:
+    """Positions a..b-1 of an array or a Tail."""
+    if not isinstance(x, Tail):
+        return x[a:b]
+    n = len(x.head)
+    if b <= n:
+        return x.head[a:b]
+    if a >= n:
+        return np.repeat(x.tail, b - a)
+    return np.concatenate([x.head[a:], np.repeat(x.tail, b - n)])
+
+
+def _kind(x: Any) -> str:
+    return str((x.head if isinstance(x, Tail) else x).dtype.kind)
+
+
+@dataclass(eq=False)
+class Lazy:
+    """A value not stored whole (numpy backend, compact runs): ``fn(a, b, cache)`` gives
+    positions a..b-1 (b <= m), ``tail[0]`` is the value at every position >= m.  ``cache`` holds
+    the pieces computed for one range of positions, so a shared argument is computed once."""
+
+    m: int
+    tail: np.ndarray  # shape (1,)
+    is_int: bool
+    label: str
+    fn: Callable[[int, int, dict[Any, np.ndarray]], np.ndarray]
+
+
+def _bin_sums(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Integer keys ``kk`` with values ``vv``: (sorted distinct keys, counts, sums); by bins when
+    the key range is at most 4 x the number of keys (the same sums, in key order), else a sort."""
+    if kk.size == 0:
+        return kk.astype(np.int64), np.zeros(0), np.zeros(0)
+    lo, hi = int(kk.min()), int(kk.max())
+    if hi - lo < 4 * kk.size:
+        bins = kk - lo
+        counts = np.bincount(bins, minlength=hi - lo + 1)
+        sums = np.bincount(bins, weights=vv, minlength=hi - lo + 1)
+        nz = np.flatnonzero(counts)
+        return (nz + lo).astype(np.int64), counts[nz].astype(np.float64), sums[nz]
+    uniq, inv = np.unique(kk, return_inverse=True)
+    inv = inv.reshape(-1)
+    return (
+        uniq,
+        np.bincount(inv, minlength=len(uniq)).astype(np.float64),
+        np.bincount(inv, weights=vv, minlength=len(uniq)),
+    )
+
+
+def _max_sums(
+    kk: np.ndarray, vv: np.ndarray, ss: np.ndarray, w: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted distinct keys, weights, weighted sums) over each key's entries of maximal score."""
+    uniq, inv = np.unique(kk, return_inverse=True)
+    inv = inv.reshape(-1)
+    gmax = np.full(len(uniq), -np.inf)
+    np.maximum.at(gmax, inv, ss)
+    top = ss == gmax[inv]
+    inv, vv, w = inv[top], vv[top], w[top]
+    return uniq, np.bincount(inv, weights=w, minlength=len(uniq)), np.bincount(inv, weights=vv * w, minlength=len(uniq))
+
+
+def _streamable(order: Sequence[C.RASPExpr], outputs: Sequence[C.SOp]) -> dict[int, bool]:
+    """Per node: every reader reads it at its own positions (a Map's argument, an equality head's
+    queries and query conditions) or sums it by groups (the key side of an equality sum, no score),
+    and it is no output: such a value can be streamed (``Lazy``)."""
+    ok: dict[int, bool] = {}
+
+    def mark(x: C.SOp, good: bool) -> None:
+        ok[id(x)] = ok.get(id(x), True) and good
+
+    for node in order:
+        if isinstance(node, (C.Map, C.SequenceMap)):
+            for a in node.args:
+                mark(a, True)
+        elif isinstance(node, (C.Aggregate, C.SelectorWidth)):
+            leaves = selector_leaves(node.selector)
+            plan = plan_selector(node.selector) if isinstance(node, C.Aggregate) else None
+            if plan is None or plan.eq is None or plan.empty or not isinstance(node, C.Aggregate):
+                for x in [*leaves, *(node.reads() if isinstance(node, C.Aggregate) else [])]:
+                    mark(x, False)
+                continue
+            ksop, qsop = plan.eq
+            gather = isinstance(ksop, C.Indices)
+            summed = not gather and node.score is None
+            roles: list[tuple[C.SOp, bool]] = [(qsop, True), (ksop, gather or summed), (node.values, summed)]
+            roles += [(s, True) for _, s, _ in plan.query_atoms] + [(s, summed) for s, _, _ in plan.key_atoms]
+            if node.score is not None:
+                roles.append((node.score, False))
+            for x, good in roles:
+                mark(x, good)
+            covered = {id(x) for x, _ in roles}
+            for x in leaves:
+                if id(x) not in covered:
+                    mark(x, False)
+    for o in outputs:
+        mark(o, False)
+    return ok
 
 
 @dataclass
@@ -206,15 +315,21 @@ class Run:
         if arr.shape[0] == 0:
             raise BackendError("a program's input must have at least one token")
         self.L = int(arr.shape[0])
-        self.tokens = arith.from_input(inputs, allow_nonfinite)
+        # compact values (``Tail``): a value constant after some position keeps only its head
+        # (numpy backend, fast paths); every reader that needs the whole array materializes it
+        self.compact = isinstance(arith, NumpyArith) and not keep_all and not dense_only and not track
+        tokens = arith.from_input(inputs, allow_nonfinite)
+        self.tokens: Any = _tail_of(tokens) if self.compact else tokens
+        del tokens
         self.ints: dict[int, Any] = {}
         self.vals: dict[int, Any] = {}
         self.order = C.topological(self.outputs)
         self.structural: dict[int, bool] = {}
         self.selectors: dict[int, np.ndarray] = {}
-        # compact values (``Tail``): a value constant after some position keeps only its head
-        # (numpy backend, fast paths); every reader that needs the whole array materializes it
-        self.compact = isinstance(arith, NumpyArith) and not keep_all and not dense_only and not track
+        # streamed values (``Lazy``, compact runs): a long value whose every reader reads it at its
+        # own positions (or sums it by groups) is computed piece by piece where it is read
+        self.lazy: dict[int, Lazy] = {}
+        self.streamable: dict[int, bool] = {}
 
     # -- access ---------------------------------------------------------------------------
     def _full(self, x: Any) -> Any:
@@ -223,6 +338,8 @@ class Run:
     def value_t(self, node: C.SOp) -> Any:
         """The node's values in the run's arithmetic (an array or a ``Tail``)."""
         key = id(node)
+        if key in self.lazy:
+            self._realize(node)
         if key not in self.vals:
             iv = self.ints[key]
             if isinstance(iv, Tail):
@@ -237,6 +354,8 @@ class Run:
 
     def integers_t(self, node: C.SOp) -> Any:
         key = id(node)
+        if key in self.lazy:
+            self._realize(node)
         if key not in self.ints:
             v = self.vals[key]
             if isinstance(v, Tail):
@@ -251,6 +370,8 @@ class Run:
         return self._full(self.integers_t(node))
 
     def comparable_t(self, node: C.SOp) -> Any:
+        if id(node) in self.lazy:
+            self._realize(node)
         if id(node) in self.ints:
             return self.ints[id(node)]
         v = self.vals[id(node)]
@@ -280,6 +401,8 @@ class Run:
                 refs[id(x)] = refs.get(id(x), 0) + 1
         for o in self.outputs:
             refs[id(o)] = refs.get(id(o), 0) + 1
+        if self.compact:
+            self.streamable = _streamable(self.order, self.outputs)
         for node in self.order:
             if isinstance(node, C.SOp):
                 self.compute(node)
@@ -290,12 +413,21 @@ class Run:
                 if refs[id(x)] == 0:
                     self.ints.pop(id(x), None)
                     self.vals.pop(id(x), None)
+                    self.lazy.pop(id(x), None)
                     self.origin.pop(id(x), None)
 
     def compute(self, node: C.SOp) -> None:
         L, key = self.L, id(node)
+        if self.compact and isinstance(node, (C.Indices, C.Map, C.SequenceMap, C.Aggregate)):
+            lz = self._describe(node)
+            if lz is not None:
+                if lz.m > LAZY_MIN and self.streamable.get(key, False):
+                    self.lazy[key] = lz  # read piece by piece by its readers, never stored whole
+                else:
+                    (self.ints if lz.is_int else self.vals)[key] = self._materialize(lz)
+                return
         if isinstance(node, C.Tokens):
-            self.vals[key] = _tail_of(self.tokens) if self.compact else self.tokens
+            self.vals[key] = self.tokens
         elif isinstance(node, C.Indices):
             self.ints[key] = np.arange(L, dtype=np.int64)
         elif isinstance(node, C.Length):
@@ -303,32 +435,26 @@ class Run:
         elif isinstance(node, C.Full):
             v = Fraction(node.value)
             if v.denominator == 1:
-                self.ints[key] = np.full(L, int(v), dtype=np.int64)
+                ci = np.full(1 if self.compact else L, int(v), dtype=np.int64)
+                self.ints[key] = Tail(ci[:0], ci) if self.compact else ci
             else:
-                self.vals[key] = self.arith.const(v, L)
+                cv = self.arith.const(v, 1 if self.compact else L)
+                self.vals[key] = Tail(cv[:0], cv) if self.compact else cv
         elif isinstance(node, (C.Map, C.SequenceMap)):
             fn = node.fn
-            if isinstance(fn, C.IndexFn) and self.compact:
-                self.ints[key] = self._index_map(fn, node.args)
-            elif isinstance(fn, C.IndexFn):
+            if isinstance(fn, C.IndexFn):
                 args = [self.integers(a) for a in node.args]
                 out = fn.evaluate(*args)
                 self.ints[key] = np.broadcast_to(np.asarray(out, dtype=np.int64), (L,)).copy()
             else:
                 try:
-                    if self.compact:
-                        self.vals[key] = self._apply_t(fn, [self.value_t(a) for a in node.args])
-                    else:
-                        args_v = [self.value(a) for a in node.args]
-                        self.vals[key] = self.arith.apply(fn.primitive, fn.params, args_v)
+                    args_v = [self.value(a) for a in node.args]
+                    self.vals[key] = self.arith.apply(fn.primitive, fn.params, args_v)
                 except BackendError as exc:
                     raise BackendError(f"{node.label}: {exc}") from None
         elif isinstance(node, C.Aggregate):
-            out = self._reduce_compact(node) if self.compact else None
-            if out is None:
-                score = None if node.score is None else self.value(node.score)
-                out = self.reduce(node.selector, self.value(node.values), score)
-            self.vals[key] = out
+            score = None if node.score is None else self.value(node.score)
+            self.vals[key] = self.reduce(node.selector, self.value(node.values), score)
         elif isinstance(node, C.SelectorWidth):
             self.ints[key] = self.reduce(node.selector, None)
         else:
@@ -336,75 +462,167 @@ class Run:
         if self.track:
             self._track(node)
 
-    # -- compact values (Tail) ------------------------------------------------------------
-    def _index_map(self, fn: C.IndexFn, args: Sequence[C.SOp]) -> Tail:
-        """An index map, evaluated in chunks over the head only: over ``indices`` alone the head
-        ends where the expression is provably constant (``E.constant_from``); over other values
-        it ends where their heads do."""
+    # -- compact values (Tail) and streamed values (Lazy) --------------------------------------
+    def _src(self, node: C.SOp, want: str) -> Any:
+        """What a streamed computation reads for ``node``: its Lazy, or its stored value in the
+        domain ``want`` ("value", "integers", "comparable")."""
+        lz = self.lazy.get(id(node))
+        if lz is not None:
+            return lz
+        if want == "value":
+            return self.value_t(node)
+        if want == "integers":
+            return self.integers_t(node)
+        return self.comparable_t(node)
+
+    def _get(self, src: Any, want: str, a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+        """Positions a..b-1 of a source (see ``_src``)."""
+        if not isinstance(src, Lazy):
+            return _slice(src, a, b)
+        p = self._piece(src, a, b, cache)
+        return self._convert(p, src, want)
+
+    def _convert(self, p: np.ndarray, lz: Lazy, want: str) -> np.ndarray:
+        if want == "value":
+            return self.arith.from_int(p) if lz.is_int else p
+        if lz.is_int:
+            return p
+        if want == "integers":
+            return self.arith.to_int(p, lz.label)
+        return self.arith.comparable(p, f"selector on {lz.label}")
+
+    def _tail_src(self, src: Any, want: str) -> np.ndarray:
+        return self._convert(src.tail, src, want) if isinstance(src, Lazy) else _tailv(src)
+
+    @staticmethod
+    def _piece(lz: Lazy, a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+        key = (id(lz), a, b)
+        p = cache.get(key)
+        if p is None:
+            m = lz.m
+            if a >= m:
+                p = np.repeat(lz.tail, b - a)
+            elif b <= m:
+                p = lz.fn(a, b, cache)
+            else:
+                p = np.concatenate([lz.fn(a, m, cache), np.repeat(lz.tail, b - m)])
+            cache[key] = p
+        return p
+
+    def _head_of(self, src: Any) -> int:
+        return src.m if isinstance(src, Lazy) else _head_len(src, self.L)
+
+    def _materialize(self, lz: Lazy) -> Any:
+        """A Lazy's values as a Tail (its head evaluated in pieces into one array)."""
+        m = lz.m
+        if m <= LAZY_MIN:
+            head = np.asarray(lz.fn(0, m, {}))
+        else:
+            head = np.empty(0)
+            for a in range(0, m, PIECE):
+                b = min(m, a + PIECE)
+                p = lz.fn(a, b, {})
+                if a == 0:
+                    head = np.empty(m, dtype=p.dtype)
+                head[a:b] = p
+        return head if m >= self.L else Tail(head, lz.tail)
+
+    def _realize(self, node: C.SOp) -> None:
+        """Store a streamed node's values (a reader needs them whole)."""
+        lz = self.lazy.pop(id(node))
+        (self.ints if lz.is_int else self.vals)[id(node)] = self._materialize(lz)
+
+    def _describe(self, node: C.SOp) -> Lazy | None:
+        """The node as a Lazy (its values computable piece by piece); None: the general path."""
         L = self.L
+        if isinstance(node, C.Indices):
+
+            def idx(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+                return np.arange(a, b, dtype=np.int64)
+
+            return Lazy(L, np.array([L - 1], dtype=np.int64), True, node.label, idx)
+        if isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.IndexFn):
+            return self._describe_index_map(node.fn, node.args, node.label)
+        if isinstance(node, (C.Map, C.SequenceMap)):
+            return self._describe_map(node)
+        if isinstance(node, C.Aggregate):
+            return self._describe_aggregate(node)
+        return None
+
+    def _describe_index_map(self, fn: C.IndexFn, args: Sequence[C.SOp], label: str) -> Lazy:
+        """An index map over the head only: over ``indices`` alone the head ends where the
+        expression is provably constant (``E.constant_from``); over other values it ends where
+        their heads do."""
+        L = self.L
+
+        def ev(xs: list[np.ndarray], n: int) -> np.ndarray:
+            return np.array(np.broadcast_to(np.asarray(fn.evaluate(*xs), dtype=np.int64), (n,)))
+
         if len(args) == 1 and isinstance(args[0], C.Indices):
-            env = dict(fn.bindings)
-            start = constant_from(fn.expr, fn.argnames[0], env)
+            start = constant_from(fn.expr, fn.argnames[0], dict(fn.bindings))
             m = L if start is None else min(L, start)
-            head = np.empty(m, dtype=np.int64)
-            for a in range(0, m, CHUNK):
-                b = min(m, a + CHUNK)
-                head[a:b] = np.broadcast_to(
-                    np.asarray(fn.evaluate(np.arange(a, b, dtype=np.int64)), dtype=np.int64), (b - a,)
-                )
+
+            def over_indices(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+                return ev([np.arange(a, b, dtype=np.int64)], b - a)
+
             tail = np.asarray(fn.evaluate(np.array([L - 1], dtype=np.int64)), dtype=np.int64).reshape(-1)[:1]
             if tail.size == 0:
                 tail = np.zeros(1, dtype=np.int64)
-            return Tail(head, np.broadcast_to(tail, (1,)).copy())
-        vals = [self.integers_t(a) if not isinstance(a, C.Indices) else None for a in args]
-        m = max([_head_len(v, L) if v is not None else L for v in vals], default=0)
-        head = np.empty(m, dtype=np.int64)
-        for a in range(0, m, CHUNK):
-            b = min(m, a + CHUNK)
-            xs = [_upto(v, m)[a:b] if v is not None else np.arange(a, b, dtype=np.int64) for v in vals]
-            head[a:b] = np.broadcast_to(np.asarray(fn.evaluate(*xs), dtype=np.int64), (b - a,))
-        tails = [_tailv(v) if v is not None else np.array([L - 1], dtype=np.int64) for v in vals]
+            return Lazy(m, np.broadcast_to(tail, (1,)).copy(), True, label, over_indices)
+        srcs = [None if isinstance(x, C.Indices) else self._src(x, "integers") for x in args]
+        m = max([L if s is None else self._head_of(s) for s in srcs], default=0)
+
+        def over_values(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+            xs = [np.arange(a, b, dtype=np.int64) if s is None else self._get(s, "integers", a, b, cache) for s in srcs]
+            return ev(xs, b - a)
+
+        tails = [np.array([L - 1], dtype=np.int64) if s is None else self._tail_src(s, "integers") for s in srcs]
         tail = np.broadcast_to(np.asarray(fn.evaluate(*tails), dtype=np.int64).reshape(-1)[:1], (1,)).copy()
-        return Tail(head, tail)
+        return Lazy(m, tail, True, label, over_values)
 
-    def _apply_t(self, fn: Any, args: list[Any]) -> Any:
+    def _describe_map(self, node: C.Map | C.SequenceMap) -> Lazy:
         """A primitive on compact values: on the longest head, and once on the tails."""
-        L = self.L
-        m = max((_head_len(a, L) for a in args), default=L)
-        with np.errstate(all="ignore"):
-            head = self.arith.apply(fn.primitive, fn.params, [_upto(a, m) for a in args])
-            tail = self.arith.apply(fn.primitive, fn.params, [_tailv(a) for a in args])
-        if m >= L:
-            return head
-        return Tail(np.asarray(head), np.asarray(tail).reshape(1))
+        prim, params, label = node.fn.primitive, node.fn.params, node.label  # type: ignore[union-attr]
+        srcs = [self._src(x, "value") for x in node.args]
+        m = max((self._head_of(s) for s in srcs), default=self.L)
 
-    def _reduce_compact(self, node: C.Aggregate) -> Tail | None:
-        """The equality fast paths on compact values (a gather, a group mean, a group max);
-        None when the selector or the values need the general path."""
+        def apply(xs: list[np.ndarray]) -> np.ndarray:
+            try:
+                with np.errstate(all="ignore"):
+                    return np.asarray(self.arith.apply(prim, params, xs))
+            except BackendError as exc:
+                raise BackendError(f"{label}: {exc}") from None
+
+        def piece(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+            return apply([self._get(s, "value", a, b, cache) for s in srcs])
+
+        tail = apply([self._tail_src(s, "value") for s in srcs]).reshape(1)
+        return Lazy(m, tail, False, label, piece)
+
+    def _describe_aggregate(self, node: C.Aggregate) -> Lazy | None:
+        """The equality fast paths on compact values (a gather, a group mean, a group max), read
+        piece by piece at the queries; None when the selector or the values need the general path."""
         plan = plan_selector(node.selector)
         if plan is None or plan.eq is None or plan.empty:
             return None
-        values = self.value_t(node.values)
-        score = None if node.score is None else self.value_t(node.score)
-        for v in (values, score):
-            if v is not None and (v.head if isinstance(v, Tail) else v).dtype.kind != "f":
-                return None
-        L = self.L
-        km: Any = Tail(np.zeros(0, dtype=bool), np.ones(1, dtype=bool))
-        for sop, cmp, c in plan.key_atoms:
-            km = self._cmp_t(km, self.comparable_t(sop), cmp, _scalar(c), key_side=True)
-        qm: Any = Tail(np.zeros(0, dtype=bool), np.ones(1, dtype=bool))
-        for c, sop, cmp in plan.query_atoms:
-            qm = self._cmp_t(qm, self.comparable_t(sop), cmp, _scalar(c), key_side=False)
         ksop, qsop = plan.eq
-        qv = self.comparable_t(qsop)
-        qkind = (qv.head if isinstance(qv, Tail) else qv).dtype.kind
-        if qkind not in "iu":
+        for sop in (node.values, node.score):
+            if sop is None:
+                continue
+            lz = self.lazy.get(id(sop))
+            kind = ("i" if lz.is_int else "f") if lz is not None else _kind(self.value_t(sop))
+            if kind != "f":
+                return None
+        qsrc = self._src(qsop, "comparable")
+        if (("i" if qsrc.is_int else "f") if isinstance(qsrc, Lazy) else _kind(qsrc)) not in "iu":
             return None
-        qn = max(_head_len(qv, L), _head_len(qm, L))
-        qh, qmh = _upto(qv, qn), _upto(qm, qn)
-        qt, qmt = _tailv(qv), _tailv(qm)
+        L = self.L
+        look: Callable[[np.ndarray, np.ndarray], np.ndarray]
         if isinstance(ksop, C.Indices):  # a gather: query q reads position qv[q]
+            values = self.value_t(node.values)
+            km: Any = Tail(np.zeros(0, dtype=bool), np.ones(1, dtype=bool))
+            for sop, cmp, c in plan.key_atoms:
+                km = self._cmp_t(km, self.comparable_t(sop), cmp, _scalar(c), key_side=True)
 
             def read(qi: np.ndarray, ok: np.ndarray) -> np.ndarray:
                 ok = ok & (qi >= 0) & (qi < L)
@@ -412,43 +630,114 @@ class Run:
                 ok &= _at(km, idx)
                 return np.where(ok, _at(values, idx), 0.0)
 
-            return self._pack(read(qh, qmh), read(qt, qmt))
-        kv = self.comparable_t(ksop)
-        if (kv.head if isinstance(kv, Tail) else kv).dtype.kind not in "iu":
+            look = read
+        else:
+            groups = self._key_groups(node, plan, ksop)
+            if groups is None:
+                return None
+            uniq, counts, sums = groups
+            if len(uniq) == 0:
+
+                def none(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
+                    return np.zeros(len(q))
+
+                look = none
+            else:
+
+                def found(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
+                    pos = np.minimum(np.searchsorted(uniq, q), len(uniq) - 1)
+                    hit = ok & (uniq[pos] == q) & (counts[pos] > 0)
+                    out = np.zeros(len(q))
+                    out[hit] = sums[pos[hit]] / counts[pos[hit]]
+                    return out
+
+                look = found
+        qatoms = [(_scalar(c), self._src(sop, "comparable"), cmp) for c, sop, cmp in plan.query_atoms]
+        m = max([self._head_of(qsrc), *(self._head_of(s) for _, s, _ in qatoms)])
+
+        def qmask(n: int, part: Callable[[Any], np.ndarray]) -> np.ndarray:
+            qm = np.ones(n, dtype=bool)
+            for c, s, cmp in qatoms:
+                qm &= compare(cmp, c, part(s))
+            return qm
+
+        def piece(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+            qm = qmask(b - a, lambda s: self._get(s, "comparable", a, b, cache))
+            return look(self._get(qsrc, "comparable", a, b, cache), qm)
+
+        tail = look(self._tail_src(qsrc, "comparable"), qmask(1, lambda s: self._tail_src(s, "comparable")))
+        return Lazy(m, tail.reshape(1), False, node.label, piece)
+
+    def _key_groups(
+        self, node: C.Aggregate, plan: SelectorPlan, ksop: C.SOp
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The allowed keys grouped by value: (sorted group values, weights, sums of values) --
+        with a score, over each group's keys of maximal score.  Long or streamed key sides are
+        read piece by piece (without a score)."""
+        L = self.L
+        ksrc = self._src(ksop, "comparable")
+        if (("i" if ksrc.is_int else "f") if isinstance(ksrc, Lazy) else _kind(ksrc)) not in "iu":
             return None
-        kn = max(_head_len(x, L) for x in (kv, km, values, *(() if score is None else (score,))))
-        ks = np.flatnonzero(_upto(km, kn))
-        kk = _upto(kv, kn)[ks]
-        vv = _upto(values, kn)[ks]
-        ss = None if score is None else _upto(score, kn)[ks]
-        w = np.ones(len(ks))
-        if kn < L and bool(_tailv(km)[0]):  # the L - kn tail keys: one key of weight L - kn
-            kk = np.concatenate([kk, _tailv(kv)])
-            vv = np.concatenate([vv, _tailv(values)])
-            ss = None if ss is None or score is None else np.concatenate([ss, _tailv(score)])
-            w = np.concatenate([w, [float(L - kn)]])
-        if kk.size == 0:
-            return Tail(np.zeros(0), np.zeros(1))
-        uniq, inv = np.unique(kk, return_inverse=True)
-        if ss is not None:
-            gmax = np.full(len(uniq), -np.inf)
-            np.maximum.at(gmax, inv, ss)
-            top = ss == gmax[inv]
-            inv, vv, w = inv[top], vv[top], w[top]
-        counts = np.bincount(inv, weights=w, minlength=len(uniq))
-        sums = np.bincount(inv, weights=vv * w, minlength=len(uniq))
+        vsrc = self._src(node.values, "value")
+        katoms = [(self._src(sop, "comparable"), cmp, _scalar(c)) for sop, cmp, c in plan.key_atoms]
+        srcs = [ksrc, vsrc, *(s for s, _, _ in katoms)]
+        if node.score is not None:
+            srcs.append(self._src(node.score, "value"))
+        kn = max(self._head_of(s) for s in srcs)
+        streamed = kn > LAZY_MIN or any(isinstance(s, Lazy) for s in srcs)
+        if node.score is not None and streamed:
+            return None  # a max over a long key side: the general path
+        kt = np.ones(1, dtype=bool)
+        for s, cmp, c in katoms:
+            kt &= compare(cmp, self._tail_src(s, "comparable"), c)
+        tail_keys = kn < L and bool(kt[0])  # the L - kn tail keys: one key of weight L - kn
+        w = float(L - kn)
+        if node.score is not None:
+            hk, hv, hs, hw = self._scored_keys(ksrc, vsrc, srcs[-1], katoms, kn)
+            if tail_keys:
+                hk = np.concatenate([hk, self._tail_src(ksrc, "comparable")])
+                hv = np.concatenate([hv, self._tail_src(vsrc, "value")])
+                hs = np.concatenate([hs, self._tail_src(srcs[-1], "value")])
+                hw = np.concatenate([hw, [w]])
+            return _max_sums(hk, hv, hs, hw)
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        step = PIECE if streamed else max(kn, 1)
+        for a in range(0, kn, step):
+            b = min(kn, a + step)
+            cache: dict[Any, np.ndarray] = {}
+            km = np.ones(b - a, dtype=bool)
+            for s, cmp, c in katoms:
+                km &= compare(cmp, self._get(s, "comparable", a, b, cache), c)
+            ks = np.flatnonzero(km)
+            kk = self._get(ksrc, "comparable", a, b, cache)[ks]
+            vv = self._get(vsrc, "value", a, b, cache)[ks]
+            parts.append(_bin_sums(kk, vv))
+        if tail_keys:
+            parts.append((self._tail_src(ksrc, "comparable"), np.array([w]), self._tail_src(vsrc, "value") * w))
+        if not parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+        if len(parts) == 1:
+            return parts[0]
+        uk = np.concatenate([p[0] for p in parts])
+        uniq, inv = np.unique(uk, return_inverse=True)
+        counts = np.bincount(inv, weights=np.concatenate([p[1] for p in parts]), minlength=len(uniq))
+        sums = np.bincount(inv, weights=np.concatenate([p[2] for p in parts]), minlength=len(uniq))
+        return uniq, counts, sums
 
-        def look(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
-            pos = np.minimum(np.searchsorted(uniq, q), len(uniq) - 1)
-            found = ok & (uniq[pos] == q) & (counts[pos] > 0)
-            out = np.zeros(len(q))
-            out[found] = sums[pos[found]] / counts[pos[found]]
-            return out
-
-        return self._pack(look(qh, qmh), look(qt, qmt))
-
-    def _pack(self, head: np.ndarray, tail: np.ndarray) -> Any:
-        return head if len(head) >= self.L else Tail(head, tail.reshape(1))
+    def _scored_keys(
+        self, ksrc: Any, vsrc: Any, ssrc: Any, katoms: list[tuple[Any, str, Any]], kn: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        cache: dict[Any, np.ndarray] = {}
+        km = np.ones(kn, dtype=bool)
+        for s, cmp, c in katoms:
+            km &= compare(cmp, self._get(s, "comparable", 0, kn, cache), c)
+        ks = np.flatnonzero(km)
+        return (
+            self._get(ksrc, "comparable", 0, kn, cache)[ks],
+            self._get(vsrc, "value", 0, kn, cache)[ks],
+            self._get(ssrc, "value", 0, kn, cache)[ks],
+            np.ones(len(ks)),
+        )
 
     def _cmp_t(self, mask: Any, v: Any, cmp: str, c: Any, key_side: bool) -> Tail:
         L = self.L
