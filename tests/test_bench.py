@@ -31,7 +31,10 @@ def test_bench_skips_say_why() -> None:
     listed with its reason, never a crash."""
     res = bench([2], repeats=1, budget=30, only="no-such-construction", simulator=False)
     assert res.timings == []
-    assert res.skipped == ["simulator: the universal simulator: measured as U (max_len = d_model), not as a lemma"]
+    assert res.skipped == [
+        f"{name}: the universal simulator: measured as U (max_len = d_model), not as a lemma"
+        for name in ("simulator", "simulator-frame", "simulator-stages")
+    ]
     res = bench([2, 4], repeats=1, budget=1e-9, only="transpose", simulator=False)
     assert res.timings == [] and "transpose: budget exhausted" in res.skipped
 
