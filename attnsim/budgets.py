@@ -14,6 +14,7 @@ every other non-deep one    10 s     718 in 34.4 s with 2 workers; none above 5 
 deep ``sympy``              120 s    whole-U SymPy: 0.6 / 9.3 / 24.1 s; det/inverse n=5 <= 1.9 s
 deep ``z3-bounded``         30 s     U's stage selectors for capacities <= 3: 1.2-2.4 s each
 deep ``exact``/``numeric``  30 s     det/inverse at n = 16: <= 4.4 s; compile exhaustive <= 0.6 s
+deep ``all-sizes``          300 s    U's stage ``scores`` for all sizes: 85-90 s (two option cases, 2-core machine)
 ==========================  =======  =======================================================
 
 An explicit ``--timeout`` replaces every budget.  An obligation that runs out of time is
@@ -32,7 +33,13 @@ METHOD_TIMEOUTS: dict[str, float] = {
     "all-sizes": 60.0,
     "sympy": 30.0,
 }  # non-deep methods whose budget is not the default
-DEEP_TIMEOUTS: dict[str, float] = {"sympy": 120.0, "z3-bounded": 30.0, "exact": 30.0, "numeric": 30.0}
+DEEP_TIMEOUTS: dict[str, float] = {
+    "all-sizes": 300.0,
+    "sympy": 120.0,
+    "z3-bounded": 30.0,
+    "exact": 30.0,
+    "numeric": 30.0,
+}
 DEEP_DEFAULT = 30.0
 
 

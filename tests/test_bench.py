@@ -31,6 +31,7 @@ def test_bench_skips_say_why() -> None:
     listed with its reason, never a crash."""
     res = bench([2], repeats=1, budget=30, only="no-such-construction", simulator=False)
     assert res.timings == []
+    # simulator-frame and simulator-stages are parts of U's program: U is named once
     assert res.skipped == ["simulator: the universal simulator: measured as U (max_len = d_model), not as a lemma"]
     res = bench([2, 4], repeats=1, budget=1e-9, only="transpose", simulator=False)
     assert res.timings == [] and "transpose: budget exhausted" in res.skipped

@@ -666,10 +666,10 @@ def _vacuous(
     free = sorted(_free_vars(*hyps) - sizes)
     for base in (1, 2, 3, 5):  # a witness by evaluation: sizes small, each free variable tried at a few points
         env: dict[str, Any] = {s: max(mins.get(s, 1), base) for s in sizes}
+        if len(free) > 4:  # (checked before the grid is built: 12^len(free) points)
+            break
         grids = np.meshgrid(*[np.arange(0, 12) for _ in free], indexing="ij") if free else []
         env.update({v: g.reshape(-1) for v, g in zip(free, grids, strict=True)})
-        if len(free) > 4:
-            break
         try:
             ok = np.ones(1, dtype=bool)
             for h in hyps:

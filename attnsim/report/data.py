@@ -114,7 +114,7 @@ def families(names: Iterable[str] | None = None) -> tuple[list[Family], list[tup
         if not is_construction(ex):
             api = simulator_api()
             if api is not None and isinstance(ex, api[1]):
-                if name == "simulator":  # simulator-frame is the same program: said once
+                if name == "simulator":  # its parts (frame, stages) are the same program: said once
                     skipped.append((name, "the universal simulator: measured as U (max_len = d_model), not as a lemma"))
             else:
                 skipped.append((name, f"example is a {type(ex).__name__}, not a Construction: not swept"))

@@ -40,6 +40,18 @@ FRAME = "simulator-frame"
 FRAME_REF = "depth by looping: the frame lemma of a pass"
 register_construction(FRAME, FRAME_REF, lambda: UniversalSimulator(3, 3, 2, 2, 3), part_of=CID)
 
+STAGES = "simulator-stages"
+STAGES_REF = "Theorem 6: U's attention stages (projections and scores)"
+register_construction(STAGES, STAGES_REF, lambda: UniversalSimulator(3, 3, 2, 2, 3), part_of=CID)
+
+
+def scores_check(timeout: float) -> Outcome:
+    """Stage ``scores`` (attnsim.symbolic.layer) on U (compact) built over unbound capacity sizes."""
+    from attnsim.symbolic.layer import prove_scores
+
+    sizes = (C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
+    return prove_scores(UniversalSimulator(*sizes), timeout)
+
 
 def frame_check(variant: str) -> Callable[[float], Outcome]:
     """The frame lemma of one pass (attnsim.symbolic.frame) on U built over unbound capacity sizes."""
@@ -307,6 +319,21 @@ def frame_obligations() -> Iterable[Obligation]:
             f"U ({variant}), every capacity and record count: outside X a pass only advances the pointer and moves "
             "the record queue by one record (so pass t reads record t and keeps the header and masks)",
         )
+
+    yield Obligation(
+        f"{STAGES}/all-sizes/scores",
+        STAGES,
+        STAGES_REF,
+        "all-sizes",
+        scores_check,
+        "U (compact), every capacity N, D, H, K, F and true sizes n, d, hh, k (eps > 0; every option: pre and "
+        "not pre as cases, the others symbolic): at every attention product (h, i, j, e), h < hh, i < n, j < n, "
+        "the logit U feeds its softmax equals the spec's logit(h, i, j) (ENCODER_LAYER's own intermediate): the "
+        "projections with LayerNorm 1 and the scores, attention layers 1-3.  NOT covered: the row max and "
+        "softmax, head outputs, R, LayerNorms after attention, the FFN, the output (so Theorem 6 is not proven "
+        "for all sizes), the shallow variant",
+        deep=True,
+    )
 
 
 @provider

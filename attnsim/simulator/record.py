@@ -11,11 +11,12 @@ An entry of a grid whose true shape is smaller than the capacity sits at the sam
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import sympy as sp
 
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -26,35 +27,112 @@ GATES = ("residual", "pre", "post", "gelu", "ffn", "scale", "eps")
 HEADER = ("n", "d", "ptr")
 
 
-def _gates(T: TransformerLayer) -> list[Any]:
-    flags = [T.residual, T.norm == "pre", T.norm == "post", T.activation == "gelu", T.w1 is not None]
-    return [int(f) for f in flags] + [T.scale, T.eps]
+TRUE = ("n", "d", "hh", "k", "f")  # the simulated layer's true sizes, one per capacity symbol N, D, H, K, F
+CAPACITY = dict(zip(TRUE, "NDHKF", strict=True))
 
 
-def _ffn(T: TransformerLayer, what: str) -> Any:
-    """An FFN parameter, or an empty array when T has no FFN (the grid stays zero)."""
-    v = getattr(T, what)
-    if v is None:
-        return np.zeros((0,) * (2 if what in ("w1", "w2") else 1))
-    return v
+@dataclass(frozen=True)
+class Source:
+    """Where a grid's entries come from, in the coordinates of the specification's operands
+    (:data:`attnsim.symbolic.specs.ENCODER_LAYER`: torch's layout, a matrix operand indexed
+    ``[0, row, col]``, a vector ``[0, 0, entry]``, a scalar ``[0, 0, 0]``).
+
+    ``operand``: the operand's name, or one name per coordinate of the grid's first axis (the
+    header and the gates); ``index(cs, sz)``: the operand entry of grid coordinates ``cs`` at true
+    sizes ``sz`` (plain arithmetic: it runs on ints, numpy index arrays and SymPy symbols alike);
+    ``true``: per axis, the name of the true size bounding it (``TRUE``) or None (the full axis).
+    An entry with some coordinate at or past its true size is 0 (padding)."""
+
+    operand: str | tuple[str, ...]
+    index: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[Any, Any, Any]]
+    true: tuple[str | None, ...]
 
 
-# name, axes (capacity symbols), the entry of T: (T) -> array whose shape is a prefix-corner of the grid
-RECORD: tuple[tuple[str, tuple[tuple[str, str], ...], Callable[[TransformerLayer], Any]], ...] = (
-    ("gates", (("g", str(len(GATES))),), lambda T: np.array(_gates(T), dtype=object)),
-    ("wqkv", (("t", "3"), ("h", "H"), ("l", "D"), ("c", "K")), lambda T: np.stack([T.w_q, T.w_k, T.w_v])),
-    ("bqkv", (("t", "3"), ("h", "H"), ("c", "K")), lambda T: np.stack([T.b_q, T.b_k, T.b_v])),
-    ("wo", (("h", "H"), ("c", "K"), ("e", "D")), lambda T: T.w_o.reshape(T.n_heads, T.d_head, T.d_model)),
-    ("bo", (("e", "D"),), lambda T: T.b_o),
-    ("w1", (("e", "D"), ("f", "F")), lambda T: _ffn(T, "w1")),
-    ("b1", (("f", "F"),), lambda T: _ffn(T, "b1")),
-    ("w2", (("f", "F"), ("e", "D")), lambda T: _ffn(T, "w2")),
-    ("b2", (("e", "D"),), lambda T: _ffn(T, "b2")),
-    ("g1", (("e", "D"),), lambda T: T.ln1_weight),
-    ("be1", (("e", "D"),), lambda T: T.ln1_bias),
-    ("g2", (("e", "D"),), lambda T: T.ln2_weight),
-    ("be2", (("e", "D"),), lambda T: T.ln2_bias),
+def _row(part: Any, cs: Mapping[str, Any], sz: Mapping[str, Any]) -> Any:
+    """The in_proj row of part t (0, 1, 2: q, k, v), head h, coordinate c: t hh k + h k + c."""
+    return part * sz["hh"] * sz["k"] + cs["h"] * sz["k"] + cs["c"]
+
+
+X_SOURCE = Source("X", lambda cs, sz: (0, cs["i"], cs["l"]), ("n", "d"))
+HEADER_SOURCE = Source(HEADER, lambda cs, sz: (0, 0, 0), (None,))
+MASK_SOURCES = (
+    Source("additive", lambda cs, sz: (0, cs["i"], cs["j"]), ("n", "n")),
+    Source("blocked", lambda cs, sz: (0, cs["i"], cs["j"]), ("n", "n")),
 )
+
+# name, axes (axis, capacity symbol or a number), the source of its entries
+RECORD: tuple[tuple[str, tuple[tuple[str, str], ...], Source], ...] = (
+    ("gates", (("g", str(len(GATES))),), Source(GATES, lambda cs, sz: (0, 0, 0), (None,))),
+    (
+        "wqkv",
+        (("t", "3"), ("h", "H"), ("l", "D"), ("c", "K")),
+        Source("in_proj_weight", lambda cs, sz: (0, _row(cs["t"], cs, sz), cs["l"]), (None, "hh", "d", "k")),
+    ),
+    (
+        "bqkv",
+        (("t", "3"), ("h", "H"), ("c", "K")),
+        Source("in_proj_bias", lambda cs, sz: (0, 0, _row(cs["t"], cs, sz)), (None, "hh", "k")),
+    ),
+    (
+        "wo",
+        (("h", "H"), ("c", "K"), ("e", "D")),
+        Source("out_proj_weight", lambda cs, sz: (0, cs["e"], cs["h"] * sz["k"] + cs["c"]), ("hh", "k", "d")),
+    ),
+    ("bo", (("e", "D"),), Source("out_proj_bias", lambda cs, sz: (0, 0, cs["e"]), ("d",))),
+    ("w1", (("e", "D"), ("f", "F")), Source("linear1_weight", lambda cs, sz: (0, cs["f"], cs["e"]), ("d", "f"))),
+    ("b1", (("f", "F"),), Source("linear1_bias", lambda cs, sz: (0, 0, cs["f"]), ("f",))),
+    ("w2", (("f", "F"), ("e", "D")), Source("linear2_weight", lambda cs, sz: (0, cs["e"], cs["f"]), ("f", "d"))),
+    ("b2", (("e", "D"),), Source("linear2_bias", lambda cs, sz: (0, 0, cs["e"]), ("d",))),
+    ("g1", (("e", "D"),), Source("norm1_weight", lambda cs, sz: (0, 0, cs["e"]), ("d",))),
+    ("be1", (("e", "D"),), Source("norm1_bias", lambda cs, sz: (0, 0, cs["e"]), ("d",))),
+    ("g2", (("e", "D"),), Source("norm2_weight", lambda cs, sz: (0, 0, cs["e"]), ("d",))),
+    ("be2", (("e", "D"),), Source("norm2_bias", lambda cs, sz: (0, 0, cs["e"]), ("d",))),
+)
+
+
+def spec_operands(
+    T: TransformerLayer, x: Any, additive: Any, blocked: Any, symbolic: bool = False
+) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """T, X and the mask as the specification's operands (each a (1, rows, cols) array) and sizes.
+
+    A layer without FFN has f = 1 and zero FFN operands (its grids stay zero)."""
+    dt: Any = object if symbolic else np.float64
+    hh, d, k = T.w_q.shape
+    f = T.d_ff
+    n = np.asarray(x).shape[0]
+    rows = lambda w: np.concatenate([w[h].T for h in range(hh)])  # (hh, d, k) -> (hh k, d)
+    vec = lambda v: np.asarray(v, dtype=dt).reshape(1, 1, -1)
+    mat = lambda m: np.asarray(m, dtype=dt).reshape(1, *np.asarray(m).shape)
+    one = lambda v: np.full((1, 1, 1), v, dtype=dt)
+    none = lambda *shape: np.full(shape, sp.Integer(0) if symbolic else 0.0, dtype=dt)  # no FFN: stays zero
+    flags = {
+        "residual": T.residual,
+        "pre": T.norm == "pre",
+        "post": T.norm == "post",
+        "gelu": T.activation == "gelu",
+        "ffn": f is not None,
+    }
+    ops = {
+        "X": mat(x),
+        "in_proj_weight": mat(np.concatenate([rows(T.w_q), rows(T.w_k), rows(T.w_v)])),
+        "in_proj_bias": vec(np.concatenate([T.b_q.ravel(), T.b_k.ravel(), T.b_v.ravel()])),
+        "out_proj_weight": mat(T.w_o.T),
+        "out_proj_bias": vec(T.b_o),
+        "linear1_weight": mat(T.w1.T) if f else none(1, 1, d),
+        "linear1_bias": vec(T.b1) if f else none(1, 1, 1),
+        "linear2_weight": mat(T.w2.T) if f else none(1, d, 1),
+        "linear2_bias": vec(T.b2) if f else none(1, 1, d),
+        "norm1_weight": vec(T.ln1_weight),
+        "norm1_bias": vec(T.ln1_bias),
+        "norm2_weight": vec(T.ln2_weight),
+        "norm2_bias": vec(T.ln2_bias),
+        "additive": mat(additive),
+        "blocked": mat(np.asarray(blocked).astype(np.int64)),
+        **{nm: one(int(v)) for nm, v in flags.items()},
+        "scale": one(T.scale),
+        "eps": one(T.eps),
+    }
+    return ops, {"n": n, "d": d, "hh": hh, "k": k, "f": f or 1}
 
 
 @dataclass(frozen=True)
@@ -103,6 +181,12 @@ class InputMap:
     def grids(self) -> tuple[Grid, ...]:
         return (self.x, self.header, self.mask_add, self.mask_blocked, *self.record)
 
+    def sources(self) -> tuple[tuple[Grid, Source], ...]:
+        """Every grid of <T, X> (layer 0's record) with the source of its entries."""
+        fixed = ((self.x, X_SOURCE), (self.header, HEADER_SOURCE))
+        masks = tuple(zip((self.mask_add, self.mask_blocked), MASK_SOURCES, strict=True))
+        return fixed + masks + tuple((g, src) for g, (_, _, src) in zip(self.record, RECORD, strict=True))
+
     # -- encoding, generated from the map ------------------------------------------------------
     def encode(
         self,
@@ -115,28 +199,31 @@ class InputMap:
         symbolic: bool = False,
     ) -> np.ndarray:
         """The token sequence of length ``total``: each grid filled from its declared source."""
-        import sympy as sp
-
         zero: Any = sp.Integer(0) if symbolic else 0.0
         seq = np.full(total, zero, dtype=object if symbolic else np.float64)
-        n, d = x.shape
+        size = _val(self.record_size)
 
-        def put(g: Grid, arr: Any, shift: E.Expr | int = 0) -> None:
-            a = np.asarray(arr, dtype=object if symbolic else None)
+        def put(g: Grid, src: Source, ops: dict[str, np.ndarray], sz: dict[str, int], shift: int = 0) -> None:
             block = np.full(g.shape, zero, dtype=object if symbolic else np.float64)
-            if a.size:
-                block[tuple(slice(0, s) for s in a.shape)] = a
-            start = _val(g.offset + shift)
+            true = tuple(full if t is None else sz[t] for t, full in zip(src.true, g.shape, strict=True))
+            cs = dict(zip(g.axes, np.indices(true), strict=True))
+            corner = tuple(slice(0, t) for t in true)
+            if isinstance(src.operand, tuple):  # one operand per coordinate of the first axis
+                for c in range(true[0]):
+                    h, i, j = src.index({a: v[c] for a, v in cs.items()}, sz)
+                    block[c] = ops[src.operand[c]][h, i, j]
+            else:
+                idx = np.broadcast_arrays(*src.index(cs, sz), cs[g.axes[0]])[:3]
+                block[corner] = ops[src.operand][idx[0], idx[1], idx[2]]
+            start = _val(g.offset) + shift
             seq[start : start + block.size] = block.reshape(-1)
 
-        put(self.x, x)
-        put(self.header, np.array([n, d, pointer], dtype=object))
-        put(self.mask_add, additive)
-        put(self.mask_blocked, blocked.astype(np.int64))
-        size = _val(self.record_size)
         for li, T in enumerate(layers):
-            for g, (_, _, source) in zip(self.record, RECORD, strict=True):
-                put(g, source(T), li * size)
+            ops, sz = spec_operands(T, x, additive, blocked, symbolic)
+            for nm, v in (("n", sz["n"]), ("d", sz["d"]), ("ptr", pointer)):
+                ops[nm] = np.full((1, 1, 1), int(v), dtype=object)
+            for g, src in self.sources()[4 if li else 0 :]:
+                put(g, src, ops, sz, li * size)
         return seq
 
 

@@ -457,7 +457,14 @@ ENCODER_LAYER_NAMES = {
 
 
 def _encoder_layer(alg: Any, ops: Mapping[str, Any], _h: Any, i: Any, e: Any, sz: Mapping[str, Any]) -> Any:
-    """out[i, e] of one encoder layer (the statement of ENCODER_LAYER).
+    """out[i, e] of one encoder layer (the statement of ENCODER_LAYER)."""
+    return encoder_layer_parts(alg, ops, sz)["out"](i, e)
+
+
+def encoder_layer_parts(alg: Any, ops: Mapping[str, Any], sz: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
+    """The statement of ENCODER_LAYER as its named intermediate quantities (stage proofs state
+    their claims in them): z1(r, t), proj(part, r, h, c), logit(h, r, l), weight(h, r, j),
+    attn(r, t), y1_in(r, t), y1(r, t), z2(r, t), act(r, g), y2_in(r, t), out(i, e).
 
     Every intermediate is a function of its coordinates, memoized per entry (the same value is
     read by many sums; memoizing changes no value, only the concrete evaluation's cost)."""
@@ -546,11 +553,17 @@ def _encoder_layer(alg: Any, ops: Mapping[str, Any], _h: Any, i: Any, e: Any, sz
         return ffn + alg.if_true(opt("residual"), lambda: y1(r, t), lambda: 0)
 
     ln2_out = layer_norm(y2_in, "norm2_weight", "norm2_bias")
-    return alg.if_true(
-        opt("ffn"),
-        lambda: alg.if_true(opt("post"), lambda: ln2_out(i, e), lambda: y2_in(i, e)),
-        lambda: y1(i, e),
-    )
+
+    def out(i: Any, e: Any) -> Any:
+        return alg.if_true(
+            opt("ffn"),
+            lambda: alg.if_true(opt("post"), lambda: ln2_out(i, e), lambda: y2_in(i, e)),
+            lambda: y1(i, e),
+        )
+
+    parts = (z1, proj, logit, weight, attn, y1_in, y1, z2, act, y2_in, out)
+    names = ("z1", "proj", "logit", "weight", "attn", "y1_in", "y1", "z2", "act", "y2_in", "out")
+    return dict(zip(names, parts, strict=True))
 
 
 ENCODER_LAYER = Spec(
@@ -650,4 +663,5 @@ __all__ = [
     "Spec",
     "SpecError",
     "SymbolicAlg",
+    "encoder_layer_parts",
 ]

@@ -166,11 +166,12 @@ def test_spec_equals_torch_fixtures(name: str) -> None:
 
 def _mutant(old: str, new: str) -> Spec:
     """A copy of ENCODER_LAYER whose entry has ``old`` replaced by ``new`` (exactly once) in its source."""
-    src = textwrap.dedent(inspect.getsource(specs._encoder_layer))
+    src = textwrap.dedent(inspect.getsource(specs.encoder_layer_parts))
     assert src.count(old) == 1, old
     ns: dict[str, Any] = dict(vars(specs))
     exec(compile(src.replace(old, new), "<mutant>", "exec"), ns)
-    return dataclasses.replace(ENCODER_LAYER, entry=ns["_encoder_layer"])
+    parts = ns["encoder_layer_parts"]
+    return dataclasses.replace(ENCODER_LAYER, entry=lambda alg, ops, _h, i, e, sz: parts(alg, ops, sz)["out"](i, e))
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,371 @@
+"""Stages of one pass of U equal the encoder layer's specification, for every capacity and size.
+
+U (:mod:`attnsim.simulator.universal`) is built over unbound capacity sizes N, D, H, K, F; the
+simulated layer has true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (symbols ``n, d, hh, k,
+f``).  A stage's value is computed by symbolic execution of U's own program
+(:class:`LayerExecutor`, a :class:`~attnsim.symbolic.frame.FrameExecutor`) at a symbolic entry of
+the grid where U holds it, and compared with the statement written from the specification's own
+intermediate quantities (:func:`attnsim.symbolic.specs.encoder_layer_parts`) by the Sum normal
+form (:mod:`attnsim.symbolic.sums`; ``simplify`` is never called).
+
+Tokens are read through the input map's declared sources (:meth:`InputMap.sources`): the token at
+a position is the operand entry its grid's source names, in the specification's coordinates,
+times one 0/1 **guard flag** ``Ite(c < t, 1, 0)`` per padded axis (c the coordinate, t the true
+size) that Z3 does not decide from the premises; an entry Z3 shows past a true size is 0.  The
+header holds the symbols n and d.  The 0/1 options (residual, pre, post, gelu, ffn) are split
+into cases: each case substitutes its 0/1 values into the gate tokens and into the specification,
+so a ``where`` on a gate is evaluated on the branch taken only.  scale and eps stay symbols; eps
+> 0 is a premise of the domain (``TransformerLayer`` enforces it).
+
+**Truncation.**  A sum over an axis of capacity C (``l < C``) whose every term carries the guard
+flag ``l < t`` of the true size t of that axis equals the sum over ``l < t`` without the flag
+(the terms with ``t <= l < C`` are 0; flags are 0/1, so a flag's power is the flag).  It is
+applied only when the bound is literally the capacity matching t; else the sum is kept as it is
+and the comparison fails (reported, never assumed).
+
+**Positivity** of the LayerNorm divisor ``sqrt(var + eps)``: U computes var as
+``E[x^2] - E[x]^2``.  It is shown >= 0 by proving, in the Sum normal form, that it equals
+``(1/m) Sum_{l<m} (x_l - E[x])^2`` (a mean of squares of reals, m >= 1), so var + eps > 0 with
+eps > 0.
+
+The obligations (:func:`prove_stage`): ``scores`` — at every entry (h, i, j, e) of U's attention
+products with h < hh, i < n, j < n, the logit U feeds its softmax equals the specification's
+logit(h, i, j) (scale times the sum over c < k of the projections q_h[i, c] k_h[j, c], plus the
+additive mask), for every option case: the projections (with LayerNorm 1 when pre-norm) and the
+scores, the first three attention layers of U.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+from attnsim.proofs import decode, z3sel
+from attnsim.proofs.obligation import Outcome
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.rasp.layout import Grid, Layout
+from attnsim.simulator.record import CAPACITY, TRUE, Source
+from attnsim.symbolic.execute import ExecutionFailed, sym
+from attnsim.symbolic.frame import FrameExecutor, _Program
+from attnsim.symbolic.ite import Ite
+from attnsim.symbolic.positivity import Signs
+from attnsim.symbolic.specs import SymbolicAlg, encoder_layer_parts
+from attnsim.symbolic.sums import equal_by_normal_form
+
+OPTIONS = ("residual", "pre", "post", "gelu", "ffn")
+SIZE = {t: sp.Symbol(t, integer=True) for t in TRUE}
+EPS = sp.IndexedBase("eps")[0, 0, 0]
+
+
+def flag(cond: Any) -> Any:
+    """The 0/1 guard ``Ite(cond, 1, 0)``."""
+    return Ite(cond, sp.Integer(1), sp.Integer(0))
+
+
+def _guard(f: Any) -> Any:
+    """The condition of a guard flag (or of a flag's power), else None."""
+    if isinstance(f, sp.Pow) and f.exp.is_Integer and f.exp > 0:
+        f = f.base
+    if isinstance(f, Ite) and f.args[1] == 1 and f.args[2] == 0:
+        return f.args[0]
+    return None
+
+
+def _flags_of(term: Any) -> set[Any]:
+    return {f.base if isinstance(f, sp.Pow) else f for f in sp.Mul.make_args(term) if _guard(f) is not None}
+
+
+def _hoist(s: Any) -> Any:
+    """``Sum(g f)`` -> ``g Sum(f)`` for the guard flags g free of the bound variable that every term
+    carries (a factor free of the summation variable moves out of a finite sum; g^p = g)."""
+    if not isinstance(s, sp.Sum) or len(s.limits) != 1:
+        return s
+    v = s.limits[0][0]
+    terms = sp.Add.make_args(sp.expand(s.function))
+    common = set.intersection(*(_flags_of(t) for t in terms))
+    common = {g for g in common if v not in g.free_symbols}
+    if not common:
+        return s
+    strip = lambda t: sp.Mul(
+        *(f for f in sp.Mul.make_args(t) if (f.base if isinstance(f, sp.Pow) else f) not in common)
+    )
+    return sp.Mul(*common) * sp.Sum(sp.Add(*(strip(t) for t in terms)), s.limits[0])
+
+
+@dataclass
+class LayerExecutor(FrameExecutor):
+    """U's program with tokens read through the input map's sources (see the module docstring)."""
+
+    sources: tuple[tuple[Grid, Source], ...] = ()
+    options: dict[str, int] = field(default_factory=dict)
+    capacity: dict[str, Any] = field(default_factory=dict)  # true size name -> its capacity (SymPy)
+    below: dict[str, str] = field(default_factory=dict)  # entry coordinate -> the true size it is below
+
+    def token(self, pos: E.Expr) -> sp.Expr:
+        blocks = [g.block for g, _ in self.sources]
+        guess = self._sample_block(pos, blocks)
+        if guess is None:
+            raise ExecutionFailed(Outcome.bad(f"a token is read at {E.render(pos)}, inside no grid of <T, X>"))
+        grid, src = next((g, s) for g, s in self.sources if g.block is guess)
+        self.prove(grid.contains(pos), f"{E.render(pos)} lies in grid {grid.name}")
+        cs = {a: self.norm(c) for a, c in grid.coords(pos).items()}
+        cs = {a: E.Const(int(v)) if (v := sp.expand(sym(c))).is_Integer else c for a, c in cs.items()}
+        guards: Any = sp.Integer(1)
+        for axis, true in zip(grid.axes, src.true, strict=True):
+            if true is None:
+                continue
+            c = cs[axis]
+            if (isinstance(c, E.Const) and c.value == 0) or (isinstance(c, E.Var) and self.below.get(c.name) == true):
+                continue  # 0 < t (t >= 1), or an entry coordinate the stage takes below t
+            guards *= flag(sp.Lt(sym(c), SIZE[true]))
+        scs = {a: self.to_value(c) for a, c in cs.items()}
+        if isinstance(src.operand, tuple):
+            first = cs[grid.axes[0]]
+            if not isinstance(first, E.Const):
+                raise ExecutionFailed(Outcome.unknown(f"{grid.name}: entry {E.render(first)} is not decided"))
+            name = src.operand[first.value]
+            if name in self.options:
+                return guards * sp.Integer(self.options[name])
+            if name in SIZE:
+                return guards * SIZE[name]
+            return guards * sp.IndexedBase(name)[0, 0, 0]
+        return guards * sp.IndexedBase(src.operand)[tuple(sp.sympify(x) for x in src.index(scs, SIZE))]
+
+    step_cap: float = 20.0  # seconds for one Z3 call (a conditional's condition is its own call)
+
+    def _attempt(self, goal: E.Expr, what: str, decode_k: bool = False) -> Outcome:
+        """Z3 on the goal after its conditionals were decided one by one (each a smaller goal)."""
+        if not decode_k and any(isinstance(n, E.If) for n in E.nodes(goal)):
+            goal = self.settle(goal)
+        dec: list[decode.Decode] = []
+        if decode_k:
+            ln = self.con.layout.length
+            dec = [decode.Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
+        out = decode.prove(
+            goal,
+            self.premises,
+            decode=dec,
+            coords=dict(self.coords),
+            minimum=self.minimum,
+            timeout=min(self.left(), self.step_cap),
+        )
+        if out.ok is True:
+            self.lemmas |= set(decode.lemmas_in(out.detail))
+            self.steps.append(what)
+        return out
+
+    def _value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:
+        if isinstance(node, C.Map | C.SequenceMap) and isinstance(node.fn, C.Prim) and node.fn.name == "where":
+            c = self.value(node.args[0], pos)
+            if c.is_number:  # a gate of this case (or a decided flag): only the branch taken
+                return self.value(node.args[2] if c == 0 else node.args[1], pos)
+        return super()._value(node, pos)
+
+    def over_keys(self, sel: C.Selector, pos: E.Expr, body_at: Any, combine: str = "sum") -> sp.Expr:
+        total = super().over_keys(sel, pos, body_at, combine)
+        return self.truncate(total) if combine == "sum" else total
+
+    # -- truncation of padded sums -------------------------------------------------------------
+    def truncate(self, s: Any) -> Any:
+        """Each limit of the Sum cut from a capacity to the true size every term is guarded by."""
+        if not isinstance(s, sp.Sum):
+            return s
+        body = s.function
+        for v, lo, hi in s.limits:  # innermost first
+            body = _hoist(self._truncate_one(body, v, lo, hi))
+        return body
+
+    def _truncate_one(self, body: Any, v: Any, lo: Any, hi: Any) -> Any:
+        terms = sp.Add.make_args(sp.expand(body))
+        cut: Any = None
+        kept = []
+        for term in terms:
+            factors = list(sp.Mul.make_args(term))
+            mine = [
+                f for f in factors if (g := _guard(f)) is not None and isinstance(g, sp.StrictLessThan) and g.lhs == v
+            ]
+            bounds = {_guard(f).rhs for f in mine}
+            if len(bounds) != 1:
+                return sp.Sum(body, (v, lo, hi))
+            m = bounds.pop()
+            if cut is None:
+                cut = m
+            if m != cut:
+                return sp.Sum(body, (v, lo, hi))
+            kept.append(sp.Mul(*(f for f in factors if f not in mine)))
+        names = {str(m): t for t, m in SIZE.items()}
+        t = names.get(str(cut))
+        if t is None or lo != 0 or sp.expand(hi + 1 - self.capacity[t]) != 0:
+            return sp.Sum(body, (v, lo, hi))
+        self.steps.append(f"sum over {v} < {hi + 1} truncated to {v} < {cut} (every term guarded)")
+        return sp.Sum(sp.Add(*kept), (v, 0, cut - 1))
+
+    # -- positivity ----------------------------------------------------------------------------
+    @property
+    def signs(self) -> Signs:
+        base = super().signs
+        return Signs({**base.sizes, **dict.fromkeys(TRUE, 1)}, dict(base.scalars))
+
+    def positive(self, e: sp.Expr) -> bool:
+        if super().positive(e):
+            return True
+        if isinstance(e, sp.Pow) and e.exp.is_real:
+            return self.positive(e.base)
+        if isinstance(e, sp.Add) and EPS in e.args:
+            return self.nonnegative_variance(e - EPS)
+        return False
+
+    def nonnegative_variance(self, var: Any) -> bool:
+        """``var`` = (1/m) Sum_{l<m} (y_l - mean)^2 by the normal form, for a Sum of y and of y^2 in it."""
+        sums = [s for s in var.atoms(sp.Sum) if len(s.limits) == 1]
+        for s in sums:
+            v, lo, hi = s.limits[0]
+            m = hi - lo + 1
+            if not self.signs.positive(sp.expand(m)):
+                continue
+            y = s.function
+            w = sp.Dummy("w")
+            mean = s / m
+            square = sp.Sum((y.xreplace({v: w}) - mean) ** 2, (w, lo, hi)) / m
+            same, _, _ = equal_by_normal_form(var, square)
+            if same:
+                self.steps.append(f"variance {sp.sstr(var)[:60]}... is a mean of squares (>= 0)")
+                return True
+        return False
+
+
+def _cases() -> list[dict[str, int]]:
+    """The admissible 0/1 options: pre and post not both."""
+    out = []
+    for vals in itertools.product((0, 1), repeat=len(OPTIONS)):
+        o = dict(zip(OPTIONS, vals, strict=True))
+        if not (o["pre"] and o["post"]):
+            out.append(o)
+    return out
+
+
+def _spec_parts(options: dict[str, int]) -> dict[str, Any]:
+    ops = {name: sp.IndexedBase(name) for name in SPEC_OPERANDS}
+    parts = encoder_layer_parts(SymbolicAlg(), ops, SIZE)
+    fix = {sp.IndexedBase(k)[0, 0, 0]: sp.Integer(v) for k, v in options.items()}
+    return {k: (lambda *a, _f=f: sp.sympify(_f(*a)).xreplace(fix)) for k, f in parts.items()}
+
+
+SPEC_OPERANDS = (
+    "X",
+    "in_proj_weight",
+    "in_proj_bias",
+    "out_proj_weight",
+    "out_proj_bias",
+    "linear1_weight",
+    "linear1_bias",
+    "linear2_weight",
+    "linear2_bias",
+    "norm1_weight",
+    "norm1_bias",
+    "norm2_weight",
+    "norm2_bias",
+    "additive",
+    "blocked",
+    *OPTIONS,
+    "scale",
+    "eps",
+)
+
+
+def _setup(u: Any) -> tuple[_Program, dict[str, Any]]:
+    im = u.map
+    lay = Layout.of(*(g.block for g in im.grids), *(g.block for g in u.stage_grids), length=u._positions_expr(1))
+    con = _Program(u.program, lay, [it for _, it in u.intents])
+    return con, {t: sym(getattr(u, CAPACITY[t])) for t in TRUE}
+
+
+def _node(u: Any, label: str) -> C.SOp:
+    """The node of U's program labelled ``label`` (the stage is checked on U's own graph)."""
+    found = [n for n in C.topological([u.program]) if n.label == label]
+    if len(found) != 1:
+        raise KeyError(f"{label}: {len(found)} node(s) in U's program")
+    node = found[0]
+    assert isinstance(node, C.SOp)
+    return node
+
+
+SAMPLE = {"N": 3, "D": 3, "H": 3, "K": 3, "F": 3, "n": 2, "d": 2, "hh": 2, "k": 2, "f": 2}
+
+
+def _sample(e: Any, point: dict[str, int]) -> Any:
+    """``e`` at concrete sizes and coordinates, its sums expanded and every operand entry a fixed
+    pseudo-random rational (eps positive): one point of the domain."""
+    e = sp.sympify(e).xreplace({sp.Symbol(k, integer=True): sp.Integer(v) for k, v in point.items()})
+    e = e.replace(lambda x: isinstance(x, sp.Sum), lambda x: x.doit())
+    rep = {}
+    for x in e.atoms(sp.Indexed):
+        seed = sum((7 + 13 * k) * ord(ch) for k, ch in enumerate(sp.sstr(x)))
+        rep[x] = sp.Rational(seed % 97 + 1, 17) * (1 if x == EPS or seed % 2 else -1)
+    return e.xreplace(rep)
+
+
+def _refuted(what: str, got: Any, want: Any, shown: str) -> Outcome:
+    """A counterexample when U's value and the statement differ at a sampled point, else unknown."""
+    point = {**SAMPLE, "h!": 1, "i!": 1, "j!": 0, "e!": 1}
+    try:
+        a, b = _sample(got, point), _sample(want, point)
+    except (TypeError, ValueError) as exc:  # a value that does not evaluate: no counterexample
+        return Outcome.unknown(f"{what}: U's value and the statement are not shown equal ({exc}): {shown[:300]}")
+    diff = sp.N(a - b, 50)  # exact for rational values; else 50 digits, far above any rounding here
+    if diff.is_number and abs(diff) > sp.Float(10) ** -30:
+        where = ", ".join(f"{k} = {v}" for k, v in point.items())
+        return Outcome.bad(f"{what}: counterexample at {where} (operands fixed rationals): U gives {a}, the spec {b}")
+    return Outcome.unknown(f"{what}: U's value and the statement are not shown equal: {shown[:300]}")
+
+
+def prove_scores(u: Any, timeout: float = 120.0, cases: list[dict[str, int]] | None = None) -> Outcome:
+    """Stage ``scores``: U's attention logit at every attention product (h, i, j, e) with h < hh,
+    i < n, j < n equals the specification's logit(h, i, j), in every option case."""
+    t0 = time.perf_counter()
+    con, caps = _setup(u)
+    grid = next(g for g in u.stage_grids if g.name == "attn.products")
+    node = _node(u, "attn.logit")
+    h, i, j, e = (E.Var(f"{a}!") for a in ("h", "i", "j", "e"))
+    coords = {h.name: u.H, i.name: u.N, j.name: u.N, e.name: u.D}
+    below = {h.name: "hh", i.name: "n", j.name: "n"}
+    steps = 0
+    shown: list[str] = []
+    for case in cases or [{"pre": 0}, {"pre": 1}]:  # the other options stay symbols: any value
+        ex = LayerExecutor(
+            con,
+            max(0.5, timeout - (time.perf_counter() - t0)),
+            sources=u.map.sources(),
+            options=case,
+            capacity=caps,
+            below=below,
+        )
+        ex.coords.update(coords)
+        what = ", ".join(f"{k} = {v}" for k, v in case.items())
+        try:
+            got = ex.value(node, grid.position(h, i, j, e))
+        except ExecutionFailed as exc:
+            return Outcome(exc.outcome.ok, f"scores ({what}): {exc.outcome.detail}")
+        want = _spec_parts(case)["logit"](sym(h), sym(i), sym(j))
+        same, shown_nf, _ = equal_by_normal_form(got, want)
+        if not same:
+            return _refuted(f"scores ({what})", got, want, shown_nf)
+        steps += len(ex.steps)
+        shown.append(what)
+        variances = sum(st.startswith("variance") for st in ex.steps)
+        if variances:
+            shown[-1] += f" (LayerNorm 1's variance shown a mean of squares {variances} time(s))"
+    return Outcome.good(
+        "for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K (eps > 0; residual, "
+        "post, gelu, ffn, scale any value): at every attention product (h, i, j, e) with h < hh, i < n, j < n, "
+        "U's attn.logit == the spec's logit(h, i, j) = scale sum_{c<k} q_h[i, c] k_h[j, c] + additive[i, j] "
+        f"(projections with LayerNorm 1 when pre-norm); cases {'; '.join(shown)}; {steps} Z3/normal-form step(s)"
+    )
+
+
+__all__ = ["LayerExecutor", "prove_scores"]
