@@ -118,13 +118,18 @@ def coverage_check(timeout: float, variant: str = "compact") -> Outcome:
 
 
 def layout_enum_check(bound: int) -> Callable[[float], Outcome]:
-    """Every grid's positions (row-major, per channel) are distinct, disjoint and inside the sequence."""
+    """Every grid's positions (row-major, per channel) are distinct, disjoint and inside the sequence;
+    the input grids (X, header, masks, one record) tile [0, base + S) with no gap (one token per
+    scalar, Proposition 1)."""
 
     def check(timeout: float) -> Outcome:
         n = 0
         for cap in itertools.product(range(1, bound + 1), repeat=5):
             u = UniversalSimulator(*cap)
             lay, total = u.layout, u.positions()
+            tiled = sorted(p for g in u.map.grids for p in g.positions().reshape(-1).tolist())
+            if tiled != list(range(u.positions_of_input(1))):
+                return Outcome.bad(f"capacity {cap}: the input grids do not tile [0, base + S) (a gap or an overlap)")
             used: dict[str, set[int]] = {}
             for b in lay:
                 pos = b.positions().reshape(-1)

@@ -572,6 +572,10 @@ class UniversalSimulator:
         blocks = [g.block for g in self.map.grids] + [g.block for g in self.stage_grids]
         return Layout.of(*blocks, length=self._positions_expr())
 
+    def positions_of_input(self, layers: int = 1) -> int:
+        """Tokens <T1..T_layers, X> occupies: X, header, masks and the records (the rest is padding)."""
+        return _val(self.map.base + layers * self.map.record_size)
+
     def positions(self, layers: int = 1) -> int:
         """Sequence length for an encoding with ``layers`` records."""
         return _val(self._positions_expr(layers))
