@@ -525,9 +525,10 @@ class UniversalSimulator:
         self.out_grid = OUT
 
     def _gather_rel(self, name: str, size: E.Expr) -> C.SOp:
-        """Record positions p >= base read token p + S (the queue moves by one record)."""
+        """Every position p reads token p + S; the pass keeps it at the record positions p >= base
+        only (``is_record``), so the queue moves by one record (one test of base, not two)."""
         base = self.map.base
-        src = C.imap(lambda p: E.if_(p >= base, p + size, -1), C.indices).named(f"{name}.source")
+        src = C.imap(lambda p: p + size, C.indices).named(f"{name}.source")
         sel = C.select(C.indices, src, "==").named(f"{name}.gather")
         q, k = z3sel.Q, z3sel.K
         self.intents.append(
