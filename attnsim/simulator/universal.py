@@ -56,6 +56,7 @@ from attnsim.rasp.layout import Grid, GridRef, Layout
 from attnsim.rasp.schedule import Cost, cost
 from attnsim.simulator.record import GATES, HEADER, InputMap
 from attnsim.simulator.reference import SimulatorError, TransformerLayer
+from attnsim.symbolic.execute import Enumeration
 
 VARIANTS = ("compact", "shallow")
 SEQ = E.Var("seq_len")
@@ -361,6 +362,11 @@ class UniversalSimulator:
                     PV.contains(k) & ck["e"].eq(0) & ck["h"].eq(cq["h"]) & ck["i"].eq(cq["i"]),
                     PV.contains(q),
                     "product (h, i, j, e) selects the entries (h, i, j', 0), j' < N, of its score row",
+                    keys=Enumeration(  # a hint for the all-sizes stage proofs (proven there)
+                        key=lambda qp, lv: PV.position(PV.coords(qp)["h"], PV.coords(qp)["i"], lv, E.Const(0)),
+                        witness=lambda kp: PV.coords(kp)["j"],
+                        count=N,
+                    ),
                 ),
             )
         )
