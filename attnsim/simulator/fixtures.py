@@ -1,6 +1,6 @@
 """Committed torch fixtures (attnsim/data/*.npz): load them and check reference and U against torch.
 
-tools/make_fixtures.py made the first four (one sequence, no masks); scripts/make_mask_fixtures.py
+tools/make_fixtures.py made the first four (one sequence, no masks); tools/make_mask_fixtures.py
 the mask, batch and wide-logit ones (``MASK_FIXTURES``), whose ``x`` may be a batch (B, n, d) and
 which carry torch's mask arguments (``mask:src_mask``, ``mask:src_key_padding_mask``,
 ``meta:is_causal``).

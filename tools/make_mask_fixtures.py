@@ -19,7 +19,7 @@ returns NaN for finite additive masks (pytorch/pytorch#118628).  ``meta:fast_pat
 max |fast - slow| (NaN when the fast path gives NaN), so each fixture says whether the fast path
 agrees.
 
-    python scripts/make_mask_fixtures.py
+    python tools/make_mask_fixtures.py
 """
 
 from __future__ import annotations
@@ -30,22 +30,11 @@ from typing import Any
 
 import numpy as np
 import torch
+from make_fixtures import _perturb  # tools/ is on sys.path when this script runs
 
 OUT = Path(__file__).resolve().parents[1] / "attnsim" / "data"
 D, HEADS, FF, N, B = 8, 2, 16, 5, 3
 VARIANTS = (("post_relu", False, "relu"), ("pre_gelu", True, "gelu"))
-
-
-def _perturb(module: torch.nn.Module, gen: torch.Generator) -> None:
-    """Non-trivial biases and LayerNorm affine parameters (as tools/make_fixtures.py)."""
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            if name.endswith("bias"):
-                p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.2)
-            elif "norm" in name:
-                p.copy_(1 + torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.2)
-            else:
-                p.copy_(p + torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.1)
 
 
 def _head0_logits(layer: torch.nn.TransformerEncoderLayer, x: torch.Tensor) -> torch.Tensor:
