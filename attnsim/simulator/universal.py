@@ -54,6 +54,7 @@ from attnsim.rasp.engine import Trace, evaluate
 from attnsim.rasp.engine import trace as engine_trace
 from attnsim.rasp.layout import Grid, GridRef, Layout
 from attnsim.rasp.schedule import Cost, cost
+from attnsim.simulator.masks import attention_mask, split_key_padding
 from attnsim.simulator.record import GATES, HEADER, InputMap
 from attnsim.simulator.reference import SimulatorError, TransformerLayer
 from attnsim.symbolic.execute import Enumeration
@@ -693,22 +694,12 @@ class UniversalSimulator:
             raise SimulatorError(f"X must have shape (n, d_model) or (B, n, d_model) (batch first), got {x.shape}")
         return [X], False
 
-    def _masks(
-        self, n: int, batch: int, b: int, src_mask: Any, is_causal: bool, src_key_padding_mask: Any
-    ) -> tuple[Any, Any]:
-        """(additive, blocked) for batch element b, as torch defines the three mask arguments."""
-        if src_mask is None and not is_causal and src_key_padding_mask is None:
+    @staticmethod
+    def _masks(n: int, src_mask: Any, is_causal: bool, key_padding: Any) -> tuple[Any, Any]:
+        """(additive, blocked) for one sequence, as torch defines the three mask arguments."""
+        if src_mask is None and not is_causal and key_padding is None:
             return None, None
-        from attnsim.simulator.masks import attention_mask
-
-        kpm = src_key_padding_mask
-        if kpm is not None:
-            kpm = np.asarray(kpm)
-            if kpm.ndim == 2:
-                if kpm.shape[0] != batch:
-                    raise SimulatorError(f"src_key_padding_mask has {kpm.shape[0]} rows for a batch of {batch}")
-                kpm = kpm[b]
-        m = attention_mask(n, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=kpm)
+        m = attention_mask(n, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=key_padding)
         return m.additive, m.blocked
 
     def run(
@@ -748,10 +739,12 @@ class UniversalSimulator:
         if not layers:
             raise SimulatorError("need at least one layer")
         xs, batched = self._batch(X)
+        n, d = np.asarray(xs[0]).shape[0], layers[0].d_model
+        # key padding per batch element, (B, n), as the reference T splits it
+        pads = split_key_padding(src_key_padding_mask, len(xs), n) if batched else [src_key_padding_mask]
         outs = []
-        for b, x in enumerate(xs):
-            n, d = np.asarray(x).shape[0], layers[0].d_model
-            add_m, blk_m = self._masks(n, len(xs), b, src_mask, is_causal, src_key_padding_mask)
+        for x, pad in zip(xs, pads, strict=True):
+            add_m, blk_m = self._masks(n, src_mask, is_causal, pad)
             seq = self.encode(layers, x, additive=add_m, blocked=blk_m)
             for i in range(len(layers)):
                 # a pass's whole output is the next pass's input; the last is read at the decoded block
