@@ -567,34 +567,21 @@ def shallow_obligations() -> Iterable[Obligation]:
         whole_check((2, 2, 1, 2, 2), (2, 2, 1, 2, 2), {"residual": True}, symbolic_weights=False, variant=v),
         "shallow U == encoder layer with ReLU FFN and residual: symbolic X, random rational weights",
     )
-    yield Obligation(
-        f"{SHALLOW}/sympy/post-attn-rational-n2-d2",
-        CID,
-        COR61,
-        "sympy",
-        whole_check(
-            (2, 2, 1, 2, None),
-            (2, 2, 1, 2, None),
-            {"residual": True, "norm": "post"},
-            symbolic_weights=False,
-            variant=v,
-        ),
-        "shallow U == post-norm attention layer (LayerNorm by congruence): symbolic X, rational weights",
-    )
-    yield Obligation(
-        f"{SHALLOW}/sympy/pre-attn-rational-n2-d2",
-        CID,
-        COR61,
-        "sympy",
-        whole_check(
-            (2, 2, 1, 2, None),
-            (2, 2, 1, 2, None),
-            {"residual": True, "norm": "pre"},
-            symbolic_weights=False,
-            variant=v,
-        ),
-        "shallow U == pre-norm attention layer (LayerNorm of X in the spread product): symbolic X, rational weights",
-    )
+    for norm, how in (("post", "LayerNorm by congruence"), ("pre", "LayerNorm of X in the spread product")):
+        yield Obligation(
+            f"{SHALLOW}/sympy/{norm}-attn-rational-n2-d2",
+            CID,
+            COR61,
+            "sympy",
+            whole_check(
+                (2, 2, 1, 2, None),
+                (2, 2, 1, 2, None),
+                {"residual": True, "norm": norm},
+                symbolic_weights=False,
+                variant=v,
+            ),
+            f"shallow U == {norm}-norm attention layer ({how}): symbolic X, rational weights",
+        )
     cap = SHALLOW_SMALL
     for o in OPTION_COMBOS:
         for f in (cap[4], None):
