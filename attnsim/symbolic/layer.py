@@ -54,7 +54,7 @@ from attnsim.symbolic.execute import ExecutionFailed, sym
 from attnsim.symbolic.frame import FrameExecutor, _Program
 from attnsim.symbolic.ite import Ite
 from attnsim.symbolic.positivity import Signs
-from attnsim.symbolic.specs import SymbolicAlg, encoder_layer_parts
+from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts
 from attnsim.symbolic.sums import equal_by_normal_form
 
 OPTIONS = ("residual", "pre", "post", "gelu", "ffn")
@@ -312,32 +312,10 @@ def _cases() -> list[dict[str, int]]:
 
 
 def _spec_parts(options: dict[str, int]) -> dict[str, Any]:
-    ops = {name: sp.IndexedBase(name) for name in SPEC_OPERANDS}
+    ops = {name: sp.IndexedBase(name) for name in ENCODER_LAYER.operands}
     parts = encoder_layer_parts(SymbolicAlg(), ops, SIZE)
     fix = {sp.IndexedBase(k)[0, 0, 0]: sp.Integer(v) for k, v in options.items()}
     return {k: (lambda *a, _f=f: sp.sympify(_f(*a)).xreplace(fix)) for k, f in parts.items()}
-
-
-SPEC_OPERANDS = (
-    "X",
-    "in_proj_weight",
-    "in_proj_bias",
-    "out_proj_weight",
-    "out_proj_bias",
-    "linear1_weight",
-    "linear1_bias",
-    "linear2_weight",
-    "linear2_bias",
-    "norm1_weight",
-    "norm1_bias",
-    "norm2_weight",
-    "norm2_bias",
-    "additive",
-    "blocked",
-    *OPTIONS,
-    "scale",
-    "eps",
-)
 
 
 def _setup(u: Any) -> tuple[_Program, dict[str, Any]]:
@@ -386,19 +364,27 @@ def _refuted(what: str, got: Any, want: Any, shown: str) -> Outcome:
     return Outcome.unknown(f"{what}: U's value and the statement are not shown equal: {shown[:300]}")
 
 
-def prove_scores(u: Any, timeout: float = 120.0, cases: list[dict[str, int]] | None = None) -> Outcome:
-    """Stage ``scores``: U's attention logit at every attention product (h, i, j, e) with h < hh,
-    i < n, j < n equals the specification's logit(h, i, j), in every option case."""
+def _each_case(
+    stage: str,
+    con: Any,
+    u: Any,
+    caps: Any,
+    below: dict[str, str],
+    coords: dict[str, Any],
+    node: C.SOp,
+    pos: E.Expr,
+    want: Any,
+    cases: list[dict[str, int]],
+    timeout: float,
+    flags: bool = False,
+    **executor: Any,
+) -> Outcome | list[tuple[str, LayerExecutor]]:
+    """U's ``node`` at ``pos`` == ``want(case)`` by the normal form, in every option case: the
+    proven cases (with their executors), or the first case's failure (a counterexample when one
+    is found).  ``flags``: U's value is compared in its 0/1-flag form (``as_flags``)."""
     t0 = time.perf_counter()
-    con, caps = _setup(u)
-    grid = next(g for g in u.stage_grids if g.name == "attn.products")
-    node = _node(u, "attn.logit")
-    h, i, j, e = (E.Var(f"{a}!") for a in ("h", "i", "j", "e"))
-    coords = {h.name: u.H, i.name: u.N, j.name: u.N, e.name: u.D}
-    below = {h.name: "hh", i.name: "n", j.name: "n"}
-    steps = 0
-    shown: list[str] = []
-    for case in cases or [{"pre": 0}, {"pre": 1}]:  # the other options stay symbols: any value
+    done = []
+    for case in cases:
         ex = LayerExecutor(
             con,
             max(0.5, timeout - (time.perf_counter() - t0)),
@@ -406,22 +392,53 @@ def prove_scores(u: Any, timeout: float = 120.0, cases: list[dict[str, int]] | N
             options=case,
             capacity=caps,
             below=below,
+            **executor,
         )
         ex.coords.update(coords)
         what = ", ".join(f"{k} = {v}" for k, v in case.items())
         try:
-            got = ex.value(node, grid.position(h, i, j, e))
+            got = ex.value(node, pos)
         except ExecutionFailed as exc:
-            return Outcome(exc.outcome.ok, f"scores ({what}): {exc.outcome.detail}")
-        want = _spec_parts(case)["logit"](sym(h), sym(i), sym(j))
-        same, shown_nf, _ = equal_by_normal_form(got, want)
+            return Outcome(exc.outcome.ok, f"{stage} ({what}): {exc.outcome.detail}")
+        expected = want(case)
+        same, shown_nf, _ = equal_by_normal_form(as_flags(got) if flags else got, expected)
         if not same:
-            return _refuted(f"scores ({what})", got, want, shown_nf)
+            return _refuted(f"{stage} ({what})", got, expected, shown_nf)
+        done.append((what, ex))
+    return done
+
+
+def prove_scores(u: Any, timeout: float = 120.0, cases: list[dict[str, int]] | None = None) -> Outcome:
+    """Stage ``scores``: U's attention logit at every attention product (h, i, j, e) with h < hh,
+    i < n, j < n equals the specification's logit(h, i, j), in every option case."""
+    con, caps = _setup(u)
+    grid = next(g for g in u.stage_grids if g.name == "attn.products")
+    node = _node(u, "attn.logit")
+    h, i, j, e = (E.Var(f"{a}!") for a in ("h", "i", "j", "e"))
+    coords = {h.name: u.H, i.name: u.N, j.name: u.N, e.name: u.D}
+    below = {h.name: "hh", i.name: "n", j.name: "n"}
+    done = _each_case(
+        "scores",
+        con,
+        u,
+        caps,
+        below,
+        coords,
+        node,
+        grid.position(h, i, j, e),
+        lambda case: _spec_parts(case)["logit"](sym(h), sym(i), sym(j)),
+        cases or [{"pre": 0}, {"pre": 1}],  # the other options stay symbols: any value
+        timeout,
+    )
+    if isinstance(done, Outcome):
+        return done
+    shown, steps = [], 0
+    for what, ex in done:
         steps += len(ex.steps)
-        shown.append(what)
         variances = sum(st.startswith("variance") for st in ex.steps)
-        if variances:
-            shown[-1] += f" (LayerNorm 1's variance shown a mean of squares {variances} time(s))"
+        shown.append(
+            what + (f" (LayerNorm 1's variance shown a mean of squares {variances} time(s))" if variances else "")
+        )
     return Outcome.good(
         "for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K (eps > 0; residual, "
         "post, gelu, ffn, scale any value): at every attention product (h, i, j, e) with h < hh, i < n, j < n, "
@@ -472,7 +489,6 @@ def prove_attention(
     an unblocked key, which U enforces) is not yet implemented either.  What is shown (tests): the
     row max executes as the opaque max over the row's allowed keys, and where() on the allowed flag
     as 0/1 flags."""
-    t0 = time.perf_counter()
     con, caps = _setup(u)
     grid = next(g for g in u.stage_grids if g.name == "attn.heads")
     pv = next(g for g in u.stage_grids if g.name == "attn.products")
@@ -480,34 +496,30 @@ def prove_attention(
     i, e, h = (E.Var(f"{a}!") for a in ("i", "e", "h"))
     coords = {h.name: u.H, i.name: u.N, e.name: u.D}
     below = {h.name: "hh", i.name: "n", e.name: "d"}
-    steps = 0
-    shown: list[str] = []
-    for case in cases or [{"pre": 0}, {"pre": 1}]:
-        ex = LayerExecutor(
-            con,
-            max(0.5, timeout - (time.perf_counter() - t0)),
-            sources=u.map.sources(),
-            options=case,
-            capacity=caps,
-            below=below,
-            cuts={
-                "attn.logit": (pv, lambda cs: LOGIT(cs["h"], cs["i"], cs["j"])),
-                **({"vw": (pv, lambda cs: VW(cs["h"], cs["j"], cs["e"]))} if vw_cut else {}),
-            },
-            step_cap=60.0,  # the head sums' listings over U's layout take longer than the scores' ones
-        )
-        ex.coords.update(coords)
-        what = ", ".join(f"{k} = {v}" for k, v in case.items())
-        try:
-            got = ex.value(node, grid.position(i, e, h))
-        except ExecutionFailed as exc:
-            return Outcome(exc.outcome.ok, f"attention ({what}): {exc.outcome.detail}")
-        want = as_flags(_spec_attention(case, sym(h), sym(i), sym(e), vw_cut))
-        same, shown_nf, _ = equal_by_normal_form(as_flags(got), want)
-        if not same:
-            return _refuted(f"attention ({what})", got, want, shown_nf)
-        steps += len(ex.steps)
-        shown.append(what)
+    cuts = {
+        "attn.logit": (pv, lambda cs: LOGIT(cs["h"], cs["i"], cs["j"])),
+        **({"vw": (pv, lambda cs: VW(cs["h"], cs["j"], cs["e"]))} if vw_cut else {}),
+    }
+    done = _each_case(
+        "attention",
+        con,
+        u,
+        caps,
+        below,
+        coords,
+        node,
+        grid.position(i, e, h),
+        lambda case: as_flags(_spec_attention(case, sym(h), sym(i), sym(e), vw_cut)),
+        cases or [{"pre": 0}, {"pre": 1}],
+        timeout,
+        flags=True,
+        cuts=cuts,
+        step_cap=60.0,  # the head sums' listings over U's layout take longer than the scores' ones
+    )
+    if isinstance(done, Outcome):
+        return done
+    shown = [what for what, _ in done]
+    steps = sum(len(ex.steps) for _, ex in done)
     return Outcome.good(
         "for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K (eps > 0; every row "
         "i < n has an unblocked key j < n; residual, post, gelu, ffn, scale any value), premise the stage "
