@@ -25,7 +25,8 @@ class LayoutError(ValueError):
     """An array does not fit its block, or a block is unknown."""
 
 
-def _val(e: E.Expr | int) -> int:
+def value_of(e: E.Expr | int) -> int:
+    """The value of a size expression whose sizes are all bound (ProgramError naming an unbound one)."""
     e = E.lift(e)
     return int(e.evaluate(C.size_bindings(e)))
 
@@ -58,8 +59,8 @@ class Block:
     # concrete values ------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        h = _val(self.stack)
-        base = (_val(self.rows), _val(self.cols))
+        h = value_of(self.stack)
+        base = (value_of(self.rows), value_of(self.cols))
         return base if h == 1 and self.is_single else (h, *base)
 
     @property
@@ -68,11 +69,11 @@ class Block:
 
     @property
     def start(self) -> int:
-        return _val(self.offset)
+        return value_of(self.offset)
 
     @property
     def size(self) -> int:
-        return _val(self.stack) * _val(self.rows) * _val(self.cols)
+        return value_of(self.stack) * value_of(self.rows) * value_of(self.cols)
 
     @property
     def end(self) -> int:
@@ -127,7 +128,7 @@ class Layout:
 
     @property
     def total(self) -> int:
-        return _val(self.length)
+        return value_of(self.length)
 
     def encode(self, arrays: Mapping[str, Any], fill: Any = 0) -> np.ndarray:
         """Place arrays into one token sequence (dtype object, so that any backend can read it)."""
@@ -230,7 +231,7 @@ class Grid:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(_val(d) for d in self.dims)
+        return tuple(value_of(d) for d in self.dims)
 
     def dim(self, axis: str) -> E.Expr:
         return self.dims[self.axes.index(axis)]

@@ -18,9 +18,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
-from attnsim.rasp.layout import Grid
+from attnsim.rasp.layout import Grid, value_of
 from attnsim.simulator.reference import TransformerLayer
 
 GATES = ("residual", "pre", "post", "gelu", "ffn", "scale", "eps")
@@ -201,7 +200,7 @@ class InputMap:
         """The token sequence of length ``total``: each grid filled from its declared source."""
         zero: Any = sp.Integer(0) if symbolic else 0.0
         seq = np.full(total, zero, dtype=object if symbolic else np.float64)
-        size = _val(self.record_size)
+        size = value_of(self.record_size)
 
         def put(g: Grid, src: Source, ops: dict[str, np.ndarray], sz: dict[str, int], shift: int = 0) -> None:
             block = np.full(g.shape, zero, dtype=object if symbolic else np.float64)
@@ -215,7 +214,7 @@ class InputMap:
             else:
                 idx = np.broadcast_arrays(*src.index(cs, sz), cs[g.axes[0]])[:3]
                 block[corner] = ops[src.operand][idx[0], idx[1], idx[2]]
-            start = _val(g.offset) + shift
+            start = value_of(g.offset) + shift
             seq[start : start + block.size] = block.reshape(-1)
 
         for li, T in enumerate(layers):
@@ -225,8 +224,3 @@ class InputMap:
             for g, src in self.sources()[4 if li else 0 :]:
                 put(g, src, ops, sz, li * size)
         return seq
-
-
-def _val(e: E.Expr | int) -> int:
-    e = E.lift(e)
-    return int(e.evaluate(C.size_bindings(e)))

@@ -52,7 +52,7 @@ from attnsim.rasp import hints
 from attnsim.rasp.arith import BackendError
 from attnsim.rasp.engine import Trace, evaluate
 from attnsim.rasp.engine import trace as engine_trace
-from attnsim.rasp.layout import Grid, GridRef, Layout
+from attnsim.rasp.layout import Grid, GridRef, Layout, value_of
 from attnsim.rasp.schedule import Cost, cost
 from attnsim.simulator.masks import attention_mask, split_key_padding
 from attnsim.simulator.record import GATES, HEADER, InputMap
@@ -202,8 +202,8 @@ class UniversalSimulator:
             one = Grid.of(f"{name}@", pos, s=1)
             return self._gather(name, one, None, lambda cs: {"s": E.Const(0)})
 
-        self._n_b = hints.declare(bcast(im.header_position("n"), "n"), lambda max_len: range(1, _val(N) + 1))
-        self._d_b = hints.declare(bcast(im.header_position("d"), "d"), lambda max_len: range(1, _val(D) + 1))
+        self._n_b = hints.declare(bcast(im.header_position("n"), "n"), lambda max_len: range(1, value_of(N) + 1))
+        self._d_b = hints.declare(bcast(im.header_position("d"), "d"), lambda max_len: range(1, value_of(D) + 1))
         self._g = {nm: bcast(im.gate_position(nm), nm) for nm in GATES}
         self._tok2 = C.apply("square", C.tokens).named("tokens_sq")
         self._rec = {gr.name: gr for gr in im.record}
@@ -563,7 +563,7 @@ class UniversalSimulator:
 
     @property
     def base_value(self) -> int:
-        return _val(self.map.base)
+        return value_of(self.map.base)
 
     @property
     def header(self) -> Grid:
@@ -582,11 +582,11 @@ class UniversalSimulator:
 
     def positions_of_input(self, layers: int = 1) -> int:
         """Tokens <T1..T_layers, X> occupies: X, header, masks and the records (the rest is padding)."""
-        return _val(self.map.base + layers * self.map.record_size)
+        return value_of(self.map.base + layers * self.map.record_size)
 
     def positions(self, layers: int = 1) -> int:
         """Sequence length for an encoding with ``layers`` records."""
-        return _val(self._positions_expr(layers))
+        return value_of(self._positions_expr(layers))
 
     # -- input ---------------------------------------------------------------------------------
     def _check(self, T: TransformerLayer, n: int) -> None:
@@ -655,7 +655,7 @@ class UniversalSimulator:
 
     def decode(self, out: np.ndarray, n: int, d: int | None = None) -> np.ndarray:
         """The output sequence's X block as an (n, d) array (d defaults to the capacity d_model)."""
-        D, N = _val(self.D), _val(self.N)
+        D, N = value_of(self.D), value_of(self.N)
         d = D if d is None else d
         if not (1 <= n <= N and 1 <= d <= D):
             raise SimulatorError(f"decode: n = {n}, d = {d} must be within 1..{N}, 1..{D}")
@@ -666,7 +666,7 @@ class UniversalSimulator:
 
     def _decoded(self, n: int, d: int) -> np.ndarray:
         """The positions ``decode(out, n, d)`` reads: X entries (i, e) with i < n, e < d."""
-        D = _val(self.D)
+        D = value_of(self.D)
         return (np.arange(n)[:, None] * D + np.arange(d)[None, :]).reshape(-1)
 
     def _evaluate(self, seq: np.ndarray, backend: str, finite: Any = True) -> np.ndarray:
@@ -802,11 +802,6 @@ class UniversalSimulator:
         tracemalloc.stop()
         err = float(np.max(np.abs(y - T(X))))
         return {"max_abs_error": err, "seconds": secs, "peak_bytes": peak}
-
-
-def _val(e: E.Expr | int) -> int:
-    e = E.lift(e)
-    return int(e.evaluate(C.size_bindings(e)))
 
 
 __all__ = ["GATES", "HEADER", "SEQ", "VARIANTS", "Mask", "UniversalSimulator"]

@@ -11,8 +11,9 @@ import pytest
 import sympy as sp
 
 from attnsim import TransformerLayer
+from attnsim.rasp.layout import value_of as _val
 from attnsim.simulator.masks import attention_mask
-from attnsim.simulator.record import GATES, InputMap, _val
+from attnsim.simulator.record import GATES, InputMap
 from attnsim.simulator.universal import UniversalSimulator
 
 
