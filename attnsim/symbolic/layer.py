@@ -28,17 +28,18 @@ and the comparison fails (reported, never assumed).
 ``(1/m) Sum_{l<m} (x_l - E[x])^2`` (a mean of squares of reals, m >= 1), so var + eps > 0 with
 eps > 0.
 
-The obligations (:func:`prove_stage`): ``scores`` — at every entry (h, i, j, e) of U's attention
-products with h < hh, i < n, j < n, the logit U feeds its softmax equals the specification's
-logit(h, i, j) (scale times the sum over c < k of the projections q_h[i, c] k_h[j, c], plus the
-additive mask), for every option case: the projections (with LayerNorm 1 when pre-norm) and the
-scores, the first three attention layers of U.
+**Stages and cuts.**  The layer is proven stage by stage (:mod:`attnsim.symbolic.stages`): a stage
+proves one node of U equal to its statement (:class:`Cut`) at every entry of its grid in a region
+(:func:`prove_stage`); a later stage reads that node as an opaque function (its proof holds for
+every value of it) inside the region and as an unknown outside, and states its own claim in the
+opaque functions, which is checked to be the spec's once they are unfolded.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +98,44 @@ def _hoist(s: Any) -> Any:
     return sp.Mul(*common) * sp.Sum(sp.Add(*(strip(t) for t in terms)), s.limits[0])
 
 
+def _is_zero(c: E.Expr) -> bool:
+    return isinstance(c, E.Const) and c.value == 0
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A stage's statement about one node of U, proven once and read by later stages.
+
+    At the positions of ``grid`` whose coordinates ``a`` satisfy ``a < t`` for each ``(a, t)`` in
+    ``below`` (t a true size), U's node ``label`` equals ``spec(coords)`` (a SymPy expression in
+    ENCODER_LAYER's operands, the options left as operands).  A later stage reads it as the opaque
+    ``name(args)`` (an uninterpreted function: its proof then holds for every value, in particular
+    the spec's), and outside the region as ``pad_<name>`` (nothing known): a later stage that
+    needs a value outside the proven region cannot be proven."""
+
+    label: str
+    grid: Grid
+    below: tuple[tuple[str, str], ...]
+    spec: Callable[[dict[str, Any]], Any]
+    name: str
+    args: tuple[str, ...]
+    stage: str
+
+    def opaque(self, cs: dict[str, Any]) -> Any:
+        return sp.Function(self.name)(*(cs[a] for a in self.args))
+
+    def pad(self, cs: dict[str, Any]) -> Any:
+        return sp.Function(f"pad_{self.name}")(*(cs[a] for a in self.grid.axes))
+
+    def unfold(self, e: Any) -> Any:
+        """``e`` with every opaque ``name(args)`` replaced by the statement it stands for."""
+        f = sp.Function(self.name)
+        return sp.sympify(e).replace(
+            lambda x: getattr(x, "func", None) == f,
+            lambda x: self.spec(dict(zip(self.args, x.args, strict=True))),
+        )
+
+
 @dataclass
 class LayerExecutor(FrameExecutor):
     """U's program with tokens read through the input map's sources (see the module docstring)."""
@@ -105,8 +144,8 @@ class LayerExecutor(FrameExecutor):
     options: dict[str, int] = field(default_factory=dict)
     capacity: dict[str, Any] = field(default_factory=dict)  # true size name -> its capacity (SymPy)
     below: dict[str, str] = field(default_factory=dict)  # entry coordinate -> the true size it is below
-    # a proven stage cut: node label -> (its grid, the value at the grid's coordinates)
-    cuts: dict[str, tuple[Grid, Any]] = field(default_factory=dict)
+    # proven stages' statements, read in place of executing their nodes again (see Cut)
+    cuts: dict[str, Cut] = field(default_factory=dict)
 
     def token(self, pos: E.Expr) -> sp.Expr:
         blocks = [g.block for g, _ in self.sources]
@@ -163,11 +202,7 @@ class LayerExecutor(FrameExecutor):
 
     def _value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:
         if node.label in self.cuts:
-            grid, at = self.cuts[node.label]
-            self.prove(grid.contains(pos), f"{node.label} is read at {E.render(pos)} inside {grid.name}")
-            cs = {a: sym(self.norm(c)) for a, c in grid.coords(pos).items()}
-            self.steps.append(f"{node.label}: the proven stage (cut)")
-            return at(cs)
+            return self.cut_value(self.cuts[node.label], pos)
         if isinstance(node, C.Map | C.SequenceMap) and isinstance(node.fn, C.Prim) and node.fn.name == "where":
             c = self.value(node.args[0], pos)
             if c.is_number:  # a gate of this case (or a decided flag): only the branch taken
@@ -178,6 +213,24 @@ class LayerExecutor(FrameExecutor):
         if isinstance(node, C.Aggregate) and node.score is node.values and isinstance(node.selector, C.SelectAnd):
             return self.guarded_max(node, pos)
         return super()._value(node, pos)
+
+    def cut_value(self, cut: Cut, pos: E.Expr) -> sp.Expr:
+        """A proven stage's node at ``pos``: its opaque value where the coordinates are in the proven
+        region, else ``Ite(region, value, unknown)`` (``cut.pad``: nothing is known there)."""
+        grid = cut.grid
+        self.prove(grid.contains(pos), f"{cut.label} is read at {E.render(pos)} inside {grid.name}")
+        ecs = {a: self.norm(c) for a, c in grid.coords(pos).items()}
+        cs = {a: sym(c) for a, c in ecs.items()}
+        # inside the region: an entry coordinate the stage takes below the same true size, or 0
+        undecided = [
+            (a, t)
+            for a, t in cut.below
+            if not (_is_zero(c := ecs[a]) or (isinstance(c, E.Var) and self.below.get(c.name) == t))
+        ]
+        self.steps.append(f"{cut.label}: the proven stage {cut.stage} (cut)")
+        if not undecided:
+            return cut.opaque(cs)
+        return Ite(sp.And(*(sp.Lt(cs[a], SIZE[t]) for a, t in undecided)), cut.opaque(cs), cut.pad(cs))
 
     def guarded_max(self, node: C.Aggregate, pos: E.Expr) -> sp.Expr:
         """A max head over ``structural & data``: the opaque max over the structural listing of
@@ -236,7 +289,8 @@ class LayerExecutor(FrameExecutor):
         if t is None or lo != 0 or sp.expand(hi + 1 - self.capacity[t]) != 0:
             return sp.Sum(body, (v, lo, hi))
         self.steps.append(f"sum over {v} < {hi + 1} truncated to {v} < {cut} (every term guarded)")
-        return sp.Sum(sp.Add(*kept), (v, 0, cut - 1))
+        inside = {sp.Lt(v, cut): sp.true, sp.Gt(cut, v): sp.true}  # true on the range 0 <= v < cut
+        return sp.Sum(sp.Add(*kept).xreplace(inside), (v, 0, cut - 1))
 
     # -- positivity ----------------------------------------------------------------------------
     @property
@@ -301,7 +355,7 @@ def as_flags(e: Any) -> Any:
     return sp.sympify(e).replace(lambda x: isinstance(x, Ite), rw)
 
 
-def _cases() -> list[dict[str, int]]:
+def option_cases() -> list[dict[str, int]]:
     """The admissible 0/1 options: pre and post not both."""
     out = []
     for vals in itertools.product((0, 1), repeat=len(OPTIONS)):
@@ -311,21 +365,26 @@ def _cases() -> list[dict[str, int]]:
     return out
 
 
-def _spec_parts(options: dict[str, int]) -> dict[str, Any]:
+def spec_parts() -> dict[str, Any]:
+    """ENCODER_LAYER's intermediate quantities (:func:`encoder_layer_parts`) on SymPy operands,
+    sizes the true-size symbols, the 0/1 options left as operands (``fix`` substitutes a case)."""
     ops = {name: sp.IndexedBase(name) for name in ENCODER_LAYER.operands}
-    parts = encoder_layer_parts(SymbolicAlg(), ops, SIZE)
-    fix = {sp.IndexedBase(k)[0, 0, 0]: sp.Integer(v) for k, v in options.items()}
-    return {k: (lambda *a, _f=f: sp.sympify(_f(*a)).xreplace(fix)) for k, f in parts.items()}
+    return encoder_layer_parts(SymbolicAlg(), ops, SIZE)
 
 
-def _setup(u: Any) -> tuple[_Program, dict[str, Any]]:
+def fix(e: Any, options: dict[str, int]) -> Any:
+    """``e`` with the option operands of a case replaced by their 0/1 values."""
+    return sp.sympify(e).xreplace({sp.IndexedBase(k)[0, 0, 0]: sp.Integer(v) for k, v in options.items()})
+
+
+def setup(u: Any) -> tuple[_Program, dict[str, Any]]:
     im = u.map
     lay = Layout.of(*(g.block for g in im.grids), *(g.block for g in u.stage_grids), length=u._positions_expr(1))
     con = _Program(u.program, lay, [it for _, it in u.intents])
     return con, {t: sym(getattr(u, CAPACITY[t])) for t in TRUE}
 
 
-def _node(u: Any, label: str) -> C.SOp:
+def node_of(u: Any, label: str) -> C.SOp:
     """The node of U's program labelled ``label`` (the stage is checked on U's own graph)."""
     found = [n for n in C.topological([u.program]) if n.label == label]
     if len(found) != 1:
@@ -350,7 +409,7 @@ def _sample(e: Any, point: dict[str, int]) -> Any:
     return e.xreplace(rep)
 
 
-def _refuted(what: str, got: Any, want: Any, shown: str) -> Outcome:
+def refuted(what: str, got: Any, want: Any, shown: str) -> Outcome:
     """A counterexample when U's value and the statement differ at a sampled point, else unknown."""
     point = {**SAMPLE, "h!": 1, "i!": 1, "j!": 0, "e!": 1}
     try:
@@ -364,25 +423,35 @@ def _refuted(what: str, got: Any, want: Any, shown: str) -> Outcome:
     return Outcome.unknown(f"{what}: U's value and the statement are not shown equal: {shown[:300]}")
 
 
-def _each_case(
-    stage: str,
-    con: Any,
+def prove_stage(
     u: Any,
-    caps: Any,
-    below: dict[str, str],
-    coords: dict[str, Any],
-    node: C.SOp,
-    pos: E.Expr,
-    want: Any,
+    goal: Cut,
     cases: list[dict[str, int]],
     timeout: float,
+    *,
+    cuts: Mapping[str, Cut] | None = None,
+    statement: Callable[[dict[str, Any]], Any] | None = None,
     flags: bool = False,
-    **executor: Any,
-) -> Outcome | list[tuple[str, LayerExecutor]]:
-    """U's ``node`` at ``pos`` == ``want(case)`` by the normal form, in every option case: the
-    proven cases (with their executors), or the first case's failure (a counterexample when one
-    is found).  ``flags``: U's value is compared in its 0/1-flag form (``as_flags``)."""
+    step_cap: float = 20.0,
+) -> Outcome:
+    """U's node ``goal.label`` at a symbolic position of ``goal.grid`` with coordinates in the
+    goal's region equals its statement, in every option case, by the normal form.
+
+    ``cuts`` are earlier stages' proven statements (read as opaque functions, :class:`Cut`);
+    ``statement`` (default ``goal.spec``) is the goal written in those opaque functions, and is
+    then checked to be ``goal.spec`` once every cut is unfolded (so a stage cannot state its
+    claim in a form other than the spec's).  ``flags``: U's value is compared in its 0/1-flag form."""
+    con, caps = setup(u)
+    node = node_of(u, goal.label)
+    grid = goal.grid
+    vs = {a: E.Var(f"{a}!") for a in grid.axes}
+    coords = {vs[a].name: grid.dim(a) for a in grid.axes}
+    below = {vs[a].name: t for a, t in goal.below}
+    cs = {a: sym(v) for a, v in vs.items()}
+    pos = grid.position(*(vs[a] for a in grid.axes))
+    cut_map = {c.label: c for c in (cuts or {}).values()}
     t0 = time.perf_counter()
+    steps = 0
     done = []
     for case in cases:
         ex = LayerExecutor(
@@ -392,143 +461,36 @@ def _each_case(
             options=case,
             capacity=caps,
             below=below,
-            **executor,
+            cuts=cut_map,
+            step_cap=step_cap,
         )
         ex.coords.update(coords)
         what = ", ".join(f"{k} = {v}" for k, v in case.items())
         try:
             got = ex.value(node, pos)
         except ExecutionFailed as exc:
-            return Outcome(exc.outcome.ok, f"{stage} ({what}): {exc.outcome.detail}")
-        expected = want(case)
-        same, shown_nf, _ = equal_by_normal_form(as_flags(got) if flags else got, expected)
+            return Outcome(exc.outcome.ok, f"{goal.stage} ({what}): {exc.outcome.detail}")
+        want = fix(goal.spec(cs) if statement is None else statement(cs), case)
+        same, shown_nf, _ = equal_by_normal_form(as_flags(got) if flags else got, want)
         if not same:
-            return _refuted(f"{stage} ({what})", got, expected, shown_nf)
-        done.append((what, ex))
-    return done
-
-
-def prove_scores(u: Any, timeout: float = 120.0, cases: list[dict[str, int]] | None = None) -> Outcome:
-    """Stage ``scores``: U's attention logit at every attention product (h, i, j, e) with h < hh,
-    i < n, j < n equals the specification's logit(h, i, j), in every option case."""
-    con, caps = _setup(u)
-    grid = next(g for g in u.stage_grids if g.name == "attn.products")
-    node = _node(u, "attn.logit")
-    h, i, j, e = (E.Var(f"{a}!") for a in ("h", "i", "j", "e"))
-    coords = {h.name: u.H, i.name: u.N, j.name: u.N, e.name: u.D}
-    below = {h.name: "hh", i.name: "n", j.name: "n"}
-    done = _each_case(
-        "scores",
-        con,
-        u,
-        caps,
-        below,
-        coords,
-        node,
-        grid.position(h, i, j, e),
-        lambda case: _spec_parts(case)["logit"](sym(h), sym(i), sym(j)),
-        cases or [{"pre": 0}, {"pre": 1}],  # the other options stay symbols: any value
-        timeout,
-    )
-    if isinstance(done, Outcome):
-        return done
-    shown, steps = [], 0
-    for what, ex in done:
+            return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf)
+        if statement is not None:
+            unfolded = want
+            for c in cut_map.values():
+                unfolded = c.unfold(unfolded)
+            same, shown_nf, _ = equal_by_normal_form(fix(unfolded, case), fix(goal.spec(cs), case))
+            if not same:
+                return Outcome.bad(f"{goal.stage} ({what}): the stage's statement is not the spec's: {shown_nf[:300]}")
         steps += len(ex.steps)
         variances = sum(st.startswith("variance") for st in ex.steps)
-        shown.append(
-            what + (f" (LayerNorm 1's variance shown a mean of squares {variances} time(s))" if variances else "")
-        )
+        done.append(what + (f" (a variance shown a mean of squares {variances} time(s))" if variances else ""))
+    region = ", ".join(f"{a} < {t}" for a, t in goal.below)
     return Outcome.good(
-        "for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K (eps > 0; residual, "
-        "post, gelu, ffn, scale any value): at every attention product (h, i, j, e) with h < hh, i < n, j < n, "
-        "U's attn.logit == the spec's logit(h, i, j) = scale sum_{c<k} q_h[i, c] k_h[j, c] + additive[i, j] "
-        f"(projections with LayerNorm 1 when pre-norm); cases {'; '.join(shown)}; {steps} Z3/normal-form step(s)"
+        f"for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (eps > 0): "
+        f"at every entry ({', '.join(grid.axes)}) of {grid.name} with {region or 'any coordinates'}, U's "
+        f"{goal.label} == its statement; cases {'; '.join(done)}; {steps} Z3/normal-form step(s)"
+        + (f"; premises: the proven stages {', '.join(sorted({c.stage for c in cut_map.values()}))}" if cut_map else "")
     )
 
 
-LOGIT = sp.Function("s")  # the attention logit s(h, i, j), cut at the proven scores stage
-
-
-VW = sp.Function("vw")  # U's own V W_O value at (h, j, e), opaque (not proven: see prove_softmax)
-
-
-def _spec_attention(case: dict[str, int], h: Any, i: Any, e: Any, vw_cut: bool = False) -> Any:
-    """The spec's head output O[h, i, e] = sum_{c<k} out_proj_weight[e, h k + c] sum_{j<n}
-    weight(h, i, j) proj(2, j, h, c) (one head's term of attn(i, e)), with the spec's logits
-    abstracted as ``s(h, i, j)``: weight's logit subexpressions replaced by the opaque function."""
-    parts = _spec_parts(case)
-    n, k = SIZE["n"], SIZE["k"]
-    jv, cv = sp.Symbol("j!o", integer=True), sp.Symbol("c!o", integer=True)
-    w = sp.sympify(parts["weight"](h, i, jv))
-    dens = [x for x in w.atoms(sp.Sum)]
-    rep = {sp.sympify(parts["logit"](h, i, jv)): LOGIT(h, i, jv)}
-    for d in dens:
-        lv = d.limits[0][0]
-        rep[sp.sympify(parts["logit"](h, i, lv))] = LOGIT(h, i, lv)
-    w = w.xreplace(rep)
-    if any(str(x.base) == "additive" for x in w.atoms(sp.Indexed)):
-        raise AssertionError("the spec's weight is not written in its logit")
-    if vw_cut:
-        return sp.Sum(w * VW(h, jv, e), (jv, 0, n - 1))
-    head = sp.Sum(w * sp.sympify(parts["proj"](2, jv, h, cv)), (jv, 0, n - 1))
-    return sp.Sum(sp.IndexedBase("out_proj_weight")[0, e, h * k + cv] * head, (cv, 0, k - 1))
-
-
-def prove_attention(
-    u: Any, timeout: float = 120.0, cases: list[dict[str, int]] | None = None, vw_cut: bool = False
-) -> Outcome:
-    """Stage ``attention`` (NOT registered, NOT proven yet): U's head output attn.o at (i, e, h),
-    i < n, e < d, h < hh, against the spec's sum_j weight(h, i, j) sum_c V_h[j, c]
-    out_proj_weight[e, h k + c], U's attn.logit cut as the spec's logit (stage ``scores``);
-    ``vw_cut`` also cuts U's V W_O as an opaque vw(h, j, e) (the softmax alone).
-
-    Status: the execution reaches the head sums, but Z3 times out on the listing obligation
-    "every selected key is listed" of attn.o.num.sum (decoded over U's record blocks, e.g. k in
-    wo), even at 60 s per step, so this returns unknown; the denominator's positivity (every row has
-    an unblocked key, which U enforces) is not yet implemented either.  What is shown (tests): the
-    row max executes as the opaque max over the row's allowed keys, and where() on the allowed flag
-    as 0/1 flags."""
-    con, caps = _setup(u)
-    grid = next(g for g in u.stage_grids if g.name == "attn.heads")
-    pv = next(g for g in u.stage_grids if g.name == "attn.products")
-    node = _node(u, "attn.o")
-    i, e, h = (E.Var(f"{a}!") for a in ("i", "e", "h"))
-    coords = {h.name: u.H, i.name: u.N, e.name: u.D}
-    below = {h.name: "hh", i.name: "n", e.name: "d"}
-    cuts = {
-        "attn.logit": (pv, lambda cs: LOGIT(cs["h"], cs["i"], cs["j"])),
-        **({"vw": (pv, lambda cs: VW(cs["h"], cs["j"], cs["e"]))} if vw_cut else {}),
-    }
-    done = _each_case(
-        "attention",
-        con,
-        u,
-        caps,
-        below,
-        coords,
-        node,
-        grid.position(i, e, h),
-        lambda case: as_flags(_spec_attention(case, sym(h), sym(i), sym(e), vw_cut)),
-        cases or [{"pre": 0}, {"pre": 1}],
-        timeout,
-        flags=True,
-        cuts=cuts,
-        step_cap=60.0,  # the head sums' listings over U's layout take longer than the scores' ones
-    )
-    if isinstance(done, Outcome):
-        return done
-    shown = [what for what, _ in done]
-    steps = sum(len(ex.steps) for _, ex in done)
-    return Outcome.good(
-        "for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K (eps > 0; every row "
-        "i < n has an unblocked key j < n; residual, post, gelu, ffn, scale any value), premise the stage "
-        "simulator-stages/all-sizes/scores (U's attn.logit == the spec's logit(h, i, j), cut as an opaque "
-        "s(h, i, j)): at every head entry (i, e, h) with i < n, e < d, h < hh, U's attn.o == sum_{c<k} "
-        "out_proj_weight[e, h k + c] sum_{j<n} weight(h, i, j) proj(2, j, h, c) (the spec's own weight, "
-        "[not blocked] / sum_{l<n, not blocked} exp(s_l - s_j)); the row max (over the allowed keys) cancels; "
-        f"cases {'; '.join(shown)}; {steps} Z3/normal-form step(s)"
-    )
-
-
-__all__ = ["LayerExecutor", "prove_attention", "prove_scores"]
+__all__ = ["Cut", "LayerExecutor", "fix", "option_cases", "prove_stage", "spec_parts"]

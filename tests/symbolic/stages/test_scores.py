@@ -8,7 +8,7 @@ import pytest
 from attnsim import UniversalSimulator
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
-from attnsim.symbolic.layer import prove_scores
+from attnsim.symbolic.stages.scores import prove_scores
 
 
 def _symbolic_u() -> UniversalSimulator:
@@ -36,7 +36,7 @@ def test_a_mask_read_transposed_fails(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(UniversalSimulator, "_gather", gather)
     out = prove_scores(_symbolic_u(), timeout=300, cases=[{"pre": 0}])
-    assert out.ok is False and out.detail.startswith("scores (pre = 0): counterexample"), out.detail
+    assert out.ok is False and out.detail.startswith("scores (pre = 0): attn.logit at attn.products: counterexample"), out.detail
 
 
 def test_a_bias_read_from_the_wrong_part_of_the_record_fails(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,51 +73,3 @@ def test_a_layer_norm_mean_over_d_plus_1_fails(monkeypatch: pytest.MonkeyPatch) 
     out = prove_scores(_symbolic_u(), timeout=300, cases=[{"pre": 1}])
     assert out.ok is not True, out.detail
     assert out.detail.startswith("scores (pre = 1)"), out.detail
-
-
-def _exp_at_entry(u: UniversalSimulator) -> object:
-    """U's attn.exp at a symbolic attention product (h, i, j, e), its logits cut as s(h, i, j)."""
-    import sympy as sp
-
-    from attnsim.symbolic import layer
-    from attnsim.symbolic.maxover import MaxOver
-
-    con, caps = layer._setup(u)
-    pv = next(g for g in u.stage_grids if g.name == "attn.products")
-    h, i, j, e = (E.Var(f"{a}!") for a in ("h", "i", "j", "e"))
-    ex = layer.LayerExecutor(
-        con,
-        300,
-        sources=u.map.sources(),
-        options={"pre": 0},
-        capacity=caps,
-        below={"h!": "hh", "i!": "n", "j!": "n", "e!": "d"},
-        cuts={"attn.logit": (pv, lambda cs: layer.LOGIT(cs["h"], cs["i"], cs["j"]))},
-    )
-    ex.coords.update({h.name: u.H, i.name: u.N, j.name: u.N, e.name: u.D})
-    got = ex.value(layer._node(u, "attn.exp"), pv.position(h, i, j, e))
-    (m,) = sp.sympify(got).atoms(MaxOver)
-    return got, m
-
-
-def test_the_row_max_runs_over_the_allowed_keys_of_the_row() -> None:
-    import sympy as sp
-
-    from attnsim.symbolic.ite import Ite
-
-    got, m = _exp_at_entry(_symbolic_u())
-    # the max over j' < N of Ite(allowed(h, i, j'), s(h, i, j'), -oo): the row's allowed keys only
-    assert isinstance(m.function, Ite) and m.function.args[2] == sp.S.NegativeInfinity, m
-    assert str(m.limits[0][2]) == "N - 1", m
-    assert "blocked" in str(m.function.args[0]) and "s(h!, i!, μ0)" in str(m.function.args[1]), m
-    # exp(s - max) times the 0/1 flags of allowed (j < n, not blocked): a where() on a data flag
-    assert str(got).startswith("exp(s(h!, i!, j!) - MaxOver(") and str(got).count("blocked") == 2, got
-
-
-def test_a_max_over_every_key_of_the_row_is_seen(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A max over the whole row (blocked keys included) is executed as such (no guard): equal in exact
-    reals once it cancels, so only the execution tells it apart (the numeric masked-key test catches it)."""
-    real = C.maximum
-    monkeypatch.setattr(C, "maximum", lambda sel, v: real(sel.a if isinstance(sel, C.SelectAnd) else sel, v))
-    _, m = _exp_at_entry(_symbolic_u())
-    assert "Ite" not in str(m.function), m

@@ -1,0 +1,49 @@
+"""Stage ``scores`` (Theorem 6, attention layers 1-3 of U): the logit U feeds its softmax.
+
+At every attention product (h, i, j, e) with h < hh, i < n, j < n, U's ``attn.logit`` equals the
+specification's logit(h, i, j) = scale sum_{c<k} q_h[i, c] k_h[j, c] + additive[i, j], the
+projections with LayerNorm 1 when pre-norm (its variance shown a mean of squares), for every
+capacity and true size; the options other than pre stay symbols (any value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from attnsim.proofs.obligation import Outcome
+from attnsim.symbolic.layer import Cut, prove_stage, spec_parts
+from attnsim.symbolic.stages import Stage
+
+
+def goals(u: Any) -> list[Cut]:
+    """U's attn.logit at its attention products, stated as the spec's logit(h, i, j)."""
+    grid = next(g for g in u.stage_grids if g.name == "attn.products")
+    parts = spec_parts()
+    return [
+        Cut(
+            "attn.logit",
+            grid,
+            (("h", "hh"), ("i", "n"), ("j", "n")),
+            lambda cs: parts["logit"](cs["h"], cs["i"], cs["j"]),
+            "s",
+            ("h", "i", "j"),
+            "scores",
+        )
+    ]
+
+
+def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
+    return prove_stage(u, goal, [{"pre": 0}, {"pre": 1}], timeout, cuts=cuts)
+
+
+SCORES = Stage("scores", goals, (), prove)
+
+
+def prove_scores(u: Any, timeout: float = 120.0, cases: list[dict[str, int]] | None = None) -> Outcome:
+    """The stage on its own (tests pick option cases)."""
+    (goal,) = goals(u)
+    return prove_stage(u, goal, cases or [{"pre": 0}, {"pre": 1}], timeout)
+
+
+__all__ = ["SCORES", "goals", "prove_scores"]
