@@ -110,8 +110,9 @@ class Cut:
     ``below`` (t a true size), U's node ``label`` equals ``spec(coords)`` (a SymPy expression in
     ENCODER_LAYER's operands, the options left as operands).  A later stage reads it as the opaque
     ``name(args)`` (an uninterpreted function: its proof then holds for every value, in particular
-    the spec's), and outside the region as ``pad_<name>`` (nothing known): a later stage that
-    needs a value outside the proven region cannot be proven."""
+    the spec's; nodes with one statement share the name), and outside the region as
+    ``pad[label]`` (nothing known, one unknown per node): a later stage that needs a value outside
+    the proven region cannot be proven."""
 
     label: str
     grid: Grid
@@ -125,7 +126,7 @@ class Cut:
         return sp.Function(self.name)(*(cs[a] for a in self.args))
 
     def pad(self, cs: dict[str, Any]) -> Any:
-        return sp.Function(f"pad_{self.name}")(*(cs[a] for a in self.grid.axes))
+        return sp.Function(f"pad[{self.label}]")(*(cs[a] for a in self.grid.axes))  # one unknown per node
 
     def unfold(self, e: Any) -> Any:
         """``e`` with every opaque ``name(args)`` replaced by the statement it stands for."""

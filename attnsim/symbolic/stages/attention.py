@@ -62,7 +62,7 @@ def goals(u: Any) -> list[Cut]:
             grids[grid],
             (("i", "n"),),
             spec(ax),
-            f"O_{label.replace('.', '_')}",
+            "O",
             (ax, "i", "e"),
             "attention",
         )
