@@ -107,7 +107,8 @@ class Cut:
     """A stage's statement about one node of U, proven once and read by later stages.
 
     At the positions of ``grid`` whose coordinates ``a`` satisfy ``a < t`` for each ``(a, t)`` in
-    ``below`` (t a true size), U's node ``label`` equals ``spec(coords)`` (a SymPy expression in
+    ``below`` (t a true size), U's node ``label`` equals ``statement(coords)``: the 0/1 flags
+    ``[a < t]`` of ``guard`` times ``spec(coords)`` (a SymPy expression in
     ENCODER_LAYER's operands, the options left as operands).  A later stage reads it as the opaque
     ``name(args)`` (an uninterpreted function: its proof then holds for every value, in particular
     the spec's; nodes with one statement share the name), and outside the region as
@@ -121,9 +122,18 @@ class Cut:
     name: str
     args: tuple[str, ...]
     stage: str
+    guard: tuple[tuple[str, str], ...] = ()  # 0/1 flags [a < t] the statement carries outside spec
+
+    def flags(self, cs: dict[str, Any]) -> Any:
+        return sp.Mul(*(flag(sp.Lt(cs[a], SIZE[t])) for a, t in self.guard))
+
+    def statement(self, cs: dict[str, Any]) -> Any:
+        """What the stage proves at coordinates ``cs`` in the region: the guard flags times spec."""
+        return self.flags(cs) * self.spec(cs)
 
     def opaque(self, cs: dict[str, Any]) -> Any:
-        return sp.Function(self.name)(*(cs[a] for a in self.args))
+        """How later stages read it: the guard flags (visible to truncation) times name(args)."""
+        return self.flags(cs) * sp.Function(self.name)(*(cs[a] for a in self.args))
 
     def pad(self, cs: dict[str, Any]) -> Any:
         return sp.Function(f"pad[{self.label}]")(*(cs[a] for a in self.grid.axes))  # one unknown per node
@@ -471,7 +481,7 @@ def prove_stage(
             got = ex.value(node, pos)
         except ExecutionFailed as exc:
             return Outcome(exc.outcome.ok, f"{goal.stage} ({what}): {exc.outcome.detail}")
-        want = fix(goal.spec(cs) if statement is None else statement(cs), case)
+        want = fix(goal.statement(cs) if statement is None else statement(cs), case)
         same, shown_nf, _ = equal_by_normal_form(as_flags(got) if flags else got, want)
         if not same:
             return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf)
@@ -479,7 +489,7 @@ def prove_stage(
             unfolded = want
             for c in cut_map.values():
                 unfolded = c.unfold(unfolded)
-            same, shown_nf, _ = equal_by_normal_form(fix(unfolded, case), fix(goal.spec(cs), case))
+            same, shown_nf, _ = equal_by_normal_form(fix(unfolded, case), fix(goal.statement(cs), case))
             if not same:
                 return Outcome.bad(f"{goal.stage} ({what}): the stage's statement is not the spec's: {shown_nf[:300]}")
         steps += len(ex.steps)

@@ -32,7 +32,8 @@ HEADS = (
 
 
 def head_output(parts: dict[str, Any], h: Any, i: Any, e: Any, logit: Any = None) -> Any:
-    """[h < hh] [e < d] sum_{c<k} out_proj_weight[e, h k + c] sum_{j<n} weight(h, i, j) proj(2, j, h, c);
+    """sum_{c<k} out_proj_weight[e, h k + c] sum_{j<n} weight(h, i, j) proj(2, j, h, c) (read where
+    h < hh, e < d);
     with ``logit`` the weight's logits are written as logit(h, i, l) (an opaque function)."""
     n, k = SIZE["n"], SIZE["k"]
     jv, cv = sp.Symbol("j!o", integer=True), sp.Symbol("c!o", integer=True)
@@ -45,7 +46,12 @@ def head_output(parts: dict[str, Any], h: Any, i: Any, e: Any, logit: Any = None
         w = w.xreplace(rep)
     head = sp.Sum(w * sp.sympify(parts["proj"](2, jv, h, cv)), (jv, 0, n - 1))
     out = sp.Sum(sp.IndexedBase("out_proj_weight")[0, e, h * k + cv] * head, (cv, 0, k - 1))
-    return flag(sp.Lt(h, SIZE["hh"])) * flag(sp.Lt(e, SIZE["d"])) * out
+    return out
+
+
+def guarded(h: Any, e: Any, value: Any) -> Any:
+    """[h < hh] [e < d] value."""
+    return flag(sp.Lt(h, SIZE["hh"])) * flag(sp.Lt(e, SIZE["d"])) * value
 
 
 def goals(u: Any) -> list[Cut]:
@@ -65,6 +71,7 @@ def goals(u: Any) -> list[Cut]:
             "O",
             (ax, "i", "e"),
             "attention",
+            ((ax, "hh"), ("e", "d")),
         )
         for label, grid, ax in HEADS
     ]
@@ -80,7 +87,7 @@ def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome
         [{"pre": 0}, {"pre": 1}],
         timeout,
         cuts=cuts,
-        statement=lambda cs: head_output(parts, cs[ax], cs["i"], cs["e"], logit=LOGIT),
+        statement=lambda cs: guarded(cs[ax], cs["e"], head_output(parts, cs[ax], cs["i"], cs["e"], logit=LOGIT)),
         flags=True,
         step_cap=60.0,
     )

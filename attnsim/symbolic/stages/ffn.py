@@ -12,10 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import sympy as sp
-
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import SIZE, Cut, flag, spec_parts
+from attnsim.symbolic.layer import Cut, spec_parts
 from attnsim.symbolic.stages import Stage
 
 # U's nodes: label, grid, the axes of the statement's arguments (row, feature)
@@ -32,14 +30,11 @@ def goals(u: Any) -> list[Cut]:
     parts = spec_parts()
     grids = {g.name: g for g in u.stage_grids}
 
-    def y1(args: tuple[str, str]) -> Any:
-        return lambda cs: flag(sp.Lt(cs[args[1]], SIZE["d"])) * parts["y1"](cs[args[0]], cs[args[1]])
+    def part(name: str, args: tuple[str, str]) -> Any:
+        return lambda cs: parts[name](cs[args[0]], cs[args[1]])
 
-    def act(args: tuple[str, str]) -> Any:
-        return lambda cs: flag(sp.Lt(cs[args[1]], SIZE["f"])) * parts["act"](cs[args[0]], cs[args[1]])
-
-    out = [Cut(lb, grids[g], (("i", "n"),), y1(args), "Y1", args, "ffn") for lb, g, args in Y1]
-    out += [Cut(lb, grids[g], (("i", "n"),), act(args), "act", args, "ffn") for lb, g, args in ACT]
+    out = [Cut(lb, grids[g], (("i", "n"),), part("y1", a), "Y1", a, "ffn", ((a[1], "d"),)) for lb, g, a in Y1]
+    out += [Cut(lb, grids[g], (("i", "n"),), part("act", a), "act", a, "ffn", ((a[1], "f"),)) for lb, g, a in ACT]
     return out
 
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import sympy as sp
-
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import SIZE, Cut, flag, spec_parts
+from attnsim.symbolic.layer import Cut, spec_parts
 from attnsim.symbolic.stages import Stage
 
 
@@ -23,11 +21,8 @@ def goals(u: Any) -> list[Cut]:
     parts = spec_parts()
     grid = next(g for g in u.stage_grids if g.name == "out")
 
-    def y(cs: dict[str, Any]) -> Any:
-        i, e = cs["i"], cs["e"]
-        return flag(sp.Lt(i, SIZE["n"])) * flag(sp.Lt(e, SIZE["d"])) * parts["out"](i, e)
-
-    return [Cut("Y", grid, (), y, "Y", ("i", "e"), "output")]
+    spec = lambda cs: parts["out"](cs["i"], cs["e"])
+    return [Cut("Y", grid, (), spec, "Y", ("i", "e"), "output", (("i", "n"), ("e", "d")))]
 
 
 def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
