@@ -1,0 +1,37 @@
+"""Stage ``write`` (Theorem 6: U(<T, X>) = T(X)): a pass writes Y over the X block.
+
+At every entry (i, l) of X (i < N, l < D), U's output ``U`` equals [i < n] [l < d] out(i, l): the
+spec's output on the true entries and 0 on the padding, so the next pass reads a valid encoding
+(with the frame lemma, :mod:`attnsim.symbolic.frame`, the stack).  Reads the output stage's Y.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from attnsim.proofs.obligation import Outcome
+from attnsim.symbolic.layer import Cut, prove_stage, spec_parts
+from attnsim.symbolic.stages import Stage
+
+OPTIONS_FREE: list[dict[str, int]] = [{}]  # one case: every option stays a symbol
+
+
+def goals(u: Any) -> list[Cut]:
+    """The pass's output at every entry of X: the whole layer's statement."""
+    parts = spec_parts()
+    spec = lambda cs: parts["out"](cs["i"], cs["l"])
+    return [Cut("U", u.map.x, (), spec, "T", ("i", "l"), "write", (("i", "n"), ("l", "d")))]
+
+
+def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
+    """U's output at X reads Y at the same entry of the out grid."""
+    (y,) = [c for c in cuts.values() if c.label == "Y"]
+    return prove_stage(
+        u, goal, OPTIONS_FREE, timeout, cuts=cuts, statement=lambda cs: y.opaque({"i": cs["i"], "e": cs["l"]})
+    )
+
+
+WRITE = Stage("write", goals, ("output",), prove)
+
+__all__ = ["WRITE", "goals"]
