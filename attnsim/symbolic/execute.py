@@ -409,7 +409,7 @@ class Executor:
         inside: E.Expr = hint.key(pos, *ws).eq(z3sel.K)
         for w_i, cnt in zip(ws, counts, strict=True):
             inside = inside & (w_i >= 0) & (w_i < cnt)
-        self.prove(E.Not(s_expr) | inside, f"{sel.label}: every selected key is listed", decode_k=True)
+        self.every_selected_key_listed(sel, pos, s_expr, inside)
         if combine == "max":
             limits = [(sp.Symbol(v, integer=True), 0, sym(cnt) - 1) for v, cnt in zip(lvars, counts, strict=True)]
             return max_over(body, limits)
@@ -417,6 +417,11 @@ class Executor:
         for v, cnt in zip(lvars, counts, strict=True):
             total = sp.Sum(total, (sp.Symbol(v, integer=True), 0, sym(cnt) - 1))
         return total
+
+    def every_selected_key_listed(self, sel: C.Selector, pos: E.Expr, s_expr: E.Expr, inside: E.Expr) -> None:
+        """Z3 proves ``not S(pos, K) or K is listed`` (``inside``), the key K decoded through every
+        block of the layout (a subclass may prove the same claim by a cheaper, equally sound route)."""
+        self.prove(E.Not(s_expr) | inside, f"{sel.label}: every selected key is listed", decode_k=True)
 
     def indicator(self, data: list[C.Select], key: E.Expr, pos: E.Expr) -> sp.Expr:
         """1 where every data comparison holds at (query ``pos``, key ``key``), else 0 (an Ite)."""

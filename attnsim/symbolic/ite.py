@@ -31,6 +31,11 @@ class Ite(sp.Function):
             return a
         return None
 
+    def _eval_is_commutative(self) -> bool:
+        """A real number (its condition, a SymPy boolean, has no commutativity of its own: without
+        this a product of two Ite would keep its factors' order and equal products would differ)."""
+        return True
+
     def _eval_is_positive(self) -> bool | None:
         _, a, b = self.args
         return True if (a.is_positive and b.is_positive) else None

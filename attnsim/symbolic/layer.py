@@ -28,6 +28,31 @@ and the comparison fails (reported, never assumed).
 ``(1/m) Sum_{l<m} (x_l - E[x])^2`` (a mean of squares of reals, m >= 1), so var + eps > 0 with
 eps > 0.
 
+**Key listings through intents.**  A sum or max head lists its keys by a hint (see
+:mod:`attnsim.symbolic.execute`); that every selected key is listed is proven, for a selector with a
+declared intent I (``u.intents``), as: S <-> I for every query of I's region and every key, for all
+sizes, on the executor's own layout (the decoding prover, :func:`attnsim.lemmas.base.check_intent`,
+once per selector and run); the query in I's region; and ``not I(q, K) or K listed`` with K decoded
+only through the blocks I names.  The first two give S(q, K) -> I(q, K).
+
+**Index values** whose conditionals Z3 decides at the position (``If(p in grid, coordinate, -1)``
+at a key proven in the grid) are read on the branch taken (Z3-proven, like ``settle``).
+
+**Flags.**  ``where(c, x, 0)`` on a data flag is ``[c != 0] x``, one 0/1 flag per factor of c, each
+factor read with the other flag factors' conditions true (where one is false the product is 0).
+In the flag form of U's value (``prove_stage(flags=True)``) a product's factors are read with its
+flags' conditions true, ``[c] x = [c] x|_{c = true}`` (:func:`absorb_flags`: x is defined
+everywhere, both sides are 0 where c is false; never inside a Sum or max that binds a symbol of c).
+With ``spec_flags`` the statement's ``Ite(c, a, 0)`` becomes ``[c] a`` only where a is shown finite
+(:meth:`LayerExecutor.finite`: e.g. ``1 / D`` with D shown > 0).
+
+**Premises and positivity of a softmax denominator.**  A :class:`RowWitness` is a premise of the
+domain, stated in the Outcome: every row r < t has a key v < t' with ``holds(r, v)`` (every query has
+an unblocked key).  Under it ``Sum_{v=0}^{hi} [c_1] ... [c_m] p`` (p a product of positive factors,
+hi + 1 the true size or its capacity) is > 0 when every c_i holds at such a key of a row r the stage
+takes below t: every term is >= 0 and that key's term is > 0.  A variance every term of which
+carries a 0/1 guard flag g is g times a mean of squares, >= 0.
+
 **Stages and cuts.**  The layer is proven stage by stage (:mod:`attnsim.symbolic.stages`): a stage
 proves one node of U equal to its statement (:class:`Cut`) at every entry of its grid in a region
 (:func:`prove_stage`); a later stage reads that node as an opaque function (its proof holds for
@@ -46,6 +71,7 @@ from typing import Any
 
 import sympy as sp
 
+from attnsim.lemmas.base import Intent, check_intent
 from attnsim.proofs import decode, z3sel
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
@@ -55,6 +81,7 @@ from attnsim.simulator.record import CAPACITY, TRUE, Source
 from attnsim.symbolic.execute import ExecutionFailed, sym
 from attnsim.symbolic.frame import FrameExecutor, _Program
 from attnsim.symbolic.ite import Ite
+from attnsim.symbolic.maxover import MaxOver
 from attnsim.symbolic.positivity import Signs
 from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts
 from attnsim.symbolic.sums import equal_by_normal_form
@@ -148,6 +175,19 @@ class Cut:
         )
 
 
+@dataclass(frozen=True)
+class RowWitness:
+    """A premise of the domain, stated in the Outcome of every proof that uses it: every row
+    ``r < rows`` has a key ``v < keys`` with ``holds(r, v)`` (rows, keys: true sizes; ``holds`` a
+    SymPy condition).  E.g. every query row has an unblocked key (``AttentionMask`` enforces it)."""
+
+    text: str
+    rows: str
+    keys: str
+    holds: Callable[[Any, Any], Any]
+    sample: tuple[tuple[str, int], ...] = ()  # operand values at which the premise holds (counterexamples)
+
+
 @dataclass
 class LayerExecutor(FrameExecutor):
     """U's program with tokens read through the input map's sources (see the module docstring)."""
@@ -158,6 +198,10 @@ class LayerExecutor(FrameExecutor):
     below: dict[str, str] = field(default_factory=dict)  # entry coordinate -> the true size it is below
     # proven stages' statements, read in place of executing their nodes again (see Cut)
     cuts: dict[str, Cut] = field(default_factory=dict)
+    # (id(selector), id(layout)) -> the proof that the selector is its intent on that layout (proven
+    # once, shared by the executors of one run)
+    intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)
+    witnesses: tuple[RowWitness, ...] = ()  # premises of the domain (see witnessed_sum)
 
     def token(self, pos: E.Expr) -> sp.Expr:
         blocks = [g.block for g, _ in self.sources]
@@ -224,7 +268,19 @@ class LayerExecutor(FrameExecutor):
                 return nonzero_flags(c) * self.value(node.args[1], pos)
         if isinstance(node, C.Aggregate) and node.score is node.values and isinstance(node.selector, C.SelectAnd):
             return self.guarded_max(node, pos)
+        if isinstance(node, C.Map | C.SequenceMap) and (ix := C.index_expr(node, pos)) is not None:
+            if any(isinstance(x, E.If) for x in E.nodes(ix)):
+                return self.settled_index_value(ix)
         return super()._value(node, pos)
+
+    def settled_index_value(self, ix: E.Expr) -> sp.Expr:
+        """An index Map's value with each conditional Z3 decides at this position replaced by its
+        branch (``settle``: e.g. ``If(p in grid, coordinate, -1)`` at a key proven inside the grid
+        is the coordinate), then as the executor reads any index expression."""
+        ix = self.settle(self.norm(ix.substitute({"length": self.con.layout.length})))
+        if E.is_truth_valued(ix):
+            ix = self.decide(ix)
+        return self.to_value(ix)
 
     def cut_value(self, cut: Cut, pos: E.Expr) -> sp.Expr:
         """A proven stage's node at ``pos``: its opaque value where the coordinates are in the proven
@@ -247,8 +303,9 @@ class LayerExecutor(FrameExecutor):
     def guarded_max(self, node: C.Aggregate, pos: E.Expr) -> sp.Expr:
         """A max head over ``structural & data``: the opaque max over the structural listing of
         ``Ite(data holds, v, -oo)`` (the max over the keys where the data condition holds; -oo is
-        never the max when one listed key passes, which the executor does not prove: the stages
-        that use it cancel it, see :func:`prove_attention`)."""
+        never the max when one listed key passes, which the executor does not prove: a stage that
+        reads it states the premise that one does, a :class:`RowWitness`, see
+        :mod:`attnsim.symbolic.stages.attention`)."""
         sel = node.selector
         assert isinstance(sel, C.SelectAnd)
         parts = [sel.a, sel.b]
@@ -267,6 +324,68 @@ class LayerExecutor(FrameExecutor):
     def over_keys(self, sel: C.Selector, pos: E.Expr, body_at: Any, combine: str = "sum") -> sp.Expr:
         total = super().over_keys(sel, pos, body_at, combine)
         return self.truncate(total) if combine == "sum" else total
+
+    # -- key listings through a selector's proven intent ---------------------------------------
+    def intent_of(self, sel: C.Selector) -> Intent | None:
+        """The intent U declares for ``sel`` (the very selector object), if any."""
+        return next((it for it in self.con.intents if it.selector is sel), None)
+
+    def selector_is_its_intent(self, it: Intent) -> Outcome:
+        """``S(q, k) <-> intent(q, k)`` for every query of the intent's region and every key, for
+        all sizes, on this executor's layout (the decoding prover, :func:`check_intent`); proven once
+        per selector and shared by the executors of one run (``intent_proofs``)."""
+        key = (id(it.selector), id(self.con.layout))
+        got = self.intent_proofs.get(key)
+        if got is None:
+            got = check_intent(it, self.con.layout, timeout=min(self.left(), self.step_cap))
+            if got.ok is True:
+                self.intent_proofs[key] = got
+        return got
+
+    def every_selected_key_listed(self, sel: C.Selector, pos: E.Expr, s_expr: E.Expr, inside: E.Expr) -> None:
+        """Every key ``sel`` selects for ``pos`` is listed, through the selector's intent I.
+
+        Proven here: (1) S <-> I for all queries q with ``queries(q)`` and every key, for all sizes,
+        on this layout (:meth:`selector_is_its_intent`); (2) ``queries(pos)``; (3) ``not I(pos, K) or
+        K is listed``, K decoded only through the blocks I names (I is false outside them, the
+        "outside" case proves it).  (1)-(2) give S(pos, K) -> I(pos, K), so (3) is the claim for S.
+        A selector without an intent, or whose intent needs assumptions or larger size minimums
+        than this executor's domain, is checked as before (K decoded through every block)."""
+        it = self.intent_of(sel)
+        if (
+            it is None
+            or it.assumptions
+            or not it.parametric
+            or any(low > self.minimum.get(name, 1) for name, low in it.minimum)
+        ):
+            super().every_selected_key_listed(sel, pos, s_expr, inside)
+            return
+        proof = self.selector_is_its_intent(it)
+        if proof.ok is not True:
+            raise ExecutionFailed(
+                Outcome(proof.ok, f"{sel.label}: the selector is not shown to be its intent: {proof.detail}")
+            )
+        self.steps.append(f"{sel.label}: the selector is its intent {it.name} (decoding prover, all sizes)")
+        ln = self.con.layout.length
+        at = {z3sel.Q.name: pos, "length": ln}
+        self.prove(it.queries.substitute(at), f"{sel.label}: query {E.render(pos)} is in its intent's query region")
+        blocks = decode.key_blocks(it.intent, self.con.layout)
+        goal = E.Not(it.intent.substitute(at)) | inside
+        what = (
+            f"{sel.label}: every selected key is listed (its intent, K decoded in {', '.join(b.name for b in blocks)})"
+        )
+        out = decode.prove(
+            goal,
+            self.premises,
+            decode=[decode.Decode(z3sel.K.name, blocks, ranges=(z3sel.K >= 0, z3sel.K < ln))],
+            coords=dict(self.coords),
+            minimum=self.minimum,
+            timeout=min(self.left(), self.step_cap),
+        )
+        if out.ok is not True:
+            raise ExecutionFailed(Outcome(out.ok, f"{what}: {out.detail}"))
+        self.lemmas |= set(decode.lemmas_in(out.detail))
+        self.steps.append(what)
 
     # -- truncation of padded sums -------------------------------------------------------------
     def truncate(self, s: Any) -> Any:
@@ -316,8 +435,88 @@ class LayerExecutor(FrameExecutor):
         if isinstance(e, sp.Pow) and e.exp.is_real:
             return self.positive(e.base)
         if isinstance(e, sp.Add) and EPS in e.args:
-            return self.nonnegative_variance(e - EPS)
+            return self.nonnegative_variance(e - EPS) or self.flagged_nonnegative_variance(e - EPS)
+        if isinstance(e, sp.Sum) and self.witnessed_sum(e):
+            return True
         return False
+
+    def witnessed_sum(self, s: sp.Sum) -> bool:
+        """``Sum_{v=0}^{hi} [c_1(v)] ... [c_m(v)] p(v) > 0`` (0/1 flags times p, a product of factors
+        each > 0) when a premise (:class:`RowWitness`) gives a key v* < keys with ``holds(r, v*)``, for
+        a row r (an entry coordinate taken below the premise's rows, or 0) such that each c_i(v*)
+        holds (:meth:`implied`), and the range contains [0, keys): every term is >= 0 and the term
+        of v* is p(v*) > 0."""
+        if len(s.limits) != 1:
+            return False
+        v, lo, hi = s.limits[0]
+        factors = [
+            f.base if isinstance(f, sp.Pow) and _guard(f) is not None else f for f in sp.Mul.make_args(s.function)
+        ]
+        conds = {_guard(f) for f in factors if _guard(f) is not None}
+        rest = [f for f in factors if _guard(f) is None]
+        if not conds or lo != 0 or not all(self.positive(f) for f in rest):
+            return False
+        for w in self.witnesses:
+            t = SIZE[w.keys]
+            if sp.expand(hi + 1 - t) != 0 and sp.expand(hi + 1 - self.capacity.get(w.keys, t)) != 0:
+                continue  # the range is neither [0, keys) nor [0, capacity) (keys <= capacity)
+            rows = [sp.Integer(0)] + [sp.Symbol(c, integer=True) for c, b in self.below.items() if b == w.rows]
+            for r in rows:
+                if all(self.implied(c, v, t, w.holds(r, v)) for c in conds):
+                    self.steps.append(f"{sp.sstr(s)[:60]}... > 0: a key of row {r} passes ({w.text})")
+                    return True
+        return False
+
+    def implied(self, cond: Any, v: Any, t: Any, holds: Any) -> bool:
+        """``cond`` holds at every v with ``v < t`` and ``holds``: it is literally true once those two
+        are (:func:`assuming`); or it is ``v < m`` with m >= t by the domain's signs; or an
+        (in)equality ``a ~ b`` with ``a - b = +-(x - y)`` for ``holds`` = ``x ~ y`` (same relation)."""
+        c = assuming(cond, {sp.Lt(v, t): sp.true, holds: sp.true})
+        if c == sp.true:
+            return True
+        if isinstance(c, sp.StrictLessThan) and c.lhs == v:
+            return self.signs.signed(c.rhs - t).is_nonnegative is True
+        if isinstance(c, (sp.Eq, sp.Ne)) and type(c) is type(holds):
+            a, b = sp.expand(c.lhs - c.rhs), sp.expand(holds.lhs - holds.rhs)
+            return sp.expand(a - b) == 0 or sp.expand(a + b) == 0
+        return False
+
+    def finite(self, e: Any) -> bool:
+        """A sound, syntactic test that ``e`` is a finite real wherever its symbols are in the
+        domain: operands, sizes, opaque functions (reals), exp, erf, |x|, sums, products, finite
+        sums and Ite of finite values, integer powers >= 0, and other powers of a base shown > 0
+        (:meth:`positive`).  Anything else (MaxOver, -oo, ...) is not shown finite."""
+        if isinstance(e, (sp.Indexed, sp.Symbol)) or (e.is_number and e.is_finite):
+            return True
+        if isinstance(e, sp.core.function.AppliedUndef):
+            return all(self.finite(a) for a in e.args)
+        if isinstance(e, (sp.Add, sp.Mul, sp.exp, sp.erf, sp.Abs)):
+            return all(self.finite(a) for a in e.args)
+        if isinstance(e, sp.Pow):
+            if e.exp.is_Integer and e.exp >= 0:
+                return self.finite(e.base)
+            return self.finite(e.base) and self.finite(e.exp) and self.positive(e.base)
+        if isinstance(e, Ite):
+            return self.finite(e.args[1]) and self.finite(e.args[2])
+        if isinstance(e, sp.Sum):
+            return self.finite(e.function)
+        return False
+
+    def as_flags_where_finite(self, e: Any) -> Any:
+        """Every ``Ite(c, a, 0)`` as ``[c] a`` and ``Ite(c, 0, b)`` as ``[not c] b`` (bottom-up), only
+        where the branch that becomes a factor is shown finite (:meth:`finite`): then ``0 x = 0``
+        holds where c picks the other branch.  (The spec's ``Ite(blocked, 0, 1 / D)`` has D > 0 by
+        :meth:`witnessed_sum`.)"""
+
+        def rw(x: Any) -> Any:
+            c, a, b = x.args
+            if b == 0 and a != 1 and self.finite(a):
+                return flag(c) * a
+            if a == 0 and self.finite(b):
+                return flag(sp.Not(c)) * b
+            return x
+
+        return sp.sympify(e).replace(lambda x: isinstance(x, Ite), rw)
 
     def nonnegative_variance(self, var: Any) -> bool:
         """``var`` = (1/m) Sum_{l<m} (y_l - mean)^2 by the normal form, for a Sum of y and of y^2 in it."""
@@ -337,12 +536,33 @@ class LayerExecutor(FrameExecutor):
                 return True
         return False
 
+    def flagged_nonnegative_variance(self, var: Any) -> bool:
+        """``var`` = g v with g the 0/1 guard flags every term of ``var`` carries (``g^p = g``) and v
+        a mean of squares (:meth:`nonnegative_variance`): g >= 0 and v >= 0 give var >= 0.  (A row
+        past its true size is read with its guard flag: E[x^2] and E[x]^2 of a padded row.)"""
+        terms = sp.Add.make_args(sp.expand(var))
+        common = set.intersection(*(_flags_of(t) for t in terms))
+        if not common:
+            return False
+        bare = sp.Add(
+            *(
+                sp.Mul(*(f for f in sp.Mul.make_args(t) if (f.base if isinstance(f, sp.Pow) else f) not in common))
+                for t in terms
+            )
+        )
+        return self.nonnegative_variance(bare)
+
 
 def nonzero_flags(c: Any) -> Any:
     """``[c != 0]`` as a product of 0/1 flags, one per factor of ``c`` (a product is non-zero iff
-    every factor is): a flag factor is its own indicator; ``1 - x`` gives ``[x != 1]``."""
+    every factor is): a flag factor is its own indicator; ``1 - x`` gives ``[x != 1]``.  The other
+    factors are read with the flag factors' conditions true (:func:`assuming`: where one is false
+    the product is 0 either way)."""
     out: Any = sp.Integer(1)
+    given = {g: sp.true for f in sp.Mul.make_args(c) if (g := _guard(f)) is not None}
     for f in sp.Mul.make_args(c):
+        if _guard(f) is None:
+            f = assuming(f, given)
         if _guard(f) is not None:
             out *= flag(_guard(f))
         elif isinstance(x := sp.expand(1 - f), sp.Indexed):
@@ -350,6 +570,39 @@ def nonzero_flags(c: Any) -> Any:
         else:
             out *= flag(sp.Ne(f, 0))
     return out
+
+
+def assuming(e: Any, truths: dict[Any, Any]) -> Any:
+    """``e`` with each condition of ``truths`` replaced by its truth value, except inside a Sum or
+    MaxOver that binds a symbol of that condition (its occurrences there are another variable's)."""
+    if not truths:
+        return e
+    if e in truths:
+        return truths[e]
+    if isinstance(e, (sp.Sum, MaxOver)):
+        bound = {lim[0] for lim in e.limits}
+        inner = {c: t for c, t in truths.items() if not (c.free_symbols & bound)}
+        return e.func(assuming(e.function, inner), *e.limits)
+    if not e.args or isinstance(e, (sp.Indexed, sp.Symbol)):
+        return e
+    return e.func(*(assuming(a, truths) for a in e.args))
+
+
+def absorb_flags(e: Any) -> Any:
+    """In every product, the factors other than a 0/1 flag ``[c]`` read with c true (bottom-up):
+    ``[c] x = [c] x|_{c = true}`` for a value x defined wherever its symbols are in the domain (where c
+    is false both sides are 0, where c is true the two x are one value).  U's values are (every
+    divisor proven positive; a stage that reads a max over a data-selected key set states the
+    premise that makes it finite).  E.g. ``[h < hh] exp(Ite(h < hh, s, pad))`` = ``[h < hh] exp(s)``."""
+
+    def rw(x: Any) -> Any:
+        factors = sp.Mul.make_args(x)
+        truths = {g: sp.true for f in factors if (g := _guard(f)) is not None}
+        if not truths:
+            return x
+        return sp.Mul(*(f if _guard(f) is not None else assuming(f, truths) for f in factors))
+
+    return sp.sympify(e).replace(lambda x: isinstance(x, sp.Mul), rw)
 
 
 def as_flags(e: Any) -> Any:
@@ -412,29 +665,38 @@ def node_of(u: Any, label: str) -> C.SOp:
 SAMPLE = {"N": 3, "D": 3, "H": 3, "K": 3, "F": 3, "n": 2, "d": 2, "hh": 2, "k": 2, "f": 2}
 
 
-def _sample(e: Any, point: dict[str, int]) -> Any:
-    """``e`` at concrete sizes and coordinates, its sums expanded and every operand entry a fixed
-    pseudo-random rational (eps positive): one point of the domain."""
+def _sample(e: Any, point: dict[str, int], fixed: Mapping[str, int] | None = None) -> Any:
+    """``e`` at concrete sizes and coordinates, its sums and maxima expanded and every operand entry
+    and every opaque value (a proven stage's ``name(args)``, an unknown ``pad``) a fixed
+    pseudo-random rational (eps positive), the operands named in ``fixed`` at their given value:
+    one point of the domain."""
     e = sp.sympify(e).xreplace({sp.Symbol(k, integer=True): sp.Integer(v) for k, v in point.items()})
-    e = e.replace(lambda x: isinstance(x, sp.Sum), lambda x: x.doit())
+    e = e.replace(lambda x: isinstance(x, (sp.Sum, MaxOver)), lambda x: x.doit())
     rep = {}
-    for x in e.atoms(sp.Indexed):
+    for x in e.atoms(sp.Indexed, sp.core.function.AppliedUndef):
         seed = sum((7 + 13 * k) * ord(ch) for k, ch in enumerate(sp.sstr(x)))
         rep[x] = sp.Rational(seed % 97 + 1, 17) * (1 if x == EPS or seed % 2 else -1)
+        if isinstance(x, sp.Indexed) and str(x.base) in (fixed or {}):
+            rep[x] = sp.Integer((fixed or {})[str(x.base)])
     return e.xreplace(rep)
 
 
-def refuted(what: str, got: Any, want: Any, shown: str) -> Outcome:
+def refuted(what: str, got: Any, want: Any, shown: str, fixed: Mapping[str, int] | None = None) -> Outcome:
     """A counterexample when U's value and the statement differ at a sampled point, else unknown."""
-    point = {**SAMPLE, "h!": 1, "i!": 1, "j!": 0, "e!": 1}
+    point = {**SAMPLE, "h!": 1, "i!": 1, "j!": 0, "e!": 1, "f!": 0, "h2!": 1}
     try:
-        a, b = _sample(got, point), _sample(want, point)
+        a, b = _sample(got, point, fixed), _sample(want, point, fixed)
     except (TypeError, ValueError) as exc:  # a value that does not evaluate: no counterexample
         return Outcome.unknown(f"{what}: U's value and the statement are not shown equal ({exc}): {shown[:300]}")
     diff = sp.N(a - b, 50)  # exact for rational values; else 50 digits, far above any rounding here
-    if diff.is_number and abs(diff) > sp.Float(10) ** -30:
+    if diff.is_number and diff.is_extended_real and diff.is_finite and abs(diff) > sp.Float(10) ** -30:
         where = ", ".join(f"{k} = {v}" for k, v in point.items())
-        return Outcome.bad(f"{what}: counterexample at {where} (operands fixed rationals): U gives {a}, the spec {b}")
+        held = "".join(f", {k} = {v}" for k, v in (fixed or {}).items())
+        opaque = sorted({str(x.func) for x in sp.sympify(got - want).atoms(sp.core.function.AppliedUndef)})
+        sampled = "operands" + (f" and the opaque values {', '.join(opaque)}" if opaque else "")
+        return Outcome.bad(
+            f"{what}: counterexample at {where} ({sampled} fixed rationals{held}): U gives {a}, the spec {b}"
+        )
     return Outcome.unknown(f"{what}: U's value and the statement are not shown equal: {shown[:300]}")
 
 
@@ -448,6 +710,8 @@ def prove_stage(
     statement: Callable[[dict[str, Any]], Any] | None = None,
     flags: bool = False,
     step_cap: float = 20.0,
+    witnesses: tuple[RowWitness, ...] = (),
+    spec_flags: bool = False,
 ) -> Outcome:
     """U's node ``goal.label`` at a symbolic position of ``goal.grid`` with coordinates in the
     goal's region equals its statement, in every option case, by the normal form.
@@ -455,7 +719,10 @@ def prove_stage(
     ``cuts`` are earlier stages' proven statements (read as opaque functions, :class:`Cut`);
     ``statement`` (default ``goal.spec``) is the goal written in those opaque functions, and is
     then checked to be ``goal.spec`` once every cut is unfolded (so a stage cannot state its
-    claim in a form other than the spec's).  ``flags``: U's value is compared in its 0/1-flag form."""
+    claim in a form other than the spec's).  ``flags``: U's value is compared in its 0/1-flag form
+    (:func:`as_flags`, then :func:`absorb_flags`); ``spec_flags``: the statement too, where the
+    flagged branch is shown finite (:meth:`LayerExecutor.as_flags_where_finite`).  ``witnesses``:
+    premises of the domain the proof may use (:class:`RowWitness`), stated in the Outcome."""
     con, caps = setup(u)
     node = node_of(u, goal.label)
     grid = goal.grid
@@ -468,6 +735,7 @@ def prove_stage(
     t0 = time.perf_counter()
     steps = 0
     done = []
+    intent_proofs: dict[tuple[int, int], Outcome] = {}  # selectors proven their intents, shared by the cases
     for case in cases:
         ex = LayerExecutor(
             con,
@@ -478,6 +746,8 @@ def prove_stage(
             below=below,
             cuts=cut_map,
             step_cap=step_cap,
+            intent_proofs=intent_proofs,
+            witnesses=witnesses,
         )
         ex.coords.update(coords)
         what = ", ".join(f"{k} = {v}" for k, v in case.items())
@@ -486,9 +756,12 @@ def prove_stage(
         except ExecutionFailed as exc:
             return Outcome(exc.outcome.ok, f"{goal.stage} ({what}): {exc.outcome.detail}")
         want = fix(goal.statement(cs) if statement is None else statement(cs), case)
-        same, shown_nf, _ = equal_by_normal_form(as_flags(got) if flags else got, want)
+        mine = absorb_flags(as_flags(got)) if flags else got
+        theirs = ex.as_flags_where_finite(want) if spec_flags else want
+        same, shown_nf, _ = equal_by_normal_form(mine, theirs)
         if not same:
-            return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf)
+            fixed = {k: v for w in witnesses for k, v in w.sample}
+            return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf, fixed)
         if statement is not None:
             unfolded = want
             for c in cut_map.values():
@@ -508,7 +781,8 @@ def prove_stage(
         f"at every entry ({', '.join(grid.axes)}) of {grid.name} with {region or 'any coordinates'}, U's "
         f"{goal.label} == its statement; cases {'; '.join(done)}; {steps} Z3/normal-form step(s)"
         + (f"; premises: the proven stages {', '.join(sorted({c.stage for c in cut_map.values()}))}" if cut_map else "")
+        + "".join(f"; premise: {w.text}" for w in witnesses)
     )
 
 
-__all__ = ["Cut", "LayerExecutor", "fix", "option_cases", "prove_stage", "spec_parts"]
+__all__ = ["Cut", "LayerExecutor", "RowWitness", "fix", "option_cases", "prove_stage", "spec_parts"]
