@@ -36,7 +36,9 @@ def test_a_mask_read_transposed_fails(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(UniversalSimulator, "_gather", gather)
     out = prove_scores(_symbolic_u(), timeout=300, cases=[{"pre": 0}])
-    assert out.ok is False and out.detail.startswith("scores (pre = 0): attn.logit at attn.products: counterexample"), out.detail
+    assert out.ok is False and out.detail.startswith("scores (pre = 0): attn.logit at attn.products: counterexample"), (
+        out.detail
+    )
 
 
 def test_a_bias_read_from_the_wrong_part_of_the_record_fails(monkeypatch: pytest.MonkeyPatch) -> None:
