@@ -142,6 +142,16 @@ def _times_coordinate(powers: dict[Any, Any], extents: dict[str, Any]) -> bool:
     return any(getattr(b, "name", None) in extents for b in powers)
 
 
+def _integer_polynomial(p: sp.Expr) -> bool:
+    """p (expanded) is a polynomial with integer coefficients in its symbols (integer-valued)."""
+    for t in sp.Add.make_args(p):
+        coeff, rest = t.as_coeff_Mul()
+        powers = rest.as_powers_dict() if rest != 1 else {}
+        if not coeff.is_Integer or not all(b.is_Symbol and e.is_Integer and e >= 1 for b, e in powers.items()):
+            return False
+    return True
+
+
 @dataclass
 class _Ctx:
     """Symbols of one case: sizes (with minimum), coordinates (with extent), opaque atoms."""
@@ -312,9 +322,7 @@ class _Ctx:
         a = sp.expand(a)
         for s in sorted(d.free_symbols, key=sp.default_sort_key):
             x, y = (sp.expand(v) for v in sp.div(a, d, s))
-            gens = sorted(x.free_symbols, key=str)
-            ints = all(cf.is_Integer for cf in sp.Poly(x, *gens).coeffs()) if gens else x.is_Integer
-            if x != 0 and ints and sp.expand(x * d + y - a) == 0:
+            if x != 0 and _integer_polynomial(x) and sp.expand(x * d + y - a) == 0:
                 return x, y
         return sp.Integer(0), a
 

@@ -146,3 +146,7 @@ def test_div_and_mod_by_d_plus_1_need_the_remainder_below_it() -> None:
     assert good.ok is True and "decode-position" in good.detail, good.detail
     bad = decode.prove(goal, coords={"a": C.Size("K"), "b": dd + 2})
     assert bad.ok is False and "counterexample" in bad.detail, bad.detail
+    # a divisor whose quotient by polynomial division is not an integer polynomial (D a / (K D + 1)
+    # in D: a / K) is not rewritten; a false quotient is not proven
+    kk = C.Size("K")
+    assert decode.prove(((a * dd) // (kk * dd + 1)).eq(a), coords={"a": kk}).ok is not True
