@@ -150,3 +150,24 @@ def test_div_and_mod_by_d_plus_1_need_the_remainder_below_it() -> None:
     # in D: a / K) is not rewritten; a false quotient is not proven
     kk = C.Size("K")
     assert decode.prove(((a * dd) // (kk * dd + 1)).eq(a), coords={"a": kk}).ok is not True
+
+
+def test_a_gather_with_a_condition_is_its_two_cases() -> None:
+    """Wq~ at (h, i, j, c, l, l2) of the spread grid: [l < D] Wq[h, l, c] + [l >= D] bq[h, c]; each
+    branch read under its own premise (l < D narrows l's extent to D), none of it kept after."""
+    u = _shallow_u()
+    con, caps = setup(u)
+    grid = next(g for g in u.stage_grids if g.name == "scores.spread")
+    vs = {a: E.Var(f"{a}!") for a in grid.axes}
+    ex = LayerExecutor(con, 120.0, sources=u.map.sources(), options={"pre": 0}, capacity=caps, step_cap=60.0)
+    ex.coords.update({v.name: grid.dim(a) for a, v in vs.items()})
+    extents = dict(ex.coords)
+    got = ex.value(node_of(u, "spread.wq"), grid.position(*vs.values()))
+    lv = sp.Symbol("l!", integer=True)
+    weight, bias = sp.IndexedBase("in_proj_weight"), sp.IndexedBase("in_proj_bias")
+    below = got.xreplace({sp.Lt(lv, D): sp.true, sp.Ge(lv, D): sp.false})
+    at_d = got.xreplace({lv: D})
+    assert below.has(weight) and not below.has(bias), below
+    assert at_d.has(bias) and not at_d.has(weight), at_d
+    assert ex.assumed == [] and ex.coords == extents
+    assert any("a gather on the cases" in st for st in ex.steps), ex.steps
