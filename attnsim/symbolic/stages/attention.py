@@ -12,7 +12,8 @@ How it is proven (:func:`prove`, both pre cases, the other options symbols): U's
 executed at a symbolic entry; the key listings of its sums (V, V W_O, the numerator and the
 denominator) and of the row max are proven through their intents; keys j >= n drop out of the sums by
 their guard flags (j < n, from ``mask.keys``); a head h >= hh is 0 by the 0/1 flag [h < hh] of its
-V and W_O entries, under which the logits (unknown for h >= hh) are read as s(h, i, j); the denominator is shown > 0 and the row max
+V and W_O entries, under which the logits (unknown for h >= hh) are read as s(h, i, j); the
+denominator is shown > 0 and the row max
 finite under the premise :data:`UNBLOCKED` (every query row has an unblocked key: ``AttentionMask``
 enforces it), stated in the Outcome; and exp(s_j - M) [allowed_j] / sum_l [allowed_l] exp(s_l - M)
 equals the spec's [not blocked_j] / sum_l [not blocked_l] exp(s_l - s_j) in the Sum normal form
