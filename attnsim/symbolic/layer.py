@@ -126,10 +126,6 @@ def _hoist(s: Any) -> Any:
     return sp.Mul(*common) * sp.Sum(sp.Add(*(strip(t) for t in terms)), s.limits[0])
 
 
-def _is_zero(c: E.Expr) -> bool:
-    return isinstance(c, E.Const) and c.value == 0
-
-
 @dataclass(frozen=True)
 class Cut:
     """A stage's statement about one node of U, proven once and read by later stages.
@@ -217,7 +213,7 @@ class LayerExecutor(FrameExecutor):
             if true is None:
                 continue
             c = cs[axis]
-            if (isinstance(c, E.Const) and c.value == 0) or (isinstance(c, E.Var) and self.below.get(c.name) == true):
+            if self.known_below(c, true):
                 continue  # 0 < t (t >= 1), or an entry coordinate the stage takes below t
             guards *= flag(sp.Lt(sym(c), SIZE[true]))
         scs = {a: self.to_value(c) for a, c in cs.items()}
@@ -282,6 +278,11 @@ class LayerExecutor(FrameExecutor):
             ix = self.decide(ix)
         return self.to_value(ix)
 
+    def known_below(self, c: E.Expr, true: str) -> bool:
+        """``c < true`` without Z3: c is 0 (a true size is >= 1) or an entry coordinate the stage
+        takes below that true size."""
+        return (isinstance(c, E.Const) and c.value == 0) or (isinstance(c, E.Var) and self.below.get(c.name) == true)
+
     def cut_value(self, cut: Cut, pos: E.Expr) -> sp.Expr:
         """A proven stage's node at ``pos``: its opaque value where the coordinates are in the proven
         region, else ``Ite(region, value, unknown)`` (``cut.pad``: nothing is known there)."""
@@ -290,11 +291,7 @@ class LayerExecutor(FrameExecutor):
         ecs = {a: self.norm(c) for a, c in grid.coords(pos).items()}
         cs = {a: sym(c) for a, c in ecs.items()}
         # inside the region: an entry coordinate the stage takes below the same true size, or 0
-        undecided = [
-            (a, t)
-            for a, t in cut.below
-            if not (_is_zero(c := ecs[a]) or (isinstance(c, E.Var) and self.below.get(c.name) == t))
-        ]
+        undecided = [(a, t) for a, t in cut.below if not self.known_below(ecs[a], t)]
         self.steps.append(f"{cut.label}: the proven stage {cut.stage} (cut)")
         if not undecided:
             return cut.opaque(cs)
