@@ -147,6 +147,29 @@ class Cut:
     args: tuple[str, ...]
     stage: str
     guard: tuple[tuple[str, str], ...] = ()  # 0/1 flags [a < t] the statement carries outside spec
+    part: str = ""  # set by :meth:`of_part` only: spec(cs) is spec_parts()[part] at the args
+
+    @classmethod
+    def of_part(
+        cls,
+        label: str,
+        grid: Grid,
+        below: tuple[tuple[str, str], ...],
+        part: str,
+        name: str,
+        args: tuple[str, ...],
+        stage: str,
+        guard: tuple[tuple[str, str], ...] = (),
+    ) -> Cut:
+        """A cut whose spec is the spec part ``part`` (one of :func:`spec_parts`) at the coordinates
+        ``args``: built here from the part, so :meth:`part_call` stands for it exactly."""
+        build = spec_parts()[part]
+        return cls(label, grid, below, lambda cs: build(*(cs[a] for a in args)), name, args, stage, guard, part)
+
+    def part_call(self, args: tuple[Any, ...]) -> Any:
+        """The spec at ``args`` as the unbuilt call ``spec.<part>(args)`` (an uninterpreted function
+        that names a deterministic builder: two calls with equal arguments build the same value)."""
+        return sp.Function(f"spec.{self.part}")(*args)
 
     def flags(self, cs: dict[str, Any]) -> Any:
         return sp.Mul(*(flag(sp.Lt(cs[a], SIZE[t])) for a, t in self.guard))
@@ -161,6 +184,11 @@ class Cut:
 
     def pad(self, cs: dict[str, Any]) -> Any:
         return sp.Function(f"pad[{self.label}]")(*(cs[a] for a in self.grid.axes))  # one unknown per node
+
+    def unfold_to_part(self, e: Any) -> Any:
+        """``e`` with every opaque ``name(args)`` replaced by :meth:`part_call` (``part`` set)."""
+        f = sp.Function(self.name)
+        return sp.sympify(e).replace(lambda x: getattr(x, "func", None) == f, lambda x: self.part_call(x.args))
 
     def unfold(self, e: Any) -> Any:
         """``e`` with every opaque ``name(args)`` replaced by the statement it stands for."""
@@ -678,22 +706,37 @@ def _sample(e: Any, point: dict[str, int], fixed: Mapping[str, int] | None = Non
     return e.xreplace(rep)
 
 
+def sample_points() -> list[dict[str, int]]:
+    """The points :func:`refuted` tries, in order: true sizes below the capacity at inner
+    coordinates; every true size at the capacity with every coordinate at its last value (the last
+    row, column or head); true sizes 1 with coordinates 1 (padding entries); every coordinate 0."""
+    coords = ("h!", "i!", "j!", "e!", "f!", "h2!", "l!", "f2!", "c!")
+    inner = {**SAMPLE, **dict.fromkeys(coords, 1), "j!": 0, "f!": 0}
+    full = {**SAMPLE, **{t: SAMPLE[c] for c, t in zip("NDHKF", ("n", "d", "hh", "k", "f"), strict=True)}}
+    last = {**full, **{c: SAMPLE["N"] - 1 for c in coords}}
+    padding = {**SAMPLE, **dict.fromkeys(("n", "d", "hh", "k", "f"), 1), **dict.fromkeys(coords, 1)}
+    return [inner, last, padding, {**SAMPLE, **dict.fromkeys(coords, 0)}]
+
+
 def refuted(what: str, got: Any, want: Any, shown: str, fixed: Mapping[str, int] | None = None) -> Outcome:
-    """A counterexample when U's value and the statement differ at a sampled point, else unknown."""
-    point = {**SAMPLE, "h!": 1, "i!": 1, "j!": 0, "e!": 1, "f!": 0, "h2!": 1}
-    try:
-        a, b = _sample(got, point, fixed), _sample(want, point, fixed)
-    except (TypeError, ValueError) as exc:  # a value that does not evaluate: no counterexample
-        return Outcome.unknown(f"{what}: U's value and the statement are not shown equal ({exc}): {shown[:300]}")
-    diff = sp.N(a - b, 50)  # exact for rational values; else 50 digits, far above any rounding here
-    if diff.is_number and diff.is_extended_real and diff.is_finite and abs(diff) > sp.Float(10) ** -30:
-        where = ", ".join(f"{k} = {v}" for k, v in point.items())
-        held = "".join(f", {k} = {v}" for k, v in (fixed or {}).items())
-        opaque = sorted({str(x.func) for x in sp.sympify(got - want).atoms(sp.core.function.AppliedUndef)})
-        sampled = "operands" + (f" and the opaque values {', '.join(opaque)}" if opaque else "")
-        return Outcome.bad(
-            f"{what}: counterexample at {where} ({sampled} fixed rationals{held}): U gives {a}, the spec {b}"
-        )
+    """A counterexample when U's value and the statement differ at one of the
+    :func:`sample_points`, else unknown."""
+    for point in sample_points():
+        try:
+            a, b = _sample(got, point, fixed), _sample(want, point, fixed)
+        except (TypeError, ValueError) as exc:  # a value that does not evaluate: no counterexample
+            return Outcome.unknown(f"{what}: U's value and the statement are not shown equal ({exc}): {shown[:300]}")
+        diff = sp.N(a - b, 50)  # exact for rational values; else 50 digits, far above any rounding here
+        if diff.is_number and diff.is_extended_real and diff.is_finite and abs(diff) > sp.Float(10) ** -30:
+            free = sp.sympify(got - want).free_symbols
+            shown_at = [k for k in point if k in SAMPLE or sp.Symbol(k, integer=True) in free]
+            where = ", ".join(f"{k} = {point[k]}" for k in shown_at)
+            held = "".join(f", {k} = {v}" for k, v in (fixed or {}).items())
+            opaque = sorted({str(x.func) for x in sp.sympify(got - want).atoms(sp.core.function.AppliedUndef)})
+            sampled = "operands" + (f" and the opaque values {', '.join(opaque)}" if opaque else "")
+            return Outcome.bad(
+                f"{what}: counterexample at {where} ({sampled} fixed rationals{held}): U gives {a}, the spec {b}"
+            )
     return Outcome.unknown(f"{what}: U's value and the statement are not shown equal: {shown[:300]}")
 
 
@@ -747,7 +790,7 @@ def prove_stage(
             witnesses=witnesses,
         )
         ex.coords.update(coords)
-        what = ", ".join(f"{k} = {v}" for k, v in case.items())
+        what = ", ".join(f"{k} = {v}" for k, v in case.items()) or "every option a symbol"
         try:
             got = ex.value(node, pos)
         except ExecutionFailed as exc:
@@ -760,13 +803,25 @@ def prove_stage(
             fixed = {k: v for w in witnesses for k, v in w.sample}
             return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf, fixed)
         if statement is not None:
-            unfolded = want
-            for c in cut_map.values():
-                unfolded = c.unfold(unfolded)
-            lhs, rhs = fix(unfolded, case), fix(goal.statement(cs), case)
-            same = lhs == rhs  # structurally the same expression (the usual case): no normal form needed
-            if not same:
-                same, shown_nf, _ = equal_by_normal_form(lhs, rhs)
+            same, by_parts = False, False
+            used = [c for c in cut_map.values() if sp.sympify(want).has(sp.Function(c.name))]
+            if goal.part and used and all(c.part for c in used):
+                # at the level of spec parts: equal calls of one builder, nothing built; a statement
+                # that is not the goal's own part call is refused (stated in another form)
+                by_parts, shallow = True, want
+                for c in used:
+                    shallow = c.unfold_to_part(shallow)
+                call = goal.flags(cs) * goal.part_call(tuple(cs[a] for a in goal.args))
+                lhs, rhs = fix(shallow, case), fix(call, case)
+                same, shown_nf = lhs == rhs, f"{lhs} is not the spec part call {rhs}"
+            if not same and not by_parts:
+                unfolded = want
+                for c in cut_map.values():
+                    unfolded = c.unfold(unfolded)
+                lhs, rhs = fix(unfolded, case), fix(goal.statement(cs), case)
+                same = lhs == rhs  # structurally the same expression (the usual case): no normal form needed
+                if not same:
+                    same, shown_nf, _ = equal_by_normal_form(lhs, rhs)
             if not same:
                 return Outcome.bad(f"{goal.stage} ({what}): the stage's statement is not the spec's: {shown_nf[:300]}")
         steps += len(ex.steps)

@@ -12,17 +12,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import Cut, spec_parts
+from attnsim.symbolic.layer import Cut
 from attnsim.symbolic.stages import Stage
 
 
 def goals(u: Any) -> list[Cut]:
     """U's Y at every entry of its out grid."""
-    parts = spec_parts()
     grid = next(g for g in u.stage_grids if g.name == "out")
-
-    spec = lambda cs: parts["out"](cs["i"], cs["e"])
-    return [Cut("Y", grid, (), spec, "Y", ("i", "e"), "output", (("i", "n"), ("e", "d")))]
+    return [Cut.of_part("Y", grid, (), "out", "Y", ("i", "e"), "output", (("i", "n"), ("e", "d")))]
 
 
 def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
