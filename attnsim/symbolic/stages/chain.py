@@ -1,0 +1,78 @@
+"""Theorem 6 (and 9, the hierarchy): one pass of U equals the encoder layer, for every capacity.
+
+:func:`prove_layer` chains the stages on U's own graph: it proves U's layout (every block
+injective, disjoint, in the sequence, so a token read through the input map is the entry it
+names), then runs the stages in order, handing each only the statements (:class:`Cut`) that the
+stages it reads proved earlier in the same run.  The last stage states U's output on the X block
+as the spec's output (``write``), so a green run is the whole layer, program == spec, for all
+capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (the multi-head
+and hierarchy claims are the same statement: h, n, d are symbols).  Premises the stages state
+(e.g. every query row has an unblocked key) are collected into the Outcome.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from attnsim.lemmas.base import prove_layout
+from attnsim.proofs.obligation import Outcome
+from attnsim.symbolic.layer import Cut, setup
+from attnsim.symbolic.stages import Stage
+from attnsim.symbolic.stages.attention import ATTENTION
+from attnsim.symbolic.stages.ffn import FFN
+from attnsim.symbolic.stages.output import OUTPUT
+from attnsim.symbolic.stages.scores import SCORES
+from attnsim.symbolic.stages.write import WRITE
+
+ORDER: tuple[Stage, ...] = (SCORES, ATTENTION, FFN, OUTPUT, WRITE)
+
+
+def premises(detail: str) -> list[str]:
+    """The premises a stage's Outcome states (``premise: ...`` up to the next ``;``), not the
+    proven stages it read (those are discharged by the chain)."""
+    return [p for p in re.findall(r"premise: ([^;]+)", detail) if not p.startswith("the proven stages")]
+
+
+def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outcome:
+    """U's layout, then every goal of every stage in order; the first goal not proven ends the run
+    (its stage, node and detail named); a stage reading a stage not yet proven is refused."""
+    for k, st in enumerate(stages):  # the order first: nothing is run for a chain that cannot hold
+        missing = [r for r in st.requires if r not in {s.name for s in stages[:k]}]
+        if missing:
+            return Outcome.bad(f"stage {st.name} reads {', '.join(missing)}, not proven earlier in this run")
+    t0 = time.perf_counter()
+    left = lambda: max(0.5, timeout - (time.perf_counter() - t0))
+    lay = prove_layout(setup(u)[0].layout, left())
+    if lay.ok is not True:
+        return Outcome(lay.ok, f"layout: {lay.detail}")
+    done = [f"layout {time.perf_counter() - t0:.1f} s"]
+    proven: dict[str, Cut] = {}
+    stated: list[str] = []
+    for st in stages:
+        cuts = {lb: c for lb, c in proven.items() if c.stage in st.requires}
+        t1 = time.perf_counter()
+        goals = st.goals(u)
+        for goal in goals:
+            out = st.prove(u, goal, cuts, left())
+            if out.ok is not True:
+                so_far = f" (proven before it: {'; '.join(done)})"
+                return Outcome(out.ok, f"stage {st.name}, {goal.label}: {out.detail}{so_far}")
+            stated += [p for p in premises(out.detail) if p not in stated]
+        proven.update({g.label: g for g in goals})
+        done.append(f"{st.name} {time.perf_counter() - t1:.1f} s ({len(goals)} goal(s))")
+    claim = (
+        "U's output at every entry (i, l) of X equals [i < n] [l < d] T(X)[i, l], the spec's output"
+        if [st.name for st in stages] == [st.name for st in ORDER]
+        else f"the stages {', '.join(st.name for st in stages)} in order, nodes {', '.join(proven)} "
+        "(NOT the whole layer)"
+    )
+    return Outcome.good(
+        "for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (eps > 0): "
+        f"{claim}; {'; '.join(done)}" + "".join(f"; premise: {p}" for p in stated)
+    )
+
+
+__all__ = ["ORDER", "premises", "prove_layer"]

@@ -1,0 +1,56 @@
+"""Theorem 6: the whole-layer proof chains U's stages in order on U's own graph; a stage reads
+only statements proven earlier in the same run, and the first goal not proven ends the run."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+from attnsim import UniversalSimulator
+from attnsim.proofs.obligation import Outcome
+from attnsim.rasp import core as C
+from attnsim.symbolic.layer import Cut
+from attnsim.symbolic.stages import Stage, output
+from attnsim.symbolic.stages.chain import ORDER, premises, prove_layer
+from attnsim.symbolic.stages.write import WRITE
+
+
+def _symbolic_u() -> UniversalSimulator:
+    return UniversalSimulator(C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
+
+
+def _granted(detail: str) -> Stage:
+    """A stand-in for the output stage that grants its goal (to test the chaining alone)."""
+
+    def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
+        return Outcome.good(detail)
+
+    return Stage("output", output.goals, (), prove)
+
+
+def test_the_order_is_the_layers_and_each_stage_reads_the_one_before() -> None:
+    names = [st.name for st in ORDER]
+    assert names == ["scores", "attention", "ffn", "output", "write"]
+    for before, st in itertools.pairwise(ORDER):
+        assert st.requires == (before.name,)
+
+
+def test_write_chained_after_a_granted_output_is_proven_and_collects_premises() -> None:
+    out = prove_layer(_symbolic_u(), 120, stages=(_granted("ok; premise: a stated premise"), WRITE))
+    assert out.ok is True, out.detail
+    assert "layout" in out.detail and "write" in out.detail and "NOT the whole layer" in out.detail
+    assert premises(out.detail) == ["a stated premise"]
+
+
+def test_a_stage_reading_a_stage_not_proven_in_the_run_is_refused() -> None:
+    out = prove_layer(_symbolic_u(), 120, stages=(WRITE,))
+    assert out.ok is False and out.detail == "stage write reads output, not proven earlier in this run", out.detail
+
+
+def test_the_first_goal_not_proven_ends_the_run_and_is_named() -> None:
+    def unknown(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
+        return Outcome.unknown("not shown")
+
+    out = prove_layer(_symbolic_u(), 120, stages=(Stage("output", output.goals, (), unknown), WRITE))
+    assert out.ok is None and out.detail.startswith("stage output, Y: not shown (proven before it: layout"), out.detail
