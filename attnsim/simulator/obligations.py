@@ -41,7 +41,7 @@ FRAME_REF = "depth by looping: the frame lemma of a pass"
 register_construction(FRAME, FRAME_REF, lambda: UniversalSimulator(3, 3, 2, 2, 3), part_of=CID)
 
 STAGES = "simulator-stages"
-STAGES_REF = "Theorem 6: U's attention stages (projections and scores)"
+STAGES_REF = "Theorem 6: U's attention stages (projections, scores, softmax, head outputs)"
 register_construction(STAGES, STAGES_REF, lambda: UniversalSimulator(3, 3, 2, 2, 3), part_of=CID)
 
 
@@ -51,6 +51,19 @@ def scores_check(timeout: float) -> Outcome:
 
     sizes = (C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
     return prove_scores(UniversalSimulator(*sizes), timeout)
+
+
+def chain_check(names: tuple[str, ...]) -> Callable[[float], Outcome]:
+    """U's layout and the stages ``names`` (attnsim.symbolic.stages.chain) in one run on U (compact)
+    built over unbound capacity sizes: each stage reads only what the run proved before it."""
+
+    def check(timeout: float) -> Outcome:
+        from attnsim.symbolic.stages.chain import ORDER, prove_layer
+
+        sizes = (C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
+        return prove_layer(UniversalSimulator(*sizes), timeout, [st for st in ORDER if st.name in names])
+
+    return check
 
 
 def frame_check(variant: str) -> Callable[[float], Outcome]:
@@ -337,6 +350,19 @@ def frame_obligations() -> Iterable[Obligation]:
         "projections with LayerNorm 1 and the scores, attention layers 1-3.  NOT covered: the row max and "
         "softmax, head outputs, R, LayerNorms after attention, the FFN, the output (so Theorem 6 is not proven "
         "for all sizes), the shallow variant",
+        deep=True,
+    )
+    yield Obligation(
+        f"{STAGES}/all-sizes/attention",
+        STAGES,
+        STAGES_REF,
+        "all-sizes",
+        chain_check(("scores", "attention")),
+        "U (compact), every capacity and true size (eps > 0; every query row has an unblocked key, stated): "
+        "U's layout, then in one run the scores stage and, reading its logits, the row max, softmax and head "
+        "outputs (attention layers 1-5) at the four grids that hold them equal the spec's "
+        "sum_c W_O[e, h k + c] sum_j weight(h, i, j) v_h[j, c].  NOT covered: R, the LayerNorms after "
+        "attention, the FFN, the output, the write over X, the shallow variant",
         deep=True,
     )
 
