@@ -79,11 +79,12 @@ from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Grid, Layout
 from attnsim.simulator.record import CAPACITY, TRUE, Source
 from attnsim.symbolic.execute import ExecutionFailed, sym
+from attnsim.symbolic.flagform import merge_flags
 from attnsim.symbolic.frame import FrameExecutor, _Program
 from attnsim.symbolic.ite import Ite
 from attnsim.symbolic.maxover import MaxOver
 from attnsim.symbolic.positivity import Signs
-from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts
+from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts, given_parts
 from attnsim.symbolic.sums import equal_by_normal_form
 
 OPTIONS = ("residual", "pre", "post", "gelu", "ffn")
@@ -147,6 +148,8 @@ class Cut:
     args: tuple[str, ...]
     stage: str
     guard: tuple[tuple[str, str], ...] = ()  # 0/1 flags [a < t] the statement carries outside spec
+    # the spec's intermediate (encoder_layer_parts) that spec(cs) is, at (cs[a] for a in args); "" if none
+    part: str = ""
 
     def flags(self, cs: dict[str, Any]) -> Any:
         return sp.Mul(*(flag(sp.Lt(cs[a], SIZE[t])) for a, t in self.guard))
@@ -637,6 +640,48 @@ def spec_parts() -> dict[str, Any]:
     return encoder_layer_parts(SymbolicAlg(), ops, SIZE)
 
 
+def statement_over_cuts(
+    goal: Cut, spec_over: Mapping[str, str], cuts: Mapping[str, Cut]
+) -> tuple[Callable[[dict[str, Any]], Any] | None, str]:
+    """The goal's statement written over proven cuts: the spec's intermediate ``goal.part`` with each
+    intermediate of ``spec_over`` (spec part -> opaque name) given as that opaque function
+    (:func:`attnsim.symbolic.specs.given_parts`), times the goal's guard flags; and "" -- or
+    (None, why) when refused: a name that is no cut's, a cut that states another intermediate (or
+    none), a goal that is no intermediate, an opaque function in the statement that is no cut's.
+    Each cut named states exactly its intermediate (``Cut.part``, with the same arguments), so the
+    statement unfolded is ``goal.spec`` by construction of ``encoder_layer_parts``: the whole spec
+    (slow to build: the layer up to the cuts) is never built."""
+    by_name: dict[str, list[Cut]] = {}
+    for c in cuts.values():
+        by_name.setdefault(c.name, []).append(c)
+    if not goal.part:
+        return None, f"spec_over refused: {goal.label}'s statement names no intermediate of the spec"
+    for part, name in spec_over.items():
+        holders = by_name.get(name, [])
+        if not holders:
+            return None, (
+                f"spec_over refused: {name} (given for the spec's {part}) is not a proven cut's name "
+                f"(cuts: {', '.join(sorted(by_name)) or 'none'})"
+            )
+        wrong = [c for c in holders if c.part != part]
+        if wrong:
+            return None, (
+                f"spec_over refused: the cut {wrong[0].label} named {name} states "
+                f"{wrong[0].part or 'no intermediate'}, not the spec's {part}"
+            )
+    ops = {nm: sp.IndexedBase(nm) for nm in ENCODER_LAYER.operands}
+    try:
+        parts = given_parts(ops, SIZE, {part: sp.Function(name) for part, name in spec_over.items()})
+    except ValueError as exc:
+        return None, f"spec_over refused: {exc}"
+    stmt = lambda cs: goal.flags(cs) * parts[goal.part](*(cs[a] for a in goal.args))
+    probe = sp.sympify(stmt({a: sp.Symbol(f"{a}!", integer=True) for a in goal.grid.axes}))
+    foreign = sorted({str(x.func) for x in probe.atoms(sp.core.function.AppliedUndef)} - set(by_name))
+    if foreign:
+        return None, f"spec_over refused: the statement reads {', '.join(foreign)}, no proven cut's name"
+    return stmt, ""
+
+
 def fix(e: Any, options: dict[str, int]) -> Any:
     """``e`` with the option operands of a case replaced by their 0/1 values."""
     return sp.sympify(e).xreplace({sp.IndexedBase(k)[0, 0, 0]: sp.Integer(v) for k, v in options.items()})
@@ -709,6 +754,7 @@ def prove_stage(
     step_cap: float = 20.0,
     witnesses: tuple[RowWitness, ...] = (),
     spec_flags: bool = False,
+    spec_over: Mapping[str, str] | None = None,
 ) -> Outcome:
     """U's node ``goal.label`` at a symbolic position of ``goal.grid`` with coordinates in the
     goal's region equals its statement, in every option case, by the normal form.
@@ -719,7 +765,19 @@ def prove_stage(
     claim in a form other than the spec's).  ``flags``: U's value is compared in its 0/1-flag form
     (:func:`as_flags`, then :func:`absorb_flags`); ``spec_flags``: the statement too, where the
     flagged branch is shown finite (:meth:`LayerExecutor.as_flags_where_finite`).  ``witnesses``:
-    premises of the domain the proof may use (:class:`RowWitness`), stated in the Outcome."""
+    premises of the domain the proof may use (:class:`RowWitness`), stated in the Outcome.
+    ``spec_over`` (spec intermediate -> a cut's opaque name, e.g. ``{"y1": "Y1"}``): the statement
+    is the spec's own ``goal.part`` written over those cuts (:func:`statement_over_cuts`, refused
+    unless every opaque function in it is a proven cut stating that intermediate), compared at that
+    level: the whole spec is not built."""
+    cut_map = {c.label: c for c in (cuts or {}).values()}
+    over = spec_over is not None
+    if spec_over is not None:
+        if statement is not None:
+            raise ValueError("prove_stage: give statement or spec_over, not both")
+        statement, why = statement_over_cuts(goal, spec_over, cut_map)
+        if statement is None:
+            return Outcome.unknown(f"{goal.stage}: {why}")
     con, caps = setup(u)
     node = node_of(u, goal.label)
     grid = goal.grid
@@ -728,7 +786,6 @@ def prove_stage(
     below = {vs[a].name: t for a, t in goal.below}
     cs = {a: sym(v) for a, v in vs.items()}
     pos = grid.position(*(vs[a] for a in grid.axes))
-    cut_map = {c.label: c for c in (cuts or {}).values()}
     t0 = time.perf_counter()
     steps = 0
     done = []
@@ -753,13 +810,14 @@ def prove_stage(
         except ExecutionFailed as exc:
             return Outcome(exc.outcome.ok, f"{goal.stage} ({what}): {exc.outcome.detail}")
         want = fix(goal.statement(cs) if statement is None else statement(cs), case)
-        mine = absorb_flags(as_flags(got)) if flags else got
+        mine = merge_flags(absorb_flags(as_flags(got))) if flags else got
         theirs = ex.as_flags_where_finite(want) if spec_flags else want
+        theirs = merge_flags(theirs) if flags else theirs
         same, shown_nf, _ = equal_by_normal_form(mine, theirs)
         if not same:
             fixed = {k: v for w in witnesses for k, v in w.sample}
             return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf, fixed)
-        if statement is not None:
+        if statement is not None and not over:
             unfolded = want
             for c in cut_map.values():
                 unfolded = c.unfold(unfolded)
@@ -779,6 +837,12 @@ def prove_stage(
         f"{goal.label} == its statement; cases {'; '.join(done)}; {steps} Z3/normal-form step(s)"
         + (f"; premises: the proven stages {', '.join(sorted({c.stage for c in cut_map.values()}))}" if cut_map else "")
         + "".join(f"; premise: {w.text}" for w in witnesses)
+        + (
+            f"; stated over the cuts {', '.join(f'{v} = {k}' for k, v in spec_over.items())} (the spec's own "
+            f"{goal.part} with those intermediates given)"
+            if spec_over
+            else ""
+        )
     )
 
 

@@ -33,8 +33,13 @@ def goals(u: Any) -> list[Cut]:
     def part(name: str, args: tuple[str, str]) -> Any:
         return lambda cs: parts[name](cs[args[0]], cs[args[1]])
 
-    out = [Cut(lb, grids[g], (("i", "n"),), part("y1", a), "Y1", a, "ffn", ((a[1], "d"),)) for lb, g, a in Y1]
-    out += [Cut(lb, grids[g], (("i", "n"),), part("act", a), "act", a, "ffn", ((a[1], "f"),)) for lb, g, a in ACT]
+    out = [
+        Cut(lb, grids[g], (("i", "n"),), part("y1", a), "Y1", a, "ffn", ((a[1], "d"),), part="y1") for lb, g, a in Y1
+    ]
+    out += [
+        Cut(lb, grids[g], (("i", "n"),), part("act", a), "act", a, "ffn", ((a[1], "f"),), part="act")
+        for lb, g, a in ACT
+    ]
     return out
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import Cut, spec_parts
+from attnsim.symbolic.layer import Cut, prove_stage, spec_parts
 from attnsim.symbolic.stages import Stage
 
 
@@ -22,12 +22,27 @@ def goals(u: Any) -> list[Cut]:
     grid = next(g for g in u.stage_grids if g.name == "out")
 
     spec = lambda cs: parts["out"](cs["i"], cs["e"])
-    return [Cut("Y", grid, (), spec, "Y", ("i", "e"), "output", (("i", "n"), ("e", "d")))]
+    return [Cut("Y", grid, (), spec, "Y", ("i", "e"), "output", (("i", "n"), ("e", "d")), part="out")]
 
 
-def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
-    """Not yet proven (issue 14)."""
-    return Outcome.unknown(f"output: {goal.label} is not proven yet")
+CASES: list[dict[str, int]] = [
+    {"ffn": 0},
+    {"ffn": 1, "residual": 0, "post": 0},
+    {"ffn": 1, "residual": 1, "post": 0},
+    {"ffn": 1, "residual": 0, "post": 1},
+    {"ffn": 1, "residual": 1, "post": 1},
+]
+OVER = {"y1": "Y1", "act": "act"}  # the ffn stage's cuts the statement is written over
+
+
+def prove(
+    u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float, cases: list[dict[str, int]] | None = None
+) -> Outcome:
+    """Y in the cases of :data:`CASES` (pre and gelu stay symbols: U's Y reads them only through the
+    ffn stage's cuts), the statement the spec's out over the opaque Y1 and act."""
+    return prove_stage(
+        u, goal, CASES if cases is None else cases, timeout, cuts=cuts, spec_over=OVER, flags=True, step_cap=120.0
+    )
 
 
 OUTPUT = Stage("output", goals, ("ffn",), prove)
