@@ -83,9 +83,11 @@ from attnsim.symbolic.flagform import merge_flags
 from attnsim.symbolic.frame import FrameExecutor, _Program
 from attnsim.symbolic.ite import Ite
 from attnsim.symbolic.maxover import MaxOver
+from attnsim.symbolic.padrows import PaddingRows
 from attnsim.symbolic.positivity import Signs
 from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts, given_parts
 from attnsim.symbolic.sums import equal_by_normal_form
+from attnsim.symbolic.sumsplit import row_variance_nonnegative, split_terms, sum_deltas
 
 OPTIONS = ("residual", "pre", "post", "gelu", "ffn")
 SIZE = {t: sp.Symbol(t, integer=True) for t in TRUE}
@@ -201,6 +203,8 @@ class LayerExecutor(FrameExecutor):
     # once, shared by the executors of one run)
     intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)
     witnesses: tuple[RowWitness, ...] = ()  # premises of the domain (see witnessed_sum)
+    padding: PaddingRows | None = None  # a premise on padding rows (see cut_value)
+    padding_used: bool = False  # a step relied on it (positive_by_cases)
 
     def token(self, pos: E.Expr) -> sp.Expr:
         blocks = [g.block for g, _ in self.sources]
@@ -276,10 +280,23 @@ class LayerExecutor(FrameExecutor):
         """An index Map's value with each conditional Z3 decides at this position replaced by its
         branch (``settle``: e.g. ``If(p in grid, coordinate, -1)`` at a key proven inside the grid
         is the coordinate), then as the executor reads any index expression."""
-        ix = self.settle(self.norm(ix.substitute({"length": self.con.layout.length})))
+        ix = self.decide_conditions(self.settle(self.norm(ix.substitute({"length": self.con.layout.length}))))
         if E.is_truth_valued(ix):
             ix = self.decide(ix)
         return self.to_value(ix)
+
+    def decide_conditions(self, e: E.Expr) -> E.Expr:
+        """``e`` with the condition of each conditional left undecided by ``settle`` reduced by
+        :meth:`decide` (its conjuncts Z3 proves true dropped; 0 when one is proven false): e.g. a
+        grid indicator ``If(p in grid and f == 0, 1, 0)`` read at a key inside the grid is
+        ``If(f == 0, 1, 0)``, a Kronecker delta that :func:`sum_deltas` sums out."""
+        if isinstance(e, E.If):
+            return E.If(self.decide(e.cond), self.decide_conditions(e.a), self.decide_conditions(e.b))
+        if isinstance(e, E.BinOp):
+            return E.BinOp(e.op, self.decide_conditions(e.a), self.decide_conditions(e.b))
+        if isinstance(e, E.Not):
+            return E.Not(self.decide_conditions(e.a))
+        return e
 
     def known_below(self, c: E.Expr, true: str) -> bool:
         """``c < true`` without Z3: c is 0 (a true size is >= 1) or an entry coordinate the stage
@@ -298,7 +315,10 @@ class LayerExecutor(FrameExecutor):
         self.steps.append(f"{cut.label}: the proven stage {cut.stage} (cut)")
         if not undecided:
             return cut.opaque(cs)
-        return Ite(sp.And(*(sp.Lt(cs[a], SIZE[t]) for a, t in undecided)), cut.opaque(cs), cut.pad(cs))
+        outside = cut.pad(cs)
+        if self.padding is not None and self.padding.covers(cut.name):
+            outside = cut.flags(cs) * self.padding.value(cut.name, tuple(cs[a] for a in cut.args))
+        return Ite(sp.And(*(sp.Lt(cs[a], SIZE[t]) for a, t in undecided)), cut.opaque(cs), outside)
 
     def guarded_max(self, node: C.Aggregate, pos: E.Expr) -> sp.Expr:
         """A max head over ``structural & data``: the opaque max over the structural listing of
@@ -323,7 +343,24 @@ class LayerExecutor(FrameExecutor):
 
     def over_keys(self, sel: C.Selector, pos: E.Expr, body_at: Any, combine: str = "sum") -> sp.Expr:
         total = super().over_keys(sel, pos, body_at, combine)
-        return self.truncate(total) if combine == "sum" else total
+        return self.retruncate(self.truncate(total)) if combine == "sum" else total
+
+    def at_capacity(self, s: Any) -> bool:
+        """A Sum with a limit over a whole capacity [0, C) (not yet cut to a true size)."""
+        caps = [sp.expand(c) for c in self.capacity.values()]
+        return any(lo == 0 and any(sp.expand(hi + 1 - c) == 0 for c in caps) for _, lo, hi in s.limits)
+
+    def retruncate(self, e: Any) -> Any:
+        """A sum left at a capacity because its terms carry different guards: split into its terms
+        (:func:`split_terms`), the Kronecker deltas summed out (:func:`sum_deltas`), and each piece
+        truncated again (:meth:`truncate`).  E.g. U's ``sum_{e, f} ([f = 0] c2(e) + act(f) w2[e, f])``:
+        the first term is ``sum_e c2(e)``, the second ``sum_{f < f} ...``."""
+        sums = [x for x in sp.sympify(e).atoms(sp.Sum) if self.at_capacity(x)]
+        if not sums:
+            return e
+        split = sp.sympify(e).replace(lambda x: isinstance(x, sp.Sum) and self.at_capacity(x), split_terms)
+        summed = sum_deltas(split, self.signs, self.steps)
+        return summed.replace(lambda x: isinstance(x, sp.Sum) and self.at_capacity(x), self.truncate)
 
     # -- key listings through a selector's proven intent ---------------------------------------
     def intent_of(self, sel: C.Selector) -> Intent | None:
@@ -435,10 +472,37 @@ class LayerExecutor(FrameExecutor):
         if isinstance(e, sp.Pow) and e.exp.is_real:
             return self.positive(e.base)
         if isinstance(e, sp.Add) and EPS in e.args:
-            return self.nonnegative_variance(e - EPS) or self.flagged_nonnegative_variance(e - EPS)
+            var = e - EPS
+            if self.nonnegative_variance(var) or self.flagged_nonnegative_variance(var):
+                return True
+            if row_variance_nonnegative(var, self.signs, self.steps):
+                self.padding_used |= PaddingRows.reads(var)
+                return True
+            return self.positive_by_cases(e)
         if isinstance(e, sp.Sum) and self.witnessed_sum(e):
             return True
         return False
+
+    def positive_by_cases(self, e: Any) -> bool:
+        """``e > 0`` in each case of a conditional's condition c in it (c free of every bound variable,
+        at most two such conditions): e with c true and e with c false are each shown > 0
+        (:func:`assuming`).  A case that reads a :class:`PaddingRows` value marks the premise used."""
+        bound = {lim[0] for x in e.atoms(sp.Sum, MaxOver) for lim in x.limits}
+        conds = sorted(
+            {x.args[0] for x in e.atoms(Ite) if x.args[0].free_symbols and not (x.args[0].free_symbols & bound)},
+            key=sp.sstr,
+        )
+        if not conds or len(conds) > 2:
+            return False
+        for truths in itertools.product((sp.true, sp.false), repeat=len(conds)):
+            case = assuming(e, dict(zip(conds, truths, strict=True)))
+            if case == e or not self.positive(case):
+                return False
+            if PaddingRows.reads(case):
+                self.padding_used = True
+        shown = ", ".join(sp.sstr(c) for c in conds)
+        self.steps.append(f"{sp.sstr(e)[:60]}... > 0 in each case of {shown}")
+        return True
 
     def witnessed_sum(self, s: sp.Sum) -> bool:
         """``Sum_{v=0}^{hi} [c_1(v)] ... [c_m(v)] p(v) > 0`` (0/1 flags times p, a product of factors
@@ -755,6 +819,7 @@ def prove_stage(
     witnesses: tuple[RowWitness, ...] = (),
     spec_flags: bool = False,
     spec_over: Mapping[str, str] | None = None,
+    padding: PaddingRows | None = None,
 ) -> Outcome:
     """U's node ``goal.label`` at a symbolic position of ``goal.grid`` with coordinates in the
     goal's region equals its statement, in every option case, by the normal form.
@@ -789,6 +854,7 @@ def prove_stage(
     t0 = time.perf_counter()
     steps = 0
     done = []
+    padded: list[str] = []  # the cases that used the padding premise
     intent_proofs: dict[tuple[int, int], Outcome] = {}  # selectors proven their intents, shared by the cases
     for case in cases:
         ex = LayerExecutor(
@@ -802,6 +868,7 @@ def prove_stage(
             step_cap=step_cap,
             intent_proofs=intent_proofs,
             witnesses=witnesses,
+            padding=padding,
         )
         ex.coords.update(coords)
         what = ", ".join(f"{k} = {v}" for k, v in case.items())
@@ -830,6 +897,8 @@ def prove_stage(
         steps += len(ex.steps)
         variances = sum(st.startswith("variance") for st in ex.steps)
         done.append(what + (f" (a variance shown a mean of squares {variances} time(s))" if variances else ""))
+        if ex.padding_used:
+            padded.append(what)
     region = ", ".join(f"{a} < {t}" for a, t in goal.below)
     return Outcome.good(
         f"for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (eps > 0): "
@@ -837,6 +906,7 @@ def prove_stage(
         f"{goal.label} == its statement; cases {'; '.join(done)}; {steps} Z3/normal-form step(s)"
         + (f"; premises: the proven stages {', '.join(sorted({c.stage for c in cut_map.values()}))}" if cut_map else "")
         + "".join(f"; premise: {w.text}" for w in witnesses)
+        + (f"; premise (cases {'; '.join(padded)}): {padding.text}" if padding is not None and padded else "")
         + (
             f"; stated over the cuts {', '.join(f'{v} = {k}' for k, v in spec_over.items())} (the spec's own "
             f"{goal.part} with those intermediates given)"

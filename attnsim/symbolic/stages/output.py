@@ -13,6 +13,7 @@ from typing import Any
 
 from attnsim.proofs.obligation import Outcome
 from attnsim.symbolic.layer import Cut, prove_stage, spec_parts
+from attnsim.symbolic.padrows import PaddingRows
 from attnsim.symbolic.stages import Stage
 
 
@@ -33,6 +34,13 @@ CASES: list[dict[str, int]] = [
     {"ffn": 1, "residual": 1, "post": 1},
 ]
 OVER = {"y1": "Y1", "act": "act"}  # the ffn stage's cuts the statement is written over
+PADDING = PaddingRows(
+    "at a padding row i >= n, U's FFN 1 activation nodes (ffn2.u.act, gram.u.act, gram.u2.act) hold one real "
+    "value act~(i, g) (0 for g >= f) and its Y1 nodes (ffn2.Y1, out.Y1) one value Y1~(i, e) (0 for e >= d): "
+    "the ffn stage proves its statements on the rows i < n only; used where LayerNorm 2's variance of a "
+    "padding row is shown >= 0 (a mean of squares) before the row is multiplied by its 0 flag",
+    ("act", "Y1"),
+)
 
 
 def prove(
@@ -41,7 +49,15 @@ def prove(
     """Y in the cases of :data:`CASES` (pre and gelu stay symbols: U's Y reads them only through the
     ffn stage's cuts), the statement the spec's out over the opaque Y1 and act."""
     return prove_stage(
-        u, goal, CASES if cases is None else cases, timeout, cuts=cuts, spec_over=OVER, flags=True, step_cap=120.0
+        u,
+        goal,
+        CASES if cases is None else cases,
+        timeout,
+        cuts=cuts,
+        spec_over=OVER,
+        flags=True,
+        step_cap=120.0,
+        padding=PADDING,
     )
 
 
