@@ -315,10 +315,12 @@ class LayerExecutor(FrameExecutor):
         self.steps.append(f"{cut.label}: the proven stage {cut.stage} (cut)")
         if not undecided:
             return cut.opaque(cs)
-        outside = cut.pad(cs)
+        region = sp.And(*(sp.Lt(cs[a], SIZE[t]) for a, t in undecided))
         if self.padding is not None and self.padding.covers(cut.name):
-            outside = cut.flags(cs) * self.padding.value(cut.name, tuple(cs[a] for a in cut.args))
-        return Ite(sp.And(*(sp.Lt(cs[a], SIZE[t]) for a, t in undecided)), cut.opaque(cs), outside)
+            # both branches carry the cut's guard flags: [g] Ite(region, name(args), name~(args))
+            args = tuple(cs[a] for a in cut.args)
+            return cut.flags(cs) * Ite(region, sp.Function(cut.name)(*args), self.padding.value(cut.name, args))
+        return Ite(region, cut.opaque(cs), cut.pad(cs))
 
     def guarded_max(self, node: C.Aggregate, pos: E.Expr) -> sp.Expr:
         """A max head over ``structural & data``: the opaque max over the structural listing of
