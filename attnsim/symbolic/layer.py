@@ -204,7 +204,11 @@ class LayerExecutor(FrameExecutor):
     intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)
     witnesses: tuple[RowWitness, ...] = ()  # premises of the domain (see witnessed_sum)
     padding: PaddingRows | None = None  # a premise on padding rows (see cut_value)
-    padding_used: bool = False  # a step relied on it (positive_by_cases)
+    padding_used: bool = False  # a step relied on it (a variance read its values)
+    # counterexample search only: a divisor not shown > 0 is recorded here instead of failing (its
+    # value is then checked > 0 at the sampled point before U's value there is trusted)
+    sampling: bool = False
+    unshown: list[Any] = field(default_factory=list)
 
     def token(self, pos: E.Expr) -> sp.Expr:
         blocks = [g.block for g, _ in self.sources]
@@ -284,6 +288,11 @@ class LayerExecutor(FrameExecutor):
         if E.is_truth_valued(ix):
             ix = self.decide(ix)
         return self.to_value(ix)
+
+    def divisor_not_shown(self, node: C.Map | C.SequenceMap, operand: sp.Expr) -> None:
+        if not self.sampling:
+            super().divisor_not_shown(node, operand)
+        self.unshown.append(operand)
 
     def decide_conditions(self, e: E.Expr) -> E.Expr:
         """``e`` with the condition of each conditional left undecided by ``settle`` reduced by
@@ -771,6 +780,10 @@ def node_of(u: Any, label: str) -> C.SOp:
 
 
 SAMPLE = {"N": 3, "D": 3, "H": 3, "K": 3, "F": 3, "n": 2, "d": 2, "hh": 2, "k": 2, "f": 2}
+# the entry sampled; then the same entry with n = 1 and with d = 1 (row i = 1 or column e = 1 past
+# its true size: a padding entry, where U must give 0)
+ENTRY = {"h!": 1, "i!": 1, "j!": 0, "e!": 1, "f!": 0, "h2!": 1}
+POINTS = ({**SAMPLE, **ENTRY}, {**SAMPLE, **ENTRY, "n": 1}, {**SAMPLE, **ENTRY, "d": 1})
 
 
 def _sample(e: Any, point: dict[str, int], fixed: Mapping[str, int] | None = None) -> Any:
@@ -789,23 +802,77 @@ def _sample(e: Any, point: dict[str, int], fixed: Mapping[str, int] | None = Non
     return e.xreplace(rep)
 
 
-def refuted(what: str, got: Any, want: Any, shown: str, fixed: Mapping[str, int] | None = None) -> Outcome:
-    """A counterexample when U's value and the statement differ at a sampled point, else unknown."""
-    point = {**SAMPLE, "h!": 1, "i!": 1, "j!": 0, "e!": 1, "f!": 0, "h2!": 1}
+def refuted(
+    what: str,
+    got: Any,
+    want: Any,
+    shown: str,
+    fixed: Mapping[str, int] | None = None,
+    divisors: tuple[Any, ...] = (),
+) -> Outcome:
+    """A counterexample when U's value and the statement differ at one of the sampled points
+    (:data:`POINTS`: a true entry, then padding entries), else unknown.  ``divisors``: divisors of
+    U's value not shown > 0 (a counterexample search past them): a point counts only where each
+    evaluates to a positive number (U's value there is then the expression's)."""
+    problem = ""
+    for point in POINTS:
+        try:
+            a, b = _sample(got, point, fixed), _sample(want, point, fixed)
+            lows = [sp.N(_sample(x, point, fixed), 50) for x in divisors]
+        except (TypeError, ValueError) as exc:  # a value that does not evaluate: no counterexample
+            problem = f" ({exc})"
+            continue
+        if not all(x.is_number and x.is_extended_real and x > 0 for x in lows):
+            continue
+        diff = sp.N(a - b, 50)  # exact for rational values; else 50 digits, far above any rounding here
+        if diff.is_number and diff.is_extended_real and diff.is_finite and abs(diff) > sp.Float(10) ** -30:
+            where = ", ".join(f"{k} = {v}" for k, v in point.items())
+            held = "".join(f", {k} = {v}" for k, v in (fixed or {}).items())
+            opaque = sorted({str(x.func) for x in sp.sympify(got - want).atoms(sp.core.function.AppliedUndef)})
+            sampled = "operands" + (f" and the opaque values {', '.join(opaque)}" if opaque else "")
+            past = f"; the divisors not shown > 0 are > 0 there: {len(divisors)}" if divisors else ""
+            return Outcome.bad(
+                f"{what}: counterexample at {where} ({sampled} fixed rationals{held}): U gives {a}, the spec {b}{past}"
+            )
+    return Outcome.unknown(f"{what}: U's value and the statement are not shown equal{problem}: {shown[:300]}")
+
+
+def past_divisors(
+    ex: LayerExecutor,
+    node: C.SOp,
+    pos: E.Expr,
+    goal: Cut,
+    cs: dict[str, Any],
+    case: dict[str, int],
+    statement: Callable[[dict[str, Any]], Any] | None,
+    witnesses: tuple[RowWitness, ...],
+    what: str,
+) -> Outcome:
+    """U's value computed again with the divisors it could not show > 0 recorded (``sampling``), and
+    :func:`refuted` at the points where each is > 0: a counterexample, or unknown."""
+    again = LayerExecutor(
+        ex.con,
+        max(0.5, ex.timeout),
+        sources=ex.sources,
+        options=ex.options,
+        capacity=ex.capacity,
+        below=ex.below,
+        cuts=ex.cuts,
+        step_cap=ex.step_cap,
+        intent_proofs=ex.intent_proofs,
+        witnesses=ex.witnesses,
+        padding=ex.padding,
+        sampling=True,
+    )
+    again.coords.update({k: v for k, v in ex.coords.items() if k.endswith("!")})  # the entry's coordinates
     try:
-        a, b = _sample(got, point, fixed), _sample(want, point, fixed)
-    except (TypeError, ValueError) as exc:  # a value that does not evaluate: no counterexample
-        return Outcome.unknown(f"{what}: U's value and the statement are not shown equal ({exc}): {shown[:300]}")
-    diff = sp.N(a - b, 50)  # exact for rational values; else 50 digits, far above any rounding here
-    if diff.is_number and diff.is_extended_real and diff.is_finite and abs(diff) > sp.Float(10) ** -30:
-        where = ", ".join(f"{k} = {v}" for k, v in point.items())
-        held = "".join(f", {k} = {v}" for k, v in (fixed or {}).items())
-        opaque = sorted({str(x.func) for x in sp.sympify(got - want).atoms(sp.core.function.AppliedUndef)})
-        sampled = "operands" + (f" and the opaque values {', '.join(opaque)}" if opaque else "")
-        return Outcome.bad(
-            f"{what}: counterexample at {where} ({sampled} fixed rationals{held}): U gives {a}, the spec {b}"
-        )
-    return Outcome.unknown(f"{what}: U's value and the statement are not shown equal: {shown[:300]}")
+        got = again.value(node, pos)
+    except ExecutionFailed as exc:
+        return exc.outcome
+    want = fix(goal.statement(cs) if statement is None else statement(cs), case)
+    fixed = {k: v for w in witnesses for k, v in w.sample}
+    where = f"{goal.stage} ({what}): {goal.label} at {goal.grid.name}"
+    return refuted(where, got, want, "", fixed, tuple(again.unshown))
 
 
 def prove_stage(
@@ -877,7 +944,12 @@ def prove_stage(
         try:
             got = ex.value(node, pos)
         except ExecutionFailed as exc:
-            return Outcome(exc.outcome.ok, f"{goal.stage} ({what}): {exc.outcome.detail}")
+            failed = Outcome(exc.outcome.ok, f"{goal.stage} ({what}): {exc.outcome.detail}")
+            if exc.outcome.ok is not None or "not shown > 0" not in exc.outcome.detail:
+                return failed
+            # a divisor not shown > 0: search for a counterexample where U's divisors are > 0
+            found = past_divisors(ex, node, pos, goal, cs, case, statement, witnesses, what)
+            return found if found.ok is False else failed
         want = fix(goal.statement(cs) if statement is None else statement(cs), case)
         mine = merge_flags(absorb_flags(as_flags(got))) if flags else got
         theirs = ex.as_flags_where_finite(want) if spec_flags else want
