@@ -21,9 +21,11 @@ def canonical_relations(e: Any) -> Any:
     """Every ``b > a`` as ``a < b`` and ``b >= a`` as ``a <= b`` (the same condition)."""
     return sp.sympify(e).replace(
         lambda x: isinstance(x, (sp.StrictGreaterThan, sp.GreaterThan)),
-        lambda x: sp.Lt(x.rhs, x.lhs, evaluate=False)
-        if isinstance(x, sp.StrictGreaterThan)
-        else sp.Le(x.rhs, x.lhs, evaluate=False),
+        lambda x: (
+            sp.Lt(x.rhs, x.lhs, evaluate=False)
+            if isinstance(x, sp.StrictGreaterThan)
+            else sp.Le(x.rhs, x.lhs, evaluate=False)
+        ),
     )
 
 

@@ -150,7 +150,8 @@ class Cut:
     args: tuple[str, ...]
     stage: str
     guard: tuple[tuple[str, str], ...] = ()  # 0/1 flags [a < t] the statement carries outside spec
-    # the spec's intermediate (encoder_layer_parts) that spec(cs) is, at (cs[a] for a in args); "" if none
+    # the spec's intermediate (encoder_layer_parts) that spec(cs) is, at (cs[a] for a in args); "" if
+    # none (build such a cut with part_cut: then the two agree by construction)
     part: str = ""
 
     def flags(self, cs: dict[str, Any]) -> Any:
@@ -174,6 +175,22 @@ class Cut:
             lambda x: getattr(x, "func", None) == f,
             lambda x: self.spec(dict(zip(self.args, x.args, strict=True))),
         )
+
+
+def part_cut(
+    label: str,
+    grid: Grid,
+    below: tuple[tuple[str, str], ...],
+    part: str,
+    name: str,
+    args: tuple[str, ...],
+    stage: str,
+    guard: tuple[tuple[str, str], ...] = (),
+) -> Cut:
+    """A cut whose statement is the spec's intermediate ``part`` at its arguments, times the guard
+    flags: spec and ``part`` agree by construction (what :func:`statement_over_cuts` relies on)."""
+    spec = lambda cs: spec_parts()[part](*(cs[a] for a in args))
+    return Cut(label, grid, below, spec, name, args, stage, guard, part=part)
 
 
 @dataclass(frozen=True)
@@ -489,31 +506,10 @@ class LayerExecutor(FrameExecutor):
             if row_variance_nonnegative(var, self.signs, self.steps):
                 self.padding_used |= PaddingRows.reads(var)
                 return True
-            return self.positive_by_cases(e)
+            return False
         if isinstance(e, sp.Sum) and self.witnessed_sum(e):
             return True
         return False
-
-    def positive_by_cases(self, e: Any) -> bool:
-        """``e > 0`` in each case of a conditional's condition c in it (c free of every bound variable,
-        at most two such conditions): e with c true and e with c false are each shown > 0
-        (:func:`assuming`).  A case that reads a :class:`PaddingRows` value marks the premise used."""
-        bound = {lim[0] for x in e.atoms(sp.Sum, MaxOver) for lim in x.limits}
-        conds = sorted(
-            {x.args[0] for x in e.atoms(Ite) if x.args[0].free_symbols and not (x.args[0].free_symbols & bound)},
-            key=sp.sstr,
-        )
-        if not conds or len(conds) > 2:
-            return False
-        for truths in itertools.product((sp.true, sp.false), repeat=len(conds)):
-            case = assuming(e, dict(zip(conds, truths, strict=True)))
-            if case == e or not self.positive(case):
-                return False
-            if PaddingRows.reads(case):
-                self.padding_used = True
-        shown = ", ".join(sp.sstr(c) for c in conds)
-        self.steps.append(f"{sp.sstr(e)[:60]}... > 0 in each case of {shown}")
-        return True
 
     def witnessed_sum(self, s: sp.Sum) -> bool:
         """``Sum_{v=0}^{hi} [c_1(v)] ... [c_m(v)] p(v) > 0`` (0/1 flags times p, a product of factors
@@ -990,4 +986,14 @@ def prove_stage(
     )
 
 
-__all__ = ["Cut", "LayerExecutor", "RowWitness", "fix", "option_cases", "prove_stage", "spec_parts"]
+__all__ = [
+    "Cut",
+    "LayerExecutor",
+    "RowWitness",
+    "fix",
+    "option_cases",
+    "part_cut",
+    "prove_stage",
+    "spec_parts",
+    "statement_over_cuts",
+]

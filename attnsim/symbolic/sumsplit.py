@@ -5,8 +5,8 @@ values where its program sums a product grid whose terms differ in their guards:
 
 * :func:`split_terms`: ``Sum(a + b) = Sum(a) + Sum(b)`` (linearity), each term with its own limits;
 * :func:`sum_deltas`: ``Sum_{v=lo}^{hi} [v = c] g(v) = g(c)`` when lo <= c <= hi
-  (:func:`within_range`, decided from the domain's signs; else not applied) and c is free of the
-  Sum's bound variables: the one term with v = c is the only non-zero one (U's indicator ``[f = 0]``
+  (:func:`within_range`, decided from the domain's signs; else not applied), c an integer free of
+  the Sum's bound variables: the one term with v = c is the only non-zero one (U's indicator ``[f = 0]``
   that puts a row's constant term in one slot of a sum over f);
 * :func:`row_variance_nonnegative`: ``var >= 0`` when the Sum normal form shows
   ``var = (1/m) Sum_{w<m} (y(w) - S/m)^2`` with ``S = Sum_{w<m} y(w)`` read off var itself (the
@@ -71,7 +71,9 @@ def sum_deltas(e: Any, signs: Signs, steps: list[str] | None = None) -> Any:
                 continue
             for f in factors:
                 c = _delta(f, v)
-                if c is None or (c.free_symbols & names) or not within_range(c, lo, hi, signs):
+                if c is None or c.is_integer is not True or (c.free_symbols & names):
+                    continue
+                if not within_range(c, lo, hi, signs):
                     continue
                 body = sp.Mul(*(g for g in factors if g is not f)).xreplace({v: c})
                 if steps is not None:

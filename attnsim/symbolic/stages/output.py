@@ -12,18 +12,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import Cut, prove_stage, spec_parts
+from attnsim.symbolic.layer import Cut, part_cut, prove_stage
 from attnsim.symbolic.padrows import PaddingRows
 from attnsim.symbolic.stages import Stage
 
 
 def goals(u: Any) -> list[Cut]:
     """U's Y at every entry of its out grid."""
-    parts = spec_parts()
     grid = next(g for g in u.stage_grids if g.name == "out")
-
-    spec = lambda cs: parts["out"](cs["i"], cs["e"])
-    return [Cut("Y", grid, (), spec, "Y", ("i", "e"), "output", (("i", "n"), ("e", "d")), part="out")]
+    return [part_cut("Y", grid, (), "out", "Y", ("i", "e"), "output", (("i", "n"), ("e", "d")))]
 
 
 CASES: list[dict[str, int]] = [
