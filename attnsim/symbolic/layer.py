@@ -861,6 +861,9 @@ def past_divisors(
         sampling=True,
     )
     again.coords.update({k: v for k, v in ex.coords.items() if k.endswith("!")})  # the entry's coordinates
+    # the values computed before the failure (each proven as usual), and fresh names past theirs
+    again._memo.update(ex._memo)
+    again._fresh = ex._fresh
     try:
         got = again.value(node, pos)
     except ExecutionFailed as exc:
