@@ -57,7 +57,17 @@ carries a 0/1 guard flag g is g times a mean of squares, >= 0.
 proves one node of U equal to its statement (:class:`Cut`) at every entry of its grid in a region
 (:func:`prove_stage`); a later stage reads that node as an opaque function (its proof holds for
 every value of it) inside the region and as an unknown outside, and states its own claim in the
-opaque functions, which is checked to be the spec's once they are unfolded.
+opaque functions, which is checked to be the spec's once they are unfolded -- or, with
+``spec_over``, is the spec's own intermediate built over the cuts (:func:`statement_over_cuts`:
+refused unless every opaque function in it is a proven cut stating that intermediate).
+
+**Split sums, deltas, flags, row variances, padding rows** (the output stage; docs/semantics.md):
+a sum left at a capacity is split into its terms, its Kronecker deltas summed out and each piece
+truncated again (:meth:`LayerExecutor.retruncate`, :mod:`attnsim.symbolic.sumsplit`); an index
+conditional's conjuncts are decided one by one (:meth:`LayerExecutor.decide_conditions`); flags are
+compared in one form (:func:`attnsim.symbolic.flagform.merge_flags`); a variance is >= 0 when it is
+a mean of squares over a row read off its own squared total (:func:`row_variance_nonnegative`); a
+premise :class:`~attnsim.symbolic.padrows.PaddingRows` gives a cut one value per name on padding rows.
 """
 
 from __future__ import annotations

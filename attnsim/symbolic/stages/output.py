@@ -4,6 +4,20 @@ Over the ffn stage's Y1 and FFN 1 activations (opaque Y1(i, e), act(i, g)): at e
 of the out grid, U's ``Y`` equals [i < n] [e < d] out(i, e), the spec's output (FFN 2, the
 residual, LayerNorm 2 when post-norm with its variance through the Gram matrix W2 W2^T, or y1
 without an FFN); padding entries are 0, so the next pass reads a valid encoding.
+
+How it is proven (:func:`prove`, the five cases of :data:`CASES`: ffn = 0, and ffn = 1 for each
+residual and post; pre and gelu stay symbols, U's Y reads them only through the cuts): U's program
+is executed at a symbolic entry (i, e) of out, every coordinate free (no region: the padding rows
+and columns are part of the claim); the statement is the spec's own ``out`` over the opaque Y1 and
+act (``prove_stage(spec_over=...)``: the whole spec is never built).  FFN 2's sum over f < F and
+LayerNorm 2's sums over (e, f) < (D, F) are truncated to the true sizes, the latter after their
+terms are split and U's slot indicator [f = 0] is summed out (:mod:`attnsim.symbolic.sumsplit`);
+LayerNorm 2's variance, computed by U as (sum_e (2 c2 F + c2^2) + sum_{g, g'} act_g act_g'
+(W2 W2^T)[g, g']) / d - mu^2, is shown a mean of squares (the Gram term is sum_e F_e^2 by copies of
+a squared sum), so the divisor sqrt(var + eps) is > 0 (eps > 0) -- at a padding row under the
+premise :data:`PADDING`, stated in the Outcome for the cases that use it (post = 1); the masks'
+0/1 flags [i < n] [e < d] then absorb the row's values.  The premise is not discharged: it needs
+the ffn stage's statements on the padding rows too.
 """
 
 from __future__ import annotations
@@ -60,4 +74,4 @@ def prove(
 
 OUTPUT = Stage("output", goals, ("ffn",), prove)
 
-__all__ = ["OUTPUT", "goals"]
+__all__ = ["CASES", "OUTPUT", "OVER", "PADDING", "goals"]
