@@ -50,6 +50,19 @@ def test_y_equals_the_spec_for_every_size() -> None:
     assert premise in out.detail and "act~(i, g) (0 for g >= f)" in out.detail, out.detail
 
 
+def test_without_the_padding_premise_a_post_norm_row_is_not_proven() -> None:
+    """LayerNorm 2's variance at a padding row reads one unknown per node and entry (pad[...]): not
+    shown >= 0, and no counterexample (U's value is right wherever its divisors are > 0)."""
+    from attnsim.symbolic.layer import prove_stage
+    from attnsim.symbolic.stages import ffn, output
+
+    u = _symbolic_u()
+    cuts = {c.label: c for c in ffn.goals(u)}
+    (goal,) = output.goals(u)
+    out = prove_stage(u, goal, POST, 600, cuts=cuts, spec_over=output.OVER, flags=True, step_cap=120.0)
+    assert out.ok is None and "not shown > 0" in out.detail and "pad[" in out.detail, out.detail
+
+
 # -- the statement over cuts ---------------------------------------------------------------------
 def test_spec_over_refuses_a_function_that_is_no_cuts() -> None:
     from attnsim.symbolic.layer import prove_stage, statement_over_cuts
