@@ -898,6 +898,7 @@ def prove_stage(
     spec_flags: bool = False,
     spec_over: Mapping[str, str] | None = None,
     padding: PaddingRows | None = None,
+    past_divisors_search: bool = False,
 ) -> Outcome:
     """U's node ``goal.label`` at a symbolic position of ``goal.grid`` with coordinates in the
     goal's region equals its statement, in every option case, by the normal form.
@@ -912,7 +913,11 @@ def prove_stage(
     ``spec_over`` (spec intermediate -> a cut's opaque name, e.g. ``{"y1": "Y1"}``): the statement
     is the spec's own ``goal.part`` written over those cuts (:func:`statement_over_cuts`, refused
     unless every opaque function in it is a proven cut stating that intermediate), compared at that
-    level: the whole spec is not built."""
+    level: the whole spec is not built.  ``padding``: a premise on padding rows
+    (:class:`PaddingRows`), stated in the Outcome for the cases that used it.
+    ``past_divisors_search``: when a divisor is not shown > 0, U's value is executed again past it
+    and compared where the divisors are > 0 (:func:`past_divisors`; a counterexample or unknown:
+    it costs a second execution of the rest of the case)."""
     cut_map = {c.label: c for c in (cuts or {}).values()}
     over = spec_over is not None
     if spec_over is not None:
@@ -954,7 +959,7 @@ def prove_stage(
             got = ex.value(node, pos)
         except ExecutionFailed as exc:
             failed = Outcome(exc.outcome.ok, f"{goal.stage} ({what}): {exc.outcome.detail}")
-            if exc.outcome.ok is not None or "not shown > 0" not in exc.outcome.detail:
+            if not past_divisors_search or exc.outcome.ok is not None or "not shown > 0" not in exc.outcome.detail:
                 return failed
             # a divisor not shown > 0: search for a counterexample where U's divisors are > 0
             found = past_divisors(ex, node, pos, goal, cs, case, statement, witnesses, what)

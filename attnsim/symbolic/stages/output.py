@@ -69,6 +69,7 @@ def prove(
         flags=True,
         step_cap=120.0,
         padding=PADDING,
+        past_divisors_search=True,
     )
 
 

@@ -59,7 +59,9 @@ def test_without_the_padding_premise_a_post_norm_row_is_not_proven() -> None:
     u = _symbolic_u()
     cuts = {c.label: c for c in ffn.goals(u)}
     (goal,) = output.goals(u)
-    out = prove_stage(u, goal, POST, 600, cuts=cuts, spec_over=output.OVER, flags=True, step_cap=120.0)
+    out = prove_stage(
+        u, goal, POST, 600, cuts=cuts, spec_over=output.OVER, flags=True, step_cap=120.0, past_divisors_search=True
+    )
     assert out.ok is None and "not shown > 0" in out.detail and "pad[" in out.detail, out.detail
 
 
