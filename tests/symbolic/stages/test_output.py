@@ -288,3 +288,22 @@ def test_a_padding_rows_variance_is_nonnegative_only_under_the_premise() -> None
     assert ex.padding_used
     pads = lambda node, g_, e_, g2_: sp.Function(f"pad[{node}]")(i, e_, g_, g2_)
     assert not ex.positive(variance(pads))
+
+
+def test_an_index_conditional_keeps_the_conjuncts_z3_does_not_prove() -> None:
+    """decide_conditions drops the conjuncts proven at the position and gives 0 for a refuted one;
+    one that depends on the entry (e = 0 at a free e) stays a condition."""
+    from attnsim.rasp import expr as E
+    from attnsim.symbolic import layer
+
+    u = _symbolic_u()
+    con, caps = layer.setup(u)
+    ex = layer.LayerExecutor(con, 120, sources=u.map.sources(), options={"ffn": 1}, capacity=caps)
+    ex.step_cap = 120.0
+    i, e = E.Var("i!"), E.Var("e!")
+    ex.coords.update({"i!": u.N, "e!": u.D})
+    inside = (i >= 0) & (i < u.N)
+    assert E.render(ex.decide_conditions(E.if_(inside & e.eq(0), 1, 0))) == E.render(E.if_(e.eq(0), 1, 0))
+    assert E.render(ex.decide_conditions(E.if_(inside & (i >= u.N), 1, 0))) == E.render(E.if_(E.Const(0), 1, 0))
+    kept = E.if_((e < 1) & e.eq(0), 1, 0)  # neither conjunct decided at a free e
+    assert E.render(ex.decide_conditions(kept)) == E.render(kept)
