@@ -245,9 +245,7 @@ class Executor:
             args = [self.value(a, pos) for a in node.args]
             for k in node.fn.primitive.partial:  # a divisor (1/x, x/y, sqrt...): shown non-zero, else no claim
                 if not self.positive(args[k]):
-                    raise ExecutionFailed(
-                        Outcome.unknown(f"{node.label}: operand {sp.sstr(args[k])} of {node.fn.name} not shown > 0")
-                    )
+                    self.divisor_not_shown(node, args[k])
             out = node.fn.primitive.sympy(*args, *(self.param(p) for p in node.fn.consts))
             return simplify_conditions(from_piecewise(sp.sympify(out)))  # Ite, never Piecewise (see ite.py)
         if isinstance(node, C.Aggregate):
@@ -276,6 +274,12 @@ class Executor:
             raise ExecutionFailed(Outcome.unknown(f"{sel.label}: selector width out of the method's scope"))
         picked = [p for p in data if isinstance(p, C.Select)]
         return self.over_keys(structural[0], pos, lambda key: self.indicator(picked, key, pos))
+
+    def divisor_not_shown(self, node: C.Map | C.SequenceMap, operand: sp.Expr) -> None:
+        """A divisor not shown > 0: no claim (a subclass searching for a counterexample may go on)."""
+        assert isinstance(node.fn, C.Prim)
+        what = f"{node.label}: operand {sp.sstr(operand)} of {node.fn.name} not shown > 0"
+        raise ExecutionFailed(Outcome.unknown(what))
 
     @property
     def signs(self) -> Signs:

@@ -57,7 +57,17 @@ carries a 0/1 guard flag g is g times a mean of squares, >= 0.
 proves one node of U equal to its statement (:class:`Cut`) at every entry of its grid in a region
 (:func:`prove_stage`); a later stage reads that node as an opaque function (its proof holds for
 every value of it) inside the region and as an unknown outside, and states its own claim in the
-opaque functions, which is checked to be the spec's once they are unfolded.
+opaque functions, which is checked to be the spec's once they are unfolded -- or, with
+``spec_over``, is the spec's own intermediate built over the cuts (:func:`statement_over_cuts`:
+refused unless every opaque function in it is a proven cut stating that intermediate).
+
+**Split sums, deltas, flags, row variances, padding rows** (the output stage; docs/semantics.md):
+a sum left at a capacity is split into its terms, its Kronecker deltas summed out and each piece
+truncated again (:meth:`LayerExecutor.retruncate`, :mod:`attnsim.symbolic.sumsplit`); an index
+conditional's conjuncts are decided one by one (:meth:`LayerExecutor.decide_conditions`); flags are
+compared in one form (:func:`attnsim.symbolic.flagform.merge_flags`); a variance is >= 0 when it is
+a mean of squares over a row read off its own squared total (:func:`row_variance_nonnegative`); a
+premise :class:`~attnsim.symbolic.padrows.PaddingRows` gives a cut one value per name on padding rows.
 """
 
 from __future__ import annotations
@@ -79,12 +89,15 @@ from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Grid, Layout
 from attnsim.simulator.record import CAPACITY, TRUE, Source
 from attnsim.symbolic.execute import ExecutionFailed, sym
+from attnsim.symbolic.flagform import merge_flags
 from attnsim.symbolic.frame import FrameExecutor, _Program
 from attnsim.symbolic.ite import Ite
 from attnsim.symbolic.maxover import MaxOver
+from attnsim.symbolic.padrows import PaddingRows
 from attnsim.symbolic.positivity import Signs
-from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts
+from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts, given_parts
 from attnsim.symbolic.sums import equal_by_normal_form
+from attnsim.symbolic.sumsplit import row_variance_nonnegative, split_terms, sum_deltas
 
 OPTIONS = ("residual", "pre", "post", "gelu", "ffn")
 SIZE = {t: sp.Symbol(t, integer=True) for t in TRUE}
@@ -147,24 +160,9 @@ class Cut:
     args: tuple[str, ...]
     stage: str
     guard: tuple[tuple[str, str], ...] = ()  # 0/1 flags [a < t] the statement carries outside spec
-    part: str = ""  # set by :meth:`of_part` only: spec(cs) is spec_parts()[part] at the args
-
-    @classmethod
-    def of_part(
-        cls,
-        label: str,
-        grid: Grid,
-        below: tuple[tuple[str, str], ...],
-        part: str,
-        name: str,
-        args: tuple[str, ...],
-        stage: str,
-        guard: tuple[tuple[str, str], ...] = (),
-    ) -> Cut:
-        """A cut whose spec is the spec part ``part`` (one of :func:`spec_parts`) at the coordinates
-        ``args``: built here from the part, so :meth:`part_call` stands for it exactly."""
-        build = spec_parts()[part]
-        return cls(label, grid, below, lambda cs: build(*(cs[a] for a in args)), name, args, stage, guard, part)
+    # the spec's intermediate (encoder_layer_parts) that spec(cs) is, at (cs[a] for a in args); "" if
+    # none (build such a cut with part_cut: then the two agree by construction)
+    part: str = ""
 
     def part_call(self, args: tuple[Any, ...]) -> Any:
         """The spec at ``args`` as the unbuilt call ``spec.<part>(args)`` (an uninterpreted function
@@ -199,6 +197,22 @@ class Cut:
         )
 
 
+def part_cut(
+    label: str,
+    grid: Grid,
+    below: tuple[tuple[str, str], ...],
+    part: str,
+    name: str,
+    args: tuple[str, ...],
+    stage: str,
+    guard: tuple[tuple[str, str], ...] = (),
+) -> Cut:
+    """A cut whose statement is the spec's intermediate ``part`` at its arguments, times the guard
+    flags: spec and ``part`` agree by construction (what :func:`statement_over_cuts` relies on)."""
+    spec = lambda cs: spec_parts()[part](*(cs[a] for a in args))
+    return Cut(label, grid, below, spec, name, args, stage, guard, part=part)
+
+
 @dataclass(frozen=True)
 class RowWitness:
     """A premise of the domain, stated in the Outcome of every proof that uses it: every row
@@ -226,6 +240,12 @@ class LayerExecutor(FrameExecutor):
     # once, shared by the executors of one run)
     intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)
     witnesses: tuple[RowWitness, ...] = ()  # premises of the domain (see witnessed_sum)
+    padding: PaddingRows | None = None  # a premise on padding rows (see cut_value)
+    padding_used: bool = False  # a step relied on it (a variance read its values)
+    # counterexample search only: a divisor not shown > 0 is recorded here instead of failing (its
+    # value is then checked > 0 at the sampled point before U's value there is trusted)
+    sampling: bool = False
+    unshown: list[Any] = field(default_factory=list)
 
     def token(self, pos: E.Expr) -> sp.Expr:
         blocks = [g.block for g, _ in self.sources]
@@ -301,10 +321,28 @@ class LayerExecutor(FrameExecutor):
         """An index Map's value with each conditional Z3 decides at this position replaced by its
         branch (``settle``: e.g. ``If(p in grid, coordinate, -1)`` at a key proven inside the grid
         is the coordinate), then as the executor reads any index expression."""
-        ix = self.settle(self.norm(ix.substitute({"length": self.con.layout.length})))
+        ix = self.decide_conditions(self.settle(self.norm(ix.substitute({"length": self.con.layout.length}))))
         if E.is_truth_valued(ix):
             ix = self.decide(ix)
         return self.to_value(ix)
+
+    def divisor_not_shown(self, node: C.Map | C.SequenceMap, operand: sp.Expr) -> None:
+        if not self.sampling:
+            super().divisor_not_shown(node, operand)
+        self.unshown.append(operand)
+
+    def decide_conditions(self, e: E.Expr) -> E.Expr:
+        """``e`` with the condition of each conditional left undecided by ``settle`` reduced by
+        :meth:`decide` (its conjuncts Z3 proves true dropped; 0 when one is proven false): e.g. a
+        grid indicator ``If(p in grid and f == 0, 1, 0)`` read at a key inside the grid is
+        ``If(f == 0, 1, 0)``, a Kronecker delta that :func:`sum_deltas` sums out."""
+        if isinstance(e, E.If):
+            return E.If(self.decide(e.cond), self.decide_conditions(e.a), self.decide_conditions(e.b))
+        if isinstance(e, E.BinOp):
+            return E.BinOp(e.op, self.decide_conditions(e.a), self.decide_conditions(e.b))
+        if isinstance(e, E.Not):
+            return E.Not(self.decide_conditions(e.a))
+        return e
 
     def known_below(self, c: E.Expr, true: str) -> bool:
         """``c < true`` without Z3: c is 0 (a true size is >= 1) or an entry coordinate the stage
@@ -323,7 +361,12 @@ class LayerExecutor(FrameExecutor):
         self.steps.append(f"{cut.label}: the proven stage {cut.stage} (cut)")
         if not undecided:
             return cut.opaque(cs)
-        return Ite(sp.And(*(sp.Lt(cs[a], SIZE[t]) for a, t in undecided)), cut.opaque(cs), cut.pad(cs))
+        region = sp.And(*(sp.Lt(cs[a], SIZE[t]) for a, t in undecided))
+        if self.padding is not None and self.padding.covers(cut.name):
+            # both branches carry the cut's guard flags: [g] Ite(region, name(args), name~(args))
+            args = tuple(cs[a] for a in cut.args)
+            return cut.flags(cs) * Ite(region, sp.Function(cut.name)(*args), self.padding.value(cut.name, args))
+        return Ite(region, cut.opaque(cs), cut.pad(cs))
 
     def guarded_max(self, node: C.Aggregate, pos: E.Expr) -> sp.Expr:
         """A max head over ``structural & data``: the opaque max over the structural listing of
@@ -348,7 +391,24 @@ class LayerExecutor(FrameExecutor):
 
     def over_keys(self, sel: C.Selector, pos: E.Expr, body_at: Any, combine: str = "sum") -> sp.Expr:
         total = super().over_keys(sel, pos, body_at, combine)
-        return self.truncate(total) if combine == "sum" else total
+        return self.retruncate(self.truncate(total)) if combine == "sum" else total
+
+    def at_capacity(self, s: Any) -> bool:
+        """A Sum with a limit over a whole capacity [0, C) (not yet cut to a true size)."""
+        caps = [sp.expand(c) for c in self.capacity.values()]
+        return any(lo == 0 and any(sp.expand(hi + 1 - c) == 0 for c in caps) for _, lo, hi in s.limits)
+
+    def retruncate(self, e: Any) -> Any:
+        """A sum left at a capacity because its terms carry different guards: split into its terms
+        (:func:`split_terms`), the Kronecker deltas summed out (:func:`sum_deltas`), and each piece
+        truncated again (:meth:`truncate`).  E.g. U's ``sum_{e, f} ([f = 0] c2(e) + act(f) w2[e, f])``:
+        the first term is ``sum_e c2(e)``, the second ``sum_{f < f} ...``."""
+        sums = [x for x in sp.sympify(e).atoms(sp.Sum) if self.at_capacity(x)]
+        if not sums:
+            return e
+        split = sp.sympify(e).replace(lambda x: isinstance(x, sp.Sum) and self.at_capacity(x), split_terms)
+        summed = sum_deltas(split, self.signs, self.steps)
+        return summed.replace(lambda x: isinstance(x, sp.Sum) and self.at_capacity(x), self.truncate)
 
     # -- key listings through a selector's proven intent ---------------------------------------
     def intent_of(self, sel: C.Selector) -> Intent | None:
@@ -460,7 +520,13 @@ class LayerExecutor(FrameExecutor):
         if isinstance(e, sp.Pow) and e.exp.is_real:
             return self.positive(e.base)
         if isinstance(e, sp.Add) and EPS in e.args:
-            return self.nonnegative_variance(e - EPS) or self.flagged_nonnegative_variance(e - EPS)
+            var = e - EPS
+            if self.nonnegative_variance(var) or self.flagged_nonnegative_variance(var):
+                return True
+            if row_variance_nonnegative(var, self.signs, self.steps):
+                self.padding_used |= PaddingRows.reads(var)
+                return True
+            return False
         if isinstance(e, sp.Sum) and self.witnessed_sum(e):
             return True
         return False
@@ -665,6 +731,48 @@ def spec_parts() -> dict[str, Any]:
     return encoder_layer_parts(SymbolicAlg(), ops, SIZE)
 
 
+def statement_over_cuts(
+    goal: Cut, spec_over: Mapping[str, str], cuts: Mapping[str, Cut]
+) -> tuple[Callable[[dict[str, Any]], Any] | None, str]:
+    """The goal's statement written over proven cuts: the spec's intermediate ``goal.part`` with each
+    intermediate of ``spec_over`` (spec part -> opaque name) given as that opaque function
+    (:func:`attnsim.symbolic.specs.given_parts`), times the goal's guard flags; and "" -- or
+    (None, why) when refused: a name that is no cut's, a cut that states another intermediate (or
+    none), a goal that is no intermediate, an opaque function in the statement that is no cut's.
+    Each cut named states exactly its intermediate (``Cut.part``, with the same arguments), so the
+    statement unfolded is ``goal.spec`` by construction of ``encoder_layer_parts``: the whole spec
+    (slow to build: the layer up to the cuts) is never built."""
+    by_name: dict[str, list[Cut]] = {}
+    for c in cuts.values():
+        by_name.setdefault(c.name, []).append(c)
+    if not goal.part:
+        return None, f"spec_over refused: {goal.label}'s statement names no intermediate of the spec"
+    for part, name in spec_over.items():
+        holders = by_name.get(name, [])
+        if not holders:
+            return None, (
+                f"spec_over refused: {name} (given for the spec's {part}) is not a proven cut's name "
+                f"(cuts: {', '.join(sorted(by_name)) or 'none'})"
+            )
+        wrong = [c for c in holders if c.part != part]
+        if wrong:
+            return None, (
+                f"spec_over refused: the cut {wrong[0].label} named {name} states "
+                f"{wrong[0].part or 'no intermediate'}, not the spec's {part}"
+            )
+    ops = {nm: sp.IndexedBase(nm) for nm in ENCODER_LAYER.operands}
+    try:
+        parts = given_parts(ops, SIZE, {part: sp.Function(name) for part, name in spec_over.items()})
+    except ValueError as exc:
+        return None, f"spec_over refused: {exc}"
+    stmt = lambda cs: goal.flags(cs) * parts[goal.part](*(cs[a] for a in goal.args))
+    probe = sp.sympify(stmt({a: sp.Symbol(f"{a}!", integer=True) for a in goal.grid.axes}))
+    foreign = sorted({str(x.func) for x in probe.atoms(sp.core.function.AppliedUndef)} - set(by_name))
+    if foreign:
+        return None, f"spec_over refused: the statement reads {', '.join(foreign)}, no proven cut's name"
+    return stmt, ""
+
+
 def fix(e: Any, options: dict[str, int]) -> Any:
     """``e`` with the option operands of a case replaced by their 0/1 values."""
     return sp.sympify(e).xreplace({sp.IndexedBase(k)[0, 0, 0]: sp.Integer(v) for k, v in options.items()})
@@ -688,6 +796,18 @@ def node_of(u: Any, label: str) -> C.SOp:
 
 
 SAMPLE = {"N": 3, "D": 3, "H": 3, "K": 3, "F": 3, "n": 2, "d": 2, "hh": 2, "k": 2, "f": 2}
+# the entry sampled; then the same entry with n = 1 and with d = 1 (row i = 1 or column e = 1 past
+# its true size: a padding entry, where U must give 0); the last entry of a full capacity; the origin
+ENTRY = {"h!": 1, "i!": 1, "j!": 0, "e!": 1, "f!": 0, "h2!": 1, "l!": 1, "f2!": 1, "c!": 1}
+_FULL = {**SAMPLE, **{t: SAMPLE[c] for c, t in zip("NDHKF", ("n", "d", "hh", "k", "f"), strict=True)}}
+_COORDS = ("h!", "i!", "j!", "e!", "f!", "h2!", "l!", "f2!", "c!")
+POINTS = (
+    {**SAMPLE, **ENTRY},
+    {**SAMPLE, **ENTRY, "n": 1},
+    {**SAMPLE, **ENTRY, "d": 1},
+    {**_FULL, **dict.fromkeys(_COORDS, SAMPLE["N"] - 1)},  # every true size at the capacity, the last entry
+    {**SAMPLE, **dict.fromkeys(_COORDS, 0)},  # the origin
+)
 
 
 def _sample(e: Any, point: dict[str, int], fixed: Mapping[str, int] | None = None) -> Any:
@@ -706,26 +826,28 @@ def _sample(e: Any, point: dict[str, int], fixed: Mapping[str, int] | None = Non
     return e.xreplace(rep)
 
 
-def sample_points() -> list[dict[str, int]]:
-    """The points :func:`refuted` tries, in order: true sizes below the capacity at inner
-    coordinates; every true size at the capacity with every coordinate at its last value (the last
-    row, column or head); true sizes 1 with coordinates 1 (padding entries); every coordinate 0."""
-    coords = ("h!", "i!", "j!", "e!", "f!", "h2!", "l!", "f2!", "c!")
-    inner = {**SAMPLE, **dict.fromkeys(coords, 1), "j!": 0, "f!": 0}
-    full = {**SAMPLE, **{t: SAMPLE[c] for c, t in zip("NDHKF", ("n", "d", "hh", "k", "f"), strict=True)}}
-    last = {**full, **{c: SAMPLE["N"] - 1 for c in coords}}
-    padding = {**SAMPLE, **dict.fromkeys(("n", "d", "hh", "k", "f"), 1), **dict.fromkeys(coords, 1)}
-    return [inner, last, padding, {**SAMPLE, **dict.fromkeys(coords, 0)}]
-
-
-def refuted(what: str, got: Any, want: Any, shown: str, fixed: Mapping[str, int] | None = None) -> Outcome:
-    """A counterexample when U's value and the statement differ at one of the
-    :func:`sample_points`, else unknown."""
-    for point in sample_points():
+def refuted(
+    what: str,
+    got: Any,
+    want: Any,
+    shown: str,
+    fixed: Mapping[str, int] | None = None,
+    divisors: tuple[Any, ...] = (),
+) -> Outcome:
+    """A counterexample when U's value and the statement differ at one of the sampled points
+    (:data:`POINTS`: a true entry, padding entries, the last capacity entry, the origin), else
+    unknown.  ``divisors``: divisors of U's value not shown > 0 (a counterexample search past
+    them): a point counts only where each evaluates to a positive number (U's value there is then the expression's)."""
+    problem = ""
+    for point in POINTS:
         try:
             a, b = _sample(got, point, fixed), _sample(want, point, fixed)
+            lows = [sp.N(_sample(x, point, fixed), 50) for x in divisors]
         except (TypeError, ValueError) as exc:  # a value that does not evaluate: no counterexample
-            return Outcome.unknown(f"{what}: U's value and the statement are not shown equal ({exc}): {shown[:300]}")
+            problem = f" ({exc})"
+            continue
+        if not all(x.is_number and x.is_extended_real and x > 0 for x in lows):
+            continue
         diff = sp.N(a - b, 50)  # exact for rational values; else 50 digits, far above any rounding here
         if diff.is_number and diff.is_extended_real and diff.is_finite and abs(diff) > sp.Float(10) ** -30:
             free = sp.sympify(got - want).free_symbols
@@ -734,10 +856,52 @@ def refuted(what: str, got: Any, want: Any, shown: str, fixed: Mapping[str, int]
             held = "".join(f", {k} = {v}" for k, v in (fixed or {}).items())
             opaque = sorted({str(x.func) for x in sp.sympify(got - want).atoms(sp.core.function.AppliedUndef)})
             sampled = "operands" + (f" and the opaque values {', '.join(opaque)}" if opaque else "")
+            past = f"; the divisors not shown > 0 are > 0 there: {len(divisors)}" if divisors else ""
             return Outcome.bad(
-                f"{what}: counterexample at {where} ({sampled} fixed rationals{held}): U gives {a}, the spec {b}"
+                f"{what}: counterexample at {where} ({sampled} fixed rationals{held}): U gives {a}, the spec {b}{past}"
             )
-    return Outcome.unknown(f"{what}: U's value and the statement are not shown equal: {shown[:300]}")
+    return Outcome.unknown(f"{what}: U's value and the statement are not shown equal{problem}: {shown[:300]}")
+
+
+def past_divisors(
+    ex: LayerExecutor,
+    node: C.SOp,
+    pos: E.Expr,
+    goal: Cut,
+    cs: dict[str, Any],
+    case: dict[str, int],
+    statement: Callable[[dict[str, Any]], Any] | None,
+    witnesses: tuple[RowWitness, ...],
+    what: str,
+) -> Outcome:
+    """U's value computed again with the divisors it could not show > 0 recorded (``sampling``), and
+    :func:`refuted` at the points where each is > 0: a counterexample, or unknown."""
+    again = LayerExecutor(
+        ex.con,
+        max(0.5, ex.timeout),
+        sources=ex.sources,
+        options=ex.options,
+        capacity=ex.capacity,
+        below=ex.below,
+        cuts=ex.cuts,
+        step_cap=ex.step_cap,
+        intent_proofs=ex.intent_proofs,
+        witnesses=ex.witnesses,
+        padding=ex.padding,
+        sampling=True,
+    )
+    again.coords.update({k: v for k, v in ex.coords.items() if k.endswith("!")})  # the entry's coordinates
+    # the values computed before the failure (each proven as usual), and fresh names past theirs
+    again._memo.update(ex._memo)
+    again._fresh = ex._fresh
+    try:
+        got = again.value(node, pos)
+    except ExecutionFailed as exc:
+        return exc.outcome
+    want = fix(goal.statement(cs) if statement is None else statement(cs), case)
+    fixed = {k: v for w in witnesses for k, v in w.sample}
+    where = f"{goal.stage} ({what}): {goal.label} at {goal.grid.name}"
+    return refuted(where, got, want, "", fixed, tuple(again.unshown))
 
 
 def prove_stage(
@@ -752,6 +916,9 @@ def prove_stage(
     step_cap: float = 20.0,
     witnesses: tuple[RowWitness, ...] = (),
     spec_flags: bool = False,
+    spec_over: Mapping[str, str] | None = None,
+    padding: PaddingRows | None = None,
+    past_divisors_search: bool = False,
 ) -> Outcome:
     """U's node ``goal.label`` at a symbolic position of ``goal.grid`` with coordinates in the
     goal's region equals its statement, in every option case, by the normal form.
@@ -762,7 +929,23 @@ def prove_stage(
     claim in a form other than the spec's).  ``flags``: U's value is compared in its 0/1-flag form
     (:func:`as_flags`, then :func:`absorb_flags`); ``spec_flags``: the statement too, where the
     flagged branch is shown finite (:meth:`LayerExecutor.as_flags_where_finite`).  ``witnesses``:
-    premises of the domain the proof may use (:class:`RowWitness`), stated in the Outcome."""
+    premises of the domain the proof may use (:class:`RowWitness`), stated in the Outcome.
+    ``spec_over`` (spec intermediate -> a cut's opaque name, e.g. ``{"y1": "Y1"}``): the statement
+    is the spec's own ``goal.part`` written over those cuts (:func:`statement_over_cuts`, refused
+    unless every opaque function in it is a proven cut stating that intermediate), compared at that
+    level: the whole spec is not built.  ``padding``: a premise on padding rows
+    (:class:`PaddingRows`), stated in the Outcome for the cases that used it.
+    ``past_divisors_search``: when a divisor is not shown > 0, U's value is executed again past it
+    and compared where the divisors are > 0 (:func:`past_divisors`; a counterexample or unknown:
+    it costs a second execution of the rest of the case)."""
+    cut_map = {c.label: c for c in (cuts or {}).values()}
+    over = spec_over is not None
+    if spec_over is not None:
+        if statement is not None:
+            raise ValueError("prove_stage: give statement or spec_over, not both")
+        statement, why = statement_over_cuts(goal, spec_over, cut_map)
+        if statement is None:
+            return Outcome.unknown(f"{goal.stage}: {why}")
     con, caps = setup(u)
     node = node_of(u, goal.label)
     grid = goal.grid
@@ -771,10 +954,10 @@ def prove_stage(
     below = {vs[a].name: t for a, t in goal.below}
     cs = {a: sym(v) for a, v in vs.items()}
     pos = grid.position(*(vs[a] for a in grid.axes))
-    cut_map = {c.label: c for c in (cuts or {}).values()}
     t0 = time.perf_counter()
     steps = 0
     done = []
+    padded: list[str] = []  # the cases that used the padding premise
     intent_proofs: dict[tuple[int, int], Outcome] = {}  # selectors proven their intents, shared by the cases
     for case in cases:
         ex = LayerExecutor(
@@ -788,21 +971,28 @@ def prove_stage(
             step_cap=step_cap,
             intent_proofs=intent_proofs,
             witnesses=witnesses,
+            padding=padding,
         )
         ex.coords.update(coords)
         what = ", ".join(f"{k} = {v}" for k, v in case.items()) or "every option a symbol"
         try:
             got = ex.value(node, pos)
         except ExecutionFailed as exc:
-            return Outcome(exc.outcome.ok, f"{goal.stage} ({what}): {exc.outcome.detail}")
+            failed = Outcome(exc.outcome.ok, f"{goal.stage} ({what}): {exc.outcome.detail}")
+            if not past_divisors_search or exc.outcome.ok is not None or "not shown > 0" not in exc.outcome.detail:
+                return failed
+            # a divisor not shown > 0: search for a counterexample where U's divisors are > 0
+            found = past_divisors(ex, node, pos, goal, cs, case, statement, witnesses, what)
+            return found if found.ok is False else failed
         want = fix(goal.statement(cs) if statement is None else statement(cs), case)
-        mine = absorb_flags(as_flags(got)) if flags else got
+        mine = merge_flags(absorb_flags(as_flags(got))) if flags else got
         theirs = ex.as_flags_where_finite(want) if spec_flags else want
+        theirs = merge_flags(theirs) if flags else theirs
         same, shown_nf, _ = equal_by_normal_form(mine, theirs)
         if not same:
             fixed = {k: v for w in witnesses for k, v in w.sample}
             return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf, fixed)
-        if statement is not None:
+        if statement is not None and not over:
             same, by_parts = False, False
             used = [c for c in cut_map.values() if sp.sympify(want).has(sp.Function(c.name))]
             if goal.part and used and all(c.part for c in used):
@@ -827,6 +1017,8 @@ def prove_stage(
         steps += len(ex.steps)
         variances = sum(st.startswith("variance") for st in ex.steps)
         done.append(what + (f" (a variance shown a mean of squares {variances} time(s))" if variances else ""))
+        if ex.padding_used:
+            padded.append(what)
     region = ", ".join(f"{a} < {t}" for a, t in goal.below)
     return Outcome.good(
         f"for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (eps > 0): "
@@ -834,7 +1026,24 @@ def prove_stage(
         f"{goal.label} == its statement; cases {'; '.join(done)}; {steps} Z3/normal-form step(s)"
         + (f"; premises: the proven stages {', '.join(sorted({c.stage for c in cut_map.values()}))}" if cut_map else "")
         + "".join(f"; premise: {w.text}" for w in witnesses)
+        + (f"; premise (cases {'; '.join(padded)}): {padding.text}" if padding is not None and padded else "")
+        + (
+            f"; stated over the cuts {', '.join(f'{v} = {k}' for k, v in spec_over.items())} (the spec's own "
+            f"{goal.part} with those intermediates given)"
+            if spec_over
+            else ""
+        )
     )
 
 
-__all__ = ["Cut", "LayerExecutor", "RowWitness", "fix", "option_cases", "prove_stage", "spec_parts"]
+__all__ = [
+    "Cut",
+    "LayerExecutor",
+    "RowWitness",
+    "fix",
+    "option_cases",
+    "part_cut",
+    "prove_stage",
+    "spec_parts",
+    "statement_over_cuts",
+]

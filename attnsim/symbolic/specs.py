@@ -461,13 +461,31 @@ def _encoder_layer(alg: Any, ops: Mapping[str, Any], _h: Any, i: Any, e: Any, sz
     return encoder_layer_parts(alg, ops, sz)["out"](i, e)
 
 
-def encoder_layer_parts(alg: Any, ops: Mapping[str, Any], sz: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
+def encoder_layer_parts(
+    alg: Any,
+    ops: Mapping[str, Any],
+    sz: Mapping[str, Any],
+    given: Mapping[str, Callable[..., Any]] | None = None,
+) -> dict[str, Callable[..., Any]]:
     """The statement of ENCODER_LAYER as its named intermediate quantities (stage proofs state
     their claims in them): z1(r, t), proj(part, r, h, c), logit(h, r, l), weight(h, r, j),
     attn(r, t), y1_in(r, t), y1(r, t), z2(r, t), act(r, g), y2_in(r, t), out(i, e).
 
+    ``given`` (name -> function of the same coordinates) replaces those intermediates: every later
+    one is then written over the given function instead of the definition (e.g. ``out`` over an
+    opaque y1 and act, which a stage proof reads from earlier stages: :func:`given_parts`).  With
+    the definitions given, it is the same statement (the definitions are substituted back).
+
     Every intermediate is a function of its coordinates, memoized per entry (the same value is
     read by many sums; memoizing changes no value, only the concrete evaluation's cost)."""
+    given = dict(given or {})
+    unknown = set(given) - set(PART_NAMES)
+    if unknown:
+        raise SpecError(f"given intermediates {sorted(unknown)} are not parts of ENCODER_LAYER: {PART_NAMES}")
+
+    def pick(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        return given.get(name, fn)
+
     n, d, hh, k, f = sz["n"], sz["d"], sz["hh"], sz["k"], sz["f"]
     hk = hh * k
     vec = lambda name, r: ops[name][0, 0, r]  # a vector operand is one row, (1, len)
@@ -498,15 +516,21 @@ def encoder_layer_parts(alg: Any, ops: Mapping[str, Any], sz: Mapping[str, Any])
     def z1(r: Any, t: Any) -> Any:  # the attention's input: norm1(X) when pre, else X
         return alg.if_true(opt("pre"), lambda: ln1_x(r, t), lambda: x(r, t))
 
+    z1 = pick("z1", z1)
+
     @cached
     def proj(part: int, r: Any, hd: Any, c: Any) -> Any:  # part 0, 1, 2: q, k, v of head hd, coordinate c
         row = part * hk + hd * k + c
         return alg.sum(lambda t: z1(r, t) * ops["in_proj_weight"][0, row, t], d) + vec("in_proj_bias", row)
 
+    proj = pick("proj", proj)
+
     @cached
     def logit(hd: Any, r: Any, l: Any) -> Any:  # noqa: E741
         qk = alg.sum(lambda c: proj(0, r, hd, c) * proj(1, l, hd, c), k)
         return opt("scale") * qk + ops["additive"][0, r, l]
+
+    logit = pick("logit", logit)
 
     @cached
     def weight(hd: Any, r: Any, j: Any) -> Any:  # softmax over the unblocked keys, as 1 / sum exp(s_l - s_j)
@@ -520,15 +544,21 @@ def encoder_layer_parts(alg: Any, ops: Mapping[str, Any], sz: Mapping[str, Any])
 
         return alg.if_true(ops["blocked"][0, r, j], lambda: 0, lambda: 1 / denominator())
 
+    weight = pick("weight", weight)
+
     @cached
     def attn(r: Any, t: Any) -> Any:  # concat_h(A_h V_h) out_proj.weight^T + out_proj.bias
         head = lambda hd, c: alg.sum(lambda j: weight(hd, r, j) * proj(2, j, hd, c), n)
         per_head = lambda hd: alg.sum(lambda c: ops["out_proj_weight"][0, t, hd * k + c] * head(hd, c), k)
         return alg.sum(per_head, hh) + vec("out_proj_bias", t)
 
+    attn = pick("attn", attn)
+
     @cached
     def y1_in(r: Any, t: Any) -> Any:
         return attn(r, t) + alg.if_true(opt("residual"), lambda: x(r, t), lambda: 0)
+
+    y1_in = pick("y1_in", y1_in)
 
     ln1_y = layer_norm(y1_in, "norm1_weight", "norm1_bias")
 
@@ -536,25 +566,33 @@ def encoder_layer_parts(alg: Any, ops: Mapping[str, Any], sz: Mapping[str, Any])
     def y1(r: Any, t: Any) -> Any:  # after the attention block: norm1(...) when post
         return alg.if_true(opt("post"), lambda: ln1_y(r, t), lambda: y1_in(r, t))
 
+    y1 = pick("y1", y1)
+
     ln2_y = layer_norm(y1, "norm2_weight", "norm2_bias")
 
     @cached
     def z2(r: Any, t: Any) -> Any:  # the FFN's input: norm2(y1) when pre
         return alg.if_true(opt("pre"), lambda: ln2_y(r, t), lambda: y1(r, t))
 
+    z2 = pick("z2", z2)
+
     @cached
     def act(r: Any, g: Any) -> Any:
         u = alg.sum(lambda t: z2(r, t) * ops["linear1_weight"][0, g, t], d) + vec("linear1_bias", g)
         return alg.if_true(opt("gelu"), lambda: u * (1 + alg.erf(u / alg.sqrt(2))) / 2, lambda: alg.relu(u))
+
+    act = pick("act", act)
 
     @cached
     def y2_in(r: Any, t: Any) -> Any:
         ffn = alg.sum(lambda g: act(r, g) * ops["linear2_weight"][0, t, g], f) + vec("linear2_bias", t)
         return ffn + alg.if_true(opt("residual"), lambda: y1(r, t), lambda: 0)
 
+    y2_in = pick("y2_in", y2_in)
+
     ln2_out = layer_norm(y2_in, "norm2_weight", "norm2_bias")
 
-    def out(i: Any, e: Any) -> Any:
+    def out(i: Any, e: Any) -> Any:  # never given: it is the statement
         return alg.if_true(
             opt("ffn"),
             lambda: alg.if_true(opt("post"), lambda: ln2_out(i, e), lambda: y2_in(i, e)),
@@ -562,8 +600,21 @@ def encoder_layer_parts(alg: Any, ops: Mapping[str, Any], sz: Mapping[str, Any])
         )
 
     parts = (z1, proj, logit, weight, attn, y1_in, y1, z2, act, y2_in, out)
-    names = ("z1", "proj", "logit", "weight", "attn", "y1_in", "y1", "z2", "act", "y2_in", "out")
-    return dict(zip(names, parts, strict=True))
+    return dict(zip(PART_NAMES, parts, strict=True))
+
+
+#: the intermediate quantities of :func:`encoder_layer_parts`, in order
+PART_NAMES = ("z1", "proj", "logit", "weight", "attn", "y1_in", "y1", "z2", "act", "y2_in", "out")
+
+
+def given_parts(
+    ops: Mapping[str, Any], sz: Mapping[str, Any], given: Mapping[str, Callable[..., Any]]
+) -> dict[str, Callable[..., Any]]:
+    """ENCODER_LAYER's intermediates on SymPy operands with those of ``given`` replaced (e.g. by
+    opaque functions a stage proof reads from earlier stages): ``given_parts(ops, sz, {"y1": Y1,
+    "act": A})["out"]`` is the layer's output written over Y1 and A (small: the layer before y1 is
+    never built)."""
+    return encoder_layer_parts(SymbolicAlg(), ops, sz, given)
 
 
 ENCODER_LAYER = Spec(
@@ -653,6 +704,7 @@ __all__ = [
     "MATMUL",
     "MAXMIN",
     "PARITY",
+    "PART_NAMES",
     "RELU",
     "SOFTMAX",
     "SPECS",
@@ -664,4 +716,5 @@ __all__ = [
     "SpecError",
     "SymbolicAlg",
     "encoder_layer_parts",
+    "given_parts",
 ]

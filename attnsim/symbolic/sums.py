@@ -13,10 +13,12 @@ never called here.  Instead both sides are rewritten by rules that hold for ever
    variables become the same object; **order** (Fubini): the limits of a multiple sum whose
    bounds are independent are tried in every order and the smallest text is kept; **distributivity**:
    a sum factor inside a sum's body joins it, ``Sum_v c Sum_w g = Sum_{v, w} c g`` (inner bound
-   names made apart first), so nested sums become one multiple sum (a prenex form);
+   names made apart first), so nested sums become one multiple sum (a prenex form); a power of a sum
+   is that many copies of it, ``Sum_v c (Sum_w g)^2 = Sum_{v, w, w'} c g(w) g(w')``;
 4. **exp of a sum**: ``exp(a + b) = exp(a) exp(b)`` (SymPy's ``expand``; the values are real);
-6. **flags**: ``Ite(c, 1, 0) != 0`` is ``c`` (conditional values are ``Ite``, never ``Piecewise``,
-   which SymPy folds out of sums: :mod:`attnsim.symbolic.ite`);
+6. **flags**: ``Ite(c, 1, 0) != 0`` is ``c``, and ``Ite(c, 1, 0)^k = Ite(c, 1, 0)`` for k >= 1
+   (conditional values are ``Ite``, never ``Piecewise``, which SymPy folds out of sums:
+   :mod:`attnsim.symbolic.ite`);
 7. **guards**: in the then-branch of ``Ite(c, a, b)`` c is true, in the else-branch false;
 8. **truncation**: ``Sum_{v=lo}^{hi} Ite(v < m, f, 0) = Sum_{v=lo}^{m-1} f`` when
    ``lo <= m <= hi + 1``, decided by SymPy's assumptions on the symbols (the executor gives sizes,
@@ -75,6 +77,13 @@ def _flag_condition(e: Any) -> Any:
     if isinstance(e, sp.Ne) and e.args[1] == 0 and _is_flag(e.args[0]):
         return e.args[0].args[0]
     return e
+
+
+def _flag_powers(e: Any) -> Any:
+    """``Ite(c, 1, 0)^k`` (k a positive integer) as ``Ite(c, 1, 0)``: 0^k = 0, 1^k = 1."""
+    return e.replace(
+        lambda x: isinstance(x, sp.Pow) and _is_flag(x.base) and x.exp.is_Integer and x.exp > 0, lambda x: x.base
+    )
 
 
 def _is_flag(e: Any) -> bool:
@@ -144,7 +153,7 @@ def _prenex(dep: Any, var: Any, lo: Any, hi: Any) -> Any:
     ``Sum_v c Sum_w g = Sum_{v, w} c g`` (the inner bound names are made apart first)."""
     body: Any = sp.Integer(1)
     limits: list[tuple[Any, Any, Any]] = []
-    for f in sp.Mul.make_args(dep):
+    for f in _sum_copies(sp.Mul.make_args(dep)):
         if isinstance(f, sp.Sum):
             apart = {lim[0]: sp.Dummy("w") for lim in f.limits}
             body *= f.function.xreplace(apart)
@@ -153,6 +162,18 @@ def _prenex(dep: Any, var: Any, lo: Any, hi: Any) -> Any:
             body *= f
     limits.append((var, lo, hi))
     return _canonical_sum(body, limits)
+
+
+def _sum_copies(factors: tuple[Any, ...]) -> list[Any]:
+    """A power ``Sum(g)^k`` (k a positive integer) as k copies of the Sum (each made apart when it
+    joins the multiple sum): ``(Sum_w g(w))^2 = Sum_w g(w) Sum_w' g(w')``."""
+    out: list[Any] = []
+    for f in factors:
+        if isinstance(f, sp.Pow) and isinstance(f.base, sp.Sum) and f.exp.is_Integer and f.exp > 0:
+            out += [f.base] * int(f.exp)
+        else:
+            out.append(f)
+    return out
 
 
 def _canonical_sum(body: Any, limits: list[tuple[Any, Any, Any]]) -> Any:
@@ -176,6 +197,8 @@ def equal_by_normal_form(a: Any, b: Any) -> tuple[bool, str, Any]:
     """(True, the common normal form, 0) when a - b normalizes to 0; else (False, shown, the difference)."""
     na, nb = normal_form(a), normal_form(b)
     diff = sp.expand(na - nb)
+    if diff != 0:  # rule 6: a positive power of a 0/1 flag is the flag (expand makes [c] [c] = [c]^2)
+        diff = sp.expand(_flag_powers(diff))
     if diff == 0:
         return True, f"both normalize to {sp.sstr(na)}", diff
     return False, sp.sstr(diff), diff

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import Cut, spec_parts
+from attnsim.symbolic.layer import Cut, part_cut
 from attnsim.symbolic.stages import Stage
 
 # U's nodes: label, grid, the axes of the statement's arguments (row, feature)
@@ -27,14 +27,9 @@ ACT = (
 
 def goals(u: Any) -> list[Cut]:
     """U's Y1 and FFN 1 activations where they are held."""
-    parts = spec_parts()
     grids = {g.name: g for g in u.stage_grids}
-
-    def part(name: str, args: tuple[str, str]) -> Any:
-        return lambda cs: parts[name](cs[args[0]], cs[args[1]])
-
-    out = [Cut(lb, grids[g], (("i", "n"),), part("y1", a), "Y1", a, "ffn", ((a[1], "d"),)) for lb, g, a in Y1]
-    out += [Cut(lb, grids[g], (("i", "n"),), part("act", a), "act", a, "ffn", ((a[1], "f"),)) for lb, g, a in ACT]
+    out = [part_cut(lb, grids[g], (("i", "n"),), "y1", "Y1", a, "ffn", ((a[1], "d"),)) for lb, g, a in Y1]
+    out += [part_cut(lb, grids[g], (("i", "n"),), "act", "act", a, "ffn", ((a[1], "f"),)) for lb, g, a in ACT]
     return out
 
 

@@ -4,6 +4,20 @@ Over the ffn stage's Y1 and FFN 1 activations (opaque Y1(i, e), act(i, g)): at e
 of the out grid, U's ``Y`` equals [i < n] [e < d] out(i, e), the spec's output (FFN 2, the
 residual, LayerNorm 2 when post-norm with its variance through the Gram matrix W2 W2^T, or y1
 without an FFN); padding entries are 0, so the next pass reads a valid encoding.
+
+How it is proven (:func:`prove`, the five cases of :data:`CASES`: ffn = 0, and ffn = 1 for each
+residual and post; pre and gelu stay symbols, U's Y reads them only through the cuts): U's program
+is executed at a symbolic entry (i, e) of out, every coordinate free (no region: the padding rows
+and columns are part of the claim); the statement is the spec's own ``out`` over the opaque Y1 and
+act (``prove_stage(spec_over=...)``: the whole spec is never built).  FFN 2's sum over f < F and
+LayerNorm 2's sums over (e, f) < (D, F) are truncated to the true sizes, the latter after their
+terms are split and U's slot indicator [f = 0] is summed out (:mod:`attnsim.symbolic.sumsplit`);
+LayerNorm 2's variance, computed by U as (sum_e (2 c2 F + c2^2) + sum_{g, g'} act_g act_g'
+(W2 W2^T)[g, g']) / d - mu^2, is shown a mean of squares (the Gram term is sum_e F_e^2 by copies of
+a squared sum), so the divisor sqrt(var + eps) is > 0 (eps > 0) -- at a padding row under the
+premise :data:`PADDING`, stated in the Outcome for the cases that use it (post = 1); the masks'
+0/1 flags [i < n] [e < d] then absorb the row's values.  The premise is not discharged: it needs
+the ffn stage's statements on the padding rows too.
 """
 
 from __future__ import annotations
@@ -12,21 +26,53 @@ from collections.abc import Mapping
 from typing import Any
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import Cut
+from attnsim.symbolic.layer import Cut, part_cut, prove_stage
+from attnsim.symbolic.padrows import PaddingRows
 from attnsim.symbolic.stages import Stage
 
 
 def goals(u: Any) -> list[Cut]:
     """U's Y at every entry of its out grid."""
     grid = next(g for g in u.stage_grids if g.name == "out")
-    return [Cut.of_part("Y", grid, (), "out", "Y", ("i", "e"), "output", (("i", "n"), ("e", "d")))]
+    return [part_cut("Y", grid, (), "out", "Y", ("i", "e"), "output", (("i", "n"), ("e", "d")))]
 
 
-def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
-    """Not yet proven (issue 14)."""
-    return Outcome.unknown(f"output: {goal.label} is not proven yet")
+CASES: list[dict[str, int]] = [
+    {"ffn": 0},
+    {"ffn": 1, "residual": 0, "post": 0},
+    {"ffn": 1, "residual": 1, "post": 0},
+    {"ffn": 1, "residual": 0, "post": 1},
+    {"ffn": 1, "residual": 1, "post": 1},
+]
+OVER = {"y1": "Y1", "act": "act"}  # the ffn stage's cuts the statement is written over
+PADDING = PaddingRows(
+    "at a padding row i >= n, U's FFN 1 activation nodes (ffn2.u.act, gram.u.act, gram.u2.act) hold one real "
+    "value act~(i, g) (0 for g >= f) and its Y1 nodes (ffn2.Y1, out.Y1) one value Y1~(i, e) (0 for e >= d): "
+    "the ffn stage proves its statements on the rows i < n only; used where LayerNorm 2's variance of a "
+    "padding row is shown >= 0 (a mean of squares) before the row is multiplied by its 0 flag",
+    ("act", "Y1"),
+)
+
+
+def prove(
+    u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float, cases: list[dict[str, int]] | None = None
+) -> Outcome:
+    """Y in the cases of :data:`CASES` (pre and gelu stay symbols: U's Y reads them only through the
+    ffn stage's cuts), the statement the spec's out over the opaque Y1 and act."""
+    return prove_stage(
+        u,
+        goal,
+        CASES if cases is None else cases,
+        timeout,
+        cuts=cuts,
+        spec_over=OVER,
+        flags=True,
+        step_cap=120.0,
+        padding=PADDING,
+        past_divisors_search=True,
+    )
 
 
 OUTPUT = Stage("output", goals, ("ffn",), prove)
 
-__all__ = ["OUTPUT", "goals"]
+__all__ = ["CASES", "OUTPUT", "OVER", "PADDING", "goals"]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import Cut, prove_stage
+from attnsim.symbolic.layer import Cut, part_cut, prove_stage
 from attnsim.symbolic.stages import Stage
 
 OPTIONS_FREE: list[dict[str, int]] = [{}]  # one case: every option stays a symbol
@@ -19,7 +19,7 @@ OPTIONS_FREE: list[dict[str, int]] = [{}]  # one case: every option stays a symb
 
 def goals(u: Any) -> list[Cut]:
     """The pass's output at every entry of X: the whole layer's statement."""
-    return [Cut.of_part("U", u.map.x, (), "out", "T", ("i", "l"), "write", (("i", "n"), ("l", "d")))]
+    return [part_cut("U", u.map.x, (), "out", "T", ("i", "l"), "write", (("i", "n"), ("l", "d")))]
 
 
 def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:

@@ -7,7 +7,7 @@ import pytest
 
 from attnsim import UniversalSimulator
 from attnsim.rasp import core as C
-from attnsim.symbolic.layer import Cut
+from attnsim.symbolic.layer import part_cut
 from attnsim.symbolic.stages import output, write
 
 
@@ -56,7 +56,7 @@ def test_a_pass_whose_x_indicator_misses_the_last_row_fails(monkeypatch: pytest.
 def test_the_statement_is_checked_against_the_spec_part() -> None:
     u = _symbolic_u()
     (y,) = output.goals(u)
-    wrong = Cut.of_part("Y", y.grid, y.below, "y1", y.name, y.args, y.stage, y.guard)  # Y stated as y1, not out
+    wrong = part_cut("Y", y.grid, y.below, "y1", y.name, y.args, y.stage, y.guard)  # Y stated as y1, not out
     (goal,) = write.goals(u)
     out = write.prove(u, goal, {"Y": wrong}, 120)
     assert out.ok is False and "the stage's statement is not the spec's" in out.detail, out.detail
