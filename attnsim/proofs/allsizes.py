@@ -54,8 +54,20 @@ def _sizes_in(oid: str) -> int | None:
     return max(nums) if nums else None
 
 
-def scope_summary(results: Sequence[Result]) -> list[tuple[str, str, str]]:
-    """Per construction: (name, scope, why), scope in all sizes / bounded (sizes <= N) / sampled / NOT VERIFIED."""
+def _not_run(name: str, skipped: Sequence[Obligation]) -> str:
+    """The deep all-sizes obligations of a construction that this run skipped, as a note."""
+    ids = [o.id for o in skipped if o.construction == name and o.method == "all-sizes"]
+    return f"; all-sizes obligations not run: {', '.join(ids)} (run --deep to check)" if ids else ""
+
+
+def scope_summary(results: Sequence[Result], skipped: Sequence[Obligation] = ()) -> list[tuple[str, str, str]]:
+    """Per construction: (name, scope, why), scope in all sizes / bounded (sizes <= N) / sampled / NOT VERIFIED;
+    ``skipped``: deep obligations not run (their all-sizes ones are named in why)."""
+    out = [(name, scope, why + _not_run(name, skipped)) for name, scope, why in _scopes(results)]
+    return out
+
+
+def _scopes(results: Sequence[Result]) -> list[tuple[str, str, str]]:
     by: dict[str, list[Result]] = {}
     for r in results:
         by.setdefault(r.construction, []).append(r)
@@ -72,7 +84,7 @@ def scope_summary(results: Sequence[Result]) -> list[tuple[str, str, str]]:
         inst = [r for r in rs if r.method == "z3-instance" and r.status == "proved"]
         sampled = [r for r in rs if r.status == "passed"]
         if alls:
-            out.append((name, "all sizes", ", ".join(r.id for r in alls)))
+            out.append((name, "all sizes", ", ".join(f"{r.id} ({r.seconds:.1f} s)" for r in alls)))
         elif bounded or sym:
             n = max([*bounded, *sym])
             why = []
@@ -96,8 +108,9 @@ def scope_summary(results: Sequence[Result]) -> list[tuple[str, str, str]]:
     return out
 
 
-def scope_by_result(results: Sequence[Result]) -> list[tuple[str, str, str]]:
-    """Per paper result: "all sizes" only when every construction backing it is all sizes in this run."""
+def scope_by_result(results: Sequence[Result], skipped: Sequence[Obligation] = ()) -> list[tuple[str, str, str]]:
+    """Per paper result: "all sizes" only when every construction backing it is all sizes in this run;
+    ``skipped``: deep obligations not run, named where they back the result."""
     per_con = {name: (scope, why) for name, scope, why in scope_summary(results)}
     by: dict[str, set[str]] = {}
     for r in results:
@@ -112,23 +125,30 @@ def scope_by_result(results: Sequence[Result]) -> list[tuple[str, str, str]]:
             out.append((ref, "NOT VERIFIED", f"{', '.join(bad)} failed or unknown"))
         else:
             weaker = [f"{c}: {s}" for c, s in scopes.items() if s != "all sizes"]
-            out.append((ref, "not all sizes", "; ".join(weaker)))
+            deep = [o.id for o in skipped if o.paper_ref == ref and o.method == "all-sizes"]
+            note = f"; not run: {', '.join(deep)} (run --deep to check)" if deep else ""
+            out.append((ref, "not all sizes", "; ".join(weaker) + note))
     return out
 
 
-def print_scope(results: Iterable[Result], console: Any) -> None:
-    """Print the scope tables (per construction, per paper result) after the verify table."""
+def print_scope(results: Iterable[Result], console: Any, skipped: Sequence[Obligation] = ()) -> None:
+    """Print the scope tables (per construction, per paper result) after the verify table;
+    ``skipped``: the deep obligations this run did not run (named where they would count)."""
     from rich.markup import escape
     from rich.table import Table
 
     rs = list(results)
     colors = {"all sizes": "green", "NOT VERIFIED": "bold red", "sampled": "yellow"}
     for title, first, rows in (
-        ("scope per construction: all sizes / bounded (sizes <= N) / sampled", "construction", scope_summary(rs)),
+        (
+            "scope per construction: all sizes / bounded (sizes <= N) / sampled",
+            "construction",
+            scope_summary(rs, skipped),
+        ),
         (
             "scope per paper result: all sizes only where every construction backing it is",
             "paper result",
-            scope_by_result(rs),
+            scope_by_result(rs, skipped),
         ),
     ):
         table = Table(title=title)
@@ -136,7 +156,8 @@ def print_scope(results: Iterable[Result], console: Any) -> None:
             table.add_column(col, overflow="fold")
         for name, scope, why in rows:
             c = colors.get(scope, "cyan")
-            table.add_row(escape(name), f"[{c}]{escape(scope)}[/]", escape(why[:160]))
+            shown = why if len(why) <= 240 else why[:237] + "..."
+            table.add_row(escape(name), f"[{c}]{escape(scope)}[/]", escape(shown))
         console.print(table)
 
 

@@ -80,3 +80,19 @@ def test_scope_by_result_needs_every_construction() -> None:
         )
     }
     assert rows == {"Lemma 1": "not all sizes", "Lemma 2": "all sizes", "Lemma 3": "NOT VERIFIED"}
+
+
+def test_a_deep_all_sizes_obligation_not_run_is_named_with_how_to_run_it() -> None:
+    """Theorem 6's whole-layer proof is deep: a default run's tables name it and say --deep."""
+    from attnsim.proofs.obligation import Obligation, Outcome
+
+    deep = Obligation("a/all-sizes/layer", "a", "Theorem 6", "all-sizes", lambda t: Outcome.good(), deep=True)
+    rs = [Result("a/z3-parametric/x", "a", "Theorem 6", "z3-parametric", None, "proved", 0.1, "")]
+    ((_, scope, why),) = scope_summary(rs, [deep])
+    assert scope == "parts for all sizes" and why.endswith("a/all-sizes/layer (run --deep to check)"), why
+    ((_, scope, why),) = scope_by_result(rs, [deep])
+    assert scope == "not all sizes" and "not run: a/all-sizes/layer (run --deep to check)" in why, why
+    ((_, scope, why),) = scope_summary(
+        [*rs, Result("a/all-sizes/layer", "a", "Theorem 6", "all-sizes", None, "proved", 212.0, "")]
+    )
+    assert scope == "all sizes" and why == "a/all-sizes/layer (212.0 s)", why
