@@ -35,7 +35,7 @@ METHOD_TIMEOUTS: dict[str, float] = {
     "sympy": 30.0,
 }  # non-deep methods whose budget is not the default
 DEEP_TIMEOUTS: dict[str, float] = {
-    "all-sizes": 300.0,
+    "all-sizes": 900.0,
     "sympy": 120.0,
     "z3-bounded": 30.0,
     "exact": 30.0,

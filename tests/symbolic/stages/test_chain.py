@@ -7,6 +7,8 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from attnsim import UniversalSimulator
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
@@ -54,3 +56,20 @@ def test_the_first_goal_not_proven_ends_the_run_and_is_named() -> None:
 
     out = prove_layer(_symbolic_u(), 120, stages=(Stage("output", output.goals, (), unknown), WRITE))
     assert out.ok is None and out.detail.startswith("stage output, Y: not shown (proven before it: layout"), out.detail
+
+
+def test_a_record_offset_wrong_in_the_map_fails_the_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``encode`` and U's selectors both read the one input map: a record grid placed one token early
+    (so both agree on the wrong offset) overlaps the grid before it, and the whole-layer proof fails
+    at the layout, naming the two blocks."""
+    from attnsim.rasp.layout import Grid
+
+    real = Grid.from_dims
+
+    def from_dims(name, off, dims, *rest):  # type: ignore[no-untyped-def]
+        return real(name, off - 1 if name == "bqkv" else off, dims, *rest)
+
+    monkeypatch.setattr(Grid, "from_dims", staticmethod(from_dims))
+    out = prove_layer(_symbolic_u(), 120, stages=ORDER[:1])
+    assert out.ok is False and out.detail.startswith("layout: blocks ") and "overlap" in out.detail, out.detail
+    assert "bqkv" in out.detail, out.detail
