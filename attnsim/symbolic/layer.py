@@ -78,13 +78,16 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Grid, Layout
 from attnsim.simulator.record import CAPACITY, TRUE, Source
+from attnsim.symbolic.alpha import alpha_equal
 from attnsim.symbolic.execute import ExecutionFailed, sym
 from attnsim.symbolic.frame import FrameExecutor, _Program
 from attnsim.symbolic.ite import Ite
 from attnsim.symbolic.maxover import MaxOver
+from attnsim.symbolic.padding import decided_conjuncts, split_conjunction_flags, termwise
 from attnsim.symbolic.positivity import Signs
 from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts
 from attnsim.symbolic.sums import equal_by_normal_form
+from attnsim.symbolic.variance import mean_of_squares
 
 OPTIONS = ("residual", "pre", "post", "gelu", "ffn")
 SIZE = {t: sp.Symbol(t, integer=True) for t in TRUE}
@@ -276,7 +279,8 @@ class LayerExecutor(FrameExecutor):
         ix = self.settle(self.norm(ix.substitute({"length": self.con.layout.length})))
         if E.is_truth_valued(ix):
             ix = self.decide(ix)
-        return self.to_value(ix)
+        ix = decided_conjuncts(self, ix)  # an indicator's conjuncts proven here dropped
+        return split_conjunction_flags(self.to_value(ix))
 
     def known_below(self, c: E.Expr, true: str) -> bool:
         """``c < true`` without Z3: c is 0 (a true size is >= 1) or an entry coordinate the stage
@@ -395,6 +399,17 @@ class LayerExecutor(FrameExecutor):
         return body
 
     def _truncate_one(self, body: Any, v: Any, lo: Any, hi: Any) -> Any:
+        whole = self._truncate_whole(body, v, lo, hi)
+        if whole is not None:
+            return whole
+        got = termwise(body, v, lo, hi, SIZE, self.capacity, self.signs)  # terms guarded differently
+        if got is None:
+            return sp.Sum(body, (v, lo, hi))
+        self.steps.extend(got[1])
+        return got[0]
+
+    def _truncate_whole(self, body: Any, v: Any, lo: Any, hi: Any) -> Any:
+        """The sum cut to the true size every term is guarded by, else None."""
         terms = sp.Add.make_args(sp.expand(body))
         cut: Any = None
         kept = []
@@ -405,17 +420,17 @@ class LayerExecutor(FrameExecutor):
             ]
             bounds = {_guard(f).rhs for f in mine}
             if len(bounds) != 1:
-                return sp.Sum(body, (v, lo, hi))
+                return None
             m = bounds.pop()
             if cut is None:
                 cut = m
             if m != cut:
-                return sp.Sum(body, (v, lo, hi))
+                return None
             kept.append(sp.Mul(*(f for f in factors if f not in mine)))
         names = {str(m): t for t, m in SIZE.items()}
         t = names.get(str(cut))
         if t is None or lo != 0 or sp.expand(hi + 1 - self.capacity[t]) != 0:
-            return sp.Sum(body, (v, lo, hi))
+            return None
         self.steps.append(f"sum over {v} < {hi + 1} truncated to {v} < {cut} (every term guarded)")
         inside = {sp.Lt(v, cut): sp.true, sp.Gt(cut, v): sp.true}  # true on the range 0 <= v < cut
         return sp.Sum(sp.Add(*kept).xreplace(inside), (v, 0, cut - 1))
@@ -432,7 +447,8 @@ class LayerExecutor(FrameExecutor):
         if isinstance(e, sp.Pow) and e.exp.is_real:
             return self.positive(e.base)
         if isinstance(e, sp.Add) and EPS in e.args:
-            return self.nonnegative_variance(e - EPS) or self.flagged_nonnegative_variance(e - EPS)
+            var = e - EPS
+            return self.nonnegative_variance(var) or self.flagged_nonnegative_variance(var) or self.row_variance(var)
         if isinstance(e, sp.Sum) and self.witnessed_sum(e):
             return True
         return False
@@ -532,6 +548,13 @@ class LayerExecutor(FrameExecutor):
                 self.steps.append(f"variance {sp.sstr(var)[:60]}... is a mean of squares (>= 0)")
                 return True
         return False
+
+    def row_variance(self, var: Any) -> bool:
+        """``var`` a mean of squares over a row held as several sums (:mod:`attnsim.symbolic.variance`)."""
+        shown = mean_of_squares(var, lambda m: self.signs.positive(sp.expand(m)))
+        if shown is not None:
+            self.steps.append(shown)
+        return shown is not None
 
     def flagged_nonnegative_variance(self, var: Any) -> bool:
         """``var`` = g v with g the 0/1 guard flags every term of ``var`` carries (``g^p = g``) and v
@@ -765,6 +788,8 @@ def prove_stage(
                 unfolded = c.unfold(unfolded)
             lhs, rhs = fix(unfolded, case), fix(goal.statement(cs), case)
             same = lhs == rhs  # structurally the same expression (the usual case): no normal form needed
+            if not same:
+                same = alpha_equal(lhs, rhs)  # the same up to the names of bound variables
             if not same:
                 same, shown_nf, _ = equal_by_normal_form(lhs, rhs)
             if not same:

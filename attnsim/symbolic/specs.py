@@ -39,11 +39,12 @@ class SpecError(ValueError):
 class SymbolicAlg:
     """Sums as SymPy ``Sum`` over a fresh bound variable; exp, max, min as SymPy functions."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "s!") -> None:
         self._n = itertools.count()
+        self.prefix = prefix  # two instances whose statements meet need two prefixes (no capture)
 
     def sum(self, body: Callable[[Any], Any], upper: Any) -> Any:
-        var = sp.Symbol(f"s!{next(self._n)}", integer=True)  # "!": never a size's name
+        var = sp.Symbol(f"{self.prefix}{next(self._n)}", integer=True)  # "!": never a size's name
         return sp.Sum(body(var), (var, 0, upper - 1))
 
     def exp(self, x: Any) -> Any:
@@ -461,10 +462,16 @@ def _encoder_layer(alg: Any, ops: Mapping[str, Any], _h: Any, i: Any, e: Any, sz
     return encoder_layer_parts(alg, ops, sz)["out"](i, e)
 
 
-def encoder_layer_parts(alg: Any, ops: Mapping[str, Any], sz: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
+def encoder_layer_parts(
+    alg: Any, ops: Mapping[str, Any], sz: Mapping[str, Any], head: Callable[[Any, Any, Any], Any] | None = None
+) -> dict[str, Callable[..., Any]]:
     """The statement of ENCODER_LAYER as its named intermediate quantities (stage proofs state
     their claims in them): z1(r, t), proj(part, r, h, c), logit(h, r, l), weight(h, r, j),
     attn(r, t), y1_in(r, t), y1(r, t), z2(r, t), act(r, g), y2_in(r, t), out(i, e).
+
+    ``head(hd, r, t)``, when given, stands for head hd's term of attn(r, t) (sum_{c<k}
+    out_proj_weight[t, hd k + c] sum_{j<n} weight(hd, r, j) proj(2, j, hd, c)): a later stage
+    states its claim over an earlier stage's opaque head output so.
 
     Every intermediate is a function of its coordinates, memoized per entry (the same value is
     read by many sums; memoizing changes no value, only the concrete evaluation's cost)."""
@@ -522,8 +529,10 @@ def encoder_layer_parts(alg: Any, ops: Mapping[str, Any], sz: Mapping[str, Any])
 
     @cached
     def attn(r: Any, t: Any) -> Any:  # concat_h(A_h V_h) out_proj.weight^T + out_proj.bias
-        head = lambda hd, c: alg.sum(lambda j: weight(hd, r, j) * proj(2, j, hd, c), n)
-        per_head = lambda hd: alg.sum(lambda c: ops["out_proj_weight"][0, t, hd * k + c] * head(hd, c), k)
+        one = lambda hd, c: alg.sum(lambda j: weight(hd, r, j) * proj(2, j, hd, c), n)
+        per_head = lambda hd: alg.sum(lambda c: ops["out_proj_weight"][0, t, hd * k + c] * one(hd, c), k)
+        if head is not None:
+            per_head = lambda hd: head(hd, r, t)
         return alg.sum(per_head, hh) + vec("out_proj_bias", t)
 
     @cached

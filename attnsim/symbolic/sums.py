@@ -21,6 +21,7 @@ never called here.  Instead both sides are rewritten by rules that hold for ever
 8. **truncation**: ``Sum_{v=lo}^{hi} Ite(v < m, f, 0) = Sum_{v=lo}^{m-1} f`` when
    ``lo <= m <= hi + 1``, decided by SymPy's assumptions on the symbols (the executor gives sizes,
    coordinates and case variables their signs), else not applied;
+10. **flag idempotence**: ``Ite(c, 1, 0)^k = Ite(c, 1, 0)`` (k >= 1; :mod:`attnsim.symbolic.powers`);
 9. the result is a polynomial (with rational exponents, exp...) over canonical Sum atoms, and two
    sides are equal when their expanded difference is structurally 0.
 
@@ -39,6 +40,7 @@ from typing import Any
 import sympy as sp
 
 from attnsim.symbolic.ite import Ite
+from attnsim.symbolic.powers import flag_powers, sum_copies
 
 
 def bound_symbol(k: int) -> sp.Symbol:
@@ -126,7 +128,7 @@ def _sum_one(inner: Any, var: Any, lo: Any, hi: Any) -> Any:
     body = inner.xreplace({var: new})
     total: Any = sp.Integer(0)
     grouped: dict[Any, Any] = {}
-    for term in sp.Add.make_args(sp.expand(body)):
+    for term in sp.Add.make_args(flag_powers(sp.expand(body))):
         coeff, dep = sp.Integer(1), sp.Integer(1)
         for f in sp.Mul.make_args(term):
             if new in f.free_symbols:
@@ -145,12 +147,13 @@ def _prenex(dep: Any, var: Any, lo: Any, hi: Any) -> Any:
     body: Any = sp.Integer(1)
     limits: list[tuple[Any, Any, Any]] = []
     for f in sp.Mul.make_args(dep):
-        if isinstance(f, sp.Sum):
-            apart = {lim[0]: sp.Dummy("w") for lim in f.limits}
-            body *= f.function.xreplace(apart)
-            limits += [(apart[v], a.xreplace(apart), b.xreplace(apart)) for v, a, b in f.limits]
-        else:
-            body *= f
+        for g in sum_copies(f) or [f]:  # (Sum g)^k: k copies, each with its own bound names
+            if isinstance(g, sp.Sum):
+                apart = {lim[0]: sp.Dummy("w") for lim in g.limits}
+                body *= g.function.xreplace(apart)
+                limits += [(apart[v], a.xreplace(apart), b.xreplace(apart)) for v, a, b in g.limits]
+            else:
+                body *= g
     limits.append((var, lo, hi))
     return _canonical_sum(body, limits)
 
@@ -175,7 +178,7 @@ def _canonical_sum(body: Any, limits: list[tuple[Any, Any, Any]]) -> Any:
 def equal_by_normal_form(a: Any, b: Any) -> tuple[bool, str, Any]:
     """(True, the common normal form, 0) when a - b normalizes to 0; else (False, shown, the difference)."""
     na, nb = normal_form(a), normal_form(b)
-    diff = sp.expand(na - nb)
+    diff = sp.expand(flag_powers(sp.expand(na - nb)))  # [c]^k = [c] (rule 10)
     if diff == 0:
         return True, f"both normalize to {sp.sstr(na)}", diff
     return False, sp.sstr(diff), diff
