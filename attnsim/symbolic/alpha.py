@@ -35,7 +35,9 @@ def alpha_normal(e: Any, memo: dict[Any, Any] | None = None) -> Any:
         limits = [tuple(alpha_normal(x, memo) if k else x for k, x in enumerate(lim)) for lim in e.limits]
         names = {lim[0] for lim in limits}
         seen = [body, *(x for lim in limits for x in lim[1:])]
-        levels = [lv for s in seen for x in sp.sympify(s).atoms(sp.Symbol) if x not in names and (lv := _level(x)) is not None]
+        levels = [
+            lv for s in seen for x in sp.sympify(s).atoms(sp.Symbol) if x not in names and (lv := _level(x)) is not None
+        ]
         base = max(levels) + 1 if levels else 0
         ren = {v: sp.Symbol(f"α{base + k}", integer=True) for k, (v, *_) in enumerate(limits)}
         out = e.func(body.xreplace(ren), *((ren[v], a.xreplace(ren), b.xreplace(ren)) for v, a, b in limits))

@@ -78,6 +78,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Grid, Layout
 from attnsim.simulator.record import CAPACITY, TRUE, Source
+from attnsim.symbolic.activation import ACTIVATIONS, activation
 from attnsim.symbolic.alpha import alpha_equal
 from attnsim.symbolic.execute import ExecutionFailed, sym
 from attnsim.symbolic.frame import FrameExecutor, _Program
@@ -267,6 +268,8 @@ class LayerExecutor(FrameExecutor):
                 return nonzero_flags(c) * self.value(node.args[1], pos)
         if isinstance(node, C.Aggregate) and node.score is node.values and isinstance(node.selector, C.SelectAnd):
             return self.guarded_max(node, pos)
+        if isinstance(node, C.Map) and isinstance(node.fn, C.Prim) and node.fn.name in ACTIVATIONS:
+            return activation(node.fn.name, self.value(node.args[0], pos))
         if isinstance(node, C.Map | C.SequenceMap) and (ix := C.index_expr(node, pos)) is not None:
             if any(isinstance(x, E.If) for x in E.nodes(ix)):
                 return self.settled_index_value(ix)

@@ -77,7 +77,9 @@ def over_heads() -> dict[str, Any]:
     return encoder_layer_parts(SymbolicAlg("y!"), ops, SIZE, head=lambda hd, r, t: HEAD(hd, r, t))
 
 
-def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float, cases: list[dict[str, int]] | None = None) -> Outcome:
+def prove(
+    u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float, cases: list[dict[str, int]] | None = None
+) -> Outcome:
     """One Y1 or activation node in every option case of :data:`CASES` (``cases``: a subset, for
     tests), over the attention stage's cut (see the module docstring)."""
     parts = over_heads()
