@@ -62,6 +62,7 @@ opaque functions, which is checked to be the spec's once they are unfolded.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import time
@@ -202,6 +203,8 @@ class LayerExecutor(FrameExecutor):
     # once, shared by the executors of one run)
     intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)
     witnesses: tuple[RowWitness, ...] = ()  # premises of the domain (see witnessed_sum)
+    # a refutation run (see prove_stage): the divisors not shown > 0, taken as such and recorded
+    unchecked: list[Any] | None = None
 
     def token(self, pos: E.Expr) -> sp.Expr:
         blocks = [g.block for g, _ in self.sources]
@@ -445,6 +448,14 @@ class LayerExecutor(FrameExecutor):
         return Signs({**base.sizes, **dict.fromkeys(TRUE, 1)}, dict(base.scalars))
 
     def positive(self, e: sp.Expr) -> bool:
+        if self.shown_positive(e):
+            return True
+        if self.unchecked is not None:  # a refutation run: recorded, checked > 0 at the sampled point
+            self.unchecked.append(e)
+            return True
+        return False
+
+    def shown_positive(self, e: sp.Expr) -> bool:
         if super().positive(e):
             return True
         if isinstance(e, sp.Pow) and e.exp.is_real:
@@ -686,6 +697,7 @@ def node_of(u: Any, label: str) -> C.SOp:
 
 
 SAMPLE = {"N": 3, "D": 3, "H": 3, "K": 3, "F": 3, "n": 2, "d": 2, "hh": 2, "k": 2, "f": 2}
+POINT = {**SAMPLE, "h!": 1, "i!": 1, "j!": 0, "e!": 1, "f!": 0, "h2!": 1}  # where refuted samples
 
 
 def _sample(e: Any, point: dict[str, int], fixed: Mapping[str, int] | None = None) -> Any:
@@ -706,7 +718,7 @@ def _sample(e: Any, point: dict[str, int], fixed: Mapping[str, int] | None = Non
 
 def refuted(what: str, got: Any, want: Any, shown: str, fixed: Mapping[str, int] | None = None) -> Outcome:
     """A counterexample when U's value and the statement differ at a sampled point, else unknown."""
-    point = {**SAMPLE, "h!": 1, "i!": 1, "j!": 0, "e!": 1, "f!": 0, "h2!": 1}
+    point = POINT
     try:
         a, b = _sample(got, point, fixed), _sample(want, point, fixed)
     except (TypeError, ValueError) as exc:  # a value that does not evaluate: no counterexample
@@ -721,6 +733,30 @@ def refuted(what: str, got: Any, want: Any, shown: str, fixed: Mapping[str, int]
             f"{what}: counterexample at {where} ({sampled} fixed rationals{held}): U gives {a}, the spec {b}"
         )
     return Outcome.unknown(f"{what}: U's value and the statement are not shown equal: {shown[:300]}")
+
+
+def refuted_unchecked(ex: LayerExecutor, node: C.SOp, pos: E.Expr, what: str, want: Any) -> Outcome | None:
+    """A counterexample to a node whose execution stopped at a divisor not shown > 0: executed again
+    with such divisors taken as > 0 and recorded (``ex.unchecked``), U's value and the statement
+    are sampled (:func:`refuted`) at a point where every recorded divisor is > 0, so U's value there
+    is that real number.  None when the run fails or no point shows a difference."""
+    try:
+        got = ex.value(node, pos)
+    except ExecutionFailed:
+        return None
+    for x in ex.unchecked or []:
+        try:
+            at = sp.N(_sample(x, POINT), 50)
+        except (TypeError, ValueError):
+            return None
+        if not (at.is_number and at.is_extended_real and at > 0):
+            return None
+    out = refuted(what, got, want, "")
+    if out.ok is not False:
+        return None
+    return Outcome.bad(
+        f"{out.detail} (divisors not shown > 0 for every size, > 0 at this point: {len(ex.unchecked or [])})"
+    )
 
 
 def prove_stage(
@@ -774,11 +810,16 @@ def prove_stage(
         )
         ex.coords.update(coords)
         what = ", ".join(f"{k} = {v}" for k, v in case.items())
+        want = fix(goal.statement(cs) if statement is None else statement(cs), case)
         try:
             got = ex.value(node, pos)
         except ExecutionFailed as exc:
+            if exc.outcome.ok is None and "not shown > 0" in exc.outcome.detail:
+                again = dataclasses.replace(ex, unchecked=[], started=time.perf_counter(), steps=[], _memo={})
+                found = refuted_unchecked(again, node, pos, f"{goal.stage} ({what}): {goal.label} at {grid.name}", want)
+                if found is not None:
+                    return found
             return Outcome(exc.outcome.ok, f"{goal.stage} ({what}): {exc.outcome.detail}")
-        want = fix(goal.statement(cs) if statement is None else statement(cs), case)
         mine = absorb_flags(as_flags(got)) if flags else got
         theirs = ex.as_flags_where_finite(want) if spec_flags else want
         same, shown_nf, _ = equal_by_normal_form(mine, theirs)

@@ -1,0 +1,236 @@
+"""Stage ``ffn`` (attnsim.symbolic.stages.ffn, Theorem 6: attention layer 6 of U and its MLP): U's
+Y1 (the residual sum R, LayerNorm 1 when post-norm) and FFN 1 activation (LayerNorm 2 folded in when
+pre-norm) equal the encoder layer's specification over the attention stage's proven head outputs,
+for every capacity; wrong U's fail with a counterexample naming the stage and the node; the
+executor's and the normal form's new rules refuse false claims."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sympy as sp
+
+from attnsim import UniversalSimulator
+from attnsim.proofs.obligation import Outcome
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.symbolic.ite import Ite
+from attnsim.symbolic.layer import SIZE, flag
+
+
+def _symbolic_u() -> UniversalSimulator:
+    return UniversalSimulator(C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
+
+
+def _prove(u: UniversalSimulator, label: str, cases: list[dict[str, int]] | None = None) -> Outcome:
+    from attnsim.symbolic.stages import attention, ffn
+
+    cuts = {c.label: c for c in attention.goals(u)}
+    (goal,) = [g for g in ffn.goals(u) if g.label == label]
+    return ffn.prove(u, goal, cuts, 900, cases)
+
+
+# -- the stage proven -------------------------------------------------------------------------------
+def test_y1_equals_the_spec_for_every_size() -> None:
+    out = _prove(_symbolic_u(), "ffn2.Y1")
+    assert out.ok is True, out.detail
+    assert "U's ffn2.Y1 == its statement" in out.detail and "with i < n" in out.detail, out.detail
+    assert "for all capacities" in out.detail and "the proven stages attention" in out.detail, out.detail
+    for case in ("residual = 0, post = 0", "residual = 1, post = 0", "residual = 1, post = 1"):
+        assert case in out.detail, out.detail
+    assert "mean of squares" in out.detail, out.detail  # post: LayerNorm 1's variance of R
+
+
+def test_an_activation_equals_the_spec_for_every_size() -> None:
+    """Two of the 12 option cases (pre-norm with ReLU, post-norm with GELU, residual on) keep the file
+    within the CI budget; every case and goal (ffn2.u.act, gram.u.act, gram.u2.act, out.Y1) is run by
+    ffn.prove without ``cases`` (about 3 minutes per activation goal)."""
+    cases = [{"residual": 1, "pre": 1, "post": 0, "gelu": 0}, {"residual": 1, "pre": 0, "post": 1, "gelu": 1}]
+    out = _prove(_symbolic_u(), "ffn2.u.act", cases)
+    assert out.ok is True, out.detail
+    assert "U's ffn2.u.act == its statement" in out.detail and "mean of squares" in out.detail, out.detail
+    assert "pre = 1, post = 0, gelu = 0" in out.detail and "pre = 0, post = 1, gelu = 1" in out.detail
+
+
+# -- wrong U's fail with a counterexample naming the stage and the node ------------------------------
+def test_a_layer_norm_1_mean_over_d_plus_1_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mu1 = sum R / (d + 1): its variance is then not shown >= 0 for every size, so U's value is
+    sampled at a point where its divisor is > 0, and differs there."""
+    real = C.apply
+
+    def apply(name, *args, **kw):  # type: ignore[no-untyped-def]
+        if name == "div" and getattr(args[0], "label", "") == "ffn2.R_sum":
+            args = (args[0], real("affine", args[1], params=(1, 1)))
+        return real(name, *args, **kw)
+
+    monkeypatch.setattr(C, "apply", apply)
+    out = _prove(_symbolic_u(), "ffn2.Y1", [{"residual": 1, "post": 1}])
+    assert out.ok is False, out.detail
+    assert out.detail.startswith("ffn (residual = 1, post = 1): ffn2.Y1 at ffn2.products: counterexample"), out.detail
+    assert "divisors not shown > 0" in out.detail, out.detail
+
+
+def _wrong_residual(monkeypatch: pytest.MonkeyPatch, src: str, coords: Any) -> None:
+    """U whose residual term at attn.heads (the X of R = sum_h O_h + [h = 0] (b_o + X)) reads ``src``."""
+    real = UniversalSimulator._gather
+
+    def gather(self, name, grid, onto, cs, **kw):  # type: ignore[no-untyped-def]
+        if name == "attn.x":
+            return real(self, name, self.map.x if src == "X" else self._rec[src], onto, coords, **kw)
+        return real(self, name, grid, onto, cs, **kw)
+
+    monkeypatch.setattr(UniversalSimulator, "_gather", gather)
+
+
+@pytest.mark.parametrize(
+    "src, coords",
+    [
+        ("X", lambda cs: {"i": cs["i"], "l": E.Const(0)}),  # X[i, 0]: the wrong feature
+        ("bo", lambda cs: {"e": cs["e"]}),  # b_o again in place of X: X omitted, b_o added twice
+    ],
+)
+def test_a_residual_adding_the_wrong_term_fails(monkeypatch: pytest.MonkeyPatch, src: str, coords: Any) -> None:
+    _wrong_residual(monkeypatch, src, coords)
+    out = _prove(_symbolic_u(), "ffn2.Y1", [{"residual": 1, "post": 0}])
+    assert out.ok is False, out.detail
+    assert out.detail.startswith("ffn (residual = 1, post = 0): ffn2.Y1 at ffn2.products: counterexample"), out.detail
+
+
+# -- the statement is the spec's --------------------------------------------------------------------
+def test_the_statement_over_the_opaque_heads_is_the_spec_up_to_bound_names() -> None:
+    from attnsim.symbolic.alpha import alpha_equal
+    from attnsim.symbolic.layer import spec_parts
+    from attnsim.symbolic.stages import attention, ffn
+
+    u = _symbolic_u()
+    cuts = attention.goals(u)
+    i, e = sp.Symbol("i!", integer=True), sp.Symbol("e!", integer=True)
+
+    def unfolded(y1: Any) -> Any:
+        for c in cuts:
+            y1 = c.unfold(y1)
+        return y1
+
+    spec = spec_parts()["y1_in"](i, e)
+    assert spec != unfolded(ffn.over_heads()["y1_in"](i, e))  # other bound names
+    assert alpha_equal(unfolded(ffn.over_heads()["y1_in"](i, e)), spec)
+    opq = ffn.HEAD
+    hv = sp.Symbol("y!h", integer=True)
+    for wrong in (
+        sp.Sum(opq(hv, e, i), (hv, 0, SIZE["hh"] - 1)),  # O read transposed
+        sp.Sum(opq(hv, i, e), (hv, 0, SIZE["hh"] - 2)),  # the last head left out
+    ):
+        assert not alpha_equal(unfolded(wrong + sp.IndexedBase("out_proj_bias")[0, 0, e]), spec)
+
+
+# -- the new rules refuse false claims ---------------------------------------------------------------
+def test_alpha_equivalence_renames_bound_variables_only() -> None:
+    from attnsim.symbolic.alpha import alpha_equal
+
+    a, b, c, n = (sp.Symbol(x, integer=True) for x in ("a", "b", "c", "n"))
+    X = sp.IndexedBase("X")
+    assert alpha_equal(sp.Sum(X[a, c], (a, 0, n)), sp.Sum(X[b, c], (b, 0, n)))
+    assert alpha_equal(sp.Sum(sp.Sum(X[a, b], (b, 0, n)), (a, 0, n)), sp.Sum(sp.Sum(X[b, a], (a, 0, n)), (b, 0, n)))
+    assert not alpha_equal(sp.Sum(X[a, c], (a, 0, n)), sp.Sum(X[a, b], (a, 0, n)))  # a free variable differs
+    assert not alpha_equal(sp.Sum(sp.Sum(X[a, b], (b, 0, n)), (a, 0, n)), sp.Sum(sp.Sum(X[b, b], (b, 0, n)), (a, 0, n)))
+    assert not alpha_equal(sp.Sum(X[a, c], (a, 0, n)), sp.Sum(X[a, c], (a, 1, n)))
+
+
+def test_term_wise_truncation_and_the_kronecker_delta_refuse_false_claims() -> None:
+    from attnsim.symbolic.padding import termwise
+    from attnsim.symbolic.positivity import Signs
+
+    signs = Signs({**dict.fromkeys(("N", "D", "H", "K", "F"), 1), **dict.fromkeys(SIZE, 1)}, {})
+    H, D, N = (sp.Symbol(x, integer=True) for x in ("H", "D", "N"))
+    caps = {"hh": H, "d": D, "n": N, "k": sp.Symbol("K", integer=True), "f": sp.Symbol("F", integer=True)}
+    v, e = sp.Symbol("v!", integer=True), sp.Symbol("e!", integer=True)
+    opq, c = sp.Function("O"), sp.IndexedBase("c")
+    hh = SIZE["hh"]
+
+    def run(body: Any, lo: Any = 0, hi: Any = H - 1) -> Any:
+        got = termwise(body, v, lo, hi, SIZE, caps, signs)
+        return None if got is None else got[0]
+
+    body = flag(sp.Lt(v, hh)) * opq(v) + flag(sp.Eq(v, 0)) * c[e]
+    assert run(body) == c[e] + sp.Sum(opq(v), (v, 0, hh - 1))
+    # the delta's point outside the range, or not shown inside it: the term keeps its sum
+    assert run(flag(sp.Eq(v, H)) * c[v]) is None
+    assert run(flag(sp.Eq(v, 0)) * c[v], lo=1) is None
+    assert run(flag(sp.Eq(v, e)) * c[v]) is None  # e < H is not known
+    # truncation only to the true size whose capacity is the range
+    assert run(flag(sp.Lt(v, SIZE["d"])) * opq(v)) is None  # v < H guarded by v < d
+    assert run(flag(sp.Lt(v, hh)) * opq(v), hi=H - 2) is None
+    assert run(flag(sp.Lt(v, hh)) * opq(v) + opq(v)) == sp.Sum(opq(v), (v, 0, hh - 1)) + sp.Sum(opq(v), (v, 0, H - 1))
+
+
+def test_indicator_conjuncts_are_dropped_only_where_decided() -> None:
+    from attnsim.symbolic.padding import decided_conjuncts, split_conjunction_flags
+
+    class Decide:
+        def __init__(self, out: E.Expr) -> None:
+            self.out = out
+
+        def decide(self, cond: E.Expr) -> E.Expr:
+            return self.out
+
+    h, p = E.Var("h"), E.Var("p")
+    ix = E.If((p >= 0) & h.eq(0), E.Const(1), E.Const(0))
+    show = lambda x: E.render(decided_conjuncts(x, ix))
+    assert show(Decide(h.eq(0))) == E.render(E.If(h.eq(0), E.Const(1), E.Const(0)))
+    assert show(Decide(E.Const(0))) == "0" and show(Decide(E.Const(1))) == "1"
+    assert E.render(decided_conjuncts(Decide(E.Const(0)), E.If(h.eq(0), E.Const(1), E.Const(0)))) == E.render(
+        E.If(h.eq(0), E.Const(1), E.Const(0))
+    )  # a condition that is not a conjunction is left to settle
+    a, b = sp.Symbol("a", integer=True), sp.Symbol("b", integer=True)
+    both = Ite(sp.And(sp.Eq(a, 0), sp.Eq(b, 0)), 1, 0)
+    assert split_conjunction_flags(both) == flag(sp.Eq(a, 0)) * flag(sp.Eq(b, 0))
+    either = Ite(sp.Or(sp.Eq(a, 0), sp.Eq(b, 0)), 1, 0)
+    assert split_conjunction_flags(either) == either
+
+
+def test_powers_of_sums_and_flags_in_the_normal_form() -> None:
+    from attnsim.symbolic.sums import equal_by_normal_form
+
+    v, w, h, n, m = (sp.Symbol(x, integer=True) for x in ("v", "w", "h", "n", "m"))
+    opq = sp.Function("O")
+    square = sp.Sum(sp.Sum(opq(h, v), (h, 0, m)) ** 2, (v, 0, n))
+    pairs = sp.Sum(opq(h, v) * opq(w, v), (v, 0, n), (h, 0, m), (w, 0, m))
+    assert equal_by_normal_form(square, pairs)[0]
+    assert not equal_by_normal_form(square, sp.Sum(opq(h, v) ** 2, (v, 0, n), (h, 0, m)))[0]  # not the diagonal
+    g = flag(sp.Lt(v, n))
+    assert equal_by_normal_form(g**2 * opq(h, v), g * opq(h, v))[0]
+    two = Ite(sp.Lt(v, n), 2, 0)  # not a 0/1 flag
+    assert not equal_by_normal_form(two**2 * opq(h, v), two * opq(h, v))[0]
+
+
+def test_a_row_variance_is_a_mean_of_squares_only_when_it_is() -> None:
+    from attnsim.symbolic.variance import mean_of_squares
+
+    e, h = sp.Symbol("e", integer=True), sp.Symbol("h", integer=True)
+    d, hh = SIZE["d"], SIZE["hh"]
+    opq, X = sp.Function("O"), sp.IndexedBase("X")
+    h2 = sp.Symbol("h2", integer=True)
+    s1 = sp.Sum(opq(h, e), (e, 0, d - 1), (h, 0, hh - 1)) + sp.Sum(X[e], (e, 0, d - 1))
+    s2 = (
+        sp.Sum(opq(h, e) * opq(h2, e), (e, 0, d - 1), (h, 0, hh - 1), (h2, 0, hh - 1))
+        + sp.Sum(2 * opq(h, e) * X[e], (e, 0, d - 1), (h, 0, hh - 1))
+        + sp.Sum(X[e] ** 2, (e, 0, d - 1))
+    )
+    positive = lambda x: x == d
+    assert mean_of_squares(s2 / d - s1**2 / d**2, positive) is not None
+    assert mean_of_squares(s2 / d - s1**2 / (d + 1) ** 2, positive) is None  # the mean over d + 1
+    assert mean_of_squares(s2 / d - s1**2 / d**2, lambda x: False) is None  # the count not shown > 0
+    assert mean_of_squares((s2 - sp.Sum(X[e] ** 2, (e, 0, d - 1))) / d - s1**2 / d**2, positive) is None
+
+
+def test_an_activation_moves_out_only_flags_every_term_carries() -> None:
+    from attnsim.symbolic.activation import activation
+
+    x, y = sp.Symbol("x", real=True), sp.Symbol("y", real=True)
+    g, k = flag(sp.Lt(sp.Symbol("f!", integer=True), SIZE["f"])), flag(sp.Lt(sp.Symbol("i!", integer=True), SIZE["n"]))
+    assert activation("relu", g * x + g * y) == g * (x + y + sp.Abs(x + y)) / 2
+    assert activation("relu", g * x + y) == (g * x + y + sp.Abs(g * x + y)) / 2  # y unguarded: g stays inside
+    assert activation("gelu", g * k * x) == g * k * x * (1 + sp.erf(x / sp.sqrt(2))) / 2
+    with pytest.raises(ValueError):
+        activation("exp", x)
