@@ -21,9 +21,9 @@ never called here.  Instead both sides are rewritten by rules that hold for ever
 8. **truncation**: ``Sum_{v=lo}^{hi} Ite(v < m, f, 0) = Sum_{v=lo}^{m-1} f`` when
    ``lo <= m <= hi + 1``, decided by SymPy's assumptions on the symbols (the executor gives sizes,
    coordinates and case variables their signs), else not applied;
-10. **flag idempotence**: ``Ite(c, 1, 0)^k = Ite(c, 1, 0)`` (k >= 1; :mod:`attnsim.symbolic.powers`);
 9. the result is a polynomial (with rational exponents, exp...) over canonical Sum atoms, and two
-   sides are equal when their expanded difference is structurally 0.
+   sides are equal when their expanded difference is structurally 0;
+10. **flag idempotence**: ``Ite(c, 1, 0)^k = Ite(c, 1, 0)`` (k >= 1; :mod:`attnsim.symbolic.powers`).
 
 Structural zero is a sound test: SymPy's automatic evaluation of +, *, / and ``expand`` are field
 identities.  The one that needs a premise, ``x * c / c = x``, is used only where the executor
