@@ -98,7 +98,8 @@ def distribute(e: Any) -> Any:
         bound = {lim[0] for lim in s.limits}
         out: Any = sp.Integer(0)
         for term in sp.Add.make_args(sp.expand(s.function)):
-            outside, inner = [], []
+            outside: list[Any] = []
+            inner: list[Any] = []
             for f in sp.Mul.make_args(term):
                 (outside if _guard(f) is not None and not (f.free_symbols & bound) else inner).append(f)
             out += sp.Mul(*outside) * sp.Sum(sp.Mul(*inner), *s.limits)
@@ -147,7 +148,8 @@ def termwise(
             inside = {sp.Lt(v, bound): sp.true, sp.Gt(bound, v): sp.true}
             terms = [x.xreplace(inside) for x in terms]
         for term in terms:
-            out, inner = [], []
+            out: list[Any] = []
+            inner: list[Any] = []
             for f in sp.Mul.make_args(term):
                 (out if _guard(f) is not None and v not in f.free_symbols else inner).append(f)
             total += sp.Mul(*out) * sp.Sum(sp.Mul(*inner), (v, lo, top))
