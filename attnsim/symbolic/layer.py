@@ -735,6 +735,14 @@ def refuted(what: str, got: Any, want: Any, shown: str, fixed: Mapping[str, int]
     return Outcome.unknown(f"{what}: U's value and the statement are not shown equal: {shown[:300]}")
 
 
+def _same_unfolded(statement: Any, spec: Any, cuts: Mapping[str, Cut]) -> bool:
+    """``statement`` with every cut unfolded is ``spec``, structurally or up to the names of bound
+    variables (:func:`alpha_equal`)."""
+    for c in cuts.values():
+        statement = c.unfold(statement)
+    return bool(statement == spec) or alpha_equal(statement, spec)
+
+
 def refuted_unchecked(ex: LayerExecutor, node: C.SOp, pos: E.Expr, what: str, want: Any) -> Outcome | None:
     """A counterexample to a node whose execution stopped at a divisor not shown > 0: executed again
     with such divisors taken as > 0 and recorded (``ex.unchecked``), U's value and the statement
@@ -771,6 +779,7 @@ def prove_stage(
     step_cap: float = 20.0,
     witnesses: tuple[RowWitness, ...] = (),
     spec_flags: bool = False,
+    spec_once: bool = False,
 ) -> Outcome:
     """U's node ``goal.label`` at a symbolic position of ``goal.grid`` with coordinates in the
     goal's region equals its statement, in every option case, by the normal form.
@@ -781,7 +790,9 @@ def prove_stage(
     claim in a form other than the spec's).  ``flags``: U's value is compared in its 0/1-flag form
     (:func:`as_flags`, then :func:`absorb_flags`); ``spec_flags``: the statement too, where the
     flagged branch is shown finite (:meth:`LayerExecutor.as_flags_where_finite`).  ``witnesses``:
-    premises of the domain the proof may use (:class:`RowWitness`), stated in the Outcome."""
+    premises of the domain the proof may use (:class:`RowWitness`), stated in the Outcome.
+    ``spec_once``: the statement is checked to be the spec's once, with the options left as
+    operands (else once per case, after the case's values are substituted)."""
     con, caps = setup(u)
     node = node_of(u, goal.label)
     grid = goal.grid
@@ -792,6 +803,12 @@ def prove_stage(
     pos = grid.position(*(vs[a] for a in grid.axes))
     cut_map = {c.label: c for c in (cuts or {}).values()}
     t0 = time.perf_counter()
+    # spec_once: the statement is the spec's in every case when it is so with the options left as
+    # operands (structurally or up to bound names: a case substitutes the same 0/1 values into both);
+    # one check on the larger unfixed expressions, cheaper than one per case when there are many
+    spec_for_every_case = (
+        spec_once and statement is not None and _same_unfolded(statement(cs), goal.statement(cs), cut_map)
+    )
     steps = 0
     done = []
     intent_proofs: dict[tuple[int, int], Outcome] = {}  # selectors proven their intents, shared by the cases
@@ -826,7 +843,7 @@ def prove_stage(
         if not same:
             fixed = {k: v for w in witnesses for k, v in w.sample}
             return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf, fixed)
-        if statement is not None:
+        if statement is not None and not spec_for_every_case:
             unfolded = want
             for c in cut_map.values():
                 unfolded = c.unfold(unfolded)

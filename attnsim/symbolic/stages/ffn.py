@@ -93,6 +93,7 @@ def prove(
         cuts=cuts,
         statement=lambda cs: goal.flags(cs) * parts[name](cs[a], cs[b]),
         step_cap=120.0,
+        spec_once=cases is None,  # every case: one check of the statement, with the options as operands
     )
 
 
