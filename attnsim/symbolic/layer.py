@@ -203,6 +203,9 @@ class LayerExecutor(FrameExecutor):
     # once, shared by the executors of one run)
     intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)
     witnesses: tuple[RowWitness, ...] = ()  # premises of the domain (see witnessed_sum)
+    # Z3 answers (proven or refuted) by proof_key, shared by the executors of one run (the option
+    # cases ask the same goals)
+    proofs: dict[tuple[Any, ...], Outcome] = field(default_factory=dict)
     # a refutation run (see prove_stage): the divisors not shown > 0, taken as such and recorded
     unchecked: list[Any] | None = None
 
@@ -246,18 +249,30 @@ class LayerExecutor(FrameExecutor):
         if decode_k:
             ln = self.con.layout.length
             dec = [decode.Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
-        out = decode.prove(
-            goal,
-            self.premises,
-            decode=dec,
-            coords=dict(self.coords),
-            minimum=self.minimum,
-            timeout=min(self.left(), self.step_cap),
-        )
+        key = self.proof_key(goal, decode_k)
+        out = self.proofs.get(key)
+        if out is None:
+            out = decode.prove(
+                goal,
+                self.premises,
+                decode=dec,
+                coords=dict(self.coords),
+                minimum=self.minimum,
+                timeout=min(self.left(), self.step_cap),
+            )
+            if out.ok is not None:  # proven or refuted: the same goal gets the same answer (not a timeout)
+                self.proofs[key] = out
         if out.ok is True:
             self.lemmas |= set(decode.lemmas_in(out.detail))
             self.steps.append(what)
         return out
+
+    def proof_key(self, goal: E.Expr, decode_k: bool) -> tuple[Any, ...]:
+        """What a Z3 call's answer depends on: the goal, the premises, the coordinates' extents, the
+        size minimums, and whether the key is decoded."""
+        coords = tuple(sorted((k, E.render(E.lift(v))) for k, v in self.coords.items()))
+        premises = tuple(E.render(p) for p in self.premises)
+        return (E.render(goal), decode_k, coords, premises, tuple(sorted(self.minimum.items())))
 
     def _value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:
         if node.label in self.cuts:
@@ -812,6 +827,7 @@ def prove_stage(
     steps = 0
     done = []
     intent_proofs: dict[tuple[int, int], Outcome] = {}  # selectors proven their intents, shared by the cases
+    proofs: dict[tuple[Any, ...], Outcome] = {}  # Z3 answers, shared by the cases
     for case in cases:
         ex = LayerExecutor(
             con,
@@ -824,6 +840,7 @@ def prove_stage(
             step_cap=step_cap,
             intent_proofs=intent_proofs,
             witnesses=witnesses,
+            proofs=proofs,
         )
         ex.coords.update(coords)
         what = ", ".join(f"{k} = {v}" for k, v in case.items())
