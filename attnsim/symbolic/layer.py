@@ -753,9 +753,14 @@ def refuted(what: str, got: Any, want: Any, shown: str, fixed: Mapping[str, int]
 def _same_unfolded(statement: Any, spec: Any, cuts: Mapping[str, Cut]) -> bool:
     """``statement`` with every cut unfolded is ``spec``, structurally or up to the names of bound
     variables (:func:`alpha_equal`)."""
+    by_name: dict[str, Cut] = {}
     for c in cuts.values():
-        statement = c.unfold(statement)
-    return bool(statement == spec) or alpha_equal(statement, spec)
+        by_name.setdefault(c.name, c)  # nodes with one statement share its name (Cut)
+    # each opaque application replaced at once (a cut's spec is in the spec's operands: no opaque
+    # function inside it), without walking the unfolded expression once per cut
+    apps = [x for x in sp.sympify(statement).atoms(sp.core.function.AppliedUndef) if x.func.__name__ in by_name]
+    unfolded = sp.sympify(statement).xreplace({x: by_name[x.func.__name__].unfold(x) for x in apps})
+    return bool(unfolded == spec) or alpha_equal(unfolded, spec)
 
 
 def refuted_unchecked(ex: LayerExecutor, node: C.SOp, pos: E.Expr, what: str, want: Any) -> Outcome | None:

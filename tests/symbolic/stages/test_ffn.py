@@ -43,14 +43,19 @@ def test_y1_equals_the_spec_for_every_size() -> None:
 
 
 def test_an_activation_equals_the_spec_for_every_size() -> None:
-    """Two of the 12 option cases (pre-norm with ReLU, post-norm with GELU, residual on) keep the file
-    within the CI budget; every case and goal (ffn2.u.act, gram.u.act, gram.u2.act, out.Y1) is run by
-    ffn.prove without ``cases`` (about 3 minutes per activation goal)."""
-    cases = [{"residual": 1, "pre": 1, "post": 0, "gelu": 0}, {"residual": 1, "pre": 0, "post": 1, "gelu": 1}]
-    out = _prove(_symbolic_u(), "ffn2.u.act", cases)
+    """ffn2.u.act in all 12 option cases (about 60 s).  To keep the file within the CI budget the
+    other goals of the stage (out.Y1; gram.u.act and gram.u2.act, U's same activation program at
+    ln2.gram_terms, about 60 s each) are left to ffn.prove run on every goal (the deep verify)."""
+    out = _prove(_symbolic_u(), "ffn2.u.act")
     assert out.ok is True, out.detail
     assert "U's ffn2.u.act == its statement" in out.detail and "mean of squares" in out.detail, out.detail
-    assert "pre = 1, post = 0, gelu = 0" in out.detail and "pre = 0, post = 1, gelu = 1" in out.detail
+    assert out.detail.count("gelu = ") == 12, out.detail
+    for case in (
+        "residual = 0, pre = 0, post = 0, gelu = 0",
+        "pre = 1, post = 0, gelu = 1",
+        "pre = 0, post = 1, gelu = 1",
+    ):
+        assert case in out.detail, out.detail
 
 
 # -- wrong U's fail with a counterexample naming the stage and the node ------------------------------
