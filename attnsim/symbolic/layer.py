@@ -21,12 +21,15 @@ so a ``where`` on a gate is evaluated on the branch taken only.  scale and eps s
 flag ``l < t`` of the true size t of that axis equals the sum over ``l < t`` without the flag
 (the terms with ``t <= l < C`` are 0; flags are 0/1, so a flag's power is the flag).  It is
 applied only when the bound is literally the capacity matching t; else the sum is kept as it is
-and the comparison fails (reported, never assumed).
+and the comparison fails (reported, never assumed).  A sum whose terms are guarded differently is
+truncated term by term, and a term picked by ``[v = a]`` is read at v = a (Kronecker delta;
+:mod:`attnsim.symbolic.padding`, also for an indicator's conjuncts Z3 decides).
 
 **Positivity** of the LayerNorm divisor ``sqrt(var + eps)``: U computes var as
 ``E[x^2] - E[x]^2``.  It is shown >= 0 by proving, in the Sum normal form, that it equals
 ``(1/m) Sum_{l<m} (x_l - E[x])^2`` (a mean of squares of reals, m >= 1), so var + eps > 0 with
-eps > 0.
+eps > 0.  A row held as several sums (R = sum_h O_h + c) is read off them
+(:mod:`attnsim.symbolic.variance`).  ReLU and GELU: :mod:`attnsim.symbolic.activation`.
 
 **Key listings through intents.**  A sum or max head lists its keys by a hint (see
 :mod:`attnsim.symbolic.execute`); that every selected key is listed is proven, for a selector with a
