@@ -103,6 +103,23 @@ def test_a_residual_adding_the_wrong_term_fails(monkeypatch: pytest.MonkeyPatch,
     assert out.detail.startswith("ffn (residual = 1, post = 0): ffn2.Y1 at ffn2.products: counterexample"), out.detail
 
 
+def test_ffn_1_reading_layer_norm_1s_gain_when_pre_norm_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pre-norm, FFN 1's input is LayerNorm 2 (y1): U reading LayerNorm 1's gain there is refuted."""
+    real = UniversalSimulator._gather
+
+    def gather(self, name, grid, onto, cs, **kw):  # type: ignore[no-untyped-def]
+        if name == "ffn1.g2":
+            grid = self._rec["g1"]
+        return real(self, name, grid, onto, cs, **kw)
+
+    monkeypatch.setattr(UniversalSimulator, "_gather", gather)
+    out = _prove(_symbolic_u(), "ffn2.u.act", [{"residual": 1, "pre": 1, "post": 0, "gelu": 1}])  # GELU: no 0 clamp
+    assert out.ok is False, out.detail
+    assert out.detail.startswith(
+        "ffn (residual = 1, pre = 1, post = 0, gelu = 1): ffn2.u.act at ffn2.products: counterexample"
+    ), out.detail
+
+
 # -- the statement is the spec's --------------------------------------------------------------------
 def test_the_statement_over_the_opaque_heads_is_the_spec_up_to_bound_names() -> None:
     from attnsim.symbolic.alpha import alpha_equal
