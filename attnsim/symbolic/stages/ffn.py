@@ -85,7 +85,7 @@ def prove(
     parts = over_heads()
     a, b = goal.args
     name = "y1" if goal.name == "Y1" else "act"
-    return prove_stage(
+    out = prove_stage(
         u,
         goal,
         cases or CASES[goal.name],
@@ -94,6 +94,16 @@ def prove(
         statement=lambda cs: goal.flags(cs) * parts[name](cs[a], cs[b]),
         step_cap=120.0,
         spec_once=cases is None,  # every case: one check of the statement, with the options as operands
+    )
+    if out.ok is not True:
+        return out
+    split = sorted({k for c in cases or CASES[goal.name] for k in c})
+    both = ""
+    if {"pre", "post"} <= set(split):
+        both = "; premise: pre and post are not both 1 (TransformerLayer enforces it)"
+    return Outcome.good(
+        f"{out.detail}{both}; the options other than {', '.join(split)} and the scalars scale, eps stay symbols "
+        "(any value, eps > 0)"
     )
 
 
