@@ -21,12 +21,16 @@ so a ``where`` on a gate is evaluated on the branch taken only.  scale and eps s
 flag ``l < t`` of the true size t of that axis equals the sum over ``l < t`` without the flag
 (the terms with ``t <= l < C`` are 0; flags are 0/1, so a flag's power is the flag).  It is
 applied only when the bound is literally the capacity matching t; else the sum is kept as it is
-and the comparison fails (reported, never assumed).
+and the comparison fails (reported, never assumed).  A sum whose terms are guarded differently is
+split into its terms, its Kronecker deltas summed out and each piece truncated again
+(:meth:`LayerExecutor.retruncate`; see below).
 
 **Positivity** of the LayerNorm divisor ``sqrt(var + eps)``: U computes var as
 ``E[x^2] - E[x]^2``.  It is shown >= 0 by proving, in the Sum normal form, that it equals
 ``(1/m) Sum_{l<m} (x_l - E[x])^2`` (a mean of squares of reals, m >= 1), so var + eps > 0 with
-eps > 0.
+eps > 0.  A row held as several sums (R = sum_h O_h + c) is read off its squared total
+(:func:`~attnsim.symbolic.sumsplit.row_variance_nonnegative`).  ReLU and GELU:
+:mod:`attnsim.symbolic.activation`.
 
 **Key listings through intents.**  A sum or max head lists its keys by a hint (see
 :mod:`attnsim.symbolic.execute`); that every selected key is listed is proven, for a selector with a
@@ -88,8 +92,10 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Grid, Layout
 from attnsim.simulator.record import CAPACITY, TRUE, Source
+from attnsim.symbolic.activation import ACTIVATIONS, activation
+from attnsim.symbolic.alpha import alpha_equal
 from attnsim.symbolic.execute import ExecutionFailed, sym
-from attnsim.symbolic.flagform import merge_flags
+from attnsim.symbolic.flagform import merge_flags, split_conjunctions
 from attnsim.symbolic.frame import FrameExecutor, _Program
 from attnsim.symbolic.ite import Ite
 from attnsim.symbolic.maxover import MaxOver
@@ -246,6 +252,9 @@ class LayerExecutor(FrameExecutor):
     # value is then checked > 0 at the sampled point before U's value there is trusted)
     sampling: bool = False
     unshown: list[Any] = field(default_factory=list)
+    # Z3 answers (proven or refuted) by proof_key, shared by the executors of one run (the option
+    # cases ask the same goals)
+    proofs: dict[tuple[Any, ...], Outcome] = field(default_factory=dict)
 
     def token(self, pos: E.Expr) -> sp.Expr:
         blocks = [g.block for g, _ in self.sources]
@@ -287,18 +296,30 @@ class LayerExecutor(FrameExecutor):
         if decode_k:
             ln = self.con.layout.length
             dec = [decode.Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
-        out = decode.prove(
-            goal,
-            self.premises,
-            decode=dec,
-            coords=dict(self.coords),
-            minimum=self.minimum,
-            timeout=min(self.left(), self.step_cap),
-        )
+        key = self.proof_key(goal, decode_k)
+        out = self.proofs.get(key)
+        if out is None:
+            out = decode.prove(
+                goal,
+                self.premises,
+                decode=dec,
+                coords=dict(self.coords),
+                minimum=self.minimum,
+                timeout=min(self.left(), self.step_cap),
+            )
+            if out.ok is not None:  # proven or refuted: the same goal gets the same answer (not a timeout)
+                self.proofs[key] = out
         if out.ok is True:
             self.lemmas |= set(decode.lemmas_in(out.detail))
             self.steps.append(what)
         return out
+
+    def proof_key(self, goal: E.Expr, decode_k: bool) -> tuple[Any, ...]:
+        """What a Z3 call's answer depends on: the goal, the premises, the coordinates' extents, the
+        size minimums, and whether the key is decoded."""
+        coords = tuple(sorted((k, E.render(E.lift(v))) for k, v in self.coords.items()))
+        premises = tuple(E.render(p) for p in self.premises)
+        return (E.render(goal), decode_k, coords, premises, tuple(sorted(self.minimum.items())))
 
     def _value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:
         if node.label in self.cuts:
@@ -312,6 +333,8 @@ class LayerExecutor(FrameExecutor):
                 return nonzero_flags(c) * self.value(node.args[1], pos)
         if isinstance(node, C.Aggregate) and node.score is node.values and isinstance(node.selector, C.SelectAnd):
             return self.guarded_max(node, pos)
+        if isinstance(node, C.Map) and isinstance(node.fn, C.Prim) and node.fn.name in ACTIVATIONS:
+            return activation(node.fn.name, self.value(node.args[0], pos))
         if isinstance(node, C.Map | C.SequenceMap) and (ix := C.index_expr(node, pos)) is not None:
             if any(isinstance(x, E.If) for x in E.nodes(ix)):
                 return self.settled_index_value(ix)
@@ -320,11 +343,13 @@ class LayerExecutor(FrameExecutor):
     def settled_index_value(self, ix: E.Expr) -> sp.Expr:
         """An index Map's value with each conditional Z3 decides at this position replaced by its
         branch (``settle``: e.g. ``If(p in grid, coordinate, -1)`` at a key proven inside the grid
-        is the coordinate), then as the executor reads any index expression."""
+        is the coordinate), the conditions' conjuncts decided one by one (:meth:`decide_conditions`),
+        then as the executor reads any index expression, a flag of a conjunction as the product of
+        its conjuncts' flags (:func:`~attnsim.symbolic.flagform.split_conjunctions`)."""
         ix = self.decide_conditions(self.settle(self.norm(ix.substitute({"length": self.con.layout.length}))))
         if E.is_truth_valued(ix):
             ix = self.decide(ix)
-        return self.to_value(ix)
+        return split_conjunctions(self.to_value(ix))  # [a and b] = [a] [b]: deltas a sum can sum out
 
     def divisor_not_shown(self, node: C.Map | C.SequenceMap, operand: sp.Expr) -> None:
         if not self.sampling:
@@ -904,6 +929,19 @@ def past_divisors(
     return refuted(where, got, want, "", fixed, tuple(again.unshown))
 
 
+def _same_unfolded(statement: Any, spec: Any, cuts: Mapping[str, Cut]) -> bool:
+    """``statement`` with every cut unfolded is ``spec``, structurally or up to the names of bound
+    variables (:func:`alpha_equal`)."""
+    by_name: dict[str, Cut] = {}
+    for c in cuts.values():
+        by_name.setdefault(c.name, c)  # nodes with one statement share its name (Cut)
+    # each opaque application replaced at once (a cut's spec is in the spec's operands: no opaque
+    # function inside it), without walking the unfolded expression once per cut
+    apps = [x for x in sp.sympify(statement).atoms(sp.core.function.AppliedUndef) if x.func.__name__ in by_name]
+    unfolded = sp.sympify(statement).xreplace({x: by_name[x.func.__name__].unfold(x) for x in apps})
+    return bool(unfolded == spec) or alpha_equal(unfolded, spec)
+
+
 def prove_stage(
     u: Any,
     goal: Cut,
@@ -919,6 +957,7 @@ def prove_stage(
     spec_over: Mapping[str, str] | None = None,
     padding: PaddingRows | None = None,
     past_divisors_search: bool = False,
+    spec_once: bool = False,
 ) -> Outcome:
     """U's node ``goal.label`` at a symbolic position of ``goal.grid`` with coordinates in the
     goal's region equals its statement, in every option case, by the normal form.
@@ -937,7 +976,9 @@ def prove_stage(
     (:class:`PaddingRows`), stated in the Outcome for the cases that used it.
     ``past_divisors_search``: when a divisor is not shown > 0, U's value is executed again past it
     and compared where the divisors are > 0 (:func:`past_divisors`; a counterexample or unknown:
-    it costs a second execution of the rest of the case)."""
+    it costs a second execution of the rest of the case).
+    ``spec_once``: the statement is checked to be the spec's once, with the options left as
+    operands (else once per case, after the case's values are substituted)."""
     cut_map = {c.label: c for c in (cuts or {}).values()}
     over = spec_over is not None
     if spec_over is not None:
@@ -955,10 +996,17 @@ def prove_stage(
     cs = {a: sym(v) for a, v in vs.items()}
     pos = grid.position(*(vs[a] for a in grid.axes))
     t0 = time.perf_counter()
+    # spec_once: the statement is the spec's in every case when it is so with the options left as
+    # operands (structurally or up to bound names: a case substitutes the same 0/1 values into both);
+    # one check on the larger unfixed expressions, cheaper than one per case when there are many
+    spec_for_every_case = (
+        spec_once and statement is not None and _same_unfolded(statement(cs), goal.statement(cs), cut_map)
+    )
     steps = 0
     done = []
     padded: list[str] = []  # the cases that used the padding premise
     intent_proofs: dict[tuple[int, int], Outcome] = {}  # selectors proven their intents, shared by the cases
+    proofs: dict[tuple[Any, ...], Outcome] = {}  # Z3 answers, shared by the cases
     for case in cases:
         ex = LayerExecutor(
             con,
@@ -972,6 +1020,7 @@ def prove_stage(
             intent_proofs=intent_proofs,
             witnesses=witnesses,
             padding=padding,
+            proofs=proofs,
         )
         ex.coords.update(coords)
         what = ", ".join(f"{k} = {v}" for k, v in case.items()) or "every option a symbol"
@@ -992,7 +1041,7 @@ def prove_stage(
         if not same:
             fixed = {k: v for w in witnesses for k, v in w.sample}
             return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf, fixed)
-        if statement is not None and not over:
+        if statement is not None and not over and not spec_for_every_case:
             same, by_parts = False, False
             used = [c for c in cut_map.values() if sp.sympify(want).has(sp.Function(c.name))]
             if goal.part and used and all(c.part for c in used):
@@ -1010,6 +1059,8 @@ def prove_stage(
                     unfolded = c.unfold(unfolded)
                 lhs, rhs = fix(unfolded, case), fix(goal.statement(cs), case)
                 same = lhs == rhs  # structurally the same expression (the usual case): no normal form needed
+                if not same:
+                    same = alpha_equal(lhs, rhs)  # the same up to the names of bound variables
                 if not same:
                     same, shown_nf, _ = equal_by_normal_form(lhs, rhs)
             if not same:

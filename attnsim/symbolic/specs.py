@@ -39,11 +39,12 @@ class SpecError(ValueError):
 class SymbolicAlg:
     """Sums as SymPy ``Sum`` over a fresh bound variable; exp, max, min as SymPy functions."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "s!") -> None:
         self._n = itertools.count()
+        self.prefix = prefix  # two instances whose statements meet need two prefixes (no capture)
 
     def sum(self, body: Callable[[Any], Any], upper: Any) -> Any:
-        var = sp.Symbol(f"s!{next(self._n)}", integer=True)  # "!": never a size's name
+        var = sp.Symbol(f"{self.prefix}{next(self._n)}", integer=True)  # "!": never a size's name
         return sp.Sum(body(var), (var, 0, upper - 1))
 
     def exp(self, x: Any) -> Any:
@@ -469,12 +470,13 @@ def encoder_layer_parts(
 ) -> dict[str, Callable[..., Any]]:
     """The statement of ENCODER_LAYER as its named intermediate quantities (stage proofs state
     their claims in them): z1(r, t), proj(part, r, h, c), logit(h, r, l), weight(h, r, j),
-    attn(r, t), y1_in(r, t), y1(r, t), z2(r, t), act(r, g), y2_in(r, t), out(i, e).
+    head(hd, r, t), attn(r, t), y1_in(r, t), y1(r, t), z2(r, t), act(r, g), y2_in(r, t), out(i, e).
 
     ``given`` (name -> function of the same coordinates) replaces those intermediates: every later
     one is then written over the given function instead of the definition (e.g. ``out`` over an
-    opaque y1 and act, which a stage proof reads from earlier stages: :func:`given_parts`).  With
-    the definitions given, it is the same statement (the definitions are substituted back).
+    opaque y1 and act, which a stage proof reads from earlier stages: :func:`given_parts`; attn
+    over each head's opaque term head(hd, r, t), the attention stage's cut).  With the definitions
+    given, it is the same statement (the definitions are substituted back).
 
     Every intermediate is a function of its coordinates, memoized per entry (the same value is
     read by many sums; memoizing changes no value, only the concrete evaluation's cost)."""
@@ -547,10 +549,15 @@ def encoder_layer_parts(
     weight = pick("weight", weight)
 
     @cached
+    def head(hd: Any, r: Any, t: Any) -> Any:  # head hd's term of attn(r, t): its A_h V_h through W_O
+        one = lambda c: alg.sum(lambda j: weight(hd, r, j) * proj(2, j, hd, c), n)
+        return alg.sum(lambda c: ops["out_proj_weight"][0, t, hd * k + c] * one(c), k)
+
+    head = pick("head", head)
+
+    @cached
     def attn(r: Any, t: Any) -> Any:  # concat_h(A_h V_h) out_proj.weight^T + out_proj.bias
-        head = lambda hd, c: alg.sum(lambda j: weight(hd, r, j) * proj(2, j, hd, c), n)
-        per_head = lambda hd: alg.sum(lambda c: ops["out_proj_weight"][0, t, hd * k + c] * head(hd, c), k)
-        return alg.sum(per_head, hh) + vec("out_proj_bias", t)
+        return alg.sum(lambda hd: head(hd, r, t), hh) + vec("out_proj_bias", t)
 
     attn = pick("attn", attn)
 
@@ -599,12 +606,12 @@ def encoder_layer_parts(
             lambda: y1(i, e),
         )
 
-    parts = (z1, proj, logit, weight, attn, y1_in, y1, z2, act, y2_in, out)
+    parts = (z1, proj, logit, weight, head, attn, y1_in, y1, z2, act, y2_in, out)
     return dict(zip(PART_NAMES, parts, strict=True))
 
 
 #: the intermediate quantities of :func:`encoder_layer_parts`, in order
-PART_NAMES = ("z1", "proj", "logit", "weight", "attn", "y1_in", "y1", "z2", "act", "y2_in", "out")
+PART_NAMES = ("z1", "proj", "logit", "weight", "head", "attn", "y1_in", "y1", "z2", "act", "y2_in", "out")
 
 
 def given_parts(

@@ -31,9 +31,15 @@ ORDER: tuple[Stage, ...] = (SCORES, ATTENTION, FFN, OUTPUT, WRITE)
 
 
 def premises(detail: str) -> list[str]:
-    """The premises a stage's Outcome states (``premise: ...`` up to the next ``;``), not the
-    proven stages it read (those are discharged by the chain)."""
-    return [p for p in re.findall(r"premise: ([^;]+)", detail) if not p.startswith("the proven stages")]
+    """The premises a stage's Outcome states (``premise: ...`` or ``premise (cases ...): ...``, up
+    to the next ``;``; the cases a premise was used in kept, separated by `` | ``), not the proven
+    stages it read (those are discharged by the chain)."""
+    out = []
+    for cases, text in re.findall(r"premise(?: \(cases ([^)]*)\))?: ([^;]+)", detail):
+        if text.startswith("the proven stages"):
+            continue
+        out.append(f"{text} (cases {cases.replace('; ', ' | ')})" if cases else text)
+    return out
 
 
 def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outcome:

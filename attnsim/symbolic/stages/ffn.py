@@ -5,15 +5,37 @@ residual sum, LayerNorm 1 when post-norm) equals [e < d] y1(i, e) where it is he
 ffn2.products, ``out.Y1`` at out), and U's FFN 1 activation equals [g < f] act(i, g) (``ffn2.u.act``
 at ffn2.products, ``gram.u.act`` and ``gram.u2.act`` at ln2.gram_terms, g its f or f2 axis), the
 spec's own y1 and act (LayerNorm 2 folded in when pre-norm).
+
+How it is proven (:func:`prove`): U's node is executed at a symbolic entry in every option case
+that changes it (:data:`CASES`: residual and post for Y1; residual, pre/post and gelu for act; the
+other options stay symbols), the head outputs read as the attention stage's cut O(h, i, e) with
+its guard flags [h < hh] [e < d].  R = sum_{h<H} (O_h + [h = 0] c) is split into its terms, the
+residual terms' Kronecker delta [h = 0] summed out and the head terms truncated to h < hh
+(:meth:`attnsim.symbolic.layer.LayerExecutor.retruncate`, :mod:`attnsim.symbolic.sumsplit`);
+LayerNorm's divisor sqrt(E[R^2] - E[R]^2 + eps) is shown > 0 by writing the variance as a mean of
+squares over the row (:func:`attnsim.symbolic.sumsplit.row_variance_nonnegative`; U's E[R^2] is a
+sum over (e, h, h'), the spec's square of a sum over h: copies of a power of a sum in
+:mod:`attnsim.symbolic.sums`); ReLU is max(x, 0) = (x + |x|) / 2, the spec's form, and the 0/1 guard
+flags of the argument come out of the activation (:mod:`attnsim.symbolic.activation`).  The
+statement is the spec's own y1 / act built over the opaque O
+(:func:`attnsim.symbolic.specs.encoder_layer_parts` with ``given={"head": O}``), checked to be, once
+O is unfolded to the attention stage's statement, the spec's y1 / act up to the names of bound
+variables (:mod:`attnsim.symbolic.alpha`; ``prove_stage(spec_once=True)``: once, the options left
+as operands).  A divisor not shown > 0 in a wrong U is searched past for a counterexample
+(``past_divisors_search``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
+import sympy as sp
+
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import Cut, part_cut
+from attnsim.symbolic.layer import SIZE, Cut, part_cut, prove_stage
+from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts
 from attnsim.symbolic.stages import Stage
 
 # U's nodes: label, grid, the axes of the statement's arguments (row, feature)
@@ -23,6 +45,18 @@ ACT = (
     ("gram.u.act", "ln2.gram_terms", ("i", "f")),
     ("gram.u2.act", "ln2.gram_terms", ("i", "f2")),
 )
+HEAD = sp.Function("O")  # the attention stage's opaque name for a head output O(h, i, e)
+
+# the option cases that change each statement (the other options stay symbols: any value)
+CASES = {
+    "Y1": [{"residual": r, "post": p} for r in (0, 1) for p in (0, 1)],
+    "act": [
+        {"residual": r, "pre": pre, "post": post, "gelu": g}
+        for r in (0, 1)
+        for pre, post in ((0, 0), (1, 0), (0, 1))
+        for g in (0, 1)
+    ],
+}
 
 
 def goals(u: Any) -> list[Cut]:
@@ -33,11 +67,46 @@ def goals(u: Any) -> list[Cut]:
     return out
 
 
-def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
-    """Not yet proven (issue 14)."""
-    return Outcome.unknown(f"ffn: {goal.label} is not proven yet")
+@functools.cache
+def over_heads() -> dict[str, Any]:
+    """ENCODER_LAYER's intermediate quantities with each head's term of attn read as the opaque
+    O(h, i, e) (the attention stage's statement); its bound variables are named apart from
+    :func:`spec_parts`' (prefix ``y!``), so unfolding O cannot capture one."""
+    ops = {name: sp.IndexedBase(name) for name in ENCODER_LAYER.operands}
+    return encoder_layer_parts(SymbolicAlg("y!"), ops, SIZE, given={"head": lambda hd, r, t: HEAD(hd, r, t)})
+
+
+def prove(
+    u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float, cases: list[dict[str, int]] | None = None
+) -> Outcome:
+    """One Y1 or activation node in every option case of :data:`CASES` (``cases``: a subset, for
+    tests), over the attention stage's cut (see the module docstring)."""
+    parts = over_heads()
+    a, b = goal.args
+    name = "y1" if goal.name == "Y1" else "act"
+    out = prove_stage(
+        u,
+        goal,
+        cases or CASES[goal.name],
+        timeout,
+        cuts=cuts,
+        statement=lambda cs: goal.flags(cs) * parts[name](cs[a], cs[b]),
+        step_cap=120.0,
+        past_divisors_search=True,  # a wrong U's divisor not shown > 0: a counterexample past it
+        spec_once=cases is None,  # every case: one check of the statement, with the options as operands
+    )
+    if out.ok is not True:
+        return out
+    split = sorted({k for c in cases or CASES[goal.name] for k in c})
+    both = ""
+    if {"pre", "post"} <= set(split):
+        both = "; premise: pre and post are not both 1 (TransformerLayer enforces it)"
+    return Outcome.good(
+        f"{out.detail}{both}; the options other than {', '.join(split)} and the scalars scale, eps stay symbols "
+        "(any value, eps > 0)"
+    )
 
 
 FFN = Stage("ffn", goals, ("attention",), prove)
 
-__all__ = ["ACT", "FFN", "Y1", "goals"]
+__all__ = ["ACT", "CASES", "FFN", "HEAD", "Y1", "goals", "over_heads"]

@@ -48,7 +48,7 @@ OVER = {"y1": "Y1", "act": "act"}  # the ffn stage's cuts the statement is writt
 PADDING = PaddingRows(
     "at a padding row i >= n, U's FFN 1 activation nodes (ffn2.u.act, gram.u.act, gram.u2.act) hold one real "
     "value act~(i, g) (0 for g >= f) and its Y1 nodes (ffn2.Y1, out.Y1) one value Y1~(i, e) (0 for e >= d): "
-    "the ffn stage proves its statements on the rows i < n only; used where LayerNorm 2's variance of a "
+    "the ffn stage proves its statements on the rows i < n only, used where LayerNorm 2's variance of a "
     "padding row is shown >= 0 (a mean of squares) before the row is multiplied by its 0 flag",
     ("act", "Y1"),
 )

@@ -45,6 +45,18 @@ def test_write_chained_after_a_granted_output_is_proven_and_collects_premises() 
     assert premises(out.detail) == ["a stated premise"]
 
 
+def test_a_premise_used_in_some_cases_is_collected_with_its_cases() -> None:
+    """The output stage states its padding-row premise as ``premise (cases ...): ...`` (cases joined
+    by ``; ``): collected whole, with its cases, and again from the chain's own Outcome."""
+    from attnsim.symbolic.stages.output import PADDING
+
+    detail = f"ok; premise (cases ffn = 1, post = 1; ffn = 1, residual = 1, post = 1): {PADDING.text}; stated over Y1"
+    (got,) = premises(detail)
+    assert got == f"{PADDING.text} (cases ffn = 1, post = 1 | ffn = 1, residual = 1, post = 1)", got
+    out = prove_layer(_symbolic_u(), 120, stages=(_granted(detail), WRITE))
+    assert out.ok is True and premises(out.detail) == [got], out.detail
+
+
 def test_a_stage_reading_a_stage_not_proven_in_the_run_is_refused() -> None:
     out = prove_layer(_symbolic_u(), 120, stages=(WRITE,))
     assert out.ok is False and out.detail == "stage write reads output, not proven earlier in this run", out.detail
