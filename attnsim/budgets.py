@@ -14,8 +14,9 @@ every other non-deep one    10 s     718 in 34.4 s with 2 workers; none above 5 
 deep ``sympy``              120 s    whole-U SymPy: 0.6 / 9.3 / 24.1 s; det/inverse n=5 <= 1.9 s
 deep ``z3-bounded``         30 s     U's stage selectors for capacities <= 3: 1.2-2.4 s each
 deep ``exact``/``numeric``  30 s     det/inverse at n = 16: <= 4.4 s; compile exhaustive <= 0.6 s
-deep ``all-sizes``          300 s    U's stage ``scores`` for all sizes: 85-90 s (two option cases, 2-core machine);
-                                     layout + scores + attention chained: 78.8 s (loaded, 2026-12-02)
+deep ``all-sizes``          900 s    U's stage ``scores`` for all sizes: 85-90 s (two option cases, 2-core machine);
+                                     layout + scores + attention chained: 78.8 s; the whole layer chained
+                                     (simulator/all-sizes/layer): 151 s beside one process, 474 s loaded
 ==========================  =======  =======================================================
 
 An explicit ``--timeout`` replaces every budget.  An obligation that runs out of time is
