@@ -95,7 +95,7 @@ from attnsim.simulator.record import CAPACITY, TRUE, Source
 from attnsim.symbolic.activation import ACTIVATIONS, activation
 from attnsim.symbolic.alpha import alpha_equal
 from attnsim.symbolic.execute import ExecutionFailed, sym
-from attnsim.symbolic.flagform import merge_flags, split_conjunctions
+from attnsim.symbolic.flagform import flag_condition, merge_flags, split_conjunctions
 from attnsim.symbolic.frame import FrameExecutor, _Program
 from attnsim.symbolic.ite import Ite
 from attnsim.symbolic.maxover import MaxOver
@@ -115,17 +115,8 @@ def flag(cond: Any) -> Any:
     return Ite(cond, sp.Integer(1), sp.Integer(0))
 
 
-def _guard(f: Any) -> Any:
-    """The condition of a guard flag (or of a flag's power), else None."""
-    if isinstance(f, sp.Pow) and f.exp.is_Integer and f.exp > 0:
-        f = f.base
-    if isinstance(f, Ite) and f.args[1] == 1 and f.args[2] == 0:
-        return f.args[0]
-    return None
-
-
 def _flags_of(term: Any) -> set[Any]:
-    return {f.base if isinstance(f, sp.Pow) else f for f in sp.Mul.make_args(term) if _guard(f) is not None}
+    return {f.base if isinstance(f, sp.Pow) else f for f in sp.Mul.make_args(term) if flag_condition(f) is not None}
 
 
 def _hoist(s: Any) -> Any:
@@ -514,9 +505,11 @@ class LayerExecutor(FrameExecutor):
         for term in terms:
             factors = list(sp.Mul.make_args(term))
             mine = [
-                f for f in factors if (g := _guard(f)) is not None and isinstance(g, sp.StrictLessThan) and g.lhs == v
+                f
+                for f in factors
+                if (g := flag_condition(f)) is not None and isinstance(g, sp.StrictLessThan) and g.lhs == v
             ]
-            bounds = {_guard(f).rhs for f in mine}
+            bounds = {flag_condition(f).rhs for f in mine}
             if len(bounds) != 1:
                 return sp.Sum(body, (v, lo, hi))
             m = bounds.pop()
@@ -566,10 +559,11 @@ class LayerExecutor(FrameExecutor):
             return False
         v, lo, hi = s.limits[0]
         factors = [
-            f.base if isinstance(f, sp.Pow) and _guard(f) is not None else f for f in sp.Mul.make_args(s.function)
+            f.base if isinstance(f, sp.Pow) and flag_condition(f) is not None else f
+            for f in sp.Mul.make_args(s.function)
         ]
-        conds = {_guard(f) for f in factors if _guard(f) is not None}
-        rest = [f for f in factors if _guard(f) is None]
+        conds = {flag_condition(f) for f in factors if flag_condition(f) is not None}
+        rest = [f for f in factors if flag_condition(f) is None]
         if not conds or lo != 0 or not all(self.positive(f) for f in rest):
             return False
         for w in self.witnesses:
@@ -675,12 +669,12 @@ def nonzero_flags(c: Any) -> Any:
     factors are read with the flag factors' conditions true (:func:`assuming`: where one is false
     the product is 0 either way)."""
     out: Any = sp.Integer(1)
-    given = {g: sp.true for f in sp.Mul.make_args(c) if (g := _guard(f)) is not None}
+    given = {g: sp.true for f in sp.Mul.make_args(c) if (g := flag_condition(f)) is not None}
     for f in sp.Mul.make_args(c):
-        if _guard(f) is None:
+        if flag_condition(f) is None:
             f = assuming(f, given)
-        if _guard(f) is not None:
-            out *= flag(_guard(f))
+        if flag_condition(f) is not None:
+            out *= flag(flag_condition(f))
         elif isinstance(x := sp.expand(1 - f), sp.Indexed):
             out *= flag(sp.Ne(x, 1))
         else:
@@ -713,10 +707,10 @@ def absorb_flags(e: Any) -> Any:
 
     def rw(x: Any) -> Any:
         factors = sp.Mul.make_args(x)
-        truths = {g: sp.true for f in factors if (g := _guard(f)) is not None}
+        truths = {g: sp.true for f in factors if (g := flag_condition(f)) is not None}
         if not truths:
             return x
-        return sp.Mul(*(f if _guard(f) is not None else assuming(f, truths) for f in factors))
+        return sp.Mul(*(f if flag_condition(f) is not None else assuming(f, truths) for f in factors))
 
     return sp.sympify(e).replace(lambda x: isinstance(x, sp.Mul), rw)
 
