@@ -11,7 +11,9 @@ into the matrix coordinates the layout gives it, using only instances of proven 
    likewise) for every block whose membership test the intent uses, and "outside all of them";
    the case decides those membership tests;
 2. **div/mod** (``decode-position``): ``(X d + Y) div d -> X`` and ``mod -> Y`` once
-   ``d >= 1`` and ``0 <= Y < d`` are shown by interval bounds;
+   ``d >= 1`` and ``0 <= Y < d`` are shown by interval bounds (d a monomial in the sizes, or a
+   sum such as ``D + 1``: X and Y then by polynomial division in one of its sizes, X with
+   integer coefficients, X d + Y checked to expand to the dividend);
 3. **refine** (``divmod-recompose``, ``row-bound``): a coordinate ``v`` in ``[0, M d)`` that is
    divided by ``d`` becomes ``a d + b`` with ``0 <= a < M``, ``0 <= b < d``;
 4. **digits** (``divmod-unique``): ``X1 d + Y1 = X2 d + Y2`` with both ``Y`` in ``[0, d)``
@@ -138,6 +140,16 @@ class _Refine(Exception):
 def _times_coordinate(powers: dict[Any, Any], extents: dict[str, Any]) -> bool:
     """True when a monomial multiplies a coordinate (its bound scales with the sizes' sign)."""
     return any(getattr(b, "name", None) in extents for b in powers)
+
+
+def _integer_polynomial(p: sp.Expr) -> bool:
+    """p (expanded) is a polynomial with integer coefficients in its symbols (integer-valued)."""
+    for t in sp.Add.make_args(p):
+        coeff, rest = t.as_coeff_Mul()
+        powers = rest.as_powers_dict() if rest != 1 else {}
+        if not coeff.is_Integer or not all(b.is_Symbol and e.is_Integer and e >= 1 for b, e in powers.items()):
+            return False
+    return True
 
 
 @dataclass
@@ -301,13 +313,26 @@ class _Ctx:
                 y += t
         return sp.expand(x), sp.expand(y)
 
+    def split_by_sum(self, a: sp.Expr, d: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+        """a = X d + Y for a divisor d that is a sum of monomials in the sizes (a grid extent such
+        as D + 1): X, Y the quotient and remainder of dividing a by d as polynomials in one size of
+        d (the other symbols coefficients), kept when X has integer coefficients and X d + Y
+        expands to a; else X = 0, Y = a.  Like :meth:`split`, any such pair is an instance of
+        decode-position once the caller shows 0 <= Y < d."""
+        a = sp.expand(a)
+        for s in sorted(d.free_symbols, key=sp.default_sort_key):
+            x, y = (sp.expand(v) for v in sp.div(a, d, s))
+            if x != 0 and _integer_polynomial(x) and sp.expand(x * d + y - a) == 0:
+                return x, y
+        return sp.Integer(0), a
+
     def divmod(self, op: str, a: E.Expr, d: E.Expr) -> E.Expr | None:
         sa, sd = self.to_sym(a), self.to_sym(d)
         if sd.is_Integer and int(sd) < 1:
             return None
-        if sd.is_Add or not (sd.is_Integer or self.nonneg(sd - 1)):
+        if not (sd.is_Integer or self.nonneg(sd - 1)):
             return None
-        x, y = self.split(sa, sd)
+        x, y = self.split_by_sum(sa, sd) if sd.is_Add else self.split(sa, sd)
         if self.in_range(y, sd):
             self.used.add("decode-position")
             self.rewrites += 1

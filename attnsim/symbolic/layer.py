@@ -25,6 +25,21 @@ and the comparison fails (reported, never assumed).  A sum whose terms are guard
 split into its terms, its Kronecker deltas summed out and each piece truncated again
 (:meth:`LayerExecutor.retruncate`; see below).
 
+**Gathers with a condition.**  A gather whose source is ``If(c, a, b)`` with c not decided at the
+entry (U's shallow W~ = [W; b] reads W at l < D and the bias at l = D) is executed once with c a
+premise and once with not c, and is ``[c] v_a + [not c] v_b`` (exactly one flag is 1); under a
+premise ``v < b`` on a coordinate v, v's extent is b (it ranges over [0, b)), so normalization
+reads v < D for a token's coordinates.  (An indicator ``If(c1 and c2 ..., 1, 0)`` read there,
+"inside the grid and l = D", has its proven conjuncts dropped by :meth:`LayerExecutor.decide_conditions`.)
+
+**The last term.**  A sum over ``lo <= v <= hi`` (hi >= lo, shown from the sizes' signs) whose
+body compares v with hi (``v < hi``, ``v = hi``, ``v >= hi`` ...; v bound nowhere inside) is
+``Sum_{v=lo}^{hi-1} f(v) + f(hi)``: on the first part each such comparison has one truth value
+(v - hi <= -1) and is replaced by it, the guard flags every term of an inner sum carries are then
+moved out of it (a factor free of a sum's variable), and the first part is truncated as above;
+f(hi) evaluates the comparisons.  So U's sum over l < D + 1 (the appended column l = D) becomes
+the sum over l < d plus the bias term.
+
 **Positivity** of the LayerNorm divisor ``sqrt(var + eps)``: U computes var as
 ``E[x^2] - E[x]^2``.  It is shown >= 0 by proving, in the Sum normal form, that it equals
 ``(1/m) Sum_{l<m} (x_l - E[x])^2`` (a mean of squares of reals, m >= 1), so var + eps > 0 with
@@ -76,10 +91,11 @@ premise :class:`~attnsim.symbolic.padrows.PaddingRows` gives a cut one value per
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +118,7 @@ from attnsim.symbolic.maxover import MaxOver
 from attnsim.symbolic.padrows import PaddingRows
 from attnsim.symbolic.positivity import Signs
 from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts, given_parts
-from attnsim.symbolic.sums import equal_by_normal_form
+from attnsim.symbolic.sums import equal_by_normal_form, simplify_conditions
 from attnsim.symbolic.sumsplit import row_variance_nonnegative, split_terms, sum_deltas
 
 OPTIONS = ("residual", "pre", "post", "gelu", "ffn")
@@ -134,6 +150,41 @@ def _hoist(s: Any) -> Any:
         *(f for f in sp.Mul.make_args(t) if (f.base if isinstance(f, sp.Pow) else f) not in common)
     )
     return sp.Mul(*common) * sp.Sum(sp.Add(*(strip(t) for t in terms)), s.limits[0])
+
+
+def hoist_all(e: Any) -> Any:
+    """``e`` with :func:`_hoist` applied to every sum, innermost first (each limit of a multiple
+    sum a sum of its own): guard flags every term of a sum carries move out of it."""
+    if isinstance(e, sp.Sum):
+        acc = hoist_all(e.function)
+        for lim in e.limits:  # innermost first
+            acc = _hoist(sp.Sum(acc, lim))
+        return acc
+    if not getattr(e, "args", ()) or isinstance(e, (sp.Indexed, sp.Symbol)):
+        return e
+    return e.func(*(hoist_all(a) for a in e.args))
+
+
+def below_last(r: Any, v: Any, hi: Any) -> Any:
+    """The truth value of the comparison ``r`` for every v <= hi - 1, when r compares v with hi
+    (``r.lhs - r.rhs`` is ``v - hi``, < 0 there, or ``hi - v``, > 0 there); else None."""
+    delta = sp.expand(r.lhs - r.rhs)
+    if delta == sp.expand(v - hi):
+        negative = True
+    elif delta == sp.expand(hi - v):
+        negative = False
+    else:
+        return None
+    truth = {
+        sp.StrictLessThan: negative,
+        sp.LessThan: negative,
+        sp.StrictGreaterThan: not negative,
+        sp.GreaterThan: not negative,
+        sp.Equality: False,
+        sp.Unequality: True,
+    }
+    t = truth.get(type(r))
+    return None if t is None else sp.true if t else sp.false
 
 
 @dataclass(frozen=True)
@@ -278,6 +329,94 @@ class LayerExecutor(FrameExecutor):
         return guards * sp.IndexedBase(src.operand)[tuple(sp.sympify(x) for x in src.index(scs, SIZE))]
 
     step_cap: float = 20.0  # seconds for one Z3 call (a conditional's condition is its own call)
+    # conditions assumed on the branch of a gather being executed (see gather_cases)
+    assumed: list[E.Expr] = field(default_factory=list)
+    _scoped_memo: dict[tuple[Any, ...], sp.Expr] = field(default_factory=dict)
+
+    @property
+    def premises(self) -> list[E.Expr]:
+        return [*super().premises, *self.assumed]
+
+    def value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:
+        """A node's value, memoized; on a branch (``assumed`` not empty) a value computed under its
+        assumptions is kept apart (it holds there only), a value computed without any is reused."""
+        if not self.assumed:
+            return super().value(node, pos)
+        key = (id(node), E.render(pos))
+        got = self._memo.get(key)
+        if got is None:
+            scoped = (*key, *(E.render(a) for a in self.assumed))
+            got = self._scoped_memo.get(scoped)
+            if got is None:
+                got = self._scoped_memo[scoped] = self._value(node, pos)
+        return got
+
+    def sample_env(self) -> dict[str, int]:
+        """The executor's sample point (where a token's grid is guessed, then proven), moved to
+        satisfy the branch's assumptions: coordinates at their largest value, else at 0, else one
+        below the largest (the first that satisfies them; else the plain sample, and the proof
+        that follows fails)."""
+        env = super().sample_env()
+        if not self.assumed:
+            return env
+        for shift in (None, 0, 2):
+            cand = dict(env)
+            if shift is not None:
+                for name, ext in self.coords.items():
+                    cand[name] = 0 if shift == 0 else max(int(ext.evaluate(env)) - shift, 0)
+            try:
+                if all(int(a.evaluate(cand)) for a in self.assumed):
+                    return cand
+            except (E.ExprError, ZeroDivisionError):
+                continue
+        return env
+
+    @contextlib.contextmanager
+    def assuming(self, cond: E.Expr) -> Iterator[None]:
+        """Execute with ``cond`` a premise; under ``v < b`` (v a coordinate) v's extent is b while
+        it holds (v ranges over [0, b): what normalization reads)."""
+        narrow = (
+            isinstance(cond, E.BinOp) and cond.op == "<" and isinstance(cond.a, E.Var) and cond.a.name in self.coords
+        )
+        extents = dict(self.coords)
+        self.assumed.append(cond)
+        if narrow:
+            assert isinstance(cond, E.BinOp) and isinstance(cond.a, E.Var)
+            self.coords[cond.a.name] = cond.b
+        try:
+            yield
+        finally:
+            self.assumed.pop()
+            self.coords.clear()
+            self.coords.update(extents)
+
+    def aggregate(self, node: C.Aggregate, pos: E.Expr) -> sp.Expr:
+        sel = node.selector
+        if isinstance(sel, C.Select) and sel.cmp == "==" and isinstance(sel.keys, C.Indices):
+            src = C.index_expr(sel.queries, pos)
+            # a gather onto a grid reads If(inside, source, -1): a second conditional is a "when"
+            if src is not None and sum(isinstance(x, E.If) for x in E.nodes(src)) > 1:
+                k = self.settle(src.substitute({"length": self.con.layout.length}))
+                if isinstance(k, E.If):
+                    cond = self.norm(k.cond)
+                    seen = {E.render(a) for a in self.assumed}
+                    if not {E.render(cond), E.render(E.Not(cond))} & seen:  # a case is split once
+                        return self.gather_cases(node, pos, cond)
+        return super().aggregate(node, pos)
+
+    def gather_cases(self, node: C.Aggregate, pos: E.Expr, cond: E.Expr) -> sp.Expr:
+        """A gather whose source is ``If(cond, a, b)`` with cond not decided at ``pos`` (a gather
+        with ``when``, e.g. W~ = [W; b] on the axis l < D + 1; cond normalized, no div/mod left, so
+        Z3 reads it well as a premise): the gather executed once assuming cond and once assuming
+        not cond, as ``[c] v_a + [not c] v_b`` (c = cond in SymPy; the two flags are 0/1 and
+        exactly one is 1, so this is the value in both cases)."""
+        c = simplify_conditions(sp.Ne(self.to_value(cond), 0))
+        branches = []
+        for assume in (cond, E.Not(cond)):
+            with self.assuming(assume):
+                branches.append(self._value(node, pos))
+        self.steps.append(f"{node.label}: a gather on the cases {E.render(cond)} and its negation")
+        return flag(c) * branches[0] + flag(sp.Not(c)) * branches[1]
 
     def _attempt(self, goal: E.Expr, what: str, decode_k: bool = False) -> Outcome:
         """Z3 on the goal after its conditionals were decided one by one (each a smaller goal)."""
@@ -495,8 +634,32 @@ class LayerExecutor(FrameExecutor):
             return s
         body = s.function
         for v, lo, hi in s.limits:  # innermost first
-            body = _hoist(self._truncate_one(body, v, lo, hi))
+            split = self._split_last(body, v, lo, hi)
+            if split is None:
+                body = _hoist(self._truncate_one(body, v, lo, hi))
+            else:
+                head, last = split
+                body = _hoist(self._truncate_one(head, v, lo, hi - 1)) + last
         return body
+
+    def _split_last(self, body: Any, v: Any, lo: Any, hi: Any) -> tuple[Any, Any] | None:
+        """``Sum_{v=lo}^{hi} f(v) = Sum_{v=lo}^{hi-1} f(v) + f(hi)`` (hi >= lo, shown from the
+        sizes' signs) when some condition in f compares v with hi (``v < hi``, ``v = hi``, ...):
+        such a condition is decided on v <= hi - 1 and substituted in the first sum (whose inner
+        sums then have their common guard flags hoisted, so the first sum can be truncated), and
+        f(hi) decides it by evaluation.  Returns (first sum's body, f(hi)); None when no
+        condition compares v with hi or hi >= lo is not shown."""
+        body = sp.sympify(body)
+        rels = body.atoms(sp.core.relational.Relational)
+        decided = {r: t for r in rels if (t := below_last(r, v, hi)) is not None}
+        if not decided or not self.signs.positive(sp.expand(hi - lo + 1)):
+            return None
+        if any(v in {lim[0] for lim in s.limits} for s in body.atoms(sp.Sum)):
+            return None  # v is also bound inside: its conditions there are not about this sum's v
+        head = hoist_all(body.xreplace(decided))
+        last = body.xreplace({v: hi})
+        self.steps.append(f"sum over {v} <= {hi}: its last term {v} = {hi} split off")
+        return head, last
 
     def _truncate_one(self, body: Any, v: Any, lo: Any, hi: Any) -> Any:
         terms = sp.Add.make_args(sp.expand(body))

@@ -4,6 +4,12 @@ At every attention product (h, i, j, e) with h < hh, i < n, j < n, U's ``attn.lo
 specification's logit(h, i, j) = scale sum_{c<k} q_h[i, c] k_h[j, c] + additive[i, j], the
 projections with LayerNorm 1 when pre-norm (its variance shown a mean of squares), for every
 capacity and true size; the options other than pre stay symbols (any value).
+
+Both variants of U hold the logit at the same node and grid.  The compact U sums Q K over c from
+its projections; the shallow U sums Z~[i, l] Wq~[h, l, c] Wk~[h, l2, c] Z~[j, l2] over c < K and
+l, l2 < D + 1 in one spread product (Z~ = [Z, 1], W~ = [W; b]): the executor splits each gather
+with a ``when`` into its two cases and each sum over l <= D into l < D and its last term l = D
+(:class:`attnsim.symbolic.layer.LayerExecutor`), so the same statement is proven.
 """
 
 from __future__ import annotations
@@ -12,8 +18,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import Cut, prove_stage, spec_parts
+from attnsim.symbolic.layer import Cut, LayerExecutor, prove_stage, spec_parts
 from attnsim.symbolic.stages import Stage
+
+# seconds for one Z3 call (a resource bound: what is proven does not depend on it): the
+# executor's default for the compact U; the shallow U's spread sum, over an extent D + 1 in three
+# axes, has key listings of ~30 s unloaded
+STEP_CAP = {"compact": LayerExecutor.step_cap, "shallow": 120.0}
 
 
 def goals(u: Any) -> list[Cut]:
@@ -34,7 +45,7 @@ def goals(u: Any) -> list[Cut]:
 
 
 def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
-    return prove_stage(u, goal, [{"pre": 0}, {"pre": 1}], timeout, cuts=cuts)
+    return prove_stage(u, goal, [{"pre": 0}, {"pre": 1}], timeout, cuts=cuts, step_cap=STEP_CAP[u.variant])
 
 
 SCORES = Stage("scores", goals, (), prove)
@@ -43,7 +54,7 @@ SCORES = Stage("scores", goals, (), prove)
 def prove_scores(u: Any, timeout: float = 120.0, cases: list[dict[str, int]] | None = None) -> Outcome:
     """The stage on its own (tests pick option cases)."""
     (goal,) = goals(u)
-    return prove_stage(u, goal, cases or [{"pre": 0}, {"pre": 1}], timeout)
+    return prove_stage(u, goal, cases or [{"pre": 0}, {"pre": 1}], timeout, step_cap=STEP_CAP[u.variant])
 
 
-__all__ = ["SCORES", "goals", "prove_scores"]
+__all__ = ["SCORES", "STEP_CAP", "goals", "prove_scores"]
