@@ -1234,7 +1234,7 @@ def prove_stage(
         f"{goal.label} == its statement; cases {'; '.join(done)}; {steps} Z3/normal-form step(s)"
         + (f"; premises: the proven stages {', '.join(sorted({c.stage for c in cut_map.values()}))}" if cut_map else "")
         + "".join(f"; premise: {w.text}" for w in witnesses)
-        + (f"; premise (cases {'; '.join(padded)}): {padding.text}" if padding is not None and padded else "")
+        + (f"; unproven premise (cases {'; '.join(padded)}): {padding.text}" if padding is not None and padded else "")
         + (
             f"; stated over the cuts {', '.join(f'{v} = {k}' for k, v in spec_over.items())} (the spec's own "
             f"{goal.part} with those intermediates given)"

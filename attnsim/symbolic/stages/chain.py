@@ -30,15 +30,20 @@ from attnsim.symbolic.stages.write import WRITE
 ORDER: tuple[Stage, ...] = (SCORES, ATTENTION, FFN, OUTPUT, WRITE)
 
 
+UNPROVEN = "NOT PROVEN: "  # how :func:`premises` marks a premise on U's own values that no stage proved
+
+
 def premises(detail: str) -> list[str]:
     """The premises a stage's Outcome states (``premise: ...`` or ``premise (cases ...): ...``, up
     to the next ``;``; the cases a premise was used in kept, separated by `` | ``), not the proven
-    stages it read (those are discharged by the chain)."""
+    stages it read (those are discharged by the chain).  A premise the stage states as
+    ``unproven premise`` (on U's own values, not on its input) is marked :data:`UNPROVEN`."""
     out = []
-    for cases, text in re.findall(r"premise(?: \(cases ([^)]*)\))?: ([^;]+)", detail):
+    for unproven, cases, text in re.findall(r"(unproven )?premise(?: \(cases ([^)]*)\))?: ([^;]+)", detail):
         if text.startswith("the proven stages"):
             continue
-        out.append(f"{text} (cases {cases.replace('; ', ' | ')})" if cases else text)
+        said = f"{text} (cases {cases.replace('; ', ' | ')})" if cases else text
+        out.append(UNPROVEN + said if unproven else said)
     return out
 
 
@@ -75,10 +80,15 @@ def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outc
         else f"the stages {', '.join(st.name for st in stages)} in order, nodes {', '.join(proven)} "
         "(NOT the whole layer)"
     )
-    return Outcome.good(
+    text = (
         "for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (eps > 0): "
         f"{claim}; {'; '.join(done)}" + "".join(f"; premise: {p}" for p in stated)
     )
+    gaps = [p for p in stated if p.startswith(UNPROVEN)]
+    if gaps:  # a premise on U's own values: the claim holds only where it does, so it is not proven
+        why = f"every goal proven, but under {len(gaps)} premise(s) on U's own values not proven"
+        return Outcome.unknown(f"{why}: {text}")
+    return Outcome.good(text)
 
 
-__all__ = ["ORDER", "premises", "prove_layer"]
+__all__ = ["ORDER", "UNPROVEN", "premises", "prove_layer"]

@@ -57,6 +57,21 @@ def test_a_premise_used_in_some_cases_is_collected_with_its_cases() -> None:
     assert out.ok is True and premises(out.detail) == [got], out.detail
 
 
+def test_an_unproven_premise_on_us_own_values_leaves_the_layer_unknown() -> None:
+    """The output stage's padding-row premise is about U's own values (not its input): a chain that
+    needs it is not proven, and says so with the premise marked."""
+    from attnsim.symbolic.stages.chain import UNPROVEN
+    from attnsim.symbolic.stages.output import PADDING
+
+    detail = f"ok; unproven premise (cases ffn = 1, post = 1): {PADDING.text}"
+    assert premises(detail) == [f"{UNPROVEN}{PADDING.text} (cases ffn = 1, post = 1)"]
+    out = prove_layer(_symbolic_u(), 120, stages=(_granted(detail), WRITE))
+    assert out.ok is None and out.detail.startswith("every goal proven, but under 1 premise(s) on U's own values"), (
+        out.detail
+    )
+    assert f"premise: {UNPROVEN}{PADDING.text}" in out.detail, out.detail
+
+
 def test_a_stage_reading_a_stage_not_proven_in_the_run_is_refused() -> None:
     out = prove_layer(_symbolic_u(), 120, stages=(WRITE,))
     assert out.ok is False and out.detail == "stage write reads output, not proven earlier in this run", out.detail

@@ -46,7 +46,7 @@ def test_y_equals_the_spec_for_every_size() -> None:
     assert "the proven stages ffn" in out.detail, out.detail
     assert "stated over the cuts Y1 = y1, act = act (the spec's own out" in out.detail, out.detail
     # the padding-row premise is stated, for the post-norm cases only
-    premise = "premise (cases ffn = 1, residual = 0, post = 1; ffn = 1, residual = 1, post = 1): at a padding row"
+    premise = "unproven premise (cases ffn = 1, residual = 0, post = 1; ffn = 1, residual = 1, post = 1): at a padding"
     assert premise in out.detail and "act~(i, g) (0 for g >= f)" in out.detail, out.detail
 
 
