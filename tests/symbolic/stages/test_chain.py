@@ -46,15 +46,33 @@ def test_write_chained_after_a_granted_output_is_proven_and_collects_premises() 
 
 
 def test_a_premise_used_in_some_cases_is_collected_with_its_cases() -> None:
-    """The output stage states its padding-row premise as ``premise (cases ...): ...`` (cases joined
+    """A stage may state a premise for some of its cases as ``premise (cases ...): ...`` (cases joined
     by ``; ``): collected whole, with its cases, and again from the chain's own Outcome."""
-    from attnsim.symbolic.stages.output import PADDING
-
-    detail = f"ok; premise (cases ffn = 1, post = 1; ffn = 1, residual = 1, post = 1): {PADDING.text}; stated over Y1"
+    text = "at a padding row, a stated value (a premise used in some cases only)"
+    detail = f"ok; premise (cases ffn = 1, post = 1; ffn = 1, residual = 1, post = 1): {text}; stated over Y1"
     (got,) = premises(detail)
-    assert got == f"{PADDING.text} (cases ffn = 1, post = 1 | ffn = 1, residual = 1, post = 1)", got
+    assert got == f"{text} (cases ffn = 1, post = 1 | ffn = 1, residual = 1, post = 1)", got
     out = prove_layer(_symbolic_u(), 120, stages=(_granted(detail), WRITE))
     assert out.ok is True and premises(out.detail) == [got], out.detail
+
+
+def test_a_padding_value_is_accepted_only_where_its_proof_states_it() -> None:
+    """A goal carrying a padding value (what later stages read on the rows i >= n) whose proof does
+    not state it ends the run; one node of a name proven equal to another representative too."""
+    import dataclasses
+
+    from attnsim.symbolic.stages.chain import padding_proven
+
+    padded = lambda u: [dataclasses.replace(g, padded="Y~") for g in output.goals(u)]
+    granted = Stage("output", padded, (), lambda u, goal, cuts, timeout: Outcome.good("ok"))
+    out = prove_layer(_symbolic_u(), 120, stages=(granted, WRITE))
+    assert out.ok is False and out.detail.startswith("stage output, Y: its padding value Y~ is not proven"), out.detail
+    said = "ok; U's Y == Y~(i, e), the value of Y there (the arguments' only)"
+    stated = Stage("output", padded, (), lambda u, goal, cuts, timeout: Outcome.good(said))
+    assert prove_layer(_symbolic_u(), 120, stages=(stated, WRITE)).ok is True
+    (goal,) = padded(_symbolic_u())
+    reps = {"Y~": "out.Y1"}
+    assert "proven as Y's, the name's is out.Y1's" in padding_proven(goal, said, reps)
 
 
 def test_a_stage_reading_a_stage_not_proven_in_the_run_is_refused() -> None:
