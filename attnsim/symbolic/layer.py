@@ -86,7 +86,8 @@ truncated again (:meth:`LayerExecutor.retruncate`, :mod:`attnsim.symbolic.sumspl
 conditional's conjuncts are decided one by one (:meth:`LayerExecutor.decide_conditions`); flags are
 compared in one form (:func:`attnsim.symbolic.flagform.merge_flags`); a variance is >= 0 when it is
 a mean of squares over a row read off its own squared total (:func:`row_variance_nonnegative`); a
-premise :class:`~attnsim.symbolic.padrows.PaddingRows` gives a cut one value per name on padding rows.
+cut proven on the padding rows too (``Cut.padded``, :func:`prove_padding`) is read there as one value
+per name (:mod:`attnsim.symbolic.padrows`).
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ from attnsim.symbolic.flagform import flag_condition, merge_flags, split_conjunc
 from attnsim.symbolic.frame import FrameExecutor, _Program
 from attnsim.symbolic.ite import Ite
 from attnsim.symbolic.maxover import MaxOver
-from attnsim.symbolic.padrows import PaddingRows
+from attnsim.symbolic.padrows import reads_padding
 from attnsim.symbolic.positivity import Signs
 from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts, given_parts
 from attnsim.symbolic.sums import equal_by_normal_form, simplify_conditions
@@ -211,6 +212,11 @@ class Cut:
     # the spec's intermediate (encoder_layer_parts) that spec(cs) is, at (cs[a] for a in args); "" if
     # none (build such a cut with part_cut: then the two agree by construction)
     part: str = ""
+    # the name of the value the node holds at the padding rows i >= n (the row axis "i" past n, the
+    # other coordinates in the region), one value shared by every node whose cut has this name and
+    # read as ``padded(args)`` times the guard flags; proven by :func:`prove_padding` (the stage
+    # that proves the cut); "" if not proven there (then ``pad[label]``: nothing known)
+    padded: str = ""
 
     def part_call(self, args: tuple[Any, ...]) -> Any:
         """The spec at ``args`` as the unbuilt call ``spec.<part>(args)`` (an uninterpreted function
@@ -254,11 +260,12 @@ def part_cut(
     args: tuple[str, ...],
     stage: str,
     guard: tuple[tuple[str, str], ...] = (),
+    padded: str = "",
 ) -> Cut:
     """A cut whose statement is the spec's intermediate ``part`` at its arguments, times the guard
     flags: spec and ``part`` agree by construction (what :func:`statement_over_cuts` relies on)."""
     spec = lambda cs: spec_parts()[part](*(cs[a] for a in args))
-    return Cut(label, grid, below, spec, name, args, stage, guard, part=part)
+    return Cut(label, grid, below, spec, name, args, stage, guard, part=part, padded=padded)
 
 
 @dataclass(frozen=True)
@@ -282,14 +289,15 @@ class LayerExecutor(FrameExecutor):
     options: dict[str, int] = field(default_factory=dict)
     capacity: dict[str, Any] = field(default_factory=dict)  # true size name -> its capacity (SymPy)
     below: dict[str, str] = field(default_factory=dict)  # entry coordinate -> the true size it is below
+    # entry coordinate -> the true size it is at or past (a padding row: see prove_padding)
+    above: dict[str, str] = field(default_factory=dict)
     # proven stages' statements, read in place of executing their nodes again (see Cut)
     cuts: dict[str, Cut] = field(default_factory=dict)
     # (id(selector), id(layout)) -> the proof that the selector is its intent on that layout (proven
     # once, shared by the executors of one run)
     intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)
     witnesses: tuple[RowWitness, ...] = ()  # premises of the domain (see witnessed_sum)
-    padding: PaddingRows | None = None  # a premise on padding rows (see cut_value)
-    padding_used: bool = False  # a step relied on it (a variance read its values)
+    padding_used: bool = False  # a variance read a cut's proven padding values (see cut_value)
     # counterexample search only: a divisor not shown > 0 is recorded here instead of failing (its
     # value is then checked > 0 at the sampled point before U's value there is trusted)
     sampling: bool = False
@@ -312,6 +320,8 @@ class LayerExecutor(FrameExecutor):
             if true is None:
                 continue
             c = cs[axis]
+            if self.known_above(c, true):
+                return sp.Integer(0)  # a padding entry: the encoding writes 0 there
             if self.known_below(c, true):
                 continue  # 0 < t (t >= 1), or an entry coordinate the stage takes below t
             guards *= flag(sp.Lt(sym(c), SIZE[true]))
@@ -504,9 +514,16 @@ class LayerExecutor(FrameExecutor):
         takes below that true size."""
         return (isinstance(c, E.Const) and c.value == 0) or (isinstance(c, E.Var) and self.below.get(c.name) == true)
 
+    def known_above(self, c: E.Expr, true: str) -> bool:
+        """``c >= true`` without Z3: an entry coordinate the stage takes at or past that true size."""
+        return isinstance(c, E.Var) and self.above.get(c.name) == true
+
     def cut_value(self, cut: Cut, pos: E.Expr) -> sp.Expr:
         """A proven stage's node at ``pos``: its opaque value where the coordinates are in the proven
-        region, else ``Ite(region, value, unknown)`` (``cut.pad``: nothing is known there)."""
+        region, else ``Ite(region, value, unknown)`` (``cut.pad``: nothing is known there).  A cut
+        proven on the padding rows too (``cut.padded``) reads ``[g] padded(args)`` at a row the stage
+        takes past n, and ``[g] Ite(i < n, name(args), padded(args))`` at a row not decided (the
+        other coordinates in the region)."""
         grid = cut.grid
         self.prove(grid.contains(pos), f"{cut.label} is read at {E.render(pos)} inside {grid.name}")
         ecs = {a: self.norm(c) for a, c in grid.coords(pos).items()}
@@ -516,11 +533,22 @@ class LayerExecutor(FrameExecutor):
         self.steps.append(f"{cut.label}: the proven stage {cut.stage} (cut)")
         if not undecided:
             return cut.opaque(cs)
-        region = sp.And(*(sp.Lt(cs[a], SIZE[t]) for a, t in undecided))
-        if self.padding is not None and self.padding.covers(cut.name):
-            # both branches carry the cut's guard flags: [g] Ite(region, name(args), name~(args))
+        row = ("i", "n")
+        if cut.padded and row in cut.below:
             args = tuple(cs[a] for a in cut.args)
-            return cut.flags(cs) * Ite(region, sp.Function(cut.name)(*args), self.padding.value(cut.name, args))
+            padded = sp.Function(cut.padded)(*args)
+            others = [(a, t) for a, t in undecided if (a, t) != row]
+            if self.known_above(ecs["i"], "n"):
+                inside = cut.flags(cs) * padded
+            elif row in undecided:
+                # both branches carry the cut's guard flags: [g] Ite(i < n, name(args), padded(args))
+                inside = cut.flags(cs) * Ite(sp.Lt(cs["i"], SIZE["n"]), sp.Function(cut.name)(*args), padded)
+            else:
+                inside = cut.opaque(cs)
+            if not others:
+                return inside
+            return Ite(sp.And(*(sp.Lt(cs[a], SIZE[t]) for a, t in others)), inside, cut.pad(cs))
+        region = sp.And(*(sp.Lt(cs[a], SIZE[t]) for a, t in undecided))
         return Ite(region, cut.opaque(cs), cut.pad(cs))
 
     def guarded_max(self, node: C.Aggregate, pos: E.Expr) -> sp.Expr:
@@ -705,7 +733,7 @@ class LayerExecutor(FrameExecutor):
             if self.nonnegative_variance(var) or self.flagged_nonnegative_variance(var):
                 return True
             if row_variance_nonnegative(var, self.signs, self.steps):
-                self.padding_used |= PaddingRows.reads(var)
+                self.padding_used |= reads_padding(var)
                 return True
             return False
         if isinstance(e, sp.Sum) and self.witnessed_sum(e):
@@ -1069,7 +1097,7 @@ def past_divisors(
         step_cap=ex.step_cap,
         intent_proofs=ex.intent_proofs,
         witnesses=ex.witnesses,
-        padding=ex.padding,
+        above=ex.above,
         sampling=True,
     )
     again.coords.update({k: v for k, v in ex.coords.items() if k.endswith("!")})  # the entry's coordinates
@@ -1112,7 +1140,6 @@ def prove_stage(
     witnesses: tuple[RowWitness, ...] = (),
     spec_flags: bool = False,
     spec_over: Mapping[str, str] | None = None,
-    padding: PaddingRows | None = None,
     past_divisors_search: bool = False,
     spec_once: bool = False,
 ) -> Outcome:
@@ -1129,8 +1156,8 @@ def prove_stage(
     ``spec_over`` (spec intermediate -> a cut's opaque name, e.g. ``{"y1": "Y1"}``): the statement
     is the spec's own ``goal.part`` written over those cuts (:func:`statement_over_cuts`, refused
     unless every opaque function in it is a proven cut stating that intermediate), compared at that
-    level: the whole spec is not built.  ``padding``: a premise on padding rows
-    (:class:`PaddingRows`), stated in the Outcome for the cases that used it.
+    level: the whole spec is not built.  A cut proven on the padding rows (``Cut.padded``) is read
+    there as its proven padding value; the cases where a variance read one are named in the Outcome.
     ``past_divisors_search``: when a divisor is not shown > 0, U's value is executed again past it
     and compared where the divisors are > 0 (:func:`past_divisors`; a counterexample or unknown:
     it costs a second execution of the rest of the case).
@@ -1161,7 +1188,7 @@ def prove_stage(
     )
     steps = 0
     done = []
-    padded: list[str] = []  # the cases that used the padding premise
+    padded: list[str] = []  # the cases where a variance read a cut's proven padding values
     intent_proofs: dict[tuple[int, int], Outcome] = {}  # selectors proven their intents, shared by the cases
     proofs: dict[tuple[Any, ...], Outcome] = {}  # Z3 answers, shared by the cases
     for case in cases:
@@ -1176,7 +1203,6 @@ def prove_stage(
             step_cap=step_cap,
             intent_proofs=intent_proofs,
             witnesses=witnesses,
-            padding=padding,
             proofs=proofs,
         )
         ex.coords.update(coords)
@@ -1234,13 +1260,113 @@ def prove_stage(
         f"{goal.label} == its statement; cases {'; '.join(done)}; {steps} Z3/normal-form step(s)"
         + (f"; premises: the proven stages {', '.join(sorted({c.stage for c in cut_map.values()}))}" if cut_map else "")
         + "".join(f"; premise: {w.text}" for w in witnesses)
-        + (f"; unproven premise (cases {'; '.join(padded)}): {padding.text}" if padding is not None and padded else "")
+        + (
+            f"; padding rows (cases {'; '.join(padded)}): read as the proven padding values "
+            f"{', '.join(sorted({c.padded for c in cut_map.values() if c.padded}))}"
+            if padded
+            else ""
+        )
         + (
             f"; stated over the cuts {', '.join(f'{v} = {k}' for k, v in spec_over.items())} (the spec's own "
             f"{goal.part} with those intermediates given)"
             if spec_over
             else ""
         )
+    )
+
+
+def prove_padding(
+    u: Any,
+    goal: Cut,
+    rep: Cut,
+    cases: list[dict[str, int]],
+    timeout: float,
+    *,
+    cuts: Mapping[str, Cut] | None = None,
+    step_cap: float = 120.0,
+) -> Outcome:
+    """The padding statement of ``goal`` (``goal.padded``): at every padding row i >= n of its grid
+    (its other region conditions kept), U's node ``goal.label`` equals U's node ``rep.label`` (the
+    representative of the name, ``rep`` may be ``goal``) at the same arguments, and that value
+    depends on the arguments only (on no other coordinate of either grid) and is 0 where a guard
+    flag of the cut is 0 (the value with the guard's condition false is 0 in the normal form).  So
+    every node of the name holds one value ``padded(args)`` there, times the guard flags: what a
+    later stage reads (:meth:`LayerExecutor.cut_value`).  U's nodes are executed as in
+    :func:`prove_stage` (every divisor shown > 0) at a row the executor takes past n: a token of
+    <T, X> at such a row is 0 (the encoding's padding, :meth:`InputMap.encode`), a proven cut read
+    there is its own padding value.  The statement is about U only (no spec): its proof is that
+    the values are one."""
+    row = ("i", "n")
+    what0 = f"{goal.stage} (padding rows): {goal.label}"
+    if not goal.padded or goal.padded != rep.padded or len(goal.args) != len(rep.args):
+        return Outcome.bad(f"{what0}: {rep.label} holds no padding value of the same name and arguments")
+    if row not in goal.below or row not in rep.below or "i" not in goal.args:
+        return Outcome.bad(f"{what0}: the padding rows are the row axis i past n, in the region of both nodes")
+    if dict(zip(rep.args, goal.args, strict=True)).get("i") != "i":
+        return Outcome.bad(f"{what0}: {rep.label}'s row is not the same argument")
+    cut_map = {c.label: c for c in (cuts or {}).values()}
+    con, caps = setup(u)
+    node, rnode = node_of(u, goal.label), node_of(u, rep.label)
+    vs = {a: E.Var(f"{a}!") for a in goal.grid.axes}
+    to_goal = dict(zip(rep.args, goal.args, strict=True))
+    rvs = {b: vs[to_goal[b]] if b in to_goal else E.Var(f"{b}_rep!") for b in rep.grid.axes}
+    for b, a in to_goal.items():
+        if sp.expand(sym(rep.grid.dim(b)) - sym(goal.grid.dim(a))) != 0:
+            return Outcome.bad(f"{what0}: {rep.label}'s axis {b} and {goal.label}'s axis {a} differ in extent")
+    coords = {vs[a].name: goal.grid.dim(a) for a in goal.grid.axes}
+    coords.update({rvs[b].name: rep.grid.dim(b) for b in rep.grid.axes})
+    below = {vs[a].name: t for a, t in goal.below if (a, t) != row}
+    below.update({rvs[b].name: t for b, t in rep.below if (b, t) != row})
+    pos = goal.grid.position(*(vs[a] for a in goal.grid.axes))
+    rpos = rep.grid.position(*(rvs[b] for b in rep.grid.axes))
+    args = {sym(vs[a]) for a in goal.args}
+    others = {sym(v) for v in [*vs.values(), *rvs.values()]} - args
+    cs = {a: sym(v) for a, v in vs.items()}
+    t0 = time.perf_counter()
+    intent_proofs: dict[tuple[int, int], Outcome] = {}
+    proofs: dict[tuple[Any, ...], Outcome] = {}
+    done = []
+    for case in cases:
+        ex = LayerExecutor(
+            con,
+            max(0.5, timeout - (time.perf_counter() - t0)),
+            sources=u.map.sources(),
+            options=case,
+            capacity=caps,
+            below=below,
+            above={vs["i"].name: "n"},
+            cuts=cut_map,
+            step_cap=step_cap,
+            intent_proofs=intent_proofs,
+            proofs=proofs,
+        )
+        ex.coords.update(coords)
+        what = ", ".join(f"{k} = {v}" for k, v in case.items()) or "every option a symbol"
+        try:
+            got = merge_flags(absorb_flags(as_flags(ex.value(node, pos))))
+            ref = got if rep.label == goal.label else merge_flags(absorb_flags(as_flags(ex.value(rnode, rpos))))
+        except ExecutionFailed as exc:
+            return Outcome(exc.outcome.ok, f"{what0} ({what}): {exc.outcome.detail}")
+        stray = sorted(str(x) for x in sp.sympify(ref).free_symbols & others)
+        if stray:
+            return Outcome.bad(
+                f"{what0} ({what}): {rep.label}'s value there reads {', '.join(stray)}: {sp.sstr(ref)[:200]}"
+            )
+        if rep.label != goal.label:
+            same, shown, _ = equal_by_normal_form(got, ref)
+            if not same:
+                return Outcome.bad(f"{what0} ({what}): not the value of {rep.label} there: {shown[:300]}")
+        for a, t in goal.guard:
+            off = merge_flags(assuming(got, {sp.Lt(cs[a], SIZE[t]): sp.false, sp.Gt(SIZE[t], cs[a]): sp.false}))
+            zero, shown, _ = equal_by_normal_form(off, sp.Integer(0))
+            if not zero:
+                return Outcome.bad(f"{what0} ({what}): not 0 where {a} >= {t}: {shown[:300]}")
+        done.append(what)
+    read = f"; premises: the proven stages {', '.join(sorted({c.stage for c in cut_map.values()}))}" if cut_map else ""
+    return Outcome.good(
+        f"at every padding row i >= n of {goal.grid.name} (the other coordinates in the region), U's {goal.label} "
+        f"== {goal.padded}({', '.join(goal.args)}), the value of {rep.label} there (the arguments' only)"
+        f"{''.join(f' [{a} < {t}]' for a, t in goal.guard)}; cases {'; '.join(done)}{read}"
     )
 
 
@@ -1251,6 +1377,7 @@ __all__ = [
     "fix",
     "option_cases",
     "part_cut",
+    "prove_padding",
     "prove_stage",
     "spec_parts",
     "statement_over_cuts",

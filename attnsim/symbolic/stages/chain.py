@@ -7,7 +7,10 @@ stages it reads proved earlier in the same run.  The last stage states U's outpu
 as the spec's output (``write``), so a green run is the whole layer, program == spec, for all
 capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (the multi-head
 and hierarchy claims are the same statement: h, n, d are symbols).  Premises the stages state
-(e.g. every query row has an unblocked key) are collected into the Outcome.
+(e.g. every query row has an unblocked key) are collected into the Outcome.  A goal that carries a
+padding value (``Cut.padded``: what later stages read on the rows i >= n) is accepted only when its
+proof states it (:func:`attnsim.symbolic.layer.prove_padding`), every node of one name proven equal
+to one representative node.
 """
 
 from __future__ import annotations
@@ -47,6 +50,23 @@ def premises(detail: str) -> list[str]:
     return out
 
 
+def padding_proven(goal: Cut, detail: str, reps: dict[str, str]) -> str:
+    """Why ``detail`` does not prove the goal's padding value, or "" when it does (the goal has none,
+    or ``detail`` states ``U's <label> == <padded>(...), the value of <rep> there`` with the same
+    representative for every goal of the name, recorded in ``reps``)."""
+    if not goal.padded:
+        return ""
+    m = re.search(
+        rf"U's {re.escape(goal.label)} == {re.escape(goal.padded)}\([^)]*\), the value of (\S+) there", detail
+    )
+    if m is None:
+        return f"its padding value {goal.padded} is not proven"
+    rep = reps.setdefault(goal.padded, m.group(1))
+    if rep != m.group(1):
+        return f"its padding value {goal.padded} is proven as {m.group(1)}'s, the name's is {rep}'s"
+    return ""
+
+
 def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outcome:
     """U's layout, then every goal of every stage in order; the first goal not proven ends the run
     (its stage, node and detail named); a stage reading a stage not yet proven is refused."""
@@ -62,6 +82,7 @@ def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outc
     done = [f"layout {time.perf_counter() - t0:.1f} s"]
     proven: dict[str, Cut] = {}
     stated: list[str] = []
+    reps: dict[str, str] = {}  # padding value name -> the node it is proven to be (padding_proven)
     for st in stages:
         cuts = {lb: c for lb, c in proven.items() if c.stage in st.requires}
         t1 = time.perf_counter()
@@ -71,6 +92,9 @@ def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outc
             if out.ok is not True:
                 so_far = f" (proven before it: {'; '.join(done)})"
                 return Outcome(out.ok, f"stage {st.name}, {goal.label}: {out.detail}{so_far}")
+            why = padding_proven(goal, out.detail, reps)
+            if why:
+                return Outcome.bad(f"stage {st.name}, {goal.label}: {why} (proven before it: {'; '.join(done)})")
             stated += [p for p in premises(out.detail) if p not in stated]
         proven.update({g.label: g for g in goals})
         done.append(f"{st.name} {time.perf_counter() - t1:.1f} s ({len(goals)} goal(s))")
@@ -91,4 +115,4 @@ def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outc
     return Outcome.good(text)
 
 
-__all__ = ["ORDER", "UNPROVEN", "premises", "prove_layer"]
+__all__ = ["ORDER", "UNPROVEN", "padding_proven", "premises", "prove_layer"]

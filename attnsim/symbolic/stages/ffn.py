@@ -28,13 +28,14 @@ as operands).  A divisor not shown > 0 in a wrong U is searched past for a count
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import sympy as sp
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import SIZE, Cut, part_cut, prove_stage
+from attnsim.symbolic.layer import SIZE, Cut, part_cut, prove_padding, prove_stage
 from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts
 from attnsim.symbolic.stages import Stage
 
@@ -62,8 +63,8 @@ CASES = {
 def goals(u: Any) -> list[Cut]:
     """U's Y1 and FFN 1 activations where they are held."""
     grids = {g.name: g for g in u.stage_grids}
-    out = [part_cut(lb, grids[g], (("i", "n"),), "y1", "Y1", a, "ffn", ((a[1], "d"),)) for lb, g, a in Y1]
-    out += [part_cut(lb, grids[g], (("i", "n"),), "act", "act", a, "ffn", ((a[1], "f"),)) for lb, g, a in ACT]
+    out = [part_cut(lb, grids[g], (("i", "n"),), "y1", "Y1", a, "ffn", ((a[1], "d"),), "Y1~") for lb, g, a in Y1]
+    out += [part_cut(lb, grids[g], (("i", "n"),), "act", "act", a, "ffn", ((a[1], "f"),), "act~") for lb, g, a in ACT]
     return out
 
 
@@ -82,6 +83,7 @@ def prove(
     """One Y1 or activation node in every option case of :data:`CASES` (``cases``: a subset, for
     tests), over the attention stage's cut (see the module docstring)."""
     parts = over_heads()
+    t0 = time.perf_counter()
     a, b = goal.args
     name = "y1" if goal.name == "Y1" else "act"
     out = prove_stage(
@@ -97,13 +99,19 @@ def prove(
     )
     if out.ok is not True:
         return out
+    # the padding rows: every node of the name holds Y1~(i, e) / act~(i, g), the value of the first there
+    rep = next(g for g in goals(u) if g.name == goal.name)
+    left = max(0.5, timeout - (time.perf_counter() - t0))
+    pad = prove_padding(u, goal, rep, cases or CASES[goal.name], left, cuts=cuts)
+    if pad.ok is not True:
+        return pad
     split = sorted({k for c in cases or CASES[goal.name] for k in c})
     both = ""
     if {"pre", "post"} <= set(split):
         both = "; premise: pre and post are not both 1 (TransformerLayer enforces it)"
     return Outcome.good(
-        f"{out.detail}{both}; the options other than {', '.join(split)} and the scalars scale, eps stay symbols "
-        "(any value, eps > 0)"
+        f"{out.detail}; {pad.detail}{both}; the options other than {', '.join(split)} and the scalars scale, "
+        "eps stay symbols (any value, eps > 0)"
     )
 
 

@@ -14,10 +14,12 @@ LayerNorm 2's sums over (e, f) < (D, F) are truncated to the true sizes, the lat
 terms are split and U's slot indicator [f = 0] is summed out (:mod:`attnsim.symbolic.sumsplit`);
 LayerNorm 2's variance, computed by U as (sum_e (2 c2 F + c2^2) + sum_{g, g'} act_g act_g'
 (W2 W2^T)[g, g']) / d - mu^2, is shown a mean of squares (the Gram term is sum_e F_e^2 by copies of
-a squared sum), so the divisor sqrt(var + eps) is > 0 (eps > 0) -- at a padding row under the
-premise :data:`PADDING`, stated in the Outcome for the cases that use it (post = 1); the masks'
-0/1 flags [i < n] [e < d] then absorb the row's values.  The premise is not discharged: it needs
-the ffn stage's statements on the padding rows too.
+a squared sum), so the divisor sqrt(var + eps) is > 0 (eps > 0) -- at a padding row too: there
+the ffn stage's cuts are read as their proven padding values (:mod:`attnsim.symbolic.padrows`:
+every FFN 1 activation node holds one act~(i, g), 0 for g >= f, every Y1 node one Y1~(i, e), 0
+for e >= d, proven by the chain scores -> attention -> ffn on the rows i >= n, where the encoding
+holds 0), so the variance is a mean of squares of one row of values; the masks' 0/1 flags
+[i < n] [e < d] then absorb the row's values.  No premise on the padding rows.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from typing import Any
 
 from attnsim.proofs.obligation import Outcome
 from attnsim.symbolic.layer import Cut, part_cut, prove_stage
-from attnsim.symbolic.padrows import PaddingRows
 from attnsim.symbolic.stages import Stage
 
 
@@ -45,13 +46,6 @@ CASES: list[dict[str, int]] = [
     {"ffn": 1, "residual": 1, "post": 1},
 ]
 OVER = {"y1": "Y1", "act": "act"}  # the ffn stage's cuts the statement is written over
-PADDING = PaddingRows(
-    "at a padding row i >= n, U's FFN 1 activation nodes (ffn2.u.act, gram.u.act, gram.u2.act) hold one real "
-    "value act~(i, g) (0 for g >= f) and its Y1 nodes (ffn2.Y1, out.Y1) one value Y1~(i, e) (0 for e >= d): "
-    "the ffn stage proves its statements on the rows i < n only, used where LayerNorm 2's variance of a "
-    "padding row is shown >= 0 (a mean of squares) before the row is multiplied by its 0 flag",
-    ("act", "Y1"),
-)
 
 
 def prove(
@@ -68,11 +62,10 @@ def prove(
         spec_over=OVER,
         flags=True,
         step_cap=120.0,
-        padding=PADDING,
         past_divisors_search=True,
     )
 
 
 OUTPUT = Stage("output", goals, ("ffn",), prove)
 
-__all__ = ["CASES", "OUTPUT", "OVER", "PADDING", "goals"]
+__all__ = ["CASES", "OUTPUT", "OVER", "goals"]

@@ -82,6 +82,8 @@ def _prove(u: UniversalSimulator, label: str) -> Outcome:
 
 @pytest.mark.parametrize("label", ["attn.o", "ffn1.o", "ln1.o", "ln1.o2"])
 def test_a_head_output_equals_the_spec_for_every_size(label: str) -> None:
+    from attnsim.symbolic.stages import attention
+
     out = _prove(_symbolic_u(), label)
     assert out.ok is True, out.detail
     assert f"U's {label} == its statement" in out.detail and "with i < n" in out.detail, out.detail
@@ -89,6 +91,10 @@ def test_a_head_output_equals_the_spec_for_every_size(label: str) -> None:
     assert "mean of squares" in out.detail, out.detail  # pre = 1: V's LayerNorm of a padded key row
     # the premises are stated: the scores stage and an unblocked key in every row
     assert "the proven stages scores" in out.detail and "every query row i < n has a key j < n" in out.detail
+    # and on the padding rows: every head-output node holds O~ (attn.o's value there), no premise
+    ax = "h2" if label == "ln1.o2" else "h"
+    pad = f"at every padding row i >= n of {dict((lb, g) for lb, g, _ in attention.HEADS)[label]}"
+    assert pad in out.detail and f"U's {label} == O~({ax}, i, e), the value of attn.o there" in out.detail
 
 
 # -- wrong U's fail with a counterexample naming the stage and the entry ---------------------------

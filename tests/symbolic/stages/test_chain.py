@@ -46,30 +46,48 @@ def test_write_chained_after_a_granted_output_is_proven_and_collects_premises() 
 
 
 def test_a_premise_used_in_some_cases_is_collected_with_its_cases() -> None:
-    """The output stage states its padding-row premise as ``premise (cases ...): ...`` (cases joined
+    """A stage may state a premise for some of its cases as ``premise (cases ...): ...`` (cases joined
     by ``; ``): collected whole, with its cases, and again from the chain's own Outcome."""
-    from attnsim.symbolic.stages.output import PADDING
-
-    detail = f"ok; premise (cases ffn = 1, post = 1; ffn = 1, residual = 1, post = 1): {PADDING.text}; stated over Y1"
+    text = "at a padding row, a stated value (a premise used in some cases only)"
+    detail = f"ok; premise (cases ffn = 1, post = 1; ffn = 1, residual = 1, post = 1): {text}; stated over Y1"
     (got,) = premises(detail)
-    assert got == f"{PADDING.text} (cases ffn = 1, post = 1 | ffn = 1, residual = 1, post = 1)", got
+    assert got == f"{text} (cases ffn = 1, post = 1 | ffn = 1, residual = 1, post = 1)", got
     out = prove_layer(_symbolic_u(), 120, stages=(_granted(detail), WRITE))
     assert out.ok is True and premises(out.detail) == [got], out.detail
 
 
 def test_an_unproven_premise_on_us_own_values_leaves_the_layer_unknown() -> None:
-    """The output stage's padding-row premise is about U's own values (not its input): a chain that
-    needs it is not proven, and says so with the premise marked."""
+    """A premise about U's own values (not its input), as the output stage once needed for its
+    padding rows: a chain that needs it is not proven, and says so with the premise marked."""
     from attnsim.symbolic.stages.chain import UNPROVEN
-    from attnsim.symbolic.stages.output import PADDING
 
-    detail = f"ok; unproven premise (cases ffn = 1, post = 1): {PADDING.text}"
-    assert premises(detail) == [f"{UNPROVEN}{PADDING.text} (cases ffn = 1, post = 1)"]
+    text = "at a padding row i >= n the nodes hold one value"  # a premise on U's values, as a stage states it
+    detail = f"ok; unproven premise (cases ffn = 1, post = 1): {text}"
+    assert premises(detail) == [f"{UNPROVEN}{text} (cases ffn = 1, post = 1)"]
     out = prove_layer(_symbolic_u(), 120, stages=(_granted(detail), WRITE))
     assert out.ok is None and out.detail.startswith("every goal proven, but under 1 premise(s) on U's own values"), (
         out.detail
     )
-    assert f"premise: {UNPROVEN}{PADDING.text}" in out.detail, out.detail
+    assert f"premise: {UNPROVEN}{text}" in out.detail, out.detail
+
+
+def test_a_padding_value_is_accepted_only_where_its_proof_states_it() -> None:
+    """A goal carrying a padding value (what later stages read on the rows i >= n) whose proof does
+    not state it ends the run; one node of a name proven equal to another representative too."""
+    import dataclasses
+
+    from attnsim.symbolic.stages.chain import padding_proven
+
+    padded = lambda u: [dataclasses.replace(g, padded="Y~") for g in output.goals(u)]
+    granted = Stage("output", padded, (), lambda u, goal, cuts, timeout: Outcome.good("ok"))
+    out = prove_layer(_symbolic_u(), 120, stages=(granted, WRITE))
+    assert out.ok is False and out.detail.startswith("stage output, Y: its padding value Y~ is not proven"), out.detail
+    said = "ok; U's Y == Y~(i, e), the value of Y there (the arguments' only)"
+    stated = Stage("output", padded, (), lambda u, goal, cuts, timeout: Outcome.good(said))
+    assert prove_layer(_symbolic_u(), 120, stages=(stated, WRITE)).ok is True
+    (goal,) = padded(_symbolic_u())
+    reps = {"Y~": "out.Y1"}
+    assert "proven as Y's, the name's is out.Y1's" in padding_proven(goal, said, reps)
 
 
 def test_a_stage_reading_a_stage_not_proven_in_the_run_is_refused() -> None:

@@ -41,6 +41,8 @@ def test_y1_equals_the_spec_for_every_size(label: str) -> None:
     for case in ("residual = 0, post = 0", "residual = 1, post = 0", "residual = 1, post = 1"):
         assert case in out.detail, out.detail
     assert "mean of squares" in out.detail, out.detail  # post: LayerNorm 1's variance of R
+    # on the padding rows: one value Y1~ (ffn2.Y1's there), read over the head outputs' O~
+    assert f"U's {label} == Y1~(i, e), the value of ffn2.Y1 there (the arguments' only) [e < d]" in out.detail
 
 
 def test_an_activation_equals_the_spec_for_every_size() -> None:
@@ -50,7 +52,8 @@ def test_an_activation_equals_the_spec_for_every_size() -> None:
     out = _prove(_symbolic_u(), "ffn2.u.act")
     assert out.ok is True, out.detail
     assert "U's ffn2.u.act == its statement" in out.detail and "mean of squares" in out.detail, out.detail
-    assert out.detail.count("gelu = ") == 12, out.detail
+    assert out.detail.count("gelu = ") == 24, out.detail  # the true rows, then the padding rows
+    assert "U's ffn2.u.act == act~(i, f), the value of ffn2.u.act there (the arguments' only) [f < f]" in out.detail
     for case in (
         "residual = 0, pre = 0, post = 0, gelu = 0",
         "pre = 1, post = 0, gelu = 1",

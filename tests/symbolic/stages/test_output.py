@@ -3,7 +3,8 @@ encoder layer): U's Y (FFN 2, the residual, LayerNorm 2 with its variance throug
 padding masks) equals the spec's output over the ffn stage's proven Y1 and FFN 1 activations, for
 every capacity and true size; wrong U's fail with a counterexample naming the stage and the node;
 the executor's new rules (flag merging, sums of deltas, term splits, copies of a squared sum, a row
-variance, re-truncation, the padding-row premise, a statement over cuts) refuse false claims."""
+variance, re-truncation, the padding rows read as the ffn stage's proven padding values, a statement
+over cuts) refuse false claims."""
 
 from __future__ import annotations
 
@@ -45,19 +46,23 @@ def test_y_equals_the_spec_for_every_size() -> None:
     assert cases in out.detail and "ffn = 1, residual = 1, post = 1 (a variance" in out.detail, out.detail
     assert "the proven stages ffn" in out.detail, out.detail
     assert "stated over the cuts Y1 = y1, act = act (the spec's own out" in out.detail, out.detail
-    # the padding-row premise is stated, for the post-norm cases only
-    premise = "unproven premise (cases ffn = 1, residual = 0, post = 1; ffn = 1, residual = 1, post = 1): at a padding"
-    assert premise in out.detail and "act~(i, g) (0 for g >= f)" in out.detail, out.detail
+    # the padding rows read the ffn stage's proven padding values, in the post-norm cases: no premise
+    read = "padding rows (cases ffn = 1, residual = 0, post = 1; ffn = 1, residual = 1, post = 1): read as the "
+    assert read + "proven padding values Y1~, act~" in out.detail, out.detail
+    assert "premise: " not in out.detail.replace("premises: the proven stages", ""), out.detail
 
 
-def test_without_the_padding_premise_a_post_norm_row_is_not_proven() -> None:
-    """LayerNorm 2's variance at a padding row reads one unknown per node and entry (pad[...]): not
-    shown >= 0, and no counterexample (U's value is right wherever its divisors are > 0)."""
+def test_without_the_padding_values_a_post_norm_row_is_not_proven() -> None:
+    """Cuts not proven on the padding rows (no ``padded``): LayerNorm 2's variance at a padding row
+    reads one unknown per node and entry (pad[...]): not shown >= 0, and no counterexample (U's value
+    is right wherever its divisors are > 0)."""
+    import dataclasses
+
     from attnsim.symbolic.layer import prove_stage
     from attnsim.symbolic.stages import ffn, output
 
     u = _symbolic_u()
-    cuts = {c.label: c for c in ffn.goals(u)}
+    cuts = {c.label: dataclasses.replace(c, padded="") for c in ffn.goals(u)}
     (goal,) = output.goals(u)
     out = prove_stage(
         u, goal, POST, 600, cuts=cuts, spec_over=output.OVER, flags=True, step_cap=120.0, past_divisors_search=True
@@ -254,18 +259,15 @@ def test_a_sum_at_its_capacity_is_retruncated_only_where_every_term_is_guarded()
     assert ex.retruncate(small) == small
 
 
-def test_a_padding_rows_variance_is_nonnegative_only_under_the_premise() -> None:
+def test_a_padding_rows_variance_is_nonnegative_only_with_one_padding_value() -> None:
     """LayerNorm 2's variance at a row i that may be padding: its act values are the cut's inside
-    the region (i < n) and, outside, one value act~ under the premise (a mean of squares), or one
-    unknown per node and entry without it (pad[...]: not shown >= 0)."""
+    the region (i < n) and, outside, the proven padding value act~ (one value: a mean of squares),
+    or one unknown per node and entry without it (pad[...]: not shown >= 0)."""
     from attnsim.symbolic import layer
     from attnsim.symbolic.layer import EPS
-    from attnsim.symbolic.padrows import PaddingRows
+    from attnsim.symbolic.padrows import reads_padding
 
-    p = PaddingRows("premise", ("act",))
-    assert p.covers("act") and not p.covers("Y1")
-    assert p.value("act", (1, 2)) == sp.Function("act~")(1, 2)
-    assert PaddingRows.reads(p.value("act", (1, 2)) + 1) and not PaddingRows.reads(sp.Function("act")(1, 2))
+    assert reads_padding(sp.Function("act~")(1, 2) + 1) and not reads_padding(sp.Function("act")(1, 2))
 
     u = _symbolic_u()
     con, caps = layer.setup(u)
@@ -283,11 +285,113 @@ def test_a_padding_rows_variance_is_nonnegative_only_under_the_premise() -> None
         total = sp.Sum(fe, (v, 0, d - 1), (g, 0, f - 1))
         return EPS + gram / d - total**2 / d**2
 
-    ex = layer.LayerExecutor(con, 60, sources=u.map.sources(), options={"ffn": 1}, capacity=caps, padding=p)
+    ex = layer.LayerExecutor(con, 60, sources=u.map.sources(), options={"ffn": 1}, capacity=caps)
     assert ex.positive(variance(lambda node, g_, e_, g2_: sp.Function("act~")(i, g_)))
     assert ex.padding_used
     pads = lambda node, g_, e_, g2_: sp.Function(f"pad[{node}]")(i, e_, g_, g2_)
     assert not ex.positive(variance(pads))
+
+
+def test_a_cut_with_padding_values_is_read_as_one_value_per_name() -> None:
+    """A cut proven on the padding rows reads [g] Ite(i < n, name, name~) at a row not decided and
+    [g] name~ at a row the executor takes past n; without it, one unknown per node (pad[label])."""
+    import dataclasses
+
+    from attnsim.rasp import expr as E
+    from attnsim.symbolic import layer
+    from attnsim.symbolic.stages import ffn
+
+    u = _symbolic_u()
+    con, caps = layer.setup(u)
+    cut = next(c for c in ffn.goals(u) if c.label == "gram.u2.act")
+    pos = cut.grid.position(*(E.Var(f"{a}!") for a in cut.grid.axes))
+    coords = {f"{a}!": cut.grid.dim(a) for a in cut.grid.axes}
+    i, f2 = sp.Symbol("i!", integer=True), sp.Symbol("f2!", integer=True)
+    want = flag(sp.Lt(f2, f)) * Ite(sp.Lt(i, n), sp.Function("act")(i, f2), sp.Function("act~")(i, f2))
+    for above, expect in (({}, want), ({"i!": "n"}, flag(sp.Lt(f2, f)) * sp.Function("act~")(i, f2))):
+        ex = layer.LayerExecutor(con, 60, sources=u.map.sources(), capacity=caps, above=above)
+        ex.coords.update(coords)
+        assert ex.cut_value(cut, pos) == expect
+    ex = layer.LayerExecutor(con, 60, sources=u.map.sources(), capacity=caps)
+    ex.coords.update(coords)
+    got = ex.cut_value(dataclasses.replace(cut, padded=""), pos)
+    assert "pad[gram.u2.act]" in str(got) and "act~" not in str(got), got
+
+
+# -- the padding values are proven (layer.prove_padding), and a wrong U there fails ---------------
+ONE_ACT_CASE = [{"residual": 0, "pre": 0, "post": 1, "gelu": 0}]
+
+
+def _prove_padding(u: UniversalSimulator, label: str, rep_label: str, cases: list[dict[str, int]]) -> Outcome:
+    import dataclasses
+
+    from attnsim.symbolic.layer import prove_padding
+    from attnsim.symbolic.stages import attention, ffn
+
+    cuts = {c.label: c for c in attention.goals(u)}
+    goals = {c.label: c for c in ffn.goals(u)}
+    goal, rep = goals[label], goals[rep_label]
+    if rep.padded != goal.padded:
+        rep = dataclasses.replace(rep, padded=goal.padded)  # a claim that the two share one value
+    return prove_padding(u, goal, rep, cases, 600, cuts=cuts)
+
+
+def test_the_activations_share_one_padding_value() -> None:
+    out = _prove_padding(_symbolic_u(), "gram.u2.act", "ffn2.u.act", ONE_ACT_CASE)
+    assert out.ok is True, out.detail
+    assert "at every padding row i >= n of ln2.gram_terms" in out.detail, out.detail
+    assert "U's gram.u2.act == act~(i, f2), the value of ffn2.u.act there (the arguments' only) [f2 < f]" in out.detail
+
+
+def test_a_node_claimed_to_share_another_nodes_padding_value_fails() -> None:
+    """Y1 (i, e < D) cannot share the activations' value (i, f < F): refused on the extents; and
+    gram.u.act claimed at the arguments (i, f2) of its grid (its own f stays free) is another value
+    than ffn2.u.act's at (i, f2)."""
+    import dataclasses
+
+    from attnsim.symbolic.layer import prove_padding
+    from attnsim.symbolic.stages import attention, ffn
+
+    out = _prove_padding(_symbolic_u(), "out.Y1", "ffn2.u.act", [{"residual": 0, "post": 0}])
+    assert out.ok is False and "ffn2.u.act's axis f and out.Y1's axis e differ in extent" in out.detail, out.detail
+    u = _symbolic_u()
+    goals = {c.label: c for c in ffn.goals(u)}
+    wrong = dataclasses.replace(goals["gram.u.act"], args=("i", "f2"), guard=(("f2", "f"),))
+    cuts = {c.label: c for c in attention.goals(u)}
+    out = prove_padding(u, wrong, goals["ffn2.u.act"], ONE_ACT_CASE, 600, cuts=cuts)
+    assert out.ok is False and "not the value of ffn2.u.act there" in out.detail, out.detail
+
+
+def test_an_activation_wrong_only_at_the_padding_rows_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gram.u2's bias b1 multiplied by the row mask [i < n]: the same U on the true rows, another
+    activation than ffn2.u.act's on a padding row (relu(... + 0), not relu(... + b1))."""
+    real = UniversalSimulator._gather
+
+    def gather(self, name, src, onto, coords, **kw):  # type: ignore[no-untyped-def]
+        out = real(self, name, src, onto, coords, **kw)
+        if name == "gram.u2.b1":
+            rows = self._below("wrong.rows", onto, lambda cs: cs["i"], self._n_b, lambda c, s: c["i"] < s["n"])
+            out = C.apply("mul", out, rows)
+        return out
+
+    monkeypatch.setattr(UniversalSimulator, "_gather", gather)
+    out = _prove_padding(_symbolic_u(), "gram.u2.act", "ffn2.u.act", ONE_ACT_CASE)
+    assert out.ok is False and "not the value of ffn2.u.act there" in out.detail, out.detail
+
+
+def test_a_padding_value_that_reads_another_coordinate_fails() -> None:
+    """The logit's padding value is one value per (h, i, j) (proven: it does not read e); claimed as
+    a value per (h, i, e) it reads the key j: refused."""
+    import dataclasses
+
+    from attnsim.symbolic.layer import prove_padding
+    from attnsim.symbolic.stages import scores
+
+    u = _symbolic_u()
+    (goal,) = scores.goals(u)
+    wrong = dataclasses.replace(goal, args=("h", "i", "e"))
+    out = prove_padding(u, wrong, wrong, [{"pre": 0}], 600)
+    assert out.ok is False and "attn.logit's value there reads j!" in out.detail, out.detail
 
 
 def test_an_index_conditional_keeps_the_conjuncts_z3_does_not_prove() -> None:

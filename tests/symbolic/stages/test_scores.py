@@ -75,3 +75,17 @@ def test_a_layer_norm_mean_over_d_plus_1_fails(monkeypatch: pytest.MonkeyPatch) 
     out = prove_scores(_symbolic_u(), timeout=300, cases=[{"pre": 1}])
     assert out.ok is not True, out.detail
     assert out.detail.startswith("scores (pre = 1)"), out.detail
+
+
+def test_the_logit_holds_one_padding_value_that_does_not_read_e() -> None:
+    """At a padding row i >= n (X's row and the masks' row are 0 in the encoding) the logit at
+    (h, i, j, e) is one value s~(h, i, j): what the attention stage reads there."""
+    from attnsim.symbolic.layer import prove_padding
+    from attnsim.symbolic.stages.scores import goals
+
+    u = _symbolic_u()
+    (goal,) = goals(u)
+    out = prove_padding(u, goal, goal, [{"pre": 0}, {"pre": 1}], 300)
+    assert out.ok is True, out.detail
+    assert "at every padding row i >= n of attn.products" in out.detail, out.detail
+    assert "U's attn.logit == s~(h, i, j), the value of attn.logit there (the arguments' only)" in out.detail
