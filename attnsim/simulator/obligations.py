@@ -352,8 +352,8 @@ def frame_obligations() -> Iterable[Obligation]:
         "not pre as cases, the others symbolic): at every attention product (h, i, j, e), h < hh, i < n, j < n, "
         "the logit U feeds its softmax equals the spec's logit(h, i, j) (ENCODER_LAYER's own intermediate): the "
         "projections with LayerNorm 1 and the scores, attention layers 1-3.  NOT covered: the row max and "
-        "softmax, head outputs, R, LayerNorms after attention, the FFN, the output (so Theorem 6 is not proven "
-        "for all sizes), the shallow variant",
+        "softmax, head outputs, R, LayerNorms after attention, the FFN, the output, the shallow variant (the "
+        "whole layer, both variants: simulator/all-sizes/layer)",
         deep=True,
     )
     for variant in ("compact", "shallow"):
