@@ -65,3 +65,17 @@ def test_realization_tags() -> None:
     assert P.get("max").realization == "relu-exact"
     assert P.get("exp").realization == "generalized"
     assert P.get("mul").realization == "generalized"
+
+
+def test_sympy_relu_decides_the_sign_from_assumptions_only() -> None:
+    """SymPy's relu: a number or a sign known from assumptions is decided; otherwise Max(0, x) unevaluated
+    (an evaluated Max runs factor_terms on x: 181 s of one whole-U GELU check)."""
+    relu = P.get("relu").sympy
+    x = sp.Symbol("x", real=True)
+    p = sp.Symbol("p", positive=True)
+    assert relu(sp.Rational(-3, 2)) == 0 and relu(sp.Rational(5, 2)) == sp.Rational(5, 2)
+    assert relu(p**2 + 1) == p**2 + 1
+    assert relu(-(p**2) - 1) == 0
+    got = relu(x - 1)
+    assert isinstance(got, sp.Max) and set(got.args) == {sp.S.Zero, x - 1}
+    assert got.subs(x, 3) == 2 and got.subs(x, -3) == 0
