@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import time
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
@@ -37,7 +38,7 @@ SMALL = (3, 3, 2, 2, 3)  # the capacity whose program the Z3 obligations transla
 
 register_construction(CID, f"{THM6}, {COR61}, {THM9}, {HIER}", lambda: UniversalSimulator(3, 3, 2, 2, 3))
 FRAME = "simulator-frame"
-FRAME_REF = "depth by looping: the frame lemma of a pass"
+FRAME_REF = "stacks (depth by looping)"
 register_construction(FRAME, FRAME_REF, lambda: UniversalSimulator(3, 3, 2, 2, 3), part_of=CID)
 
 STAGES = "simulator-stages"
@@ -78,6 +79,36 @@ def frame_check(variant: str) -> Callable[[float], Outcome]:
 
         sizes = (C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
         return prove_frame(UniversalSimulator(*sizes, variant=variant), timeout)
+
+    return check
+
+
+def stack_induction_check(variant: str) -> Callable[[float], Outcome]:
+    """The stack induction (attnsim.symbolic.stack): the frame lemma proven on U's program, the
+    induction step from those same frame cases, and the base case on ``encode``."""
+
+    def check(timeout: float) -> Outcome:
+        from attnsim.symbolic.frame import frame_cases, prove_frame
+        from attnsim.symbolic.stack import base_case, prove_stack
+
+        t0 = time.perf_counter()
+        sizes = (C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
+        u = UniversalSimulator(*sizes, variant=variant)
+        frame = prove_frame(u, timeout)
+        if frame.ok is not True:
+            return Outcome(frame.ok, f"frame lemma: {frame.detail}")
+        step = prove_stack(u, max(0.5, timeout - (time.perf_counter() - t0)), frame_cases(u))
+        if step.ok is not True:
+            return Outcome(step.ok, f"induction step: {step.detail}")
+        base = base_case(lambda: _u(2, 2, 1, 2, 2, variant=variant))
+        if base.ok is not True:
+            return base
+        return Outcome.good(
+            f"frame lemma ({frame.detail}); step ({step.detail}); base ({base.detail}); premise, its own "
+            f"obligation: {CID}/{'' if variant == 'compact' else variant + '/'}all-sizes/layer (the X block after "
+            "a pass is [i < n][l < d] T(X)[i, l], T read from the slot): so pass t computes layer t and M passes "
+            "the M-layer encoder, by induction on t"
+        )
 
     return check
 
@@ -342,6 +373,21 @@ def frame_obligations() -> Iterable[Obligation]:
             "the record queue by one record (so pass t reads record t and keeps the header and masks)",
         )
 
+    for variant in ("compact", "shallow"):
+        tag = "" if variant == "compact" else f"{variant}/"
+        yield Obligation(
+            f"{FRAME}/{tag}all-sizes/stack",
+            FRAME,
+            FRAME_REF,
+            "all-sizes",
+            stack_induction_check(variant),
+            f"U ({variant}), every capacity, record count M >= 1 and pass t < M: the induction that run_stack on M "
+            "records is the M-layer encoder. Its invariant Enc_t (X block X_t; header and masks kept; pointer t; "
+            "record slot k holding record t + k, zeros past the last) holds before pass 0 (encode; checked exactly "
+            "at one capacity) and is kept by a pass that satisfies the frame lemma (proven here on U's program), "
+            "the slot holding record t; the layer statement is the premise simulator/all-sizes/layer",
+        )
+
     yield Obligation(
         f"{STAGES}/all-sizes/scores",
         STAGES,
@@ -520,7 +566,7 @@ def simulator_obligations() -> Iterable[Obligation]:
     yield Obligation(
         f"{CID}/numeric/stack-3-layers",
         CID,
-        HIER,
+        FRAME_REF,
         "numeric",
         stack_check(1e-10),
         "run_stack: one program looped 3 times == composed references (mixed options, sizes)",
@@ -549,7 +595,7 @@ def simulator_obligations() -> Iterable[Obligation]:
     yield Obligation(
         f"{CID}/numeric/torch-stack2",
         CID,
-        HIER,
+        FRAME_REF,
         "numeric",
         fixture_check("stack2", 1e-10),
         "run_stack vs torch nn.TransformerEncoder (2 layers), committed fixture",
@@ -644,7 +690,7 @@ def shallow_obligations() -> Iterable[Obligation]:
     yield Obligation(
         f"{SHALLOW}/numeric/stack-3-layers",
         CID,
-        HIER,
+        FRAME_REF,
         "numeric",
         stack_check(1e-10, variant=v),
         "shallow run_stack: one program looped 3 times == composed references (mixed options, sizes)",

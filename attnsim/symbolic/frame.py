@@ -91,39 +91,68 @@ class FrameExecutor(Executor):
         return e
 
 
+@dataclass(frozen=True)
+class FrameCase:
+    """One region of the frame lemma: at positions p with ``conditions``, a pass writes the input
+    token at ``reads`` plus ``plus``, or 0 when ``reads`` is None.  The stack induction
+    (:mod:`attnsim.symbolic.stack`) reads these same cases."""
+
+    what: str
+    conditions: tuple[E.Expr, ...]
+    reads: E.Expr | None
+    plus: int = 0
+
+    def want(self) -> sp.Expr:
+        """The token the lemma states, with tokens the function ``seq`` of the position."""
+        return sp.Integer(0) if self.reads is None else SEQ(sym(self.reads)) + self.plus
+
+
+POSITION = E.Var("p!")
+RECORDS = C.Size("M")  # the number of records in the sequence
+
+
+def frame_length(u: Any) -> E.Expr:
+    """The sequence length for M records: the records, or U's working positions if longer."""
+    return E.emax(u.map.base + RECORDS * u.map.record_size, u._positions_expr(1))
+
+
+def frame_cases(u: Any) -> list[FrameCase]:
+    """The frame lemma of ``u``'s pass, region by region (positions at or past the X block)."""
+    im, p = u.map, POSITION
+    ptr, length = im.header_position("ptr"), frame_length(u)
+    x_end, base, S = im.x.end_expr(), im.base, im.record_size
+    return [
+        FrameCase("header and masks", (p >= x_end, p < base, E.Not(p.eq(ptr))), p),
+        FrameCase("pointer", (p.eq(ptr),), p, 1),
+        FrameCase("records, next record inside", (p >= base, p + S < length), p + S),
+        FrameCase("records, past the last", (p >= base, p < length, p + S >= length), None),
+    ]
+
+
 def prove_frame(u: Any, timeout: float = 60.0) -> Outcome:
     """The frame lemma for ``u`` built over unbound sizes (see the module docstring)."""
     t0 = time.perf_counter()
     im = u.map
-    M = C.Size("M")  # the number of records in the sequence
-    length = E.emax(im.base + M * im.record_size, u._positions_expr(1))
-    lay = Layout.of(*(g.block for g in im.grids), *(g.block for g in u.stage_grids), length=length)
+    lay = Layout.of(*(g.block for g in im.grids), *(g.block for g in u.stage_grids), length=frame_length(u))
     con = _Program(u.program, lay, [it for _, it in u.intents])
-    ptr = im.header_position("ptr")
-    x_end, base, S = im.x.end_expr(), im.base, im.record_size
-    p = E.Var("p!")
-    cases: list[tuple[str, list[E.Expr], Any]] = [
-        ("header and masks", [p >= x_end, p < base, E.Not(p.eq(ptr))], SEQ(sym(p))),
-        ("pointer", [p.eq(ptr)], SEQ(sym(p)) + 1),
-        ("records, next record inside", [p >= base, p + S < length], SEQ(sym(p + S))),
-        ("records, past the last", [p >= base, p < length, p + S >= length], sp.Integer(0)),
-    ]
     shown = []
     steps = 0
-    for what, premises, want in cases:
-        con.preconditions = tuple(premises)
+    for case in frame_cases(u):
+        con.preconditions = case.conditions
         ex = FrameExecutor(con, max(0.5, timeout - (time.perf_counter() - t0)))
         try:
-            got = ex.value(u.program, p)
+            got = ex.value(u.program, POSITION)
         except ExecutionFailed as exc:
-            return Outcome(exc.outcome.ok, f"{what}: {exc.outcome.detail}")
+            return Outcome(exc.outcome.ok, f"{case.what}: {exc.outcome.detail}")
+        want = case.want()
         if sp.expand(sym_subs(got) - sym_subs(want)) != 0:
-            return Outcome.bad(f"{what}: a pass writes {got} where the frame lemma says {want}")
+            return Outcome.bad(f"{case.what}: a pass writes {got} where the frame lemma says {want}")
         steps += len(ex.steps)
-        shown.append(what)
+        shown.append(case.what)
     return Outcome.good(
         f"for all capacities N, D, H, K, F and record counts M >= 1, outside X a pass only advances the "
-        f"pointer and moves the record queue by S = {sp.expand(sym(S))}: {', '.join(shown)}; {steps} Z3 step(s)"
+        f"pointer and moves the record queue by S = {sp.expand(sym(im.record_size))}: {', '.join(shown)}; "
+        f"{steps} Z3 step(s)"
     )
 
 
@@ -134,4 +163,4 @@ def sym_subs(e: Any) -> Any:
     )
 
 
-__all__ = ["FrameExecutor", "prove_frame"]
+__all__ = ["FrameCase", "FrameExecutor", "frame_cases", "frame_length", "prove_frame"]

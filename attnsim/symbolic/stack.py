@@ -1,0 +1,170 @@
+"""Depth by looping: ``run_stack`` on m records is the m-layer encoder, for every m and capacity.
+
+The induction, machine-checked.  The invariant I(t), for a pass index 0 <= t <= M (M records, a
+symbol), says the sequence before pass t is ``Enc_t``, region by region (S the record size, L the
+sequence length, R(q) the q-th token after ``base`` in the encoding, X_t the X block):
+
+* X block: X_t (the encoding's X when t = 0; zero past the true sizes);
+* header and masks, the pointer aside: the encoding's token; the pointer: t;
+* records, p >= base: R(p - base + t S) while p - base + t S < M S, else 0.
+
+Base: ``encode`` writes layer l's record l S after ``base`` and the pointer 0 (checked exactly on
+``encode`` at one capacity; :meth:`attnsim.simulator.record.InputMap.encode` shifts record l by
+l S for every capacity).  Step, proven here by Z3 for every capacity, M and t < M at a symbolic
+position: a pass that satisfies the frame lemma (:func:`attnsim.symbolic.frame.frame_cases`, the
+cases :func:`~attnsim.symbolic.frame.prove_frame` proves on U's program) maps ``Enc_t`` outside X
+to ``Enc_{t+1}``; the frame cases and X cover every position; the record slot [base, base + S),
+which holds every grid of the one record a pass reads, holds record t.  With the one-layer
+statement (``simulator/all-sizes/layer``: the X block after a pass is [i < n][l < d] T(X)[i, l],
+T read from the slot), pass t computes X_{t+1} = T_t(X_t), so after M passes the X block is
+T_{M-1}(... T_0(X)).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from attnsim.proofs import decode
+from attnsim.proofs.obligation import Outcome
+from attnsim.rasp import expr as E
+from attnsim.symbolic.frame import POSITION, RECORDS, FrameCase, frame_cases, frame_length
+
+PASS = E.Var("t!")  # the pass index
+
+
+@dataclass(frozen=True)
+class Region:
+    """A region of ``Enc_t`` at position ``at``: where it holds, what kind of token, its argument."""
+
+    kind: str  # "X", "pointer", "fixed", "record", "zero", "outside"
+    cond: E.Expr
+    arg: E.Expr | None = None  # fixed: the position; record: the offset q into R; pointer: its value
+
+
+def regions(u: Any, at: E.Expr, t: E.Expr) -> list[Region]:
+    """``Enc_t`` at position ``at``, one region per kind."""
+    im = u.map
+    ptr, length = im.header_position("ptr"), frame_length(u)
+    x_end, base, S = im.x.end_expr(), im.base, im.record_size
+    q = at - base + t * S
+    return [
+        Region("X", (at >= 0) & (at < x_end)),
+        Region("pointer", at.eq(ptr), t),
+        Region("fixed", (at >= x_end) & (at < base) & E.Not(at.eq(ptr)), at),
+        Region("record", (at >= base) & (at < length) & (q < RECORDS * S), q),
+        Region("zero", (at >= base) & (at < length) & (q >= RECORDS * S)),
+        Region("outside", (at < 0) | (at >= length)),
+    ]
+
+
+def _all(conds: Sequence[E.Expr]) -> E.Expr:
+    out: E.Expr = E.Const(1)
+    for c in conds:
+        out = out & c
+    return out
+
+
+def _prove(goal: E.Expr, assume: Sequence[E.Expr], what: str, left: float) -> Outcome:
+    out = decode.prove(goal, assume, timeout=max(0.5, left))
+    return Outcome(out.ok, f"{what}: {out.detail}")
+
+
+def step_goals(u: Any, cases: Sequence[FrameCase]) -> list[tuple[str, E.Expr, list[E.Expr]]]:
+    """(what, goal, premises) whose proofs make the step I(t) -> I(t + 1) outside X, the coverage
+    of the positions and the record slot."""
+    im, p, t, M = u.map, POSITION, PASS, RECORDS
+    length, base, S = frame_length(u), im.base, im.record_size
+    ranges = [t >= 0, t < M, p >= 0, p < length]
+    goals: list[tuple[str, E.Expr, list[E.Expr]]] = []
+    for case in cases:
+        for want in regions(u, p, t + 1):
+            got_regions = regions(u, case.reads, t) if case.reads is not None else [Region("zero", E.Const(1))]
+            for got in got_regions:
+                both = want.cond & got.cond
+                plus = case.plus if case.reads is not None else 0
+                label = f"{case.what}: Enc_(t+1) {want.kind} vs the pass's {got.kind}"
+                if want.kind == got.kind == "zero" and plus == 0:
+                    continue  # 0 == 0 wherever both hold
+                if want.kind == got.kind and want.kind in ("fixed", "record") and plus == 0:
+                    assert want.arg is not None and got.arg is not None
+                    goal = E.Not(both) | want.arg.eq(got.arg)
+                elif want.kind == got.kind == "pointer":
+                    assert want.arg is not None and got.arg is not None
+                    goal = E.Not(both) | want.arg.eq(got.arg + plus)
+                else:
+                    goal = E.Not(both)  # a region pair whose tokens differ: never both
+                goals.append((label, goal, [*case.conditions, *ranges]))
+    x_end = im.x.end_expr()
+    goals.append(
+        ("coverage: X or a frame case", (p < x_end) | _disjunction([_all(c.conditions) for c in cases]), ranges)
+    )
+    r = E.Var("r!")
+    slot = next(g for g in regions(u, base + r, t) if g.kind == "record")
+    goals.append(
+        (
+            "slot: [base, base + S) holds record t",
+            slot.cond & (slot.arg.eq(r + t * S) if slot.arg is not None else E.Const(0)),
+            [t >= 0, t < M, r >= 0, r < S],
+        )
+    )
+    for g in im.record:
+        goals.append(
+            (f"slot: grid {g.name} inside [base, base + S)", (g.offset >= base) & (g.end_expr() <= base + S), [])
+        )
+    return goals
+
+
+def _disjunction(parts: Sequence[E.Expr]) -> E.Expr:
+    out: E.Expr = E.Const(0)
+    for c in parts:
+        out = out | c
+    return out
+
+
+def base_case(make: Any, layers: int = 3, seed: int = 0) -> Outcome:
+    """``encode`` of ``layers`` random layers at one capacity is ``Enc_0``, exactly: record l at
+    base + l S (the one-layer encoding's record), the pointer 0, zeros past M S."""
+    from attnsim.simulator.reference import TransformerLayer
+
+    u = make()
+    rng = np.random.default_rng(seed)
+    cap = u.capacity
+    d = cap["d_model"]
+    Ts = [TransformerLayer.random(d, cap["n_heads"], cap["d_head"], cap["d_ff"], seed=seed + i) for i in range(layers)]
+    x = rng.standard_normal((cap["max_len"], d))
+    seq = u.encode(Ts, x)
+    base, S = int(u.base), int(u.record_size)
+    ptr = int(u.map.header_position("ptr"))
+    for li, T in enumerate(Ts):
+        one = u.encode([T], x)
+        if not np.array_equal(seq[base + li * S : base + (li + 1) * S], one[base : base + S]):
+            return Outcome.bad(f"base case: encode places layer {li}'s record elsewhere than base + {li} S")
+        if li == 0 and not np.array_equal(seq[:base], one[:base]):
+            return Outcome.bad("base case: X, header or masks differ from the one-layer encoding")
+    if seq[ptr] != 0 or np.any(seq[base + layers * S :] != 0):
+        return Outcome.bad("base case: the pointer is not 0 or a token past the records is not 0")
+    return Outcome.good(f"encode == Enc_0 at capacity {dict(cap)}, M = {layers} (exact)")
+
+
+def prove_stack(u: Any, timeout: float = 120.0, cases: Sequence[FrameCase] | None = None) -> Outcome:
+    """The step of the induction for ``u`` built over unbound sizes, given the frame cases
+    (default: ``u``'s own, :func:`frame_cases`); see the module docstring."""
+    t0 = time.perf_counter()
+    goals = step_goals(u, frame_cases(u) if cases is None else cases)
+    for what, goal, premises in goals:
+        out = _prove(goal, premises, what, timeout - (time.perf_counter() - t0))
+        if out.ok is not True:
+            return out
+    return Outcome.good(
+        f"for all capacities, record counts M >= 1 and passes t < M: a pass that satisfies the frame lemma maps "
+        f"Enc_t to Enc_(t+1) outside X, the frame cases and X cover every position, and the slot holds record t "
+        f"({len(goals)} Z3 goals)"
+    )
+
+
+__all__ = ["PASS", "Region", "base_case", "prove_stack", "regions", "step_goals"]
