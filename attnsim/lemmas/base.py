@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -540,11 +540,33 @@ def layout_obligation(cid: str, paper_ref: str, make: Callable[[], Construction]
     )
 
 
-def prove_layout(layout: Layout, timeout: float = 10.0, minimum: dict[str, int] | None = None) -> Outcome:
+def _overlap(a: Any, b: Any, describe: Any) -> Callable[[dict[str, int]], str] | None:
+    """An overlap's counterexample with the entries the two blocks hold at the shared position."""
+    if describe is None:
+        return None
+
+    def explain(vals: dict[str, int]) -> str:
+        sizes = {k: v for k, v in vals.items() if k not in ("p1", "p2")}
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()))
+        p = vals["p1"]
+        what = [f"{describe(blk.name, p, sizes) or blk.name}" for blk in (a, b)]
+        return f"at {shown}, position {p} holds both {what[0]} and {what[1]}"
+
+    return explain
+
+
+def prove_layout(
+    layout: Layout,
+    timeout: float = 10.0,
+    minimum: dict[str, int] | None = None,
+    describe: Callable[[str, int, Mapping[str, int]], str | None] | None = None,
+) -> Outcome:
     """Injective, disjoint, in range: for all values of the size symbols (each >= its ``minimum``, 1 by default).
 
     Positions are decoded into block coordinates (:mod:`attnsim.proofs.decode`), so each claim
-    is a small Z3 query over coordinates and sizes.
+    is a small Z3 query over coordinates and sizes.  ``describe(block, position, sizes)`` names the
+    entry a block holds at a position (an input map's :meth:`describe`): an overlap's
+    counterexample then names the two entries that share a token.
     """
     p1, p2 = E.Var("p1"), E.Var("p2")
     blocks = list(layout)
@@ -554,8 +576,8 @@ def prove_layout(layout: Layout, timeout: float = 10.0, minimum: dict[str, int] 
     def left() -> float:
         return max(0.05, timeout - (time.perf_counter() - t0))
 
-    def run(goal: E.Expr, *decodes: decode.Decode) -> Outcome:
-        res = decode.prove(goal, decode=list(decodes), minimum=minimum, timeout=left())
+    def run(goal: E.Expr, *decodes: decode.Decode, explain: Any = None) -> Outcome:
+        res = decode.prove(goal, decode=list(decodes), minimum=minimum, timeout=left(), explain=explain)
         used.update(decode.lemmas_in(res.detail))
         return res
 
@@ -576,7 +598,7 @@ def prove_layout(layout: Layout, timeout: float = 10.0, minimum: dict[str, int] 
         for b in blocks[a_ix + 1 :]:
             if b.channel != a.channel:
                 continue
-            res = run(E.Not(p1.eq(p2)), one, decode.Decode("p2", (b,), cover=True))
+            res = run(E.Not(p1.eq(p2)), one, decode.Decode("p2", (b,), cover=True), explain=_overlap(a, b, describe))
             if res.ok is not True:
                 return Outcome(res.ok, f"blocks {a.name} and {b.name} overlap: {res.detail}")
     lemmas = ", ".join(decode.LEMMAS[n].id for n in sorted(used))

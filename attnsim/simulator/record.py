@@ -186,6 +186,26 @@ class InputMap:
         masks = tuple(zip((self.mask_add, self.mask_blocked), MASK_SOURCES, strict=True))
         return fixed + masks + tuple((g, src) for g, (_, _, src) in zip(self.record, RECORD, strict=True))
 
+    def describe(self, grid: str, position: int, sizes: Mapping[str, int]) -> str | None:
+        """The entry of T, X or the masks that ``position`` holds in ``grid`` at capacity ``sizes``
+        (N, D, H, K, F; each true size taken at its capacity), e.g. ``in_proj_weight[0, 5, 1]``;
+        None when ``grid`` is not a grid of the map or the position lies outside it."""
+        found = [(g, src) for g, src in self.sources() if g.name == grid]
+        if not found:
+            return None
+        g, src = found[0]
+        env = dict(sizes)
+        rel = position - int(g.offset.evaluate(env))
+        dims = [int(d.evaluate(env)) for d in g.dims]
+        if not 0 <= rel < int(np.prod(dims)):
+            return None
+        cs = dict(zip(g.axes, (int(c) for c in np.unravel_index(rel, dims)), strict=True))
+        sz = {t: env.get(c, 1) for t, c in CAPACITY.items()}
+        h, i, j = src.index(cs, sz)
+        name = src.operand[cs[g.axes[0]]] if isinstance(src.operand, tuple) else src.operand
+        at = ", ".join(f"{a}={v}" for a, v in cs.items())
+        return f"{name}[{h}, {i}, {j}] ({g.name} at {at})"
+
     # -- encoding, generated from the map ------------------------------------------------------
     def encode(
         self,

@@ -107,3 +107,31 @@ def test_every_grid_has_a_source() -> None:
     im = UniversalSimulator(3, 3, 2, 2, 3).map
     assert [g.name for g, _ in im.sources()] == [g.name for g in im.grids]
     assert im.sources()[-13][1].operand == GATES
+
+
+def test_describe_names_the_entry_encode_writes() -> None:
+    """``InputMap.describe`` (the entries a layout counterexample names) agrees with ``encode`` at
+    every token of every record grid, at full capacity: the token holds the named operand entry."""
+    import re
+
+    from attnsim.simulator.record import spec_operands
+
+    u = UniversalSimulator(2, 3, 2, 2, 3)
+    T = TransformerLayer.random(3, 2, 2, 3, seed=4)
+    x = np.random.default_rng(4).standard_normal((2, 3))
+    seq = u.encode(T, x)
+    ops, _ = spec_operands(T, x, np.zeros((2, 2)), np.zeros((2, 2)))
+    sizes = {"N": 2, "D": 3, "H": 2, "K": 2, "F": 3}
+    seen = 0
+    for g in u.map.record[1:]:  # every record grid but the gates (one operand per coordinate)
+        start = _val(g.offset)
+        for p in range(start, start + int(np.prod(g.shape))):
+            said = u.map.describe(g.name, p, sizes)
+            assert said is not None and said.endswith(")"), (g.name, p)
+            m = re.match(r"(\w+)\[(\d+), (\d+), (\d+)\]", said)
+            assert m is not None, said
+            assert seq[p] == ops[m[1]][int(m[2]), int(m[3]), int(m[4])], (said, seq[p])
+            seen += 1
+    assert seen == int(_val(u.map.record_size)) - len(GATES)
+    assert u.map.describe("nope", 0, sizes) is None
+    assert u.map.describe("wqkv", 0, sizes) is None  # position 0 is X, outside wqkv

@@ -65,7 +65,7 @@ def test_a_region_the_frame_does_not_state_breaks_the_coverage() -> None:
 
 
 def test_the_base_case_holds_and_fails_on_records_out_of_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    make = lambda: UniversalSimulator(2, 2, 1, 2, 2)  # noqa: E731
+    make = lambda: UniversalSimulator(2, 2, 1, 2, 2)
     assert base_case(make).ok is True
     real = UniversalSimulator.encode
 

@@ -76,7 +76,7 @@ def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outc
             return Outcome.bad(f"stage {st.name} reads {', '.join(missing)}, not proven earlier in this run")
     t0 = time.perf_counter()
     left = lambda: max(0.5, timeout - (time.perf_counter() - t0))
-    lay = prove_layout(setup(u)[0].layout, left())
+    lay = prove_layout(setup(u)[0].layout, left(), describe=u.map.describe)
     if lay.ok is not True:
         return Outcome(lay.ok, f"layout: {lay.detail}")
     done = [f"layout {time.perf_counter() - t0:.1f} s"]

@@ -4,6 +4,7 @@ only statements proven earlier in the same run, and the first goal not proven en
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -106,7 +107,8 @@ def test_the_first_goal_not_proven_ends_the_run_and_is_named() -> None:
 def test_a_record_offset_wrong_in_the_map_fails_the_layout(monkeypatch: pytest.MonkeyPatch) -> None:
     """``encode`` and U's selectors both read the one input map: a record grid placed one token early
     (so both agree on the wrong offset) overlaps the grid before it, and the whole-layer proof fails
-    at the layout, naming the two blocks."""
+    at the layout with a counterexample naming the two blocks and the entries of T that would share
+    a token (the stages alone would not see it: they read each grid's entry where the map puts it)."""
     from attnsim.rasp.layout import Grid
 
     real = Grid.from_dims
@@ -118,3 +120,6 @@ def test_a_record_offset_wrong_in_the_map_fails_the_layout(monkeypatch: pytest.M
     out = prove_layer(_symbolic_u(), 120, stages=ORDER[:1])
     assert out.ok is False and out.detail.startswith("layout: blocks ") and "overlap" in out.detail, out.detail
     assert "bqkv" in out.detail, out.detail
+    assert re.search(
+        r"position \d+ holds both in_proj_weight\[0, \d+, \d+\] .* and in_proj_bias\[0, 0, \d+\]", out.detail
+    ), out.detail
