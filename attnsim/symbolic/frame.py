@@ -146,7 +146,8 @@ def prove_frame(u: Any, timeout: float = 60.0) -> Outcome:
             return Outcome(exc.outcome.ok, f"{case.what}: {exc.outcome.detail}")
         want = case.want()
         if sp.expand(sym_subs(got) - sym_subs(want)) != 0:
-            return Outcome.bad(f"{case.what}: a pass writes {got} where the frame lemma says {want}")
+            at = witness(u, case, got, want)
+            return Outcome.bad(f"{case.what}: a pass writes {got} where the frame lemma says {want}{at}")
         steps += len(ex.steps)
         shown.append(case.what)
     return Outcome.good(
@@ -154,6 +155,32 @@ def prove_frame(u: Any, timeout: float = 60.0) -> Outcome:
         f"pointer and moves the record queue by S = {sp.expand(sym(im.record_size))}: {', '.join(shown)}; "
         f"{steps} Z3 step(s)"
     )
+
+
+def witness(u: Any, case: FrameCase, got: Any, want: Any, most: int = 2) -> str:
+    """A counterexample to ``got == want`` at concrete capacities (each in 1..``most``, M in 1..2) and
+    a position of the case, with the entry of T, X or the masks that position holds; '' if none."""
+    import itertools
+
+    names = ("N", "D", "H", "K", "F")
+    for caps in itertools.product(range(1, most + 1), repeat=len(names)):
+        for m in (1, 2):
+            env = {**dict(zip(names, caps, strict=True)), RECORDS.name: m}
+            length = int(frame_length(u).evaluate(env))
+            for p in range(length):
+                at = {**env, POSITION.name: p}
+                if not all(bool(c.evaluate(at)) for c in case.conditions):
+                    continue
+                subs = {x: at[x.name] for x in sp.sympify(got - want).free_symbols if x.name in at}
+                if sp.expand(sym_subs(sp.sympify(got - want).subs(subs))) == 0:
+                    continue
+                held = next((d for g in u.map.grids if (d := u.map.describe(g.name, p, env)) is not None), None)
+                shown = ", ".join(f"{k}={v}" for k, v in env.items())
+                return (
+                    f"; counterexample: at {shown}, position {p} ({held or 'a working position'}): the pass "
+                    f"writes {sp.sympify(got).subs(subs)}, the lemma says {sp.sympify(want).subs(subs)}"
+                )
+    return ""
 
 
 def sym_subs(e: Any) -> Any:

@@ -30,6 +30,7 @@ def test_a_pass_that_also_writes_a_mask_token_fails() -> None:
     u.program = C.apply("add", u.program, stray)
     out = prove_frame(u, timeout=120)
     assert out.ok is False and out.detail.startswith("header and masks"), out.detail
+    assert "counterexample: at N=1, D=1" in out.detail and "(additive[0, 0, 0] (mask_add" in out.detail, out.detail
 
 
 def test_a_queue_moved_by_one_record_plus_one_fails(monkeypatch: pytest.MonkeyPatch) -> None:
