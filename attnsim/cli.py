@@ -122,7 +122,7 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
         "--timeout",
         type=positive_float,
         default=None,
-        help="seconds per obligation, then: unknown (default: each one's budget, 10 s; deep ones 30-120 s, "
+        help="seconds per obligation, then: unknown (default: each one's budget, 10-60 s; deep ones 30-900 s, "
         "see attnsim/budgets.py)",
     )
     p.add_argument("--jobs", "-j", type=positive_int, default=None, help="worker processes (default: all cores)")
