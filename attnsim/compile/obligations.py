@@ -34,7 +34,7 @@ from attnsim.proofs.registry import constructions, provider
 from attnsim.rasp.engine import evaluate
 from attnsim.rasp.schedule import cost
 
-PAPER_REF = "Theorem 6 (U exists): executable extraction to concrete weights"
+PAPER_REF = "executable extraction: concrete weights for every construction"
 FLOAT_TOL = 1e-9
 SOFT_ETA = 1e-6
 
@@ -363,7 +363,7 @@ def compile_obligations() -> Iterable[Obligation]:
         yield Obligation(
             f"compile/numeric/U-{tag}",
             "compile",
-            "Theorem 6, Corollary 6.1, Theorem 9, hierarchy",
+            "executable extraction (compiled U): Theorem 6, Corollary 6.1, Theorem 9, hierarchy",
             "numeric",
             universal_check(cap),
             f"compiled U ({tag}) within {FLOAT_TOL:g} of the interpreted U, and its decoded output of T(X), "
@@ -373,7 +373,7 @@ def compile_obligations() -> Iterable[Obligation]:
     yield Obligation(
         "compile/numeric/U-stack2-N2-D2-H1-K2-F2",
         "compile",
-        "Theorem 6 (depth by looping U)",
+        "executable extraction (compiled U): stacks",
         "numeric",
         universal_stack_check,
         f"compiled U looped twice on <T1, T2, X> within {FLOAT_TOL:g} of the interpreted U looped, and of T2(T1(X))",
