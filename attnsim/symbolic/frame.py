@@ -94,13 +94,19 @@ class FrameExecutor(Executor):
 @dataclass(frozen=True)
 class FrameCase:
     """One region of the frame lemma: at positions p with ``conditions``, a pass writes the input
-    token at ``reads`` plus ``plus``, or 0 when ``reads`` is None.  The stack induction
-    (:mod:`attnsim.symbolic.stack`) reads these same cases."""
+    token at ``reads`` plus ``plus``, or 0 when ``reads`` is None.  Written over the names of
+    :data:`PLACES` (bound to U's map by :meth:`bind`), so that the stack induction
+    (:mod:`attnsim.symbolic.stack`) reads these same cases with the places abstract."""
 
     what: str
     conditions: tuple[E.Expr, ...]
     reads: E.Expr | None
     plus: int = 0
+
+    def bind(self, binding: dict[str, E.Expr]) -> FrameCase:
+        """The case at U's own places (``binding``: :func:`frame_binding`)."""
+        reads = None if self.reads is None else self.reads.substitute(binding)
+        return FrameCase(self.what, tuple(c.substitute(binding) for c in self.conditions), reads, self.plus)
 
     def want(self) -> sp.Expr:
         """The token the lemma states, with tokens the function ``seq`` of the position."""
@@ -109,6 +115,8 @@ class FrameCase:
 
 POSITION = E.Var("p!")
 RECORDS = C.Size("M")  # the number of records in the sequence
+X_END, POINTER, BASE, RECORD, LENGTH = (E.Var(n) for n in ("x_end!", "ptr!", "base!", "S!", "L!"))
+PLACES = (X_END, POINTER, BASE, RECORD, LENGTH)  # the end of X, the pointer, the records' base, record size, length
 
 
 def frame_length(u: Any) -> E.Expr:
@@ -116,16 +124,22 @@ def frame_length(u: Any) -> E.Expr:
     return E.emax(u.map.base + RECORDS * u.map.record_size, u._positions_expr(1))
 
 
+def frame_binding(u: Any) -> dict[str, E.Expr]:
+    """The places of :data:`PLACES` in ``u``'s input map, at M records."""
+    im = u.map
+    values = (im.x.end_expr(), im.header_position("ptr"), im.base, im.record_size, frame_length(u))
+    return {v.name: e for v, e in zip(PLACES, values, strict=True)}
+
+
 def frame_cases(u: Any) -> list[FrameCase]:
-    """The frame lemma of ``u``'s pass, region by region (positions at or past the X block)."""
-    im, p = u.map, POSITION
-    ptr, length = im.header_position("ptr"), frame_length(u)
-    x_end, base, S = im.x.end_expr(), im.base, im.record_size
+    """The frame lemma of a pass, region by region (positions at or past the X block), over the
+    places of :data:`PLACES` (``u`` is the pass the lemma is for; its places: :func:`frame_binding`)."""
+    p, S = POSITION, RECORD
     return [
-        FrameCase("header and masks", (p >= x_end, p < base, E.Not(p.eq(ptr))), p),
-        FrameCase("pointer", (p.eq(ptr),), p, 1),
-        FrameCase("records, next record inside", (p >= base, p + S < length), p + S),
-        FrameCase("records, past the last", (p >= base, p < length, p + S >= length), None),
+        FrameCase("header and masks", (p >= X_END, p < BASE, E.Not(p.eq(POINTER))), p),
+        FrameCase("pointer", (p.eq(POINTER),), p, 1),
+        FrameCase("records, next record inside", (p >= BASE, p + S < LENGTH), p + S),
+        FrameCase("records, past the last", (p >= BASE, p < LENGTH, p + S >= LENGTH), None),
     ]
 
 
@@ -137,7 +151,8 @@ def prove_frame(u: Any, timeout: float = 60.0) -> Outcome:
     con = _Program(u.program, lay, [it for _, it in u.intents])
     shown = []
     steps = 0
-    for case in frame_cases(u):
+    binding = frame_binding(u)
+    for case in (c.bind(binding) for c in frame_cases(u)):
         con.preconditions = case.conditions
         ex = FrameExecutor(con, max(0.5, timeout - (time.perf_counter() - t0)))
         try:
@@ -190,4 +205,4 @@ def sym_subs(e: Any) -> Any:
     )
 
 
-__all__ = ["FrameCase", "FrameExecutor", "frame_cases", "frame_length", "prove_frame"]
+__all__ = ["PLACES", "FrameCase", "FrameExecutor", "frame_binding", "frame_cases", "frame_length", "prove_frame"]

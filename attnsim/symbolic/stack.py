@@ -32,7 +32,18 @@ import numpy as np
 from attnsim.proofs import decode
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import expr as E
-from attnsim.symbolic.frame import POSITION, RECORDS, FrameCase, frame_cases, frame_length
+from attnsim.symbolic.frame import (
+    BASE,
+    LENGTH,
+    POINTER,
+    POSITION,
+    RECORD,
+    RECORDS,
+    X_END,
+    FrameCase,
+    frame_binding,
+    frame_cases,
+)
 
 PASS = E.Var("t!")  # the pass index
 
@@ -46,19 +57,27 @@ class Region:
     arg: E.Expr | None = None  # fixed: the position; record: the offset q into R; pointer: its value
 
 
-def regions(u: Any, at: E.Expr, t: E.Expr) -> list[Region]:
-    """``Enc_t`` at position ``at``, one region per kind."""
-    im = u.map
-    ptr, length = im.header_position("ptr"), frame_length(u)
-    x_end, base, S = im.x.end_expr(), im.base, im.record_size
-    q = at - base + t * S
+def regions(at: E.Expr, t: E.Expr) -> list[Region]:
+    """``Enc_t`` at position ``at``, one region per kind, over the abstract places."""
+    S = RECORD
+    q = at - BASE + t * S
     return [
-        Region("X", (at >= 0) & (at < x_end)),
-        Region("pointer", at.eq(ptr), t),
-        Region("fixed", (at >= x_end) & (at < base) & E.Not(at.eq(ptr)), at),
-        Region("record", (at >= base) & (at < length) & (q < RECORDS * S), q),
-        Region("zero", (at >= base) & (at < length) & (q >= RECORDS * S)),
-        Region("outside", (at < 0) | (at >= length)),
+        Region("X", (at >= 0) & (at < X_END)),
+        Region("pointer", at.eq(POINTER), t),
+        Region("fixed", (at >= X_END) & (at < BASE) & E.Not(at.eq(POINTER)), at),
+        Region("record", (at >= BASE) & (at < LENGTH) & (q < RECORDS * S), q),
+        Region("zero", (at >= BASE) & (at < LENGTH) & (q >= RECORDS * S)),
+        Region("outside", (at < 0) | (at >= LENGTH)),
+    ]
+
+
+def place_facts() -> list[tuple[str, E.Expr]]:
+    """What the step assumes of the places, each proven on U's map (:func:`map_goals`)."""
+    return [
+        ("X starts the sequence", X_END >= 1),
+        ("the pointer lies between X and the records", (POINTER >= X_END) & (POINTER < BASE)),
+        ("a record holds a token", RECORD >= 1),
+        ("the sequence holds the M records", LENGTH >= BASE + RECORDS * RECORD),
     ]
 
 
@@ -74,16 +93,27 @@ def _prove(goal: E.Expr, assume: Sequence[E.Expr], what: str, left: float) -> Ou
     return Outcome(out.ok, f"{what}: {out.detail}")
 
 
-def step_goals(u: Any, cases: Sequence[FrameCase]) -> list[tuple[str, E.Expr, list[E.Expr]]]:
+def map_goals(u: Any) -> list[tuple[str, E.Expr, list[E.Expr]]]:
+    """The place facts at ``u``'s own places, and the slot [base, base + S) holding every record grid."""
+    binding = frame_binding(u)
+    goals: list[tuple[str, E.Expr, list[E.Expr]]] = [(f"map: {what}", fact.substitute(binding), []) for what, fact in place_facts()]
+    im = u.map
+    for g in im.record:
+        inside = (g.offset >= im.base) & (g.end_expr() <= im.base + im.record_size)
+        goals.append((f"map: grid {g.name} inside the slot [base, base + S)", inside, []))
+    return goals
+
+
+def step_goals(cases: Sequence[FrameCase]) -> list[tuple[str, E.Expr, list[E.Expr]]]:
     """(what, goal, premises) whose proofs make the step I(t) -> I(t + 1) outside X, the coverage
-    of the positions and the record slot."""
-    im, p, t, M = u.map, POSITION, PASS, RECORDS
-    length, base, S = frame_length(u), im.base, im.record_size
-    ranges = [t >= 0, t < M, p >= 0, p < length]
+    of the positions and the record slot, for all places with the place facts."""
+    p, t, M, S = POSITION, PASS, RECORDS, RECORD
+    facts = [f for _, f in place_facts()]
+    ranges = [*facts, t >= 0, t < M, p >= 0, p < LENGTH]
     goals: list[tuple[str, E.Expr, list[E.Expr]]] = []
     for case in cases:
-        for want in regions(u, p, t + 1):
-            got_regions = regions(u, case.reads, t) if case.reads is not None else [Region("zero", E.Const(1))]
+        for want in regions(p, t + 1):
+            got_regions = regions(case.reads, t) if case.reads is not None else [Region("zero", E.Const(1))]
             for got in got_regions:
                 both = want.cond & got.cond
                 plus = case.plus if case.reads is not None else 0
@@ -99,23 +129,19 @@ def step_goals(u: Any, cases: Sequence[FrameCase]) -> list[tuple[str, E.Expr, li
                 else:
                     goal = E.Not(both)  # a region pair whose tokens differ: never both
                 goals.append((label, goal, [*case.conditions, *ranges]))
-    x_end = im.x.end_expr()
     goals.append(
-        ("coverage: X or a frame case", (p < x_end) | _disjunction([_all(c.conditions) for c in cases]), ranges)
+        ("coverage: X or a frame case", (p < X_END) | _disjunction([_all(c.conditions) for c in cases]), ranges)
     )
     r = E.Var("r!")
-    slot = next(g for g in regions(u, base + r, t) if g.kind == "record")
+    slot = next(g for g in regions(BASE + r, t) if g.kind == "record")
+    assert slot.arg is not None
     goals.append(
         (
             "slot: [base, base + S) holds record t",
-            slot.cond & (slot.arg.eq(r + t * S) if slot.arg is not None else E.Const(0)),
-            [t >= 0, t < M, r >= 0, r < S],
+            slot.cond & slot.arg.eq(r + t * S),
+            [*facts, t >= 0, t < M, r >= 0, r < S],
         )
     )
-    for g in im.record:
-        goals.append(
-            (f"slot: grid {g.name} inside [base, base + S)", (g.offset >= base) & (g.end_expr() <= base + S), [])
-        )
     return goals
 
 
@@ -155,7 +181,7 @@ def prove_stack(u: Any, timeout: float = 120.0, cases: Sequence[FrameCase] | Non
     """The step of the induction for ``u`` built over unbound sizes, given the frame cases
     (default: ``u``'s own, :func:`frame_cases`); see the module docstring."""
     t0 = time.perf_counter()
-    goals = step_goals(u, frame_cases(u) if cases is None else cases)
+    goals = [*map_goals(u), *step_goals(frame_cases(u) if cases is None else cases)]
     for what, goal, premises in goals:
         out = _prove(goal, premises, what, timeout - (time.perf_counter() - t0))
         if out.ok is not True:
@@ -167,4 +193,4 @@ def prove_stack(u: Any, timeout: float = 120.0, cases: Sequence[FrameCase] | Non
     )
 
 
-__all__ = ["PASS", "Region", "base_case", "prove_stack", "regions", "step_goals"]
+__all__ = ["PASS", "Region", "base_case", "map_goals", "place_facts", "prove_stack", "regions", "step_goals"]

@@ -76,3 +76,13 @@ def test_the_base_case_holds_and_fails_on_records_out_of_order(monkeypatch: pyte
     monkeypatch.setattr(UniversalSimulator, "encode", reversed_records)
     out = base_case(make)
     assert out.ok is False and "record" in out.detail, out.detail
+
+
+def test_a_slot_one_token_short_of_the_record_fails_at_the_map() -> None:
+    """The slot a pass reads must hold every grid of the record: a record size one short leaves the
+    last grid's last token outside it (a counterexample at the map, before the step)."""
+    u = _symbolic_u()
+    u.map = dataclasses.replace(u.map, record_size=u.map.record_size - 1)
+    out = prove_stack(u, 120)
+    assert out.ok is False and out.detail.startswith("map: grid be2 inside the slot"), out.detail
+    assert "counterexample" in out.detail
