@@ -372,9 +372,6 @@ def frame_obligations() -> Iterable[Obligation]:
             f"U ({variant}), every capacity and record count: outside X a pass only advances the pointer and moves "
             "the record queue by one record (so pass t reads record t and keeps the header and masks)",
         )
-
-    for variant in ("compact", "shallow"):
-        tag = "" if variant == "compact" else f"{variant}/"
         yield Obligation(
             f"{FRAME}/{tag}all-sizes/stack",
             FRAME,

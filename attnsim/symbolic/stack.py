@@ -96,7 +96,9 @@ def _prove(goal: E.Expr, assume: Sequence[E.Expr], what: str, left: float) -> Ou
 def map_goals(u: Any) -> list[tuple[str, E.Expr, list[E.Expr]]]:
     """The place facts at ``u``'s own places, and the slot [base, base + S) holding every record grid."""
     binding = frame_binding(u)
-    goals: list[tuple[str, E.Expr, list[E.Expr]]] = [(f"map: {what}", fact.substitute(binding), []) for what, fact in place_facts()]
+    goals: list[tuple[str, E.Expr, list[E.Expr]]] = [
+        (f"map: {what}", fact.substitute(binding), []) for what, fact in place_facts()
+    ]
     im = u.map
     for g in im.record:
         inside = (g.offset >= im.base) & (g.end_expr() <= im.base + im.record_size)
