@@ -47,7 +47,7 @@ register_construction(STAGES, STAGES_REF, lambda: UniversalSimulator(3, 3, 2, 2,
 
 
 def scores_check(timeout: float) -> Outcome:
-    """Stage ``scores`` (attnsim.symbolic.layer) on U (compact) built over unbound capacity sizes."""
+    """Stage ``scores`` (attnsim.symbolic.stageproof) on U (compact) built over unbound capacity sizes."""
     from attnsim.symbolic.stages.scores import prove_scores
 
     sizes = (C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))

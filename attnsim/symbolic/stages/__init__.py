@@ -1,7 +1,7 @@
 """One pass of U equals the encoder layer's specification, stage by stage, for every capacity.
 
 Each stage module proves some nodes of U's own program equal to statements written from
-ENCODER_LAYER's intermediate quantities (:class:`attnsim.symbolic.layer.Cut`), reading the nodes
+ENCODER_LAYER's intermediate quantities (:class:`attnsim.symbolic.cut.Cut`), reading the nodes
 proven by earlier stages as opaque functions.  :class:`Stage` says what a stage proves and which
 stages it reads; the whole-layer obligation runs them in order and hands each stage only the
 cuts that earlier stages proved in the same run.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import Cut
+from attnsim.symbolic.cut import Cut
 
 
 @dataclass(frozen=True)

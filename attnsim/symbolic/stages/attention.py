@@ -29,8 +29,13 @@ from typing import Any
 import sympy as sp
 
 from attnsim.proofs.obligation import Outcome
+from attnsim.symbolic.cut import Cut
+from attnsim.symbolic.flagform import flag
 from attnsim.symbolic.ite import Ite
-from attnsim.symbolic.layer import SIZE, Cut, RowWitness, flag, prove_padding, prove_stage, spec_parts
+from attnsim.symbolic.layerpositivity import RowWitness
+from attnsim.symbolic.layerspec import SIZE, spec_parts
+from attnsim.symbolic.paddingproof import prove_padding
+from attnsim.symbolic.stageproof import prove_stage
 from attnsim.symbolic.stages import Stage
 
 UNBLOCKED = RowWitness(

@@ -9,7 +9,7 @@ capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K, f <= F 
 and hierarchy claims are the same statement: h, n, d are symbols).  Premises the stages state
 (e.g. every query row has an unblocked key) are collected into the Outcome.  A goal that carries a
 padding value (``Cut.padded``: what later stages read on the rows i >= n) is accepted only when its
-proof states it (:func:`attnsim.symbolic.layer.prove_padding`), every node of one name proven equal
+proof states it (:func:`attnsim.symbolic.paddingproof.prove_padding`), every node of one name proven equal
 to one representative node.
 """
 
@@ -22,7 +22,8 @@ from typing import Any
 
 from attnsim.lemmas.base import prove_layout
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import Cut, setup
+from attnsim.symbolic.cut import Cut
+from attnsim.symbolic.stageproof import setup
 from attnsim.symbolic.stages import Stage
 from attnsim.symbolic.stages.attention import ATTENTION
 from attnsim.symbolic.stages.ffn import FFN

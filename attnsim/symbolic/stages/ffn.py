@@ -11,7 +11,7 @@ that changes it (:data:`CASES`: residual and post for Y1; residual, pre/post and
 other options stay symbols), the head outputs read as the attention stage's cut O(h, i, e) with
 its guard flags [h < hh] [e < d].  R = sum_{h<H} (O_h + [h = 0] c) is split into its terms, the
 residual terms' Kronecker delta [h = 0] summed out and the head terms truncated to h < hh
-(:meth:`attnsim.symbolic.layer.LayerExecutor.retruncate`, :mod:`attnsim.symbolic.sumsplit`);
+(:meth:`attnsim.symbolic.truncation.Truncation.retruncate`, :mod:`attnsim.symbolic.sumsplit`);
 LayerNorm's divisor sqrt(E[R^2] - E[R]^2 + eps) is shown > 0 by writing the variance as a mean of
 squares over the row (:func:`attnsim.symbolic.sumsplit.row_variance_nonnegative`; U's E[R^2] is a
 sum over (e, h, h'), the spec's square of a sum over h: copies of a power of a sum in
@@ -35,8 +35,11 @@ from typing import Any
 import sympy as sp
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import SIZE, Cut, part_cut, prove_padding, prove_stage
+from attnsim.symbolic.cut import Cut, part_cut
+from attnsim.symbolic.layerspec import SIZE
+from attnsim.symbolic.paddingproof import prove_padding
 from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts
+from attnsim.symbolic.stageproof import prove_stage
 from attnsim.symbolic.stages import Stage
 
 # U's nodes: label, grid, the axes of the statement's arguments (row, feature)

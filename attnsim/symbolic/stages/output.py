@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import Cut, part_cut, prove_stage
+from attnsim.symbolic.cut import Cut, part_cut
+from attnsim.symbolic.stageproof import prove_stage
 from attnsim.symbolic.stages import Stage
 
 

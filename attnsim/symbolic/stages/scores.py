@@ -9,7 +9,7 @@ Both variants of U hold the logit at the same node and grid.  The compact U sums
 its projections; the shallow U sums Z~[i, l] Wq~[h, l, c] Wk~[h, l2, c] Z~[j, l2] over c < K and
 l, l2 < D + 1 in one spread product (Z~ = [Z, 1], W~ = [W; b]): the executor splits each gather
 with a ``when`` into its two cases and each sum over l <= D into l < D and its last term l = D
-(:class:`attnsim.symbolic.layer.LayerExecutor`), so the same statement is proven.
+(:class:`attnsim.symbolic.layerexec.LayerExecutor`), so the same statement is proven.
 """
 
 from __future__ import annotations
@@ -19,7 +19,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic.layer import Cut, LayerExecutor, prove_padding, prove_stage, spec_parts
+from attnsim.symbolic.cut import Cut
+from attnsim.symbolic.layerexec import LayerExecutor
+from attnsim.symbolic.layerspec import spec_parts
+from attnsim.symbolic.paddingproof import prove_padding
+from attnsim.symbolic.stageproof import prove_stage
 from attnsim.symbolic.stages import Stage
 
 # seconds for one Z3 call (a resource bound: what is proven does not depend on it): the
