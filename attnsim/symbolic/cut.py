@@ -57,11 +57,6 @@ class Cut:
     # that proves the cut); "" if not proven there (then ``pad[label]``: nothing known)
     padded: str = ""
 
-    def part_call(self, args: tuple[Any, ...]) -> Any:
-        """The spec at ``args`` as the unbuilt call ``spec.<part>(args)`` (an uninterpreted function
-        that names a deterministic builder: two calls with equal arguments build the same value)."""
-        return sp.Function(f"spec.{self.part}")(*args)
-
     def flags(self, cs: dict[str, Any]) -> Any:
         return sp.Mul(*(flag(sp.Lt(cs[a], SIZE[t])) for a, t in self.guard))
 
@@ -75,11 +70,6 @@ class Cut:
 
     def pad(self, cs: dict[str, Any]) -> Any:
         return sp.Function(f"pad[{self.label}]")(*(cs[a] for a in self.grid.axes))  # one unknown per node
-
-    def unfold_to_part(self, e: Any) -> Any:
-        """``e`` with every opaque ``name(args)`` replaced by :meth:`part_call` (``part`` set)."""
-        f = sp.Function(self.name)
-        return sp.sympify(e).replace(lambda x: getattr(x, "func", None) == f, lambda x: self.part_call(x.args))
 
     def unfold(self, e: Any) -> Any:
         """``e`` with every opaque ``name(args)`` replaced by the statement it stands for."""
@@ -136,11 +126,15 @@ def statement_over_cuts(
                 f"spec_over refused: the cut {wrong[0].label} named {name} states "
                 f"{wrong[0].part or 'no intermediate'}, not the spec's {part}"
             )
-    ops = {nm: sp.IndexedBase(nm) for nm in ENCODER_LAYER.operands}
-    try:
-        parts = given_parts(ops, SIZE, {part: sp.Function(name) for part, name in spec_over.items()})
-    except ValueError as exc:
-        return None, f"spec_over refused: {exc}"
+    given = {part: sp.Function(name) for part, name in spec_over.items()}
+    if goal.part in given:  # the goal's own intermediate is given: nothing of the spec to build
+        parts: Mapping[str, Callable[..., Any]] = {goal.part: given[goal.part]}
+    else:
+        ops = {nm: sp.IndexedBase(nm) for nm in ENCODER_LAYER.operands}
+        try:
+            parts = given_parts(ops, SIZE, given)
+        except ValueError as exc:
+            return None, f"spec_over refused: {exc}"
     stmt = lambda cs: goal.flags(cs) * parts[goal.part](*(cs[a] for a in goal.args))
     probe = sp.sympify(stmt({a: sp.Symbol(f"{a}!", integer=True) for a in goal.grid.axes}))
     foreign = sorted({str(x.func) for x in probe.atoms(sp.core.function.AppliedUndef)} - set(by_name))

@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import sympy as sp
-
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -180,27 +178,15 @@ def prove_stage(
             fixed = {k: v for w in witnesses for k, v in w.sample}
             return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf, fixed)
         if statement is not None and not over and not spec_for_every_case:
-            same, by_parts = False, False
-            used = [c for c in cut_map.values() if sp.sympify(want).has(sp.Function(c.name))]
-            if goal.part and used and all(c.part for c in used):
-                # at the level of spec parts: equal calls of one builder, nothing built; a statement
-                # that is not the goal's own part call is refused (stated in another form)
-                by_parts, shallow = True, want
-                for c in used:
-                    shallow = c.unfold_to_part(shallow)
-                call = goal.flags(cs) * goal.part_call(tuple(cs[a] for a in goal.args))
-                lhs, rhs = fix(shallow, case), fix(call, case)
-                same, shown_nf = lhs == rhs, f"{lhs} is not the spec part call {rhs}"
-            if not same and not by_parts:
-                unfolded = want
-                for c in cut_map.values():
-                    unfolded = c.unfold(unfolded)
-                lhs, rhs = fix(unfolded, case), fix(goal.statement(cs), case)
-                same = lhs == rhs  # structurally the same expression (the usual case): no normal form needed
-                if not same:
-                    same = alpha_equal(lhs, rhs)  # the same up to the names of bound variables
-                if not same:
-                    same, shown_nf, _ = equal_by_normal_form(lhs, rhs)
+            unfolded = want
+            for c in cut_map.values():
+                unfolded = c.unfold(unfolded)
+            lhs, rhs = fix(unfolded, case), fix(goal.statement(cs), case)
+            same = lhs == rhs  # structurally the same expression (the usual case): no normal form needed
+            if not same:
+                same = alpha_equal(lhs, rhs)  # the same up to the names of bound variables
+            if not same:
+                same, shown_nf, _ = equal_by_normal_form(lhs, rhs)
             if not same:
                 return Outcome.bad(f"{goal.stage} ({what}): the stage's statement is not the spec's: {shown_nf[:300]}")
         steps += len(ex.steps)
