@@ -304,7 +304,7 @@ def verify(args: argparse.Namespace) -> int:
     smt = None if args.mutants else _smt_options(args)
     campaign = _campaign(args)
     if args.mutants:
-        from attnsim.proofs.mutants import run_cli
+        from attnsim.proofs.mutation.report import run_cli
 
         if args.timeout is None:
             args.timeout = DEFAULT_TIMEOUT

@@ -85,9 +85,10 @@ class Campaign:
 
     # -- mutants ---------------------------------------------------------------------------------
     def mutants(self, jobs: Sequence[Any], timeout: float, on_done: Callable[[Any], None] | None = None) -> list[Any]:
-        """Every mutant of ``jobs`` (:class:`attnsim.proofs.mutants.Job`), sharded by (construction,
+        """Every mutant of ``jobs`` (:class:`attnsim.proofs.mutation.plan.Job`), sharded by (construction,
         mutant); killers are then confirmed on the unmutated constructions through :meth:`obligations`."""
-        from attnsim.proofs import mutants as M
+        from attnsim.proofs.mutation.pool import confirm_killers, run_jobs
+        from attnsim.proofs.mutation.run import MutantResult
 
         todo = [(job, m) for job in jobs for m in job.mutants]
         keys = [C.mutant_key(m, [o.id for o in job.obligations], timeout) for job, m in todo]
@@ -98,7 +99,7 @@ class Campaign:
             if hit is None:
                 rest.append(i)
                 continue
-            results[i] = M.MutantResult(m, **{k: hit[k] for k in _MUTANT_FIELDS})
+            results[i] = MutantResult(m, **{k: hit[k] for k in _MUTANT_FIELDS})
             if on_done:
                 on_done(results[i])
 
@@ -118,7 +119,7 @@ class Campaign:
             where = {(todo[i][0].name, todo[i][1].description): i for i in rest}
             keep = {id(todo[i][1]) for i in rest}
             sub_jobs = [dataclasses.replace(job, mutants=[m for m in job.mutants if id(m) in keep]) for job in jobs]
-            M.run_jobs(
+            run_jobs(
                 [j for j in sub_jobs if j.mutants],
                 workers=self.jobs,
                 timeout=timeout,
@@ -126,7 +127,7 @@ class Campaign:
                 confirm=False,
             )
         out = [results[i] for i in range(len(todo))]
-        M.confirm_killers(out, jobs, timeout, lambda obs, t: self.obligations(obs, t))
+        confirm_killers(out, jobs, timeout, lambda obs, t: self.obligations(obs, t))
         return out
 
 

@@ -12,7 +12,7 @@ a check itself.  Each worker thread keeps one *slot*, a child process forked fro
 that has already built the obligation registry (:mod:`attnsim.proofs._warm`), and hands it the
 obligation; when the obligation's timeout passes, the slot is killed, the obligation is
 ``unknown`` (never proved) and a fresh slot takes the next one.  A mutant runs in a child of its
-own, as in :func:`attnsim.proofs.mutants.run_jobs`, killed when it exceeds its budget.
+own, as in :func:`attnsim.proofs.mutation.pool.run_jobs`, killed when it exceeds its budget.
 
 Registered obligations travel by id and are looked up on the worker (their checks are closures
 over built programs); any other obligation travels cloudpickled.  Worker processes must be
@@ -188,7 +188,8 @@ def _mutant_child(
     name: str, ids: list[str], mutant: Any, timeout: float, conn: Connection, lifeline: Connection
 ) -> None:
     """One mutant, in a child forked from the warm server: its obligations are looked up by id."""
-    from attnsim.proofs import mutants, registry
+    from attnsim.proofs import registry
+    from attnsim.proofs.mutation.run import _child
 
     _die_with_worker(lifeline)
     try:
@@ -199,7 +200,7 @@ def _mutant_child(
         conn.send((False, None, False, None, f"worker error {type(exc).__name__}: {exc}", 0, False))
         conn.close()
         return
-    mutants._child(mutant, obs, example, timeout, conn)
+    _child(mutant, obs, example, timeout, conn)
 
 
 def mutant_task(name: str, ids: list[str], mutant: Any, timeout: float, budget: float) -> tuple[Any, ...]:
@@ -370,10 +371,11 @@ def run_mutants(
 ) -> list[Any]:
     """Run (job, mutant) pairs as one Dask task each; :class:`MutantResult` s in input order.
 
-    Killers are not confirmed here (see :func:`attnsim.proofs.mutants.confirm_killers`)."""
+    Killers are not confirmed here (see :func:`attnsim.proofs.mutation.pool.confirm_killers`)."""
     from distributed import as_completed
 
-    from attnsim.proofs.mutants import MutantResult, mutant_budget
+    from attnsim.proofs.mutation.plan import mutant_budget
+    from attnsim.proofs.mutation.run import MutantResult
 
     results: dict[int, MutantResult] = {}
     futures: dict[Any, int] = {}

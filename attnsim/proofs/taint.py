@@ -1,6 +1,6 @@
 """Where a change can reach: the positions at which a program's values may differ after a change.
 
-Mutation testing (:mod:`attnsim.proofs.mutants`) uses this to prove a mutant equivalent when every
+Mutation testing (:mod:`attnsim.proofs.mutation`) uses this to prove a mutant equivalent when every
 value it changes lies where no output reads it (e.g. an identity map that also writes a 1 just
 past its block, on a position that every selector reading it leaves out).
 
