@@ -6,7 +6,6 @@ with every size <= :data:`BOUNDED_SIZE` and at each instance's sizes, labelled B
 
 from __future__ import annotations
 
-import itertools
 import re
 import time
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ def _prove_per_size(
 ) -> tuple[bool, str]:
     """Z3 once per assignment of the sizes (each in minimum..BOUNDED_SIZE, plus each instance's own
     values): a BOUNDED proof, said so, for goals Z3 cannot decide with symbolic sizes."""
+    import itertools
 
     sizes = sorted(z3sel.size_names(goal, *hyps))
     grids = [range(minimum.get(n, 1), BOUNDED_SIZE + 1) for n in sizes]
