@@ -704,27 +704,30 @@ def _vacuous(
         except (E.ExprError, ZeroDivisionError):
             continue
     for base in (1, 2, 3):  # a witness by Z3 at small fixed sizes: the free variables' problem is then linear
-        fixed = {n: z3.IntVal(max(mins.get(n, 1), base)) for n in sizes}
-        side_fixed: list[Any] = []
-        tr_fixed = E.Z3Translator({**fixed, **{v: z3.Int(v) for v in free}}, side_fixed)
-        sf = z3.Solver()
-        sf.set("timeout", 1000)
-        sf.add(*[tr_fixed.boolean(h) for h in hyps], *side_fixed)
-        if sf.check() == z3.sat:
+        if _premises_check(hyps, sizes, free, mins, 1.0, at=base)[0] == z3.sat:
             return None
-    names: set[str] = set(sizes) | set(free)
-    zenv = {n: z3.Int(n) for n in names}
-    side: list[Any] = []
-    tr = E.Z3Translator(zenv, side)
-    s = z3.Solver()
-    s.set("timeout", max(1, int(min(max(timeout, 0.5), 5.0) * 1000)))
-    s.add(*[zenv[n] >= mins.get(n, 1) for n in sizes], *[tr.boolean(h) for h in hyps], *side)
-    res = s.check()
+    res, why = _premises_check(hyps, sizes, free, mins, min(max(timeout, 0.5), 5.0))
     if res == z3.sat:
         return None
     if res == z3.unsat:
         return Outcome.bad("vacuous: the premises (assumptions, query region, size minimums) admit no values")
-    return Outcome.unknown(f"premises not shown satisfiable (z3 {s.reason_unknown()})")
+    return Outcome.unknown(f"premises not shown satisfiable (z3 {why})")
+
+
+def _premises_check(
+    hyps: Sequence[E.Expr], sizes: set[str], free: Sequence[str], mins: Mapping[str, int], seconds: float, at: int = 0
+) -> tuple[Any, str]:
+    """Z3 on the premises ``hyps``: each size at least its minimum, or, with ``at``, fixed to
+    max(minimum, at); (the answer, the reason when unknown)."""
+    sized = {n: z3.IntVal(max(mins.get(n, 1), at)) if at else z3.Int(n) for n in sizes}
+    side: list[Any] = []
+    tr = E.Z3Translator({**sized, **{v: z3.Int(v) for v in free}}, side)
+    s = z3.Solver()
+    s.set("timeout", max(1, int(seconds * 1000)))
+    floor = [] if at else [sized[n] >= mins.get(n, 1) for n in sizes]
+    s.add(*floor, *[tr.boolean(h) for h in hyps], *side)
+    res = s.check()
+    return res, s.reason_unknown() if res == z3.unknown else ""
 
 
 def _subst(e: E.Expr, m: Mapping[str, E.Expr], memo: dict[int, E.Expr] | None = None) -> E.Expr:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import time
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
@@ -50,8 +49,7 @@ def scores_check(timeout: float) -> Outcome:
     """Stage ``scores`` (attnsim.symbolic.stageproof) on U (compact) built over unbound capacity sizes."""
     from attnsim.symbolic.stages.scores import prove_scores
 
-    sizes = (C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
-    return prove_scores(UniversalSimulator(*sizes), timeout)
+    return prove_scores(UniversalSimulator.over_symbolic_capacity(), timeout)
 
 
 def chain_check(names: tuple[str, ...] | None = None, variant: str = "compact") -> Callable[[float], Outcome]:
@@ -64,9 +62,8 @@ def chain_check(names: tuple[str, ...] | None = None, variant: str = "compact") 
     def check(timeout: float) -> Outcome:
         from attnsim.symbolic.stages.chain import ORDER, prove_layer
 
-        sizes = (C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
         stages = [st for st in ORDER if names is None or st.name in names]
-        return prove_layer(UniversalSimulator(*sizes, variant=variant), timeout, stages)
+        return prove_layer(UniversalSimulator.over_symbolic_capacity(variant), timeout, stages)
 
     return check
 
@@ -77,37 +74,30 @@ def frame_check(variant: str) -> Callable[[float], Outcome]:
     def check(timeout: float) -> Outcome:
         from attnsim.symbolic.frame import prove_frame
 
-        sizes = (C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
-        return prove_frame(UniversalSimulator(*sizes, variant=variant), timeout)
+        return prove_frame(UniversalSimulator.over_symbolic_capacity(variant), timeout)
 
     return check
 
 
 def stack_induction_check(variant: str) -> Callable[[float], Outcome]:
-    """The stack induction (attnsim.symbolic.stack): the frame lemma proven on U's program, the
-    induction step from those same frame cases, and the base case on ``encode``."""
+    """The stack induction (attnsim.symbolic.stack): its step from the frame lemma's cases, and its
+    base case on ``encode``; the frame lemma and the layer are proven by their own obligations."""
 
     def check(timeout: float) -> Outcome:
-        from attnsim.symbolic.frame import frame_cases, prove_frame
         from attnsim.symbolic.stack import base_case, prove_stack
 
-        t0 = time.perf_counter()
-        sizes = (C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
-        u = UniversalSimulator(*sizes, variant=variant)
-        frame = prove_frame(u, timeout)
-        if frame.ok is not True:
-            return Outcome(frame.ok, f"frame lemma: {frame.detail}")
-        step = prove_stack(u, max(0.5, timeout - (time.perf_counter() - t0)), frame_cases(u))
+        step = prove_stack(UniversalSimulator.over_symbolic_capacity(variant), timeout)
         if step.ok is not True:
             return Outcome(step.ok, f"induction step: {step.detail}")
         base = base_case(lambda: _u(2, 2, 1, 2, 2, variant=variant))
         if base.ok is not True:
             return base
+        tag = "" if variant == "compact" else f"{variant}/"
         return Outcome.good(
-            f"frame lemma ({frame.detail}); step ({step.detail}); base ({base.detail}); premise, its own "
-            f"obligation: {CID}/{'' if variant == 'compact' else variant + '/'}all-sizes/layer (the X block after "
-            "a pass is [i < n][l < d] T(X)[i, l], T read from the slot): so pass t computes layer t and M passes "
-            "the M-layer encoder, by induction on t"
+            f"step ({step.detail}); base ({base.detail}); premises, each its own obligation: {FRAME}/{tag}"
+            f"all-sizes/frame (U's pass satisfies the frame cases the step reads) and {CID}/{tag}all-sizes/layer "
+            "(the X block after a pass is [i < n][l < d] T(X)[i, l], T read from the slot): so pass t computes "
+            "layer t and M passes the M-layer encoder, by induction on t"
         )
 
     return check
@@ -381,8 +371,9 @@ def frame_obligations() -> Iterable[Obligation]:
             f"U ({variant}), every capacity, record count M >= 1 and pass t < M: the induction that run_stack on M "
             "records is the M-layer encoder. Its invariant Enc_t (X block X_t; header and masks kept; pointer t; "
             "record slot k holding record t + k, zeros past the last) holds before pass 0 (encode; checked exactly "
-            "at one capacity) and is kept by a pass that satisfies the frame lemma (proven here on U's program), "
-            "the slot holding record t; the layer statement is the premise simulator/all-sizes/layer",
+            "at one capacity) and is kept by a pass that satisfies the frame lemma's cases, the slot holding "
+            "record t; premises: the frame lemma (simulator-frame/all-sizes/frame) and the layer "
+            "(simulator/all-sizes/layer), each its own obligation",
         )
 
     yield Obligation(

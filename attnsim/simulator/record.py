@@ -190,10 +190,10 @@ class InputMap:
         """The entry of T, X or the masks that ``position`` holds in ``grid`` at capacity ``sizes``
         (N, D, H, K, F; each true size taken at its capacity), e.g. ``in_proj_weight[0, 5, 1]``;
         None when ``grid`` is not a grid of the map or the position lies outside it."""
-        found = [(g, src) for g, src in self.sources() if g.name == grid]
-        if not found:
+        found = next(((g, src) for g, src in self.sources() if g.name == grid), None)
+        if found is None:
             return None
-        g, src = found[0]
+        g, src = found
         env = dict(sizes)
         rel = position - int(g.offset.evaluate(env))
         dims = [int(d.evaluate(env)) for d in g.dims]

@@ -131,6 +131,12 @@ class UniversalSimulator:
         self.stage_grids: list[Grid] = []
         self._build()
 
+    @classmethod
+    def over_symbolic_capacity(cls, variant: str = "compact") -> UniversalSimulator:
+        """U built over unbound capacity sizes N, D, H, K, F: the program the all-sizes proofs
+        execute (it cannot run; bind its sizes for that)."""
+        return cls(*(C.Size(s) for s in "NDHKF"), variant=variant)
+
     # -- building blocks -----------------------------------------------------------------------
     def _grid(self, name: str, **dims: E.Expr | int) -> Grid:
         g = Grid.of(name, 0, channel=name, **dims)

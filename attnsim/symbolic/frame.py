@@ -20,6 +20,7 @@ is evaluated on the chosen branch only; a gather whose one key lies outside the 
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,9 +132,9 @@ def frame_binding(u: Any) -> dict[str, E.Expr]:
     return {v.name: e for v, e in zip(PLACES, values, strict=True)}
 
 
-def frame_cases(u: Any) -> list[FrameCase]:
+def frame_cases() -> list[FrameCase]:
     """The frame lemma of a pass, region by region (positions at or past the X block), over the
-    places of :data:`PLACES` (``u`` is the pass the lemma is for; its places: :func:`frame_binding`)."""
+    places of :data:`PLACES` (a pass's own places: :func:`frame_binding`)."""
     p, S = POSITION, RECORD
     return [
         FrameCase("header and masks", (p >= X_END, p < BASE, E.Not(p.eq(POINTER))), p),
@@ -152,7 +153,7 @@ def prove_frame(u: Any, timeout: float = 60.0) -> Outcome:
     shown = []
     steps = 0
     binding = frame_binding(u)
-    for case in (c.bind(binding) for c in frame_cases(u)):
+    for case in (c.bind(binding) for c in frame_cases()):
         con.preconditions = case.conditions
         ex = FrameExecutor(con, max(0.5, timeout - (time.perf_counter() - t0)))
         try:
@@ -175,19 +176,17 @@ def prove_frame(u: Any, timeout: float = 60.0) -> Outcome:
 def witness(u: Any, case: FrameCase, got: Any, want: Any, most: int = 2) -> str:
     """A counterexample to ``got == want`` at concrete capacities (each in 1..``most``, M in 1..2) and
     a position of the case, with the entry of T, X or the masks that position holds; '' if none."""
-    import itertools
-
     names = ("N", "D", "H", "K", "F")
+    diff = sp.sympify(got - want)
     for caps in itertools.product(range(1, most + 1), repeat=len(names)):
         for m in (1, 2):
             env = {**dict(zip(names, caps, strict=True)), RECORDS.name: m}
-            length = int(frame_length(u).evaluate(env))
-            for p in range(length):
+            for p in range(int(frame_length(u).evaluate(env))):
                 at = {**env, POSITION.name: p}
                 if not all(bool(c.evaluate(at)) for c in case.conditions):
                     continue
-                subs = {x: at[x.name] for x in sp.sympify(got - want).free_symbols if x.name in at}
-                if sp.expand(sym_subs(sp.sympify(got - want).subs(subs))) == 0:
+                subs = {x: at[x.name] for x in diff.free_symbols if x.name in at}
+                if sp.expand(sym_subs(diff.subs(subs))) == 0:
                     continue
                 held = next((d for g in u.map.grids if (d := u.map.describe(g.name, p, env)) is not None), None)
                 shown = ", ".join(f"{k}={v}" for k, v in env.items())

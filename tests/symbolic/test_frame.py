@@ -12,19 +12,15 @@ from attnsim.simulator.universal import UniversalSimulator
 from attnsim.symbolic.frame import prove_frame
 
 
-def _symbolic_u(variant: str = "compact") -> UniversalSimulator:
-    return UniversalSimulator(C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"), variant=variant)
-
-
 @pytest.mark.parametrize("variant", ["compact", "shallow"])
 def test_frame_lemma_holds_for_every_capacity(variant: str) -> None:
-    out = prove_frame(_symbolic_u(variant), timeout=120)
+    out = prove_frame(UniversalSimulator.over_symbolic_capacity(variant), timeout=120)
     assert out.ok is True, out.detail
     assert "record counts M >= 1" in out.detail
 
 
 def test_a_pass_that_also_writes_a_mask_token_fails() -> None:
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     x_end = u.map.x.end_expr()
     stray = C.imap(lambda p: E.if_(p.eq(x_end + 3), 1, 0), C.indices)  # one mask token gets + 1
     u.program = C.apply("add", u.program, stray)
@@ -36,12 +32,12 @@ def test_a_pass_that_also_writes_a_mask_token_fails() -> None:
 def test_a_queue_moved_by_one_record_plus_one_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     real = UniversalSimulator._gather_rel
     monkeypatch.setattr(UniversalSimulator, "_gather_rel", lambda self, name, size: real(self, name, size + 1))
-    out = prove_frame(_symbolic_u(), timeout=120)
+    out = prove_frame(UniversalSimulator.over_symbolic_capacity(), timeout=120)
     assert out.ok is False and out.detail.startswith("records"), out.detail
 
 
 def test_a_pointer_not_advanced_fails() -> None:
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     ptr = u.map.header_position("ptr")
     back = C.imap(lambda p: E.if_(p.eq(ptr), -1, 0), C.indices)
     u.program = C.apply("add", u.program, back)

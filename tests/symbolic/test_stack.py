@@ -12,14 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from attnsim.rasp import core as C
 from attnsim.simulator.universal import UniversalSimulator
 from attnsim.symbolic.frame import FrameCase, frame_cases
 from attnsim.symbolic.stack import base_case, prove_stack
-
-
-def _symbolic_u() -> UniversalSimulator:
-    return UniversalSimulator(C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
 
 
 def _with(cases: list[FrameCase], what: str, **change: Any) -> list[FrameCase]:
@@ -27,21 +22,21 @@ def _with(cases: list[FrameCase], what: str, **change: Any) -> list[FrameCase]:
 
 
 def test_the_step_holds_for_every_capacity_record_count_and_pass() -> None:
-    out = prove_stack(_symbolic_u(), timeout=300)
+    out = prove_stack(UniversalSimulator.over_symbolic_capacity(), timeout=300)
     assert out.ok is True, out.detail
     assert "Enc_t to Enc_(t+1)" in out.detail and "slot holds record t" in out.detail
 
 
 def test_a_pointer_not_advanced_breaks_the_step() -> None:
-    u = _symbolic_u()
-    out = prove_stack(u, 120, _with(frame_cases(u), "pointer", plus=0))
+    u = UniversalSimulator.over_symbolic_capacity()
+    out = prove_stack(u, 120, _with(frame_cases(), "pointer", plus=0))
     assert out.ok is False and out.detail.startswith("pointer"), out.detail
     assert "counterexample" in out.detail
 
 
 def test_a_queue_moved_by_one_record_plus_one_breaks_the_step() -> None:
-    u = _symbolic_u()
-    cases = frame_cases(u)
+    u = UniversalSimulator.over_symbolic_capacity()
+    cases = frame_cases()
     inside = next(c for c in cases if c.what.startswith("records, next"))
     assert inside.reads is not None
     out = prove_stack(u, 120, _with(cases, inside.what, reads=inside.reads + 1))
@@ -49,8 +44,8 @@ def test_a_queue_moved_by_one_record_plus_one_breaks_the_step() -> None:
 
 
 def test_a_header_token_read_one_place_later_breaks_the_step() -> None:
-    u = _symbolic_u()
-    cases = frame_cases(u)
+    u = UniversalSimulator.over_symbolic_capacity()
+    cases = frame_cases()
     head = cases[0]
     assert head.reads is not None
     out = prove_stack(u, 120, _with(cases, head.what, reads=head.reads + 1))
@@ -58,8 +53,8 @@ def test_a_header_token_read_one_place_later_breaks_the_step() -> None:
 
 
 def test_a_region_the_frame_does_not_state_breaks_the_coverage() -> None:
-    u = _symbolic_u()
-    cases = [c for c in frame_cases(u) if c.what != "records, past the last"]
+    u = UniversalSimulator.over_symbolic_capacity()
+    cases = [c for c in frame_cases() if c.what != "records, past the last"]
     out = prove_stack(u, 120, cases)
     assert out.ok is False and out.detail.startswith("coverage"), out.detail
 
@@ -81,7 +76,7 @@ def test_the_base_case_holds_and_fails_on_records_out_of_order(monkeypatch: pyte
 def test_a_slot_one_token_short_of_the_record_fails_at_the_map() -> None:
     """The slot a pass reads must hold every grid of the record: a record size one short leaves the
     last grid's last token outside it (a counterexample at the map, before the step)."""
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     u.map = dataclasses.replace(u.map, record_size=u.map.record_size - 1)
     out = prove_stack(u, 120)
     assert out.ok is False and out.detail.startswith("map: grid be2 inside the slot"), out.detail

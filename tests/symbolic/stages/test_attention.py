@@ -16,10 +16,6 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 
 
-def _symbolic_u() -> UniversalSimulator:
-    return UniversalSimulator(C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
-
-
 def _exp_at_entry(u: UniversalSimulator) -> object:
     """U's attn.exp at a symbolic attention product (h, i, j, e), its logits cut as s(h, i, j)."""
     import sympy as sp
@@ -52,7 +48,7 @@ def test_the_row_max_runs_over_the_allowed_keys_of_the_row() -> None:
 
     from attnsim.symbolic.ite import Ite
 
-    got, m = _exp_at_entry(_symbolic_u())
+    got, m = _exp_at_entry(UniversalSimulator.over_symbolic_capacity())
     # the max over j' < N of Ite(allowed(h, i, j'), s(h, i, j'), -oo): the row's allowed keys only
     assert isinstance(m.function, Ite) and m.function.args[2] == sp.S.NegativeInfinity, m
     assert str(m.limits[0][2]) == "N - 1", m
@@ -67,7 +63,7 @@ def test_a_max_over_every_key_of_the_row_is_seen(monkeypatch: pytest.MonkeyPatch
     Keys j >= n are read outside the scores stage's region: an unknown value (pad_s)."""
     real = C.maximum
     monkeypatch.setattr(C, "maximum", lambda sel, v: real(sel.a if isinstance(sel, C.SelectAnd) else sel, v))
-    _, m = _exp_at_entry(_symbolic_u())
+    _, m = _exp_at_entry(UniversalSimulator.over_symbolic_capacity())
     assert "oo" not in str(m.function) and "blocked" not in str(m.function), m  # no allowed-key guard
 
 
@@ -84,7 +80,7 @@ def _prove(u: UniversalSimulator, label: str) -> Outcome:
 def test_a_head_output_equals_the_spec_for_every_size(label: str) -> None:
     from attnsim.symbolic.stages import attention
 
-    out = _prove(_symbolic_u(), label)
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), label)
     assert out.ok is True, out.detail
     assert f"U's {label} == its statement" in out.detail and "with i < n" in out.detail, out.detail
     assert "for all capacities" in out.detail and "cases pre = 0; pre = 1" in out.detail, out.detail
@@ -116,14 +112,14 @@ COUNTEREXAMPLE = "attention (pre = 0): attn.o at attn.heads: counterexample at "
 
 def test_a_head_output_divided_by_head_0s_denominator_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     _wrong_sum(monkeypatch, "attn.o.den", {"h": E.Const(0)})
-    out = _prove(_symbolic_u(), "attn.o")
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), "attn.o")
     assert out.ok is False and out.detail.startswith(COUNTEREXAMPLE), out.detail
     assert "h! = 1, i! = 1" in out.detail and "blocked = 0" in out.detail, out.detail
 
 
 def test_a_numerator_read_at_feature_0_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     _wrong_sum(monkeypatch, "attn.o.num", {"e": E.Const(0)})
-    out = _prove(_symbolic_u(), "attn.o")
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), "attn.o")
     assert out.ok is False and out.detail.startswith(COUNTEREXAMPLE), out.detail
 
 
@@ -138,7 +134,7 @@ def test_keys_up_to_n_allowed_fails(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(self, name, grid, coord, bound, intent)
 
     monkeypatch.setattr(UniversalSimulator, "_below", below)
-    out = _prove(_symbolic_u(), "attn.o")
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), "attn.o")
     assert out.ok is False and out.detail.startswith(COUNTEREXAMPLE), out.detail
     assert "pad[attn.logit]" in out.detail, out.detail  # the logit of key j = n: outside the scores stage
 
@@ -171,7 +167,7 @@ def test_a_key_listing_is_refused_through_a_wrong_intent_or_a_short_hint() -> No
 
     from attnsim.symbolic.execute import Enumeration, ExecutionFailed
 
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     (it,) = [it for name, it in u.intents if name == "attn.o.den.sum"]
     products = next(g for g in u.stage_grids if g.name == "attn.products")
     first = Enumeration(key=it.keys.key, witness=it.keys.witness, count=(E.Const(1),))  # j = 0 only
@@ -198,7 +194,7 @@ def test_a_softmax_denominator_is_positive_only_under_the_premise_and_a_passing_
     from attnsim.symbolic.layer import SIZE, flag
     from attnsim.symbolic.stages.attention import UNBLOCKED
 
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     ex, _ = _head_executor(u, (UNBLOCKED,))
     bare, _ = _head_executor(u)
     blocked = sp.IndexedBase("blocked")
@@ -231,7 +227,7 @@ def test_flags_are_turned_into_factors_only_where_sound() -> None:
     from attnsim.symbolic.layer import EPS, SIZE, absorb_flags, flag
     from attnsim.symbolic.stages.attention import UNBLOCKED
 
-    ex, _ = _head_executor(_symbolic_u(), (UNBLOCKED,))
+    ex, _ = _head_executor(UniversalSimulator.over_symbolic_capacity(), (UNBLOCKED,))
     blocked, X = sp.IndexedBase("blocked"), sp.IndexedBase("X")
     i, j, v, h = (sp.Symbol(x, integer=True) for x in ("i!", "j!", "v!", "h!"))
     n, N, d, hh = SIZE["n"], sp.Symbol("N", integer=True), SIZE["d"], SIZE["hh"]

@@ -12,15 +12,10 @@ import pytest
 
 from attnsim import UniversalSimulator
 from attnsim.proofs.obligation import Outcome
-from attnsim.rasp import core as C
 from attnsim.symbolic.layer import Cut
 from attnsim.symbolic.stages import Stage, output
 from attnsim.symbolic.stages.chain import ORDER, premises, prove_layer
 from attnsim.symbolic.stages.write import WRITE
-
-
-def _symbolic_u() -> UniversalSimulator:
-    return UniversalSimulator(C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
 
 
 def _granted(detail: str) -> Stage:
@@ -40,7 +35,9 @@ def test_the_order_is_the_layers_and_each_stage_reads_the_one_before() -> None:
 
 
 def test_write_chained_after_a_granted_output_is_proven_and_collects_premises() -> None:
-    out = prove_layer(_symbolic_u(), 120, stages=(_granted("ok; premise: a stated premise"), WRITE))
+    out = prove_layer(
+        UniversalSimulator.over_symbolic_capacity(), 120, stages=(_granted("ok; premise: a stated premise"), WRITE)
+    )
     assert out.ok is True, out.detail
     assert "layout" in out.detail and "write" in out.detail and "NOT the whole layer" in out.detail
     assert premises(out.detail) == ["a stated premise"]
@@ -53,7 +50,7 @@ def test_a_premise_used_in_some_cases_is_collected_with_its_cases() -> None:
     detail = f"ok; premise (cases ffn = 1, post = 1; ffn = 1, residual = 1, post = 1): {text}; stated over Y1"
     (got,) = premises(detail)
     assert got == f"{text} (cases ffn = 1, post = 1 | ffn = 1, residual = 1, post = 1)", got
-    out = prove_layer(_symbolic_u(), 120, stages=(_granted(detail), WRITE))
+    out = prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=(_granted(detail), WRITE))
     assert out.ok is True and premises(out.detail) == [got], out.detail
 
 
@@ -65,7 +62,7 @@ def test_an_unproven_premise_on_us_own_values_leaves_the_layer_unknown() -> None
     text = "at a padding row i >= n the nodes hold one value"  # a premise on U's values, as a stage states it
     detail = f"ok; unproven premise (cases ffn = 1, post = 1): {text}"
     assert premises(detail) == [f"{UNPROVEN}{text} (cases ffn = 1, post = 1)"]
-    out = prove_layer(_symbolic_u(), 120, stages=(_granted(detail), WRITE))
+    out = prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=(_granted(detail), WRITE))
     assert out.ok is None and out.detail.startswith("every goal proven, but under 1 premise(s) on U's own values"), (
         out.detail
     )
@@ -81,18 +78,18 @@ def test_a_padding_value_is_accepted_only_where_its_proof_states_it() -> None:
 
     padded = lambda u: [dataclasses.replace(g, padded="Y~") for g in output.goals(u)]
     granted = Stage("output", padded, (), lambda u, goal, cuts, timeout: Outcome.good("ok"))
-    out = prove_layer(_symbolic_u(), 120, stages=(granted, WRITE))
+    out = prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=(granted, WRITE))
     assert out.ok is False and out.detail.startswith("stage output, Y: its padding value Y~ is not proven"), out.detail
     said = "ok; U's Y == Y~(i, e), the value of Y there (the arguments' only)"
     stated = Stage("output", padded, (), lambda u, goal, cuts, timeout: Outcome.good(said))
-    assert prove_layer(_symbolic_u(), 120, stages=(stated, WRITE)).ok is True
-    (goal,) = padded(_symbolic_u())
+    assert prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=(stated, WRITE)).ok is True
+    (goal,) = padded(UniversalSimulator.over_symbolic_capacity())
     reps = {"Y~": "out.Y1"}
     assert "proven as Y's, the name's is out.Y1's" in padding_proven(goal, said, reps)
 
 
 def test_a_stage_reading_a_stage_not_proven_in_the_run_is_refused() -> None:
-    out = prove_layer(_symbolic_u(), 120, stages=(WRITE,))
+    out = prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=(WRITE,))
     assert out.ok is False and out.detail == "stage write reads output, not proven earlier in this run", out.detail
 
 
@@ -100,7 +97,9 @@ def test_the_first_goal_not_proven_ends_the_run_and_is_named() -> None:
     def unknown(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
         return Outcome.unknown("not shown")
 
-    out = prove_layer(_symbolic_u(), 120, stages=(Stage("output", output.goals, (), unknown), WRITE))
+    out = prove_layer(
+        UniversalSimulator.over_symbolic_capacity(), 120, stages=(Stage("output", output.goals, (), unknown), WRITE)
+    )
     assert out.ok is None and out.detail.startswith("stage output, Y: not shown (proven before it: layout"), out.detail
 
 
@@ -117,7 +116,7 @@ def test_a_record_offset_wrong_in_the_map_fails_the_layout(monkeypatch: pytest.M
         return real(name, off - 1 if name == "bqkv" else off, dims, *rest)
 
     monkeypatch.setattr(Grid, "from_dims", staticmethod(from_dims))
-    out = prove_layer(_symbolic_u(), 120, stages=ORDER[:1])
+    out = prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=ORDER[:1])
     assert out.ok is False and out.detail.startswith("layout: blocks ") and "overlap" in out.detail, out.detail
     assert "bqkv" in out.detail, out.detail
     assert re.search(

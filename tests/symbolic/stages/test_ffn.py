@@ -19,10 +19,6 @@ from attnsim.symbolic.ite import Ite
 from attnsim.symbolic.layer import SIZE, flag
 
 
-def _symbolic_u() -> UniversalSimulator:
-    return UniversalSimulator(C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
-
-
 def _prove(u: UniversalSimulator, label: str, cases: list[dict[str, int]] | None = None) -> Outcome:
     from attnsim.symbolic.stages import attention, ffn
 
@@ -34,7 +30,7 @@ def _prove(u: UniversalSimulator, label: str, cases: list[dict[str, int]] | None
 # -- the stage proven -------------------------------------------------------------------------------
 @pytest.mark.parametrize("label", ["ffn2.Y1", "out.Y1"])
 def test_y1_equals_the_spec_for_every_size(label: str) -> None:
-    out = _prove(_symbolic_u(), label)
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), label)
     assert out.ok is True, out.detail
     assert f"U's {label} == its statement" in out.detail and "with i < n" in out.detail, out.detail
     assert "for all capacities" in out.detail and "the proven stages attention" in out.detail, out.detail
@@ -49,7 +45,7 @@ def test_an_activation_equals_the_spec_for_every_size() -> None:
     """ffn2.u.act in all 12 option cases (45-70 s).  To keep the file within the CI budget the other
     activation goals (gram.u.act and gram.u2.act, U's same activation program at ln2.gram_terms,
     25-40 s each) are left to ffn.prove run on every goal (the deep verify)."""
-    out = _prove(_symbolic_u(), "ffn2.u.act")
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), "ffn2.u.act")
     assert out.ok is True, out.detail
     assert "U's ffn2.u.act == its statement" in out.detail and "mean of squares" in out.detail, out.detail
     assert out.detail.count("gelu = ") == 24, out.detail  # the true rows, then the padding rows
@@ -74,7 +70,7 @@ def test_a_layer_norm_1_mean_over_d_plus_1_fails(monkeypatch: pytest.MonkeyPatch
         return real(name, *args, **kw)
 
     monkeypatch.setattr(C, "apply", apply)
-    out = _prove(_symbolic_u(), "ffn2.Y1", [{"residual": 1, "post": 1}])
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), "ffn2.Y1", [{"residual": 1, "post": 1}])
     assert out.ok is False, out.detail
     assert out.detail.startswith("ffn (residual = 1, post = 1): ffn2.Y1 at ffn2.products: counterexample"), out.detail
     assert "divisors not shown > 0" in out.detail, out.detail
@@ -101,7 +97,7 @@ def _wrong_residual(monkeypatch: pytest.MonkeyPatch, src: str, coords: Any) -> N
 )
 def test_a_residual_adding_the_wrong_term_fails(monkeypatch: pytest.MonkeyPatch, src: str, coords: Any) -> None:
     _wrong_residual(monkeypatch, src, coords)
-    out = _prove(_symbolic_u(), "ffn2.Y1", [{"residual": 1, "post": 0}])
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), "ffn2.Y1", [{"residual": 1, "post": 0}])
     assert out.ok is False, out.detail
     assert out.detail.startswith("ffn (residual = 1, post = 0): ffn2.Y1 at ffn2.products: counterexample"), out.detail
 
@@ -116,7 +112,9 @@ def test_ffn_1_reading_layer_norm_1s_gain_when_pre_norm_fails(monkeypatch: pytes
         return real(self, name, grid, onto, cs, **kw)
 
     monkeypatch.setattr(UniversalSimulator, "_gather", gather)
-    out = _prove(_symbolic_u(), "ffn2.u.act", [{"residual": 1, "pre": 1, "post": 0, "gelu": 1}])  # GELU: no 0 clamp
+    out = _prove(
+        UniversalSimulator.over_symbolic_capacity(), "ffn2.u.act", [{"residual": 1, "pre": 1, "post": 0, "gelu": 1}]
+    )  # GELU: no 0 clamp
     assert out.ok is False, out.detail
     assert out.detail.startswith(
         "ffn (residual = 1, pre = 1, post = 0, gelu = 1): ffn2.u.act at ffn2.products: counterexample"
@@ -129,7 +127,7 @@ def test_the_statement_over_the_opaque_heads_is_the_spec_up_to_bound_names() -> 
     from attnsim.symbolic.layer import spec_parts
     from attnsim.symbolic.stages import attention, ffn
 
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     cuts = attention.goals(u)
     i, e = sp.Symbol("i!", integer=True), sp.Symbol("e!", integer=True)
 
@@ -169,7 +167,7 @@ def test_r_is_split_its_delta_summed_out_and_its_heads_truncated_only_where_it_h
     give c + sum_{h<hh} O(h), and nothing where a step does not hold."""
     from attnsim.symbolic import layer
 
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     con, caps = layer.setup(u)
     ex = layer.LayerExecutor(con, 60, sources=u.map.sources(), options={}, capacity=caps)
     H = caps["hh"]

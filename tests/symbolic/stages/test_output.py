@@ -22,10 +22,6 @@ from attnsim.symbolic.layer import SIZE, flag
 POST = [{"ffn": 1, "residual": 0, "post": 1}]
 
 
-def _symbolic_u() -> UniversalSimulator:
-    return UniversalSimulator(C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
-
-
 def _prove(u: UniversalSimulator, cases: list[dict[str, int]] | None = None) -> Outcome:
     from attnsim.symbolic.stages import ffn, output
 
@@ -35,7 +31,7 @@ def _prove(u: UniversalSimulator, cases: list[dict[str, int]] | None = None) -> 
 
 
 def test_y_equals_the_spec_for_every_size() -> None:
-    out = _prove(_symbolic_u())
+    out = _prove(UniversalSimulator.over_symbolic_capacity())
     assert out.ok is True, out.detail
     assert "for all capacities" in out.detail and "at every entry (i, e) of out" in out.detail, out.detail
     assert "U's Y == its statement" in out.detail, out.detail
@@ -61,7 +57,7 @@ def test_without_the_padding_values_a_post_norm_row_is_not_proven() -> None:
     from attnsim.symbolic.layer import prove_stage
     from attnsim.symbolic.stages import ffn, output
 
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     cuts = {c.label: dataclasses.replace(c, padded="") for c in ffn.goals(u)}
     (goal,) = output.goals(u)
     out = prove_stage(
@@ -75,7 +71,7 @@ def test_spec_over_refuses_a_function_that_is_no_cuts() -> None:
     from attnsim.symbolic.layer import prove_stage, statement_over_cuts
     from attnsim.symbolic.stages import ffn, output
 
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     cuts = {c.label: c for c in ffn.goals(u)}
     (goal,) = output.goals(u)
     stmt, why = statement_over_cuts(goal, output.OVER, cuts)
@@ -136,7 +132,7 @@ def test_layer_norm_2s_mean_over_the_capacity_fails(monkeypatch: pytest.MonkeyPa
         return real(name, *args, params=params)
 
     monkeypatch.setattr(C, "apply", apply)
-    out = _prove(_symbolic_u(), POST)
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), POST)
     assert out.ok is False, out.detail
     assert out.detail.startswith("output (ffn = 1, residual = 0, post = 1): Y at out: counterexample at "), out.detail
     assert "the divisors not shown > 0 are > 0 there" in out.detail, out.detail
@@ -151,7 +147,7 @@ def test_layer_norm_2_scaled_by_norm1_weight_fails(monkeypatch: pytest.MonkeyPat
         return real(self, name, src, onto, coords, **kw)
 
     monkeypatch.setattr(UniversalSimulator, "_gather", gather)
-    out = _prove(_symbolic_u(), POST)
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), POST)
     assert out.ok is False, out.detail
     assert out.detail.startswith("output (ffn = 1, residual = 0, post = 1): Y at out: counterexample at "), out.detail
 
@@ -166,7 +162,7 @@ def test_rows_up_to_n_kept_fails_at_a_padding_row(monkeypatch: pytest.MonkeyPatc
         return real(self, name, grid, coord, bound, intent)
 
     monkeypatch.setattr(UniversalSimulator, "_below", below)
-    out = _prove(_symbolic_u(), [{"ffn": 0}])
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), [{"ffn": 0}])
     assert out.ok is False and out.detail.startswith("output (ffn = 0): Y at out: counterexample at "), out.detail
     assert "n = 1," in out.detail and "i! = 1" in out.detail and "the spec 0" in out.detail, out.detail
 
@@ -248,7 +244,7 @@ def test_a_row_variance_is_nonnegative_only_as_a_mean_of_squares() -> None:
 def test_a_sum_at_its_capacity_is_retruncated_only_where_every_term_is_guarded() -> None:
     from attnsim.symbolic import layer
 
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     con, caps = layer.setup(u)
     ex = layer.LayerExecutor(con, 60, sources=u.map.sources(), options={"ffn": 1}, capacity=caps)
     guarded = sp.Sum(flag(sp.Eq(g, 0)) * X[0, 0, 0] + flag(sp.Lt(g, f)) * A(g), (g, 0, F - 1))
@@ -269,7 +265,7 @@ def test_a_padding_rows_variance_is_nonnegative_only_with_one_padding_value() ->
 
     assert reads_padding(sp.Function("act~")(1, 2) + 1) and not reads_padding(sp.Function("act")(1, 2))
 
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     con, caps = layer.setup(u)
     i = sp.Symbol("i!", integer=True)
     act = sp.Function("act")
@@ -301,7 +297,7 @@ def test_a_cut_with_padding_values_is_read_as_one_value_per_name() -> None:
     from attnsim.symbolic import layer
     from attnsim.symbolic.stages import ffn
 
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     con, caps = layer.setup(u)
     cut = next(c for c in ffn.goals(u) if c.label == "gram.u2.act")
     pos = cut.grid.position(*(E.Var(f"{a}!") for a in cut.grid.axes))
@@ -337,7 +333,7 @@ def _prove_padding(u: UniversalSimulator, label: str, rep_label: str, cases: lis
 
 
 def test_the_activations_share_one_padding_value() -> None:
-    out = _prove_padding(_symbolic_u(), "gram.u2.act", "ffn2.u.act", ONE_ACT_CASE)
+    out = _prove_padding(UniversalSimulator.over_symbolic_capacity(), "gram.u2.act", "ffn2.u.act", ONE_ACT_CASE)
     assert out.ok is True, out.detail
     assert "at every padding row i >= n of ln2.gram_terms" in out.detail, out.detail
     assert "U's gram.u2.act == act~(i, f2), the value of ffn2.u.act there (the arguments' only) [f2 < f]" in out.detail
@@ -352,9 +348,11 @@ def test_a_node_claimed_to_share_another_nodes_padding_value_fails() -> None:
     from attnsim.symbolic.layer import prove_padding
     from attnsim.symbolic.stages import attention, ffn
 
-    out = _prove_padding(_symbolic_u(), "out.Y1", "ffn2.u.act", [{"residual": 0, "post": 0}])
+    out = _prove_padding(
+        UniversalSimulator.over_symbolic_capacity(), "out.Y1", "ffn2.u.act", [{"residual": 0, "post": 0}]
+    )
     assert out.ok is False and "ffn2.u.act's axis f and out.Y1's axis e differ in extent" in out.detail, out.detail
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     goals = {c.label: c for c in ffn.goals(u)}
     wrong = dataclasses.replace(goals["gram.u.act"], args=("i", "f2"), guard=(("f2", "f"),))
     cuts = {c.label: c for c in attention.goals(u)}
@@ -375,7 +373,7 @@ def test_an_activation_wrong_only_at_the_padding_rows_fails(monkeypatch: pytest.
         return out
 
     monkeypatch.setattr(UniversalSimulator, "_gather", gather)
-    out = _prove_padding(_symbolic_u(), "gram.u2.act", "ffn2.u.act", ONE_ACT_CASE)
+    out = _prove_padding(UniversalSimulator.over_symbolic_capacity(), "gram.u2.act", "ffn2.u.act", ONE_ACT_CASE)
     assert out.ok is False and "not the value of ffn2.u.act there" in out.detail, out.detail
 
 
@@ -387,7 +385,7 @@ def test_a_padding_value_that_reads_another_coordinate_fails() -> None:
     from attnsim.symbolic.layer import prove_padding
     from attnsim.symbolic.stages import scores
 
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     (goal,) = scores.goals(u)
     wrong = dataclasses.replace(goal, args=("h", "i", "e"))
     out = prove_padding(u, wrong, wrong, [{"pre": 0}], 600)
@@ -400,7 +398,7 @@ def test_an_index_conditional_keeps_the_conjuncts_z3_does_not_prove() -> None:
     from attnsim.rasp import expr as E
     from attnsim.symbolic import layer
 
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     con, caps = layer.setup(u)
     ex = layer.LayerExecutor(con, 120, sources=u.map.sources(), options={"ffn": 1}, capacity=caps)
     ex.step_cap = 120.0

@@ -11,12 +11,8 @@ from attnsim.rasp import expr as E
 from attnsim.symbolic.stages.scores import prove_scores
 
 
-def _symbolic_u() -> UniversalSimulator:
-    return UniversalSimulator(C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
-
-
 def test_scores_equal_the_spec_for_every_size() -> None:
-    out = prove_scores(_symbolic_u(), timeout=300)
+    out = prove_scores(UniversalSimulator.over_symbolic_capacity(), timeout=300)
     assert out.ok is True, out.detail
     assert (
         "pre = 0" in out.detail
@@ -35,7 +31,7 @@ def test_a_mask_read_transposed_fails(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(self, name, src, onto, coords, **kw)
 
     monkeypatch.setattr(UniversalSimulator, "_gather", gather)
-    out = prove_scores(_symbolic_u(), timeout=300, cases=[{"pre": 0}])
+    out = prove_scores(UniversalSimulator.over_symbolic_capacity(), timeout=300, cases=[{"pre": 0}])
     assert out.ok is False and out.detail.startswith("scores (pre = 0): attn.logit at attn.products: counterexample"), (
         out.detail
     )
@@ -60,7 +56,7 @@ def test_a_bias_read_from_the_wrong_part_of_the_record_fails(monkeypatch: pytest
         return real(self, prod1, t, t_at, tok_axis, onto, name)
 
     monkeypatch.setattr(UniversalSimulator, "_projection", projection)
-    out = prove_scores(_symbolic_u(), timeout=300, cases=[{"pre": 0}])
+    out = prove_scores(UniversalSimulator.over_symbolic_capacity(), timeout=300, cases=[{"pre": 0}])
     assert out.ok is False and "counterexample" in out.detail, out.detail
 
 
@@ -72,7 +68,7 @@ def test_a_layer_norm_mean_over_d_plus_1_fails(monkeypatch: pytest.MonkeyPatch) 
         return C.apply("div", s, C.apply("affine", self._d_b, params=(1, 1))).named(f"{name}.per_d")
 
     monkeypatch.setattr(UniversalSimulator, "_rows_mean", rows_mean)
-    out = prove_scores(_symbolic_u(), timeout=300, cases=[{"pre": 1}])
+    out = prove_scores(UniversalSimulator.over_symbolic_capacity(), timeout=300, cases=[{"pre": 1}])
     assert out.ok is not True, out.detail
     assert out.detail.startswith("scores (pre = 1)"), out.detail
 
@@ -83,7 +79,7 @@ def test_the_logit_holds_one_padding_value_that_does_not_read_e() -> None:
     from attnsim.symbolic.layer import prove_padding
     from attnsim.symbolic.stages.scores import goals
 
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     (goal,) = goals(u)
     out = prove_padding(u, goal, goal, [{"pre": 0}, {"pre": 1}], 300)
     assert out.ok is True, out.detail

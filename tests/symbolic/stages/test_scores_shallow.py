@@ -26,12 +26,8 @@ LV = sp.Symbol("l!9", integer=True)  # a listing variable, as the executor names
 A, B, CB = sp.IndexedBase("a"), sp.IndexedBase("b")[0], sp.IndexedBase("c")[0]
 
 
-def _shallow_u() -> UniversalSimulator:
-    return UniversalSimulator(C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"), variant="shallow")
-
-
 def test_shallow_scores_equal_the_spec_for_every_size() -> None:
-    out = prove_scores(_shallow_u(), timeout=900)
+    out = prove_scores(UniversalSimulator.over_symbolic_capacity("shallow"), timeout=900)
     assert out.ok is True, out.detail
     assert "pre = 0" in out.detail and "pre = 1" in out.detail, out.detail
     assert "mean of squares" in out.detail and "for all capacities" in out.detail, out.detail
@@ -39,7 +35,7 @@ def test_shallow_scores_equal_the_spec_for_every_size() -> None:
 
 def test_the_later_stages_nodes_are_in_the_shallow_build() -> None:
     """Everything after the scores is the compact build's code: the same labels and grids."""
-    u = _shallow_u()
+    u = UniversalSimulator.over_symbolic_capacity("shallow")
     grids = {g.name for g in u.stage_grids}
     for stage in (attention, ffn, output):
         for goal in stage.goals(u):
@@ -56,7 +52,7 @@ def _wrong_u_fails(monkeypatch: pytest.MonkeyPatch, name: str, **change: Any) ->
         return real(self, gname, src, onto, coords, **kw)
 
     monkeypatch.setattr(UniversalSimulator, "_gather", gather)
-    out = prove_scores(_shallow_u(), timeout=600, cases=[{"pre": 0}])
+    out = prove_scores(UniversalSimulator.over_symbolic_capacity("shallow"), timeout=600, cases=[{"pre": 0}])
     assert out.ok is False, out.detail
     assert out.detail.startswith("scores (pre = 0): attn.logit at attn.products: counterexample at"), out.detail
     assert "h! = " in out.detail and "i! = " in out.detail and "j! = " in out.detail, out.detail
@@ -82,7 +78,7 @@ def test_wk_reading_the_query_bias_fails(monkeypatch: pytest.MonkeyPatch) -> Non
 
 # -- the rules -------------------------------------------------------------------------------------
 def _executor() -> LayerExecutor:
-    con, caps = setup(_shallow_u())
+    con, caps = setup(UniversalSimulator.over_symbolic_capacity("shallow"))
     return LayerExecutor(con, 60.0, capacity=caps)
 
 
@@ -156,7 +152,7 @@ def test_div_and_mod_by_d_plus_1_need_the_remainder_below_it() -> None:
 def test_a_gather_with_a_condition_is_its_two_cases() -> None:
     """Wq~ at (h, i, j, c, l, l2) of the spread grid: [l < D] Wq[h, l, c] + [l >= D] bq[h, c]; each
     branch read under its own premise (l < D narrows l's extent to D), none of it kept after."""
-    u = _shallow_u()
+    u = UniversalSimulator.over_symbolic_capacity("shallow")
     con, caps = setup(u)
     grid = next(g for g in u.stage_grids if g.name == "scores.spread")
     vs = {a: E.Var(f"{a}!") for a in grid.axes}

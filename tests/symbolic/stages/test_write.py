@@ -11,10 +11,6 @@ from attnsim.symbolic.layer import part_cut
 from attnsim.symbolic.stages import output, write
 
 
-def _symbolic_u() -> UniversalSimulator:
-    return UniversalSimulator(C.Size("N"), C.Size("D"), C.Size("H"), C.Size("K"), C.Size("F"))
-
-
 def _prove(u: UniversalSimulator) -> tuple[bool | None, str]:
     cuts = {c.label: c for c in output.goals(u)}  # the output stage's statement, a premise here
     (goal,) = write.goals(u)
@@ -23,7 +19,7 @@ def _prove(u: UniversalSimulator) -> tuple[bool | None, str]:
 
 
 def test_the_pass_writes_y_over_x_for_every_size() -> None:
-    ok, detail = _prove(_symbolic_u())
+    ok, detail = _prove(UniversalSimulator.over_symbolic_capacity())
     assert ok is True, detail
     assert "for all capacities" in detail and "at every entry (i, l) of X" in detail
     assert "premises: the proven stages output" in detail
@@ -36,7 +32,7 @@ def test_a_pass_that_writes_y_plus_one_over_x_fails(monkeypatch: pytest.MonkeyPa
         return real(self, C.apply("affine", y, params=(1, 1)), out_grid)  # Y + 1 written over X
 
     monkeypatch.setattr(UniversalSimulator, "_stage_next", stage_next)
-    ok, detail = _prove(_symbolic_u())
+    ok, detail = _prove(UniversalSimulator.over_symbolic_capacity())
     assert ok is False and detail.startswith("write (every option a symbol): U at X: counterexample"), detail
 
 
@@ -49,14 +45,14 @@ def test_a_pass_whose_x_indicator_misses_the_last_row_fails(monkeypatch: pytest.
         return real(self, name, grid, test)
 
     monkeypatch.setattr(UniversalSimulator, "_indicator", indicator)
-    ok, detail = _prove(_symbolic_u())
+    ok, detail = _prove(UniversalSimulator.over_symbolic_capacity())
     assert ok is False and "U at X: counterexample" in detail, detail
 
 
 def test_the_statement_is_checked_against_the_spec_part() -> None:
     """A Y cut that states another intermediate of the spec is refused (nothing proven, nothing
     shown of U: unknown), before any of U is executed."""
-    u = _symbolic_u()
+    u = UniversalSimulator.over_symbolic_capacity()
     (y,) = output.goals(u)
     wrong = part_cut("Y", y.grid, y.below, "y1", y.name, y.args, y.stage, y.guard)  # Y stated as y1, not out
     (goal,) = write.goals(u)
