@@ -10,8 +10,6 @@ obligations                 budget   measured (2-core machine, one worker, 2026-
 ``all-sizes``               60 s     program == spec: Linformer 5.2 s, linear attention 1.8 s, the others < 1 s
                                      (idle); a loaded 2-core machine took Linformer past 10 s
 non-deep ``sympy``          30 s     whole-U SymPy, ReLU FFN (rational weights): 4.2 s idle, > 10 s loaded
-``z3-parametric``           30 s     the shallow U's spread.wk gather intent: 1.2 s alone, 6.5 s after the other
-                                     shallow intents in one worker (Z3's state), > 10 s in a loaded --deep run
 every other non-deep one    10 s     718 in 34.4 s with 2 workers; none above 5 s
 deep ``sympy``              120 s    whole-U SymPy: 0.4-1.0 s, FFN post/ReLU 13.3 s, pre/GELU 15.6 s;
                                      det/inverse n=5 <= 1.9 s
@@ -37,7 +35,6 @@ DEFAULT_TIMEOUT = 10.0
 METHOD_TIMEOUTS: dict[str, float] = {
     "all-sizes": 60.0,
     "sympy": 30.0,
-    "z3-parametric": 30.0,
 }  # non-deep methods whose budget is not the default
 DEEP_TIMEOUTS: dict[str, float] = {
     "all-sizes": 900.0,
