@@ -123,7 +123,7 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
         type=positive_float,
         default=None,
         help="seconds per obligation, then: unknown (default: each one's budget, 10-60 s; deep ones 30-900 s, "
-        "see attnsim/budgets.py)",
+        "see attnsim/verify/budgets.py)",
     )
     p.add_argument("--jobs", "-j", type=positive_int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--deep", action="store_true", help="also run the slow, larger-bound obligations")
@@ -171,11 +171,11 @@ def _campaign(args: argparse.Namespace) -> Any:
     """The campaign of --scheduler / --resume / --cache (a context manager), or None: the local pool as before."""
     if not (args.scheduler or args.resume or args.cache):
         return None
-    from attnsim.proofs.cache import DEFAULT_DIR
-    from attnsim.proofs.campaign import open_campaign
+    from attnsim.verify.cache import DEFAULT_DIR
+    from attnsim.verify.campaign import open_campaign
 
     if args.scheduler:
-        from attnsim.proofs.dask_runner import parse_local
+        from attnsim.verify.dask_runner import parse_local
 
         parse_local(args.scheduler)  # a bad local:N is a usage error before anything starts
         try:
@@ -240,7 +240,7 @@ def _obligation_table(results: Sequence[Any], title: str, terminal: bool) -> Tab
 
 def _smt_options(args: argparse.Namespace) -> Any:
     """--cross-check / --smt2 as runner options (None when neither is given); bad values are usage errors."""
-    from attnsim.proofs.runner import SmtOptions
+    from attnsim.verify.runner import SmtOptions
 
     if args.cross_check:
         try:
@@ -292,8 +292,8 @@ def smt_summary(results: Sequence[Any], smt: Any) -> str:
 @command("verify", _verify_args, _verify_validate)
 def verify(args: argparse.Namespace) -> int:
     """Run every proof obligation and print the table; exit 0 only if none failed or stayed unknown."""
-    from attnsim.budgets import DEFAULT_TIMEOUT, is_timeout, run_budgeted
     from attnsim.proofs.registry import select
+    from attnsim.verify.budgets import DEFAULT_TIMEOUT, is_timeout, run_budgeted
 
     err = Console(stderr=True)
     obs = select(args.only, include_deep=args.deep)
@@ -304,7 +304,7 @@ def verify(args: argparse.Namespace) -> int:
     smt = None if args.mutants else _smt_options(args)
     campaign = _campaign(args)
     if args.mutants:
-        from attnsim.proofs.mutation.report import run_cli
+        from attnsim.verify.mutation.report import run_cli
 
         if args.timeout is None:
             args.timeout = DEFAULT_TIMEOUT
@@ -375,7 +375,7 @@ def verify(args: argparse.Namespace) -> int:
                 out.print("no obligation failed or stayed unknown")
         else:
             out.print(_obligation_table(results, title, out.is_terminal))
-        from attnsim.proofs.allsizes import print_scope
+        from attnsim.verify.scope import print_scope
 
         ran = {o.id for o in obs}
         skipped = [] if args.deep else [o for o in select(args.only, include_deep=True) if o.id not in ran]

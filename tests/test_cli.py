@@ -129,8 +129,8 @@ def test_verify_timeout_names_the_rerun_timeout(
 
 def test_deep_obligations_get_their_budget() -> None:
     """Issue 15: the deep whole-U SymPy obligations (measured 9-24 s) are not cut at 10 s by default."""
-    from attnsim.budgets import DEFAULT_TIMEOUT, METHOD_TIMEOUTS, budget, timeout_for
     from attnsim.proofs.registry import all_obligations
+    from attnsim.verify.budgets import DEFAULT_TIMEOUT, METHOD_TIMEOUTS, budget, timeout_for
 
     obs = {o.id: o for o in all_obligations(include_deep=True)}
     gelu = obs["simulator/sympy/pre-ffn-gelu-n2-d2"]

@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import Construction, ConstructionError, Intent, size_args
+from attnsim.lemmas.base import Construction, ConstructionError, size_args
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.softmax import softmax_ref
 from attnsim.lemmas.transpose import transpose_ref
 from attnsim.proofs import z3sel
+from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef

@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from attnsim.applications.common import SequenceConstruction
-from attnsim.lemmas.base import Construction, ConstructionError, Intent, size_args
+from attnsim.lemmas.base import Construction, ConstructionError, size_args
 from attnsim.lemmas.transpose import _check_sizes
 from attnsim.proofs import z3sel
+from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout

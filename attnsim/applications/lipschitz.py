@@ -42,11 +42,12 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, ConstructionError, Intent
+from attnsim.lemmas.base import Construction, ConstructionError
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.maxmin import maxmin_ref
-from attnsim.numeric.guards import complex_entry
+from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
+from attnsim.rasp.guards import complex_entry
 from attnsim.rasp.layout import Block, Layout, MatRef, as_array
 
 PAPER_REF = "Application (approximation of Lipschitz functions)"

@@ -23,11 +23,11 @@ from attnsim.lemmas.base import (
     sympy_check,
 )
 from attnsim.proofs import z3sel
-from attnsim.proofs.allsizes import spec_obligation
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.symbolic.program_equals_spec import spec_obligation
 
 register_construction("match2", match.PAPER_REF, lambda: match.match2(6, 4))
 register_construction("parity", kparity.PAPER_REF, lambda: kparity.parity(6))

@@ -6,8 +6,8 @@ interpreter.  See :mod:`attnsim.compile.compiler` for how each construct compile
 """
 
 from attnsim.compile.compiler import compile_program
-from attnsim.compile.domain import Domain, DomainError, Interval
 from attnsim.compile.model import CompiledTransformer, CompileError
+from attnsim.rasp.domain import Domain, DomainError, Interval
 
 compile = compile_program  # the package's public verb; shadows the builtin only in this namespace
 

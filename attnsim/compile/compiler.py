@@ -32,7 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.compile import domain as D
 from attnsim.compile.model import (
     CompiledTransformer,
     CompileError,
@@ -45,6 +44,7 @@ from attnsim.compile.model import (
     obj,
 )
 from attnsim.rasp import core as C
+from attnsim.rasp import domain as D
 from attnsim.rasp import expr as E
 from attnsim.rasp import hints as H
 from attnsim.rasp import primitives as P

@@ -32,7 +32,6 @@ from sympy.polys.matrices import DomainMatrix
 from attnsim.lemmas.base import (
     Construction,
     ConstructionError,
-    Intent,
     NonFiniteResultError,
     intent_obligations,
     layout_obligation,
@@ -41,6 +40,7 @@ from attnsim.lemmas.base import (
 )
 from attnsim.lemmas.transpose import transpose_ref
 from attnsim.proofs import z3sel
+from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from attnsim.lemmas.base import Intent
 from attnsim.proofs import z3sel
+from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Grid, GridRef

@@ -62,15 +62,7 @@ from typing import Any, ClassVar
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import (
-    Construction,
-    ConstructionError,
-    Intent,
-    intent_obligations,
-    layout_obligation,
-    prove_layout,
-    to_backend,
-)
+from attnsim.lemmas.base import Construction, ConstructionError, intent_obligations, layout_obligation, to_backend
 from attnsim.lemmas.cofactor import (
     AUTHORS_EXAMPLE,
     DividingConstruction,
@@ -89,6 +81,7 @@ from attnsim.lemmas.cofactor import (
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.transpose import _check_sizes, transpose_ref
 from attnsim.proofs import z3sel
+from attnsim.proofs.intents import Intent, prove_layout
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C

@@ -29,18 +29,19 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, Intent, size_args
+from attnsim.lemmas.base import Construction, size_args
 from attnsim.lemmas.cofactor import scalar_block
 from attnsim.lemmas.faddeev import faddeev_iteration_ref, frobenius_ref, plus_identity, trace_ref
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.transpose import transpose_ref
 from attnsim.proofs import z3sel
-from attnsim.proofs.allsizes import spec_obligation
+from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import provider
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
 from attnsim.symbolic import specs
+from attnsim.symbolic.program_equals_spec import spec_obligation
 
 STEPS_ID = "faddeev-steps"
 STEPS_REF = "det(n) / inverse(n) by Faddeev-LeVerrier (beyond the paper): its steps"

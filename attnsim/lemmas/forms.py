@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, Intent, size_args
+from attnsim.lemmas.base import Construction, size_args
 from attnsim.lemmas.contraction import contract, gather_onto
+from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Grid, GridRef, Layout
 from attnsim.symbolic import specs

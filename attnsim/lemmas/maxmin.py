@@ -25,7 +25,6 @@ import sympy as sp
 from attnsim.lemmas.base import (
     Construction,
     ConstructionError,
-    Intent,
     VectorConstruction,
     intent_obligations,
     layout_obligation,
@@ -34,13 +33,14 @@ from attnsim.lemmas.base import (
 )
 from attnsim.lemmas.softmax import embedded_obligations
 from attnsim.proofs import z3sel
-from attnsim.proofs.allsizes import spec_obligation
+from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
 from attnsim.symbolic import specs
+from attnsim.symbolic.program_equals_spec import spec_obligation
 
 PAPER_REF = "Activation MaxMin (GroupSort, groups of 2)"
 

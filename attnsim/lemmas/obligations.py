@@ -12,10 +12,10 @@ from attnsim.lemmas.matmul import PAPER_REF as MATMUL_REF
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import PAPER_REF as TRANSPOSE_REF
 from attnsim.lemmas.transpose import transpose
-from attnsim.proofs.allsizes import spec_obligation
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
+from attnsim.symbolic.program_equals_spec import spec_obligation
 
 register_construction("transpose", TRANSPOSE_REF, lambda: transpose(2, 3))
 register_construction("matmul", MATMUL_REF, lambda: matmul(2, 3, 2))

@@ -14,20 +14,14 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import (
-    Construction,
-    Intent,
-    VectorConstruction,
-    layout_obligation,
-    size_args,
-    standard_obligations,
-)
-from attnsim.proofs.allsizes import spec_obligation
+from attnsim.lemmas.base import Construction, VectorConstruction, layout_obligation, size_args, standard_obligations
+from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
 from attnsim.symbolic import specs
+from attnsim.symbolic.program_equals_spec import spec_obligation
 
 PAPER_REF = "Activation ReLU"
 

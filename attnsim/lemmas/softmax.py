@@ -40,8 +40,6 @@ import sympy as sp
 from attnsim.lemmas.base import (
     Construction,
     ConstructionError,
-    Intent,
-    check_intent,
     first_difference,
     intent_obligations,
     layout_obligation,
@@ -51,7 +49,7 @@ from attnsim.lemmas.base import (
     sympy_check,
 )
 from attnsim.proofs import z3sel
-from attnsim.proofs.allsizes import spec_obligation
+from attnsim.proofs.intents import Intent, check_intent
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
@@ -59,6 +57,7 @@ from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
 from attnsim.symbolic import specs
 from attnsim.symbolic.execute import Enumeration
+from attnsim.symbolic.program_equals_spec import spec_obligation
 
 PAPER_REF = "Lemma 3 (softmax)"
 

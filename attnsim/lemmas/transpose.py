@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, Intent, size_args
+from attnsim.lemmas.base import Construction, size_args
 from attnsim.proofs import z3sel
+from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef

@@ -1,8 +1,8 @@
 """The arithmetic interface the engine runs a program with.
 
 The engine (``attnsim.rasp.engine``) is written once; an :class:`Arithmetic` supplies the
-number type.  Implementations: ``attnsim.numeric.NumpyArith`` (float64),
-``attnsim.symbolic.ExactArith`` (Fraction) and ``attnsim.symbolic.SympyArith`` (SymPy).
+number type.  Implementations: ``attnsim.rasp.numeric.NumpyArith`` (float64),
+``attnsim.rasp.exact.ExactArith`` (Fraction) and ``attnsim.rasp.exact.SympyArith`` (SymPy).
 Every arithmetic returns NumPy arrays: float64, or dtype object.
 """
 

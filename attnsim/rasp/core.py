@@ -34,7 +34,7 @@ COMPARISONS = ("==", "!=", "<", "<=", ">", ">=", "TRUE", "FALSE")
 
 _ids = itertools.count()
 
-# Mutation testing (attnsim.proofs.mutation) sets this hook while it builds programs; it is None
+# Mutation testing (attnsim.verify.mutation) sets this hook while it builds programs; it is None
 # otherwise.  It is called with every new node (it may alter the node's fields in place, before
 # anything reads them) and, from ``Block.of``, with every new Block (it returns the Block to use).
 MUTATION_HOOK: contextvars.ContextVar[Callable[[Any], Any] | None] = contextvars.ContextVar(

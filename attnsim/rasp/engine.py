@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.numeric.arith import NumpyArith
 from attnsim.rasp import core as C
 from attnsim.rasp.arith import Arithmetic, BackendError, NonFiniteError
+from attnsim.rasp.exact import ExactArith, SympyArith
 from attnsim.rasp.expr import COMPARATORS, constant_from
-from attnsim.symbolic.arith import ExactArith, SympyArith
+from attnsim.rasp.numeric import NumpyArith
 
 DENSE_CELLS = 1 << 22
 BACKENDS = ("numpy", "exact", "sympy")

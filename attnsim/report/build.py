@@ -222,8 +222,8 @@ def build_report(
     # (d) verify
     verify_rows: list[Any] = []
     if cfg.verify:
-        from attnsim.budgets import run_budgeted
         from attnsim.proofs.registry import select
+        from attnsim.verify.budgets import run_budgeted
 
         obs = select(cfg.only, include_deep=cfg.deep and not cfg.quick)
         say(f"verify ({len(obs)} obligations)")

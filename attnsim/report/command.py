@@ -23,7 +23,7 @@ def _args(p: argparse.ArgumentParser) -> None:
         "--timeout",
         type=positive_float,
         default=None,
-        help="seconds per obligation, then: unknown (default: each one's budget, see attnsim/budgets.py)",
+        help="seconds per obligation, then: unknown (default: each one's budget, see attnsim/verify/budgets.py)",
     )
     p.add_argument("--jobs", "-j", type=positive_int, default=None, help="worker processes for verify")
     p.add_argument(

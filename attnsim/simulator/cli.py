@@ -12,7 +12,8 @@ import tracemalloc
 import numpy as np
 
 from attnsim.cli import command, nonneg_int, positive_int
-from attnsim.simulator.reference import NORMS, SimulatorError, TransformerLayer
+from attnsim.simulator.errors import SimulatorError
+from attnsim.simulator.reference import NORMS, TransformerLayer
 from attnsim.simulator.universal import UniversalSimulator
 
 

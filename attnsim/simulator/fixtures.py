@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.simulator.reference import SimulatorError, TransformerLayer
+from attnsim.simulator.errors import SimulatorError
+from attnsim.simulator.reference import TransformerLayer
 from attnsim.simulator.universal import UniversalSimulator
 
 MASK_FIXTURES = tuple(

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.simulator.reference import SimulatorError
+from attnsim.simulator.errors import SimulatorError
 
 
 def _numeric(m: Any, what: str) -> np.ndarray:

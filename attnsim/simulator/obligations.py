@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import check_intent
+from attnsim.proofs.intents import check_intent
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import provider, register_construction
 from attnsim.rasp import core as C
@@ -46,21 +46,21 @@ register_construction(STAGES, STAGES_REF, lambda: UniversalSimulator(3, 3, 2, 2,
 
 
 def scores_check(timeout: float) -> Outcome:
-    """Stage ``scores`` (attnsim.symbolic.stageproof) on U (compact) built over unbound capacity sizes."""
-    from attnsim.symbolic.stages.scores import prove_scores
+    """Stage ``scores`` (attnsim.simulator.layerproof.stage_proof) on U (compact) built over unbound capacity sizes."""
+    from attnsim.simulator.layerproof.stages.scores import prove_scores
 
     return prove_scores(UniversalSimulator.over_symbolic_capacity(), timeout)
 
 
 def chain_check(names: tuple[str, ...] | None = None, variant: str = "compact") -> Callable[[float], Outcome]:
-    """U's layout and the stages ``names`` (all: the whole layer; attnsim.symbolic.stages.chain) in
+    """U's layout and the stages ``names`` (all: the whole layer; attnsim.simulator.layerproof.stages.chain) in
     one run on U built over unbound capacity sizes: each stage reads only what the run proved
     before it.  Both variants: the shallow U's scores (one spread product straight from X) are
-    proven by the same stage (attnsim.symbolic.stages.scores), and its later stages are the compact
+    proven by the same stage (attnsim.simulator.layerproof.stages.scores), and its later stages are the compact
     build's nodes."""
 
     def check(timeout: float) -> Outcome:
-        from attnsim.symbolic.stages.chain import ORDER, prove_layer
+        from attnsim.simulator.layerproof.stages.chain import ORDER, prove_layer
 
         stages = [st for st in ORDER if names is None or st.name in names]
         return prove_layer(UniversalSimulator.over_symbolic_capacity(variant), timeout, stages)
@@ -69,10 +69,10 @@ def chain_check(names: tuple[str, ...] | None = None, variant: str = "compact") 
 
 
 def frame_check(variant: str) -> Callable[[float], Outcome]:
-    """The frame lemma of one pass (attnsim.symbolic.frame) on U built over unbound capacity sizes."""
+    """The frame lemma of one pass (attnsim.simulator.layerproof.frame) on U built over unbound capacity sizes."""
 
     def check(timeout: float) -> Outcome:
-        from attnsim.symbolic.frame import prove_frame
+        from attnsim.simulator.layerproof.frame import prove_frame
 
         return prove_frame(UniversalSimulator.over_symbolic_capacity(variant), timeout)
 
@@ -80,11 +80,11 @@ def frame_check(variant: str) -> Callable[[float], Outcome]:
 
 
 def stack_induction_check(variant: str) -> Callable[[float], Outcome]:
-    """The stack induction (attnsim.symbolic.stack): its step from the frame lemma's cases, and its
+    """The stack induction (attnsim.simulator.layerproof.stack): its step from the frame lemma's cases, and its
     base case on ``encode``; the frame lemma and the layer are proven by their own obligations."""
 
     def check(timeout: float) -> Outcome:
-        from attnsim.symbolic.stack import base_case, prove_stack
+        from attnsim.simulator.layerproof.stack import base_case, prove_stack
 
         step = prove_stack(UniversalSimulator.over_symbolic_capacity(variant), timeout)
         if step.ok is not True:

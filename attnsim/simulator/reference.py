@@ -16,22 +16,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from attnsim.numeric.guards import complex_entry
-
-if TYPE_CHECKING:
-    from attnsim.simulator.masks import AttentionMask
+from attnsim.rasp.guards import complex_entry
+from attnsim.simulator.errors import SimulatorError
+from attnsim.simulator.masks import AttentionMask, attention_mask, split_key_padding
 
 NORMS = ("none", "post", "pre")
 ACTIVATIONS = ("relu", "gelu")
-
-
-class SimulatorError(ValueError):
-    """Bad layer parameters or inputs (shape, NaN/inf, unknown option, over capacity...)."""
 
 
 def _is_object(*arrs: Any) -> bool:
@@ -251,7 +246,6 @@ class TransformerLayer:
         ``src_mask`` (n, n) bool or float, shared by the batch; ``is_causal``; ``src_key_padding_mask``
         (n,) for one sequence, (B, n) for a batch.  Masks are numeric only; X and the parameters may
         be SymPy objects (then the masked softmax is the plain exp / sum over the unblocked keys)."""
-        from attnsim.simulator.masks import attention_mask, split_key_padding
 
         x = check_batch(_as(x, "X"), self.d_model)
         n = x.shape[-2]

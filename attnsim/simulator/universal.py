@@ -42,21 +42,22 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import Intent
 from attnsim.lemmas.contraction import Coords, contract, gather_onto
-from attnsim.numeric.guards import complex_entry
 from attnsim.proofs import z3sel
+from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp import hints
 from attnsim.rasp.arith import BackendError
 from attnsim.rasp.engine import Trace, evaluate
 from attnsim.rasp.engine import trace as engine_trace
+from attnsim.rasp.guards import complex_entry
 from attnsim.rasp.layout import Grid, GridRef, Layout, value_of
 from attnsim.rasp.schedule import Cost, cost
+from attnsim.simulator.errors import SimulatorError
 from attnsim.simulator.masks import attention_mask, split_key_padding
 from attnsim.simulator.record import GATES, HEADER, InputMap
-from attnsim.simulator.reference import SimulatorError, TransformerLayer
+from attnsim.simulator.reference import TransformerLayer
 from attnsim.symbolic.execute import Enumeration
 
 VARIANTS = ("compact", "shallow")
@@ -767,7 +768,7 @@ class UniversalSimulator:
         """What ``attnsim.compile(U.program, ...)`` needs: a bound on the attention logits, which the
         row-max head scores its keys by (the compiled max is exact under hard attention for every
         logit in [-logit_bound, logit_bound]; inputs with larger logits are outside the weights)."""
-        from attnsim.compile.domain import Interval
+        from attnsim.rasp.domain import Interval
 
         return {"attn.logit": Interval(-logit_bound, logit_bound)}
 

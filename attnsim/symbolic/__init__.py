@@ -1,5 +1,1 @@
-"""Exact runs of programs: Fraction arithmetic and SymPy expressions."""
-
-from attnsim.symbolic.arith import ExactArith, SympyArith
-
-__all__ = ["ExactArith", "SympyArith"]
+"""Symbolic execution at symbolic sizes and the independent specifications it is compared with."""

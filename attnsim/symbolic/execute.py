@@ -23,7 +23,7 @@ extents.  Its value is computed through the program graph itself:
   values are out of scope (the method says so, it does not guess).
 
 The value is compared with the independent specification (:mod:`attnsim.symbolic.specs`) by
-:mod:`attnsim.symbolic.spec_proof` (the Sum normal form of :mod:`attnsim.symbolic.sums`;
+:mod:`attnsim.symbolic.program_equals_spec` (the Sum normal form of :mod:`attnsim.symbolic.sums`;
 ``simplify`` is never called); divisors are shown positive by :mod:`attnsim.symbolic.positivity`.
 """
 
@@ -43,7 +43,7 @@ from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block
-from attnsim.symbolic.ite import from_piecewise, ite
+from attnsim.symbolic.if_then_else import from_piecewise, ite
 from attnsim.symbolic.maxover import max_over
 from attnsim.symbolic.positivity import Signs
 from attnsim.symbolic.sums import simplify_conditions

@@ -14,7 +14,7 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.symbolic.ite import Ite
+from attnsim.symbolic.if_then_else import Ite
 
 
 @dataclass(frozen=True)

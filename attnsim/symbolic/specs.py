@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.symbolic.ite import ite
+from attnsim.symbolic.if_then_else import ite
 
 
 class SpecError(ValueError):

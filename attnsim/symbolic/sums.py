@@ -18,7 +18,7 @@ never called here.  Instead both sides are rewritten by rules that hold for ever
 4. **exp of a sum**: ``exp(a + b) = exp(a) exp(b)`` (SymPy's ``expand``; the values are real);
 6. **flags**: ``Ite(c, 1, 0) != 0`` is ``c``, and ``Ite(c, 1, 0)^k = Ite(c, 1, 0)`` for k >= 1
    (conditional values are ``Ite``, never ``Piecewise``, which SymPy folds out of sums:
-   :mod:`attnsim.symbolic.ite`);
+   :mod:`attnsim.symbolic.if_then_else`);
 7. **guards**: in the then-branch of ``Ite(c, a, b)`` c is true, in the else-branch false;
 8. **truncation**: ``Sum_{v=lo}^{hi} Ite(v < m, f, 0) = Sum_{v=lo}^{m-1} f`` when
    ``lo <= m <= hi + 1``, decided by SymPy's assumptions on the symbols (the executor gives sizes,
@@ -40,7 +40,7 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.symbolic.ite import Ite
+from attnsim.symbolic.if_then_else import Ite
 
 
 def bound_symbol(k: int) -> sp.Symbol:
@@ -60,7 +60,9 @@ def normal_form(e: Any) -> Any:
     if not getattr(e, "args", ()) or isinstance(e, (sp.Indexed, sp.Symbol)):
         return e
     if isinstance(e, sp.Piecewise):
-        raise ValueError("a Piecewise reached the normal form: conditional values must be Ite (attnsim.symbolic.ite)")
+        raise ValueError(
+            "a Piecewise reached the normal form: conditional values must be Ite (attnsim.symbolic.if_then_else)"
+        )
     out = e.func(*(normal_form(a) for a in e.args))
     return _guarded(_flag_condition(out))
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.symbolic.ite import Ite
+from attnsim.symbolic.if_then_else import Ite
 from attnsim.symbolic.positivity import Signs
 from attnsim.symbolic.sums import equal_by_normal_form
 

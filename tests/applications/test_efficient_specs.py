@@ -9,7 +9,7 @@ import numpy as np
 from attnsim.applications import efficient as F
 from attnsim.lemmas.base import Construction
 from attnsim.rasp import core as C
-from attnsim.symbolic.spec_proof import prove_program_equals_spec
+from attnsim.symbolic.program_equals_spec import prove_program_equals_spec
 
 N, D, DV, KP = C.Size("n"), C.Size("d"), C.Size("dv"), C.Size("kp")
 

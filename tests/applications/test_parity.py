@@ -81,7 +81,7 @@ def test_parity_program_equals_spec_for_every_length() -> None:
     """k-PARITY: (sum of the bits) mod 2 for every length: the count is an indicator sum over the input
     block's keys (hint proven by Z3), and [x == 1] is x for the binary input."""
     from attnsim.rasp import core as C
-    from attnsim.symbolic.spec_proof import prove_program_equals_spec
+    from attnsim.symbolic.program_equals_spec import prove_program_equals_spec
 
     out = prove_program_equals_spec(parity(C.Size("length")))
     assert out.ok is True, out.detail
@@ -92,7 +92,7 @@ def test_wrong_parity_is_refuted() -> None:
     import dataclasses
 
     from attnsim.rasp import core as C
-    from attnsim.symbolic.spec_proof import prove_program_equals_spec
+    from attnsim.symbolic.program_equals_spec import prove_program_equals_spec
 
     con = parity(C.Size("length"))
     nodes = {x.label: x for x in C.topological([con.program])}

@@ -17,11 +17,10 @@ from hypothesis import strategies as st
 from attnsim.lemmas import forms
 from attnsim.lemmas.base import Construction
 from attnsim.lemmas.contraction import Coords, contract, gather_onto
-from attnsim.proofs.allsizes import spec_obligation
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Grid, GridRef, Layout
 from attnsim.symbolic import specs
-from attnsim.symbolic.spec_proof import prove_program_equals_spec
+from attnsim.symbolic.program_equals_spec import prove_program_equals_spec, spec_obligation
 
 FORMS: dict[str, tuple[Callable[..., Construction], tuple[int, ...]]] = {
     "gathered-transpose": (forms.gathered_transpose, (2, 3)),

@@ -17,7 +17,7 @@ from attnsim.lemmas.matmul import matmul_ref
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import MatRef
-from attnsim.symbolic.spec_proof import prove_program_equals_spec
+from attnsim.symbolic.program_equals_spec import prove_program_equals_spec
 
 
 def _nodes(con: Construction) -> dict[str, Any]:

@@ -13,9 +13,9 @@ import z3
 from attnsim.cli import main
 from attnsim.proofs import decode, smtlib, z3sel
 from attnsim.proofs.obligation import Obligation
-from attnsim.proofs.runner import SmtOptions, run_inline
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.verify.runner import SmtOptions, run_inline
 
 
 def test_cross_check_confirms_and_catches_a_disagreement() -> None:

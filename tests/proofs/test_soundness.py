@@ -24,9 +24,9 @@ from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import transpose
 from attnsim.proofs import decode, registry, z3sel
 from attnsim.proofs.obligation import Obligation, Outcome, status_of
-from attnsim.proofs.runner import run_all, run_inline
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.verify.runner import run_all, run_inline
 
 
 def _reshape_not_transpose(r: int, c: int) -> Construction:

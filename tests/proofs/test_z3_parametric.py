@@ -16,16 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim.lemmas.base import Intent, check_intent, layout_obligation, prove_layout
+from attnsim.lemmas.base import layout_obligation
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import transpose
 from attnsim.proofs import decode, z3sel
+from attnsim.proofs.intents import Intent, check_intent, prove_layout
 from attnsim.proofs.obligation import Outcome
 from attnsim.proofs.registry import by_id
-from attnsim.proofs.runner import run_inline
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
+from attnsim.verify.runner import run_inline
 
 Source = Callable[[Block, Block, E.Expr], E.Expr]
 

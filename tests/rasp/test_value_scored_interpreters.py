@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import z3
+from attnsim.verify.mutation.generate import Mutant, Mutator, node_mutations
 
 from attnsim.applications.z3prog import prove_for_all_inputs
-from attnsim.proofs import taint
-from attnsim.proofs.mutants import Mutant, Mutator, node_mutations
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.bind import bind_program
 from attnsim.rasp.engine import evaluate
+from attnsim.verify.mutation import taint
 
 
 def _blocks(width: C.Size | int) -> C.Selector:

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from attnsim.simulator.errors import SimulatorError
 from attnsim.simulator.fixtures import FIXTURES, MASK_FIXTURES, check_fixture, load
-from attnsim.simulator.reference import SimulatorError
 
 
 @pytest.mark.parametrize("name", FIXTURES)

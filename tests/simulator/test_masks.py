@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from attnsim import TransformerLayer
+from attnsim.simulator.errors import SimulatorError
 from attnsim.simulator.masks import AttentionMask, attention_mask, causal, split_key_padding
-from attnsim.simulator.reference import SimulatorError
 
 NEG = -math.inf
 

@@ -8,7 +8,8 @@ import pytest
 import sympy as sp
 
 from attnsim import TransformerLayer
-from attnsim.simulator.reference import SimulatorError, layer_norm
+from attnsim.simulator.errors import SimulatorError
+from attnsim.simulator.reference import layer_norm
 
 
 def _mha_by_hand(T: TransformerLayer, x: np.ndarray) -> np.ndarray:

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim import TransformerLayer, UniversalSimulator
+from attnsim.simulator.errors import SimulatorError
 from attnsim.simulator.fixtures import FIXTURES, check_fixture
-from attnsim.simulator.reference import SimulatorError
 
 from .test_universal import _tolerance
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from attnsim import TransformerLayer, UniversalSimulator
-from attnsim.simulator.reference import SimulatorError
+from attnsim.simulator.errors import SimulatorError
 
 try:
     import torch

@@ -14,7 +14,7 @@ from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.simulator import obligations as O
-from attnsim.simulator.reference import SimulatorError
+from attnsim.simulator.errors import SimulatorError
 
 CAP = (5, 4, 2, 3, 6)
 U = UniversalSimulator(*CAP)

@@ -16,14 +16,15 @@ import numpy as np
 import pytest
 
 from attnsim import lemmas
-from attnsim.lemmas.base import Construction, Intent
+from attnsim.lemmas.base import Construction
 from attnsim.proofs import z3sel
+from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
 from attnsim.symbolic import specs
 from attnsim.symbolic.execute import Enumeration
-from attnsim.symbolic.spec_proof import prove_program_equals_spec
+from attnsim.symbolic.program_equals_spec import prove_program_equals_spec
 
 R, K_, CC = C.Size("r"), C.Size("k"), C.Size("c")
 Source = Callable[[Block, Block, E.Expr], E.Expr]

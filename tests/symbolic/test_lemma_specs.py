@@ -14,7 +14,7 @@ from attnsim import lemmas
 from attnsim.lemmas.base import Construction
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
-from attnsim.symbolic.spec_proof import prove_program_equals_spec
+from attnsim.symbolic.program_equals_spec import prove_program_equals_spec
 
 N, ROWS, COLS = C.Size("n"), C.Size("rows"), C.Size("cols")
 

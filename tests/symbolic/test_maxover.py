@@ -9,7 +9,7 @@ import sympy as sp
 from attnsim import lemmas
 from attnsim.rasp import core as C
 from attnsim.symbolic.maxover import MaxOver, max_over
-from attnsim.symbolic.spec_proof import prove_program_equals_spec
+from attnsim.symbolic.program_equals_spec import prove_program_equals_spec
 from attnsim.symbolic.sums import equal_by_normal_form
 
 ROWS, COLS = C.Size("rows"), C.Size("cols")

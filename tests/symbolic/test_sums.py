@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from attnsim.symbolic.ite import Ite
+from attnsim.symbolic.if_then_else import Ite
 from attnsim.symbolic.sums import equal_by_normal_form, normal_form
 
 A = sp.IndexedBase("A")
@@ -50,7 +50,7 @@ def test_a_piecewise_is_refused() -> None:
 def test_piecewise_fold_is_the_hazard_ite_avoids() -> None:
     """Why Ite: SymPy 1.14 builds Sum(g(m) Sum(Piecewise(f(l), c(l)), l), m) with a condition on l
     outside the inner sum; the same built with Ite keeps every condition inside its own sum."""
-    from attnsim.symbolic.ite import from_piecewise
+    from attnsim.symbolic.if_then_else import from_piecewise
 
     inner_pw = sp.Sum(sp.Piecewise((A[L] + 1, A[L] > 0), (sp.exp(A[L]), True)), (L, 0, N - 1))
     folded = sp.Sum(sp.Piecewise((A[M] + 1, A[M] > 0), (sp.exp(A[M]), True)) * inner_pw, (M, 0, N - 1))

@@ -1,0 +1,139 @@
+"""Counterexamples for a stage whose proof did not go through: U's value and the statement compared
+at sampled points of the domain (concrete sizes and coordinates, operands fixed rationals).
+
+This can refute a stage, never prove one: a difference at a point is a counterexample
+(:func:`refuted`), else the stage is unknown.  A divisor of U's value not shown > 0 is searched
+past (:func:`past_divisors`): U's value is executed again with such divisors recorded, and a point
+counts only where each is > 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import sympy as sp
+
+from attnsim.proofs.obligation import Outcome
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.simulator.layerproof.cut import Cut
+from attnsim.simulator.layerproof.divisors import RowWitness
+from attnsim.simulator.layerproof.encoder_spec import EPS, fix
+from attnsim.simulator.layerproof.executor import LayerExecutor
+from attnsim.symbolic.execute import ExecutionFailed
+from attnsim.symbolic.maxover import MaxOver
+
+SAMPLE = {"N": 3, "D": 3, "H": 3, "K": 3, "F": 3, "n": 2, "d": 2, "hh": 2, "k": 2, "f": 2}
+# the entry sampled; then the same entry with n = 1 and with d = 1 (row i = 1 or column e = 1 past
+# its true size: a padding entry, where U must give 0); the last entry of a full capacity; the origin
+ENTRY = {"h!": 1, "i!": 1, "j!": 0, "e!": 1, "f!": 0, "h2!": 1, "l!": 1, "f2!": 1, "c!": 1}
+_FULL = {**SAMPLE, **{t: SAMPLE[c] for c, t in zip("NDHKF", ("n", "d", "hh", "k", "f"), strict=True)}}
+_COORDS = ("h!", "i!", "j!", "e!", "f!", "h2!", "l!", "f2!", "c!")
+POINTS = (
+    {**SAMPLE, **ENTRY},
+    {**SAMPLE, **ENTRY, "n": 1},
+    {**SAMPLE, **ENTRY, "d": 1},
+    {**_FULL, **dict.fromkeys(_COORDS, SAMPLE["N"] - 1)},  # every true size at the capacity, the last entry
+    {**SAMPLE, **dict.fromkeys(_COORDS, 0)},  # the origin
+)
+
+
+def _sample(e: Any, point: dict[str, int], fixed: Mapping[str, int] | None = None) -> Any:
+    """``e`` at concrete sizes and coordinates, its sums and maxima expanded and every operand entry
+    and every opaque value (a proven stage's ``name(args)``, an unknown ``pad``) a fixed
+    pseudo-random rational (eps positive), the operands named in ``fixed`` at their given value:
+    one point of the domain."""
+    e = sp.sympify(e).xreplace({sp.Symbol(k, integer=True): sp.Integer(v) for k, v in point.items()})
+    e = e.replace(lambda x: isinstance(x, (sp.Sum, MaxOver)), lambda x: x.doit())
+    rep = {}
+    for x in e.atoms(sp.Indexed, sp.core.function.AppliedUndef):
+        seed = sum((7 + 13 * k) * ord(ch) for k, ch in enumerate(sp.sstr(x)))
+        rep[x] = sp.Rational(seed % 97 + 1, 17) * (1 if x == EPS or seed % 2 else -1)
+        if isinstance(x, sp.Indexed) and str(x.base) in (fixed or {}):
+            rep[x] = sp.Integer((fixed or {})[str(x.base)])
+    return e.xreplace(rep)
+
+
+def refuted(
+    what: str,
+    got: Any,
+    want: Any,
+    shown: str,
+    fixed: Mapping[str, int] | None = None,
+    divisors: tuple[Any, ...] = (),
+) -> Outcome:
+    """A counterexample when U's value and the statement differ at one of the sampled points
+    (:data:`POINTS`: a true entry, padding entries, the last capacity entry, the origin), else
+    unknown.  ``divisors``: divisors of U's value not shown > 0 (a counterexample search past
+    them): a point counts only where each evaluates to a positive number (U's value there is then the expression's)."""
+    problem = ""
+    for point in POINTS:
+        try:
+            a, b = _sample(got, point, fixed), _sample(want, point, fixed)
+            lows = [sp.N(_sample(x, point, fixed), 50) for x in divisors]
+        except (TypeError, ValueError) as exc:  # a value that does not evaluate: no counterexample
+            problem = f" ({exc})"
+            continue
+        if not all(x.is_number and x.is_extended_real and x > 0 for x in lows):
+            continue
+        diff = sp.N(a - b, 50)  # exact for rational values; else 50 digits, far above any rounding here
+        if diff.is_number and diff.is_extended_real and diff.is_finite and abs(diff) > sp.Float(10) ** -30:
+            free = sp.sympify(got - want).free_symbols
+            shown_at = [k for k in point if k in SAMPLE or sp.Symbol(k, integer=True) in free]
+            where = ", ".join(f"{k} = {point[k]}" for k in shown_at)
+            held = "".join(f", {k} = {v}" for k, v in (fixed or {}).items())
+            opaque = sorted({str(x.func) for x in sp.sympify(got - want).atoms(sp.core.function.AppliedUndef)})
+            sampled = "operands" + (f" and the opaque values {', '.join(opaque)}" if opaque else "")
+            past = f"; the divisors not shown > 0 are > 0 there: {len(divisors)}" if divisors else ""
+            return Outcome.bad(
+                f"{what}: counterexample at {where} ({sampled} fixed rationals{held}): U gives {a}, the spec {b}{past}"
+            )
+    return Outcome.unknown(f"{what}: U's value and the statement are not shown equal{problem}: {shown[:300]}")
+
+
+# the fields of a failed case's executor that its execution past the divisors reads as they are
+_SHARED_WITH_AGAIN = (
+    "sources",
+    "options",
+    "capacity",
+    "below",
+    "cuts",
+    "step_cap",
+    "intent_proofs",
+    "witnesses",
+    "above",
+)
+
+
+def past_divisors(
+    ex: LayerExecutor,
+    node: C.SOp,
+    pos: E.Expr,
+    goal: Cut,
+    cs: dict[str, Any],
+    case: dict[str, int],
+    statement: Callable[[dict[str, Any]], Any] | None,
+    witnesses: tuple[RowWitness, ...],
+    what: str,
+) -> Outcome:
+    """U's value computed again with the divisors it could not show > 0 recorded (``sampling``), and
+    :func:`refuted` at the points where each is > 0: a counterexample, or unknown."""
+    again = LayerExecutor(
+        ex.con, max(0.5, ex.timeout), sampling=True, **{name: getattr(ex, name) for name in _SHARED_WITH_AGAIN}
+    )
+    again.coords.update({k: v for k, v in ex.coords.items() if k.endswith("!")})  # the entry's coordinates
+    # the values computed before the failure (each proven as usual), and fresh names past theirs
+    again._memo.update(ex._memo)
+    again._fresh = ex._fresh
+    try:
+        got = again.value(node, pos)
+    except ExecutionFailed as exc:
+        return exc.outcome
+    want = fix(goal.statement(cs) if statement is None else statement(cs), case)
+    fixed = {k: v for w in witnesses for k, v in w.sample}
+    where = f"{goal.stage} ({what}): {goal.label} at {goal.grid.name}"
+    return refuted(where, got, want, "", fixed, tuple(again.unshown))
+
+
+__all__ = ["POINTS", "past_divisors", "refuted"]

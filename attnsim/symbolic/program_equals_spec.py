@@ -1,0 +1,277 @@
+"""program == spec for every size: the all-sizes proof of a construction (issue "proofs that mean
+what they say"), driving :class:`attnsim.symbolic.execute.Executor`.
+
+For a construction built over unbound sizes, with an independent specification: the domain is
+not vacuous; the layout is injective, disjoint and in range; the output block has the spec's
+shape; the program's value at a symbolic output entry (split by residue where ``cases`` asks, by
+each declared scalar operand's comparison with its coordinate) equals the spec's value by the Sum
+normal form (:mod:`attnsim.symbolic.sums`); declared scalar/binary operands are what the input
+check enforces; every spec sum has length >= 0.  Anything not shown is unknown, after a search for
+a counterexample (:mod:`attnsim.symbolic.counterexample`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from attnsim.proofs import z3sel
+from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.symbolic.counterexample import constants_compared, with_counterexample
+from attnsim.symbolic.execute import ExecutionFailed, Executor, sym
+from attnsim.symbolic.if_then_else import Ite
+from attnsim.symbolic.sums import equal_by_normal_form
+
+
+def prove_program_equals_spec(con: Any, timeout: float = 10.0) -> Outcome:
+    """For all sizes (>= their minimum, under the preconditions) and every output entry: program == spec.
+
+    ``con.cases`` splits an output coordinate c of extent X by its residue mod m: c = m t + s for
+    each s < m, t < X div m (the preconditions must make m divide X: then the cases cover c < X)."""
+    if con.specification is None:
+        return Outcome.bad(f"{con.name}: no independent specification")
+    undeclared = _declarations_not_enforced(con)
+    if undeclared:
+        return Outcome.bad(undeclared)
+    t0 = time.perf_counter()
+    split = dict(con.cases)
+    residues = [dict(zip(split, rs, strict=True)) for rs in itertools.product(*(range(m) for m in split.values()))]
+    shown = []
+    for case in residues:
+        left = timeout - (time.perf_counter() - t0)
+        out, special = _prove_case(con, case, split, max(left, 0.05))
+        if out.ok is not True:
+            where = ", ".join(f"{c} = {split[c]} t_{c} + {s}" for c, s in case.items())
+            out = Outcome(out.ok, f"case {where}: {out.detail}" if case else out.detail)
+            if out.ok is False and "counterexample" in out.detail:
+                return out
+            return with_counterexample(con, out, special=special)
+        shown.append(out.detail)
+    return Outcome.good(" || ".join(shown) if len(shown) > 1 else shown[0])
+
+
+def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: float) -> tuple[Outcome, set[int]]:
+    """One residue case; the outcome and the constants to try when searching a counterexample."""
+    out = con.layout[con.output]
+    extents = dict(zip(("o_h", "o_i", "o_j"), (out.stack, out.rows, out.cols), strict=True))
+    renamed: dict[sp.Symbol, sp.Expr] = {}
+    quotient: dict[str, C.Size] = {}
+    for name, m in split.items():  # c = m t + s, the extent X = m X' (X' a fresh size, X' >= 1)
+        ext = extents[name]
+        if not (isinstance(ext, C.Size) and ext.value is None):
+            return Outcome.bad(f"cannot split {name}: its extent {E.render(ext)} is not one unbound size"), set()
+        if not any(E.render(p) == E.render((ext % m).eq(0)) for p in con.preconditions):
+            return Outcome.bad(f"splitting {name} by {m} needs the precondition ({ext.name} mod {m}) == 0"), set()
+        taken = con.free_sizes | set(con.sizes)
+        fresh_name = f"{ext.name}_over{m}"
+        while fresh_name in taken:  # fresh against the construction's own sizes
+            fresh_name += "_"
+        fresh = quotient[name] = C.Size(fresh_name)
+        con = con.reparametrize(**{ext.name: fresh * m})
+        renamed[sp.Symbol(ext.name, integer=True)] = m * sym(fresh)
+    out = con.layout[con.output]
+    ex = Executor(con, timeout)
+    coords: list[E.Expr] = []
+    for name, extent in (("o_h", out.stack), ("o_i", out.rows), ("o_j", out.cols)):
+        if name in split:
+            t = E.Var(f"t!{name}")
+            ex.coords[t.name] = quotient[name]
+            coords.append(t * split[name] + case[name])
+        elif isinstance(extent, E.Const) and extent.value == 1:  # one value: the coordinate is 0
+            coords.append(E.Const(0))
+        else:
+            coords.append(E.Var(internal(name)))
+            ex.coords[internal(name)] = extent
+    h, i, j = coords
+    try:
+        vacuous = _vacuous(ex)
+        if vacuous:
+            return Outcome.bad(f"vacuous: {vacuous}"), set()
+        from attnsim.proofs.intents import prove_layout
+
+        lay = prove_layout(con.layout, ex.left(), minimum=ex.minimum)  # operands read where they are encoded
+        if lay.ok is not True:
+            return Outcome(lay.ok, f"layout: {lay.detail}"), set()
+        ex.steps.append("the layout is injective, disjoint and in range")
+        got = ex.value(con.program, out.position(i, j, h))
+    except ExecutionFailed as exc:
+        return exc.outcome, set()
+    to_sym = lambda e: sym(e) if isinstance(e, E.Expr) else sp.Integer(e)
+    want = con.specification.symbolic(sym(h), sym(i), sym(j), to_sym).xreplace(renamed)
+    spec_shape = con.specification.spec.shape({k: to_sym(v) for k, v in con.specification.sizes.items()})
+    for have, need in zip((out.stack, out.rows, out.cols), spec_shape, strict=True):
+        if sp.expand(sym(have) - sp.sympify(need).xreplace(renamed)) != 0:
+            return Outcome.bad(
+                f"the output block is {E.render(out.stack)} x {E.render(out.rows)} x {E.render(out.cols)} but the "
+                f"spec's shape is {tuple(spec_shape)}"
+            ), set()
+    same, shown, diff = _equal_in_every_scalar_case(con, got, want, ex)
+    if same:
+        lem = ", ".join(f"rasp/z3-parametric/{n}" for n in sorted(ex.lemmas)) or "none"
+        domain = ", ".join(f"{n} >= {v}" for n, v in sorted(ex.minimum.items()) if v != 1)
+        pre = ", ".join(E.render(p) for p in ex.premises)
+        scope = "all sizes" + (f" with {domain}" if domain else "") + (f" under {pre}" if pre else "")
+        return Outcome.good(
+            f"program == spec ({con.specification.spec.statement}) for {scope}: {shown}; "
+            f"{len(ex.steps)} Z3 step(s); lemmas: {lem}"
+        ), set()
+    return Outcome.unknown(f"normal forms differ: program - spec = {shown}"), constants_compared(diff)
+
+
+def _equal_in_every_scalar_case(con: Any, got: Any, want: Any, ex: Executor) -> tuple[bool, str, Any]:
+    """Decide got == want, splitting on each declared scalar operand (see ``Construction.scalars``).
+
+    Sizes become positive symbols and coordinates non-negative ones (their domain).  A scalar s with
+    lo <= s <= X (X a size) compared with coordinate c < X is split into two cases that cover every
+    admissible (s, c, X): s = c + 1 + u, X = s + v (c < s); or s = lo + u, c = s + w, X = c + 1 + v
+    (c >= s); u, v, w >= 0.  SymPy's assumptions then decide each comparison, and the normal form's
+    truncation rule may use X - s >= 0."""
+    base: dict[Any, Any] = ex.signs.size_symbols()
+    for name in ex.coords:
+        base[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, nonnegative=True)
+    got, want = _binary(con, got.xreplace(base)), _binary(con, want.xreplace(base))
+    cases: list[tuple[str, dict[Any, Any]]] = [("", {})]
+    for name, lo, upper, coord in con.scalars:
+        s = sp.IndexedBase(name)[0, 0, 0]
+        x = base.get(sp.Symbol(upper.name, integer=True)) if isinstance(upper, C.Size) else None
+        c = base.get(sp.Symbol(internal(coord), integer=True))
+        if x is None or c is None:
+            return False, f"scalar {name}: its bound {upper} or coordinate {coord} is not a symbol here", sp.nan
+        u, v, w = (sp.Symbol(f"{name}!{t}", integer=True, nonnegative=True) for t in "uvw")
+        below = {s: c + 1 + u, x: c + 1 + u + v}
+        above = {s: lo + u, c: lo + u + w, x: lo + u + w + 1 + v}
+        cases = [
+            (f"{tag}{'; ' if tag else ''}{what}", {**prev, **new})
+            for tag, prev in cases
+            for what, new in ((f"{coord} < {name}", below), (f"{coord} >= {name}", above))
+        ]
+    shown = []
+    for tag, subst in cases:  # one case, with no substitution, when no scalar is declared
+        where = f"case {tag}: " if tag else ""
+        g, w = got.xreplace(subst), want.xreplace(subst)
+        bad = _possibly_negative_sum(w)
+        if bad is not None:  # SymPy's Sum over hi < lo - 1 is not empty (Karr): the spec means range()
+            return False, f"{where}the spec's sum {sp.sstr(bad)} is not shown to have length >= 0", sp.nan
+        same, text, diff = equal_by_normal_form(g, w)
+        if not same:
+            return False, f"{where}{text}", diff
+        shown.append(f"[{tag}] {text}" if tag else text)
+    return True, " ".join(shown), 0
+
+
+def _declarations_not_enforced(con: Any) -> str:
+    """Non-empty when a declared scalar or binary operand is not what the declaration says: a scalar
+    must be a 1 x 1 block, and the input check must refuse a value outside the declared range (tried
+    at one small instance).  The proof takes the declarations as premises."""
+    if not (con.scalars or con.binary):
+        return ""
+    for name, _, _, _ in con.scalars:
+        blk = con.layout[name]
+        if not all(isinstance(x, E.Const) and x.value == 1 for x in (blk.stack, blk.rows, blk.cols)):
+            return f"scalar operand {name} is not a 1 x 1 block"
+    inst = None
+    for v in (2, 3, 4):
+        try:
+            inst = con.bind(**dict.fromkeys(con.free_sizes, v))
+            break
+        except ValueError:
+            continue
+    if inst is None:
+        return "declarations not checked: no small instance binds"
+    scalar = {n: (lo, int(E.lift(up).evaluate(inst.sizes))) for n, lo, up, _ in con.scalars}
+    fill = {n: scalar[n][0] if n in scalar else 0 for n in inst.inputs}
+
+    def refused(name: str, bad: int) -> bool:
+        ops = [np.full(inst.layout[n].shape, bad if n == name else fill[n], dtype=object) for n in inst.inputs]
+        try:
+            inst._operands(ops, "exact")
+        except ValueError:
+            return True
+        return False
+
+    for n, (lo, hi) in scalar.items():
+        if not (refused(n, lo - 1) and refused(n, hi + 1)):
+            return f"scalar operand {n} is declared in [{lo}, upper] but the input check does not enforce it"
+    for n in con.binary:
+        if not refused(n, 2):
+            return f"operand {n} is declared binary but the input check accepts 2"
+    return ""
+
+
+def _possibly_negative_sum(e: Any) -> Any:
+    """A Sum in ``e`` whose length hi - lo + 1 is not known >= 0 from the symbols' signs, else None."""
+    for s in e.atoms(sp.Sum):
+        for _, lo, hi in s.limits:
+            if (hi - lo + 1).is_nonnegative is not True:
+                return s
+    return None
+
+
+def _binary(con: Any, e: Any) -> Any:
+    """``Ite(x == 1, 1, 0)`` is ``x`` for an entry x of an operand declared binary (0 or 1: what its
+    input check enforces)."""
+    names = set(con.binary)
+
+    def flag_of_binary(t: Any) -> bool:
+        if not (isinstance(t, Ite) and t.args[1] == 1 and t.args[2] == 0 and isinstance(t.args[0], sp.Eq)):
+            return False
+        lhs, rhs = t.args[0].args
+        entry = lhs if rhs == 1 else rhs if lhs == 1 else None
+        return isinstance(entry, sp.Indexed) and str(entry.base) in names
+
+    def entry_of(t: Any) -> Any:
+        lhs, rhs = t.args[0].args
+        return lhs if rhs == 1 else rhs
+
+    return e.replace(flag_of_binary, entry_of) if names else e
+
+
+def internal(coord: str) -> str:
+    """The executor's name of a declared output coordinate (o_h, o_i, o_j): with "!", which no size
+    name may contain, so a size can never be captured as a coordinate or a bound key variable."""
+    return coord.replace("_", "!", 1)
+
+
+def _vacuous(ex: Executor) -> str:
+    """Non-empty when the premises, size minimums and output region admit no instance."""
+    goal = E.Const(0).eq(1)
+    extent = [E.Const(0) < ext for ext in ex.coords.values()]
+    out = z3sel.prove(goal, [*ex.premises, *extent], minimum=ex.minimum, timeout=max(0.5, ex.left()))
+    return "the premises admit no sizes" if out.ok is True else ""
+
+
+# -- the obligation -----------------------------------------------------------------------------
+def spec_obligation(
+    cid: str,
+    paper_ref: str,
+    makes: Sequence[Callable[[], Any]],
+    statement: str,
+    detail: str = "lemma",
+) -> Obligation:
+    """``all-sizes`` by symbolic execution: each symbolic build (unbound sizes) equals its
+    independent specification at a symbolic entry, for all sizes (:mod:`attnsim.symbolic.execute`)."""
+
+    def check(timeout: float) -> Outcome:
+        t0 = time.perf_counter()
+        parts = []
+        for make in makes:
+            con = make()
+            if not con.free_sizes:
+                return Outcome.bad(f"{con.name}: built with no unbound size, so no all-sizes claim")
+            out = prove_program_equals_spec(con, timeout=max(0.05, timeout - (time.perf_counter() - t0)))
+            if out.ok is not True:
+                return out
+            parts.append(f"[{', '.join(sorted(con.free_sizes))}] {out.detail}")
+        return Outcome.good(" | ".join(parts))
+
+    return Obligation(f"{cid}/all-sizes/{detail}", cid, paper_ref, "all-sizes", check, statement=statement)
+
+
+__all__ = ["internal", "prove_program_equals_spec", "spec_obligation"]

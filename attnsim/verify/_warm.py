@@ -1,0 +1,13 @@
+"""Imported by the forkserver of each Dask worker (see :mod:`attnsim.verify.dask_runner`).
+
+Importing it builds the obligation registry and the construction catalog once, so that every
+slot or mutant child forked from that server starts with them (as the local runner's children,
+forked from a parent that built them), instead of rebuilding them per check.
+"""
+
+from __future__ import annotations
+
+from attnsim.proofs import registry
+
+registry.all_obligations(include_deep=True)
+registry.constructions()

@@ -1,0 +1,106 @@
+"""Per-obligation time budgets: the default ``--timeout`` of each method, deep ones included.
+
+One timeout for everything either starves the slow deep obligations (the whole-U SymPy ones
+take 9-24 s on this project's 2-core machine, so a flat 10 s left them *unknown*) or lets a
+runaway check hang a normal run.  The defaults below are the measured times times a margin:
+
+==========================  =======  =======================================================
+obligations                 budget   measured (2-core machine, one worker, 2026-12)
+==========================  =======  =======================================================
+``all-sizes``               60 s     program == spec: Linformer 5.2 s, linear attention 1.8 s, the others < 1 s
+                                     (idle); a loaded 2-core machine took Linformer past 10 s
+non-deep ``sympy``          30 s     whole-U SymPy, ReLU FFN (rational weights): 4.2 s idle, > 10 s loaded
+every other non-deep one    10 s     718 in 34.4 s with 2 workers; none above 5 s
+deep ``sympy``              120 s    whole-U SymPy: 0.4-1.0 s, FFN post/ReLU 13.3 s, pre/GELU 15.6 s;
+                                     det/inverse n=5 <= 1.9 s
+deep ``z3-bounded``         30 s     U's stage selectors for capacities <= 3: 1.2-2.4 s each
+deep ``exact``/``numeric``  30 s     det/inverse at n = 16: <= 4.4 s; compile exhaustive <= 0.6 s
+deep ``all-sizes``          900 s    U's stage ``scores`` for all sizes: 85-90 s (two option cases, 2-core machine);
+                                     layout + scores + attention chained: 78.8 s; the whole layer chained
+                                     (simulator/all-sizes/layer): 151 s beside one process, 474 s loaded
+==========================  =======  =======================================================
+
+An explicit ``--timeout`` replaces every budget.  An obligation that runs out of time is
+*unknown* (never proved), and :func:`explain_timeout` says which ``--timeout`` to rerun it with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from attnsim.proofs.obligation import Obligation, Result
+
+DEFAULT_TIMEOUT = 10.0
+METHOD_TIMEOUTS: dict[str, float] = {
+    "all-sizes": 60.0,
+    "sympy": 30.0,
+}  # non-deep methods whose budget is not the default
+DEEP_TIMEOUTS: dict[str, float] = {
+    "all-sizes": 900.0,
+    "sympy": 120.0,
+    "z3-bounded": 30.0,
+    "exact": 30.0,
+    "numeric": 30.0,
+}
+DEEP_DEFAULT = 30.0
+
+
+def budget(ob: Obligation) -> float:
+    """The default timeout (seconds) of one obligation: 10 s, or its method's deep budget."""
+    if not ob.deep:
+        return METHOD_TIMEOUTS.get(ob.method, DEFAULT_TIMEOUT)
+    return DEEP_TIMEOUTS.get(ob.method, DEEP_DEFAULT)
+
+
+def timeout_for(ob: Obligation, override: float | None) -> float:
+    """``override`` (an explicit ``--timeout``) if given, else the obligation's :func:`budget`."""
+    return budget(ob) if override is None else override
+
+
+def is_timeout(r: Result) -> bool:
+    """True when the result is unknown because the check ran out of time (not a Z3 ``unknown``)."""
+    return r.status == "unknown" and "timeout" in r.detail.lower()
+
+
+def suggested_timeout(ob: Obligation, used: float) -> float:
+    """A ``--timeout`` to rerun a timed-out obligation with: its budget if larger, else 4x ``used``."""
+    b = budget(ob)
+    return b if b > used else 4 * used
+
+
+def explain_timeout(r: Result, ob: Obligation, used: float) -> Result:
+    """``r`` with its detail saying which ``--timeout`` to rerun it with (when it timed out)."""
+    if not is_timeout(r):
+        return r
+    t = suggested_timeout(ob, used)
+    why = "its default budget" if t == budget(ob) else "4x this run's"
+    r.detail = f"{r.detail}; rerun with `attnsim verify --only {ob.id} --timeout {t:g}` ({why})"
+    return r
+
+
+def run_budgeted(
+    obs: Sequence[Obligation],
+    jobs: int | None = None,
+    timeout: float | None = None,
+    on_done: Callable[[Result], None] | None = None,
+    smt: Any = None,
+) -> list[Result]:
+    """Run obligations with their budgets (or ``timeout`` for all); results in input order.
+
+    ``smt``: :class:`attnsim.verify.runner.SmtOptions` (export / cvc5 cross-check of the deciding queries).
+
+    Obligations are grouped by timeout and each group goes to the forked pool of
+    :func:`attnsim.verify.runner.run_all` in turn; a timed-out result names its rerun command.
+    """
+    from attnsim.verify.runner import run_all
+
+    groups: dict[float, list[int]] = {}
+    for i, ob in enumerate(obs):
+        groups.setdefault(timeout_for(ob, timeout), []).append(i)
+    out: dict[int, Result] = {}
+    for t, idx in sorted(groups.items()):
+        res = run_all([obs[i] for i in idx], jobs=jobs, timeout=t, on_done=on_done, smt=smt)
+        for i, r in zip(idx, res, strict=True):
+            out[i] = explain_timeout(r, obs[i], t)
+    return [out[i] for i in range(len(obs))]

@@ -1,0 +1,410 @@
+"""Obligations and mutants on a Dask cluster (``attnsim verify --scheduler``): the optional extra.
+
+Why Dask: one campaign (every-site mutants of U, the deep obligations) outgrows one small machine,
+and ``dask.distributed`` already gives what spreading it needs: a scheduler that places one task
+per obligation or per (construction, mutant) on any number of workers, reruns the tasks of a
+worker that dies on another one, and streams results back as they finish (``as_completed``).
+No RPC or scheduler of our own; ``pip install "attnsim[dask]"``; without it the local forked
+pool (:mod:`attnsim.verify.runner`) runs and ``--scheduler`` says how to install.
+
+The hard timeouts stay hard on a worker: a Dask task cannot be interrupted, so a task never runs
+a check itself.  Each worker thread keeps one *slot*, a child process forked from a forkserver
+that has already built the obligation registry (:mod:`attnsim.verify._warm`), and hands it the
+obligation; when the obligation's timeout passes, the slot is killed, the obligation is
+``unknown`` (never proved) and a fresh slot takes the next one.  A mutant runs in a child of its
+own, as in :func:`attnsim.verify.mutation.pool.run_jobs`, killed when it exceeds its budget.
+
+Registered obligations travel by id and are looked up on the worker (their checks are closures
+over built programs); any other obligation travels cloudpickled.  Worker processes must be
+allowed children: ``local:N`` starts them so; for ``dask worker`` set
+``DASK_DISTRIBUTED__WORKER__DAEMON=False``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+from attnsim.proofs.obligation import Obligation, Outcome, Result
+from attnsim.verify.runner import CROSS_CHECK_BUDGET, SmtOptions, _check, _result
+
+INSTALL = 'pip install "attnsim[dask]"'
+Ref = str | bytes  # a registered obligation's id, or a cloudpickled obligation
+
+
+class SchedulerError(ValueError):
+    """``--scheduler`` cannot be used: Dask is missing, the address is bad or unreachable (exit 2)."""
+
+
+# -- worker side ----------------------------------------------------------------------------------
+_CTX: list[Any] = []
+_LOCAL = threading.local()
+
+
+def _context() -> Any:
+    """The forkserver context of this worker process, its server preloaded with the registry."""
+    if not _CTX:
+        if mp.current_process().daemon:
+            raise SchedulerError(
+                "this Dask worker is daemonic and cannot start the processes that enforce timeouts: "
+                "start workers with DASK_DISTRIBUTED__WORKER__DAEMON=False"
+            )
+        # The nanny sets MALLOC_TRIM_THRESHOLD_=65536 for its worker (to give memory back); inherited,
+        # it makes the allocation-heavy SymPy and Z3 checks measurably slower than in the local pool.
+        os.environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["attnsim.verify._warm"])
+        _CTX.append(ctx)
+    return _CTX[0]
+
+
+def start_forkserver() -> None:
+    """Start this worker's forkserver now (it warms up in the background while the campaign is set
+    up), instead of at the first task."""
+    from multiprocessing import forkserver
+
+    _context()
+    forkserver.ensure_running()
+
+
+def _registered() -> dict[str, Obligation]:
+    from attnsim.proofs import registry
+
+    return {o.id: o for o in registry.all_obligations(include_deep=True)}
+
+
+def _resolve(ref: Ref, known: dict[str, Obligation]) -> Obligation:
+    if isinstance(ref, bytes):
+        import cloudpickle
+
+        ob = cloudpickle.loads(ref)
+        assert isinstance(ob, Obligation)
+        return ob
+    return known[ref]
+
+
+def _die_with_worker(lifeline: Connection) -> None:
+    """Exit this child as soon as its Dask worker is gone (the worker holds the only other end of
+    ``lifeline`` and never writes to it): a check must not outlive the worker that timed it."""
+
+    def watch() -> None:
+        try:
+            lifeline.recv_bytes()
+        except (EOFError, OSError):
+            pass
+        os._exit(70)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _serve(conn: Connection, lifeline: Connection) -> None:
+    """A slot: run the obligations that arrive on ``conn`` (ref, timeout, smt) until None or EOF."""
+    _die_with_worker(lifeline)
+    known = _registered()
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        ref, timeout, smt = msg
+        t0 = time.perf_counter()
+        try:
+            ob = _resolve(ref, known)
+        except Exception as exc:
+            out = Outcome.bad(f"the worker cannot load obligation {ref!r:.80}: {type(exc).__name__}: {exc}")
+        else:
+            out = _check(ob, timeout, smt)
+        conn.send((out.ok, out.detail, time.perf_counter() - t0))
+
+
+class _Slot:
+    """One slot process of this worker thread and its end of the pipe."""
+
+    def __init__(self) -> None:
+        ctx = _context()
+        self.conn, child = ctx.Pipe(duplex=True)
+        lifeline, self.lifeline = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_serve, args=(child, lifeline), daemon=True)
+        self.proc.start()
+        child.close()
+        lifeline.close()
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.join(timeout=5)
+        self.conn.close()
+        self.lifeline.close()
+
+
+def _slot() -> _Slot:
+    sl: _Slot | None = getattr(_LOCAL, "slot", None)
+    if sl is None or not sl.proc.is_alive():
+        sl = _LOCAL.slot = _Slot()
+    return sl
+
+
+def _in_slot(ref: Ref, timeout: float, smt: SmtOptions | None) -> tuple[bool | None, str, float]:
+    """Run one obligation in this worker thread's slot, under a hard ``timeout``: (ok, detail, seconds)."""
+    sl = _slot()
+    t0 = time.perf_counter()
+    try:
+        sl.conn.send((ref, timeout, smt))
+    except (BrokenPipeError, OSError):  # the slot died between two tasks: one fresh try
+        sl.kill()
+        sl = _LOCAL.slot = _Slot()
+        sl.conn.send((ref, timeout, smt))
+    limit = timeout + 0.5 + (CROSS_CHECK_BUDGET if smt is not None and smt.cross_check else 0)
+    died = False
+    if sl.conn.poll(limit):
+        try:
+            ok, detail, secs = sl.conn.recv()
+            return ok, detail, secs
+        except (EOFError, OSError):  # the slot's end of the pipe closed: it died
+            died = True
+    elapsed = time.perf_counter() - t0
+    died = died or not sl.proc.is_alive()
+    sl.kill()
+    _LOCAL.slot = None
+    if not died:
+        return None, f"timeout after {timeout:g} s", elapsed
+    return False, f"worker died (exit code {sl.proc.exitcode})", elapsed
+
+
+def obligations_task(batch: list[tuple[Ref, float]], smt: SmtOptions | None) -> list[tuple[bool | None, str, float]]:
+    """One Dask task: a few obligations (ref, timeout), one after the other, each under its own hard timeout."""
+    return [_in_slot(ref, timeout, smt) for ref, timeout in batch]
+
+
+def _mutant_child(
+    name: str, ids: list[str], mutant: Any, timeout: float, conn: Connection, lifeline: Connection
+) -> None:
+    """One mutant, in a child forked from the warm server: its obligations are looked up by id."""
+    from attnsim.proofs import registry
+    from attnsim.verify.mutation.run import _child
+
+    _die_with_worker(lifeline)
+    try:
+        known = _registered()
+        obs = [known[i] for i in ids]
+        example = registry.constructions()[name][1]
+    except Exception as exc:
+        conn.send((False, None, False, None, f"worker error {type(exc).__name__}: {exc}", 0, False))
+        conn.close()
+        return
+    _child(mutant, obs, example, timeout, conn)
+
+
+def mutant_task(name: str, ids: list[str], mutant: Any, timeout: float, budget: float) -> tuple[Any, ...]:
+    """Run one mutant in a child process of this worker, killed after ``budget`` seconds.
+
+    Returns (killed, by, equivalent, proof, detail, applied, claim_only, seconds)."""
+    ctx = _context()
+    parent, child = ctx.Pipe(duplex=False)
+    lifeline, keep = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_mutant_child, args=(name, ids, mutant, timeout, child, lifeline), daemon=True)
+    t0 = time.perf_counter()
+    proc.start()
+    child.close()
+    lifeline.close()
+    try:
+        if parent.poll(budget):
+            try:
+                return (*parent.recv(), time.perf_counter() - t0)
+            except (EOFError, OSError):
+                proc.join(timeout=5)
+                return (False, None, False, None, f"worker died (exit {proc.exitcode})", 0, False, 0.0)
+        proc.kill()
+        return (False, None, False, None, f"worker over budget ({budget:.0f} s)", 0, False, 0.0)
+    finally:
+        proc.join(timeout=5)
+        parent.close()
+        keep.close()
+
+
+def worker_versions() -> tuple[str, dict[str, str]]:
+    """This process's checking-code version and solver versions (compared with the client's)."""
+    from attnsim.verify.cache import code_version, solver_versions
+
+    return code_version(), solver_versions()
+
+
+# -- client side ----------------------------------------------------------------------------------
+def parse_local(address: str) -> int | None:
+    """N for ``local:N`` (a LocalCluster of N worker processes); None for a scheduler address."""
+    if not address.startswith("local:"):
+        return None
+    n = address.removeprefix("local:")
+    if not n.isdigit() or int(n) < 1:
+        raise SchedulerError(f"--scheduler {address}: expected local:N with N >= 1 worker processes")
+    return int(n)
+
+
+@contextlib.contextmanager
+def connect(address: str) -> Iterator[Any]:
+    """A Dask client for ``address`` (``tcp://host:port``, or ``local:N``); closed on exit.
+
+    The workers must run the same attnsim and solvers as this process, since results are
+    labelled (and cached) with this process's versions."""
+    n = parse_local(address)
+    try:
+        import dask
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise SchedulerError(f"--scheduler needs Dask, which is not installed: {INSTALL}") from None
+    import logging
+
+    with contextlib.ExitStack() as stack:
+        if n is not None:
+            # workers may start processes (the slots); no statistical profiler competing with the checks
+            cfg = {"distributed.worker.daemon": False, "distributed.worker.profile.enabled": False}
+            stack.enter_context(dask.config.set(cfg))
+            cluster = stack.enter_context(
+                LocalCluster(
+                    n_workers=n,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+            )
+            client = stack.enter_context(Client(cluster))
+        else:
+            try:
+                client = stack.enter_context(Client(address, timeout="20s"))
+            except (OSError, ValueError) as exc:
+                raise SchedulerError(f"--scheduler {address}: cannot reach a Dask scheduler ({exc})") from None
+        if n is None:  # a local cluster's workers are this interpreter's children: same code and solvers
+            _same_versions(client)
+        client.run(start_forkserver)
+        yield client
+
+
+def _same_versions(client: Any) -> None:
+    mine = worker_versions()
+    theirs = client.run(worker_versions)
+    if not theirs:
+        raise SchedulerError("the Dask cluster has no workers")
+    for addr, v in theirs.items():
+        if tuple(v) != mine:
+            what = "attnsim source" if v[0] != mine[0] else f"solvers {v[1]} (here {mine[1]})"
+            raise SchedulerError(f"Dask worker {addr} runs a different {what}: results would be mislabelled")
+
+
+def _key(label: str) -> str:
+    return f"attnsim-{label}-{uuid.uuid4().hex[:10]}"
+
+
+def batches(timeouts: Sequence[float], workers: int, most: int = 16) -> list[list[int]]:
+    """Indices in runs of equal timeout, shrinking towards the end (guided): each batch at most
+    ``most`` long and about 1/(4 workers) of what remains, so the last ones are single obligations.
+
+    One Dask task per obligation costs more scheduling than most checks take; small final
+    batches keep every worker busy until the end."""
+    out: list[list[int]] = []
+    size = 0
+    for i, t in enumerate(timeouts):
+        if out and len(out[-1]) < size and timeouts[out[-1][-1]] == t:
+            out[-1].append(i)
+        else:
+            size = max(1, min(most, (len(timeouts) - i) // (4 * max(1, workers))))
+            out.append([i])
+    return out
+
+
+def run_obligations(
+    client: Any,
+    obs: Sequence[Obligation],
+    timeouts: Sequence[float],
+    smt: SmtOptions | None = None,
+    on_done: Callable[[int, Result], None] | None = None,
+) -> list[Result]:
+    """Run obligations on the cluster, ``timeouts[i]`` for ``obs[i]``; results in input order.
+
+    Obligations go in small batches (:func:`batches`), one Dask task each; ``on_done(i, result)``
+    is called as each batch finishes.  A timed-out result names its rerun command (as the local
+    runner's); a batch lost with its worker is rerun by Dask on another, and one whose workers keep
+    dying is ``failed`` (worker died), never proved."""
+    import cloudpickle
+    from distributed import as_completed
+
+    from attnsim.verify.budgets import explain_timeout
+
+    known = _registered()
+    refs: list[Ref] = [ob.id if known.get(ob.id) is ob else cloudpickle.dumps(ob) for ob in obs]
+    workers = sum(client.nthreads().values()) or 1
+    futures: dict[Any, list[int]] = {}
+    for batch in batches(timeouts, workers):
+        items = [(refs[i], timeouts[i]) for i in batch]
+        futures[client.submit(obligations_task, items, smt, key=_key(obs[batch[0]].id))] = batch
+    results: dict[int, Result] = {}
+    try:
+        for fut in as_completed(list(futures)):
+            batch = futures[fut]
+            try:
+                outs = fut.result()
+            except Exception as exc:
+                outs = [(False, f"worker died: {type(exc).__name__}: {exc}", 0.0)] * len(batch)
+            for i, (ok, detail, secs) in zip(batch, outs, strict=True):
+                r = explain_timeout(_result(obs[i], Outcome(ok, detail), secs), obs[i], timeouts[i])
+                results[i] = r
+                if on_done:
+                    on_done(i, r)
+    finally:
+        client.cancel([f for f in futures if not f.done()])
+    return [results[i] for i in range(len(obs))]
+
+
+def run_mutants(
+    client: Any,
+    todo: Sequence[tuple[Any, Any]],
+    timeout: float,
+    on_done: Callable[[int, Any], None] | None = None,
+) -> list[Any]:
+    """Run (job, mutant) pairs as one Dask task each; :class:`MutantResult` s in input order.
+
+    Killers are not confirmed here (see :func:`attnsim.verify.mutation.pool.confirm_killers`)."""
+    from distributed import as_completed
+
+    from attnsim.verify.mutation.plan import mutant_budget
+    from attnsim.verify.mutation.run import MutantResult
+
+    results: dict[int, MutantResult] = {}
+    futures: dict[Any, int] = {}
+
+    def finish(i: int, r: MutantResult) -> None:
+        results[i] = r
+        if on_done:
+            on_done(i, r)
+
+    for i, (job, m) in enumerate(todo):
+        if not job.obligations:
+            finish(i, MutantResult(m, False, None, False, None, "no obligations registered"))
+            continue
+        ids = [o.id for o in job.obligations]
+        fut = client.submit(
+            mutant_task, job.name, ids, m, timeout, mutant_budget(job, timeout), key=_key(f"mutant-{job.name}")
+        )
+        futures[fut] = i
+    try:
+        for fut in as_completed(list(futures)):
+            i = futures[fut]
+            m = todo[i][1]
+            try:
+                killed, by, eq, proof, detail, applied, claim, secs = fut.result()
+            except Exception as exc:
+                killed, by, eq, proof, detail, applied, claim, secs = (
+                    False, None, False, None, f"worker died: {type(exc).__name__}: {exc}", 0, False, 0.0
+                )  # fmt: skip
+            finish(i, MutantResult(m, killed, by, eq, proof, detail, secs, applied, claim))
+    finally:
+        client.cancel([f for f in futures if not f.done()])
+    return [results[i] for i in range(len(todo))]

@@ -1,0 +1,98 @@
+"""The local pool: every mutant in its own forked worker, under a budget; then the kills confirmed.
+
+The obligation that killed is re-run on the unmutated construction, and a kill only counts when it
+passes there."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+from attnsim.proofs.obligation import Obligation
+from attnsim.verify.mutation.plan import Job, mutant_budget
+from attnsim.verify.mutation.run import MutantResult, _child
+from attnsim.verify.runner import run_all
+
+
+def run_jobs(
+    jobs: Sequence[Job],
+    workers: int | None = None,
+    timeout: float = 10.0,
+    on_done: Callable[[MutantResult], None] | None = None,
+    confirm: bool = True,
+) -> list[MutantResult]:
+    """Run every mutant in forked workers; then (``confirm``) check that each killer passes on the original."""
+    workers = workers or os.cpu_count() or 1
+    ctx = mp.get_context("fork")
+    todo = [(job, m) for job in jobs for m in job.mutants]
+    results: dict[int, MutantResult] = {}
+    pending = list(enumerate(todo))
+    running: dict[int, tuple[Any, Connection, float, float]] = {}
+    while pending or running:
+        while pending and len(running) < workers:
+            idx, (job, m) = pending.pop(0)
+            if not job.obligations:
+                results[idx] = MutantResult(m, False, None, False, None, "no obligations registered")
+                if on_done:
+                    on_done(results[idx])
+                continue
+            parent, child = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_child, args=(m, job.obligations, job.example, timeout, child), daemon=True)
+            proc.start()
+            child.close()
+            budget = mutant_budget(job, timeout)
+            running[idx] = (proc, parent, time.perf_counter(), budget)
+        done = []
+        for idx, (proc, conn, t0, budget) in running.items():
+            m = todo[idx][1]
+            elapsed = time.perf_counter() - t0
+            if conn.poll():
+                try:
+                    killed, by, eq, proof, detail, applied, claim = conn.recv()
+                    r = MutantResult(m, killed, by, eq, proof, detail, elapsed, applied, claim)
+                except EOFError:
+                    r = MutantResult(m, False, None, False, None, f"worker died (exit {proc.exitcode})", elapsed)
+                done.append((idx, r))
+            elif not proc.is_alive():
+                done.append((idx, MutantResult(m, False, None, False, None, f"worker died (exit {proc.exitcode})")))
+            elif elapsed > budget:
+                proc.kill()
+                done.append((idx, MutantResult(m, False, None, False, None, f"worker over budget ({budget:.0f} s)")))
+        for idx, r in done:
+            proc, conn, _, _ = running.pop(idx)
+            conn.close()
+            proc.join(timeout=1)
+            results[idx] = r
+            if on_done:
+                on_done(r)
+        if not done:
+            time.sleep(0.002)
+    out = [results[i] for i in range(len(todo))]
+    if confirm:
+        confirm_killers(out, jobs, timeout, lambda obs, t: run_all(obs, jobs=workers, timeout=t))
+    return out
+
+
+def confirm_killers(
+    results: list[MutantResult],
+    jobs: Sequence[Job],
+    timeout: float,
+    run: Callable[[list[Obligation], float], list[Any]],
+) -> None:
+    """A kill counts only if the killing obligation holds on the unmutated construction.
+
+    ``run(obligations, timeout)`` runs them (the local pool, or a Dask cluster) and returns results."""
+    by_id = {o.id: o for job in jobs for o in job.obligations}
+    killers = sorted({r.by for r in results if r.by is not None})
+    if not killers:
+        return
+    base = run([by_id[k] for k in killers], max(3 * timeout, 30.0))
+    bad = {b.id: b.status for b in base if b.status not in ("proved", "passed")}
+    for r in results:
+        if r.by in bad:
+            r.detail = f"killer {r.by} is {bad[r.by]} on the original too; {r.detail}"
+            r.killed, r.by = False, None

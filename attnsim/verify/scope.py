@@ -1,0 +1,134 @@
+"""The scope tables of `attnsim verify`: how far each claim reaches.
+
+An ``all-sizes`` obligation (:func:`attnsim.symbolic.program_equals_spec.spec_obligation`) is
+proved only when the construction, built over unbound sizes, equals its independent specification
+at a symbolic output entry for every size.  :func:`scope_summary` and :func:`scope_by_result` turn verify
+results into one line per construction and per paper result: all sizes, bounded (sizes <= N),
+fixed instances or sampled.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from attnsim.proofs.obligation import Obligation, Outcome, Result
+
+Algebra = Callable[[float], Outcome]
+
+
+# -- the scope line of `attnsim verify` ----------------------------------------------------------
+def _sizes_in(oid: str) -> int | None:
+    nums = [int(x) for x in re.findall(r"\d+", oid.rsplit("/", 1)[-1])]
+    return max(nums) if nums else None
+
+
+def _not_run(name: str, skipped: Sequence[Obligation]) -> str:
+    """The deep all-sizes obligations of a construction that this run skipped, as a note."""
+    ids = [o.id for o in skipped if o.construction == name and o.method == "all-sizes"]
+    return f"; all-sizes obligations not run: {', '.join(ids)} (run --deep to check)" if ids else ""
+
+
+def scope_summary(results: Sequence[Result], skipped: Sequence[Obligation] = ()) -> list[tuple[str, str, str]]:
+    """Per construction: (name, scope, why), scope in all sizes / bounded (sizes <= N) / sampled / NOT VERIFIED;
+    ``skipped``: deep obligations not run (their all-sizes ones are named in why)."""
+    out = [(name, scope, why + _not_run(name, skipped)) for name, scope, why in _scopes(results)]
+    return out
+
+
+def _scopes(results: Sequence[Result]) -> list[tuple[str, str, str]]:
+    by: dict[str, list[Result]] = {}
+    for r in results:
+        by.setdefault(r.construction, []).append(r)
+    out = []
+    for name, rs in by.items():
+        bad = [r for r in rs if r.status in ("failed", "unknown")]
+        if bad:
+            out.append((name, "NOT VERIFIED", f"{len(bad)} failed/unknown, e.g. {bad[0].id}"))
+            continue
+        alls = [r for r in rs if r.method == "all-sizes" and r.status == "proved"]
+        bounded = [r.bound for r in rs if r.method == "z3-bounded" and r.status == "proved" and r.bound]
+        sym = [s for r in rs if r.method == "sympy" and r.status == "proved" if (s := _sizes_in(r.id)) is not None]
+        par = [r for r in rs if r.method == "z3-parametric" and r.status == "proved"]
+        inst = [r for r in rs if r.method == "z3-instance" and r.status == "proved"]
+        sampled = [r for r in rs if r.status == "passed"]
+        if alls:
+            out.append((name, "all sizes", ", ".join(f"{r.id} ({r.seconds:.1f} s)" for r in alls)))
+        elif bounded or sym:
+            n = max([*bounded, *sym])
+            why = []
+            if bounded:
+                why.append(f"z3-bounded <= {max(bounded)}")
+            if sym:
+                why.append(f"sympy at listed sizes <= {max(sym)}")
+            if par:
+                why.append(f"{len(par)} z3-parametric part(s), no all-sizes proof")
+            if inst:
+                why.append(f"{len(inst)} z3-instance proof(s) of fixed instances")
+            out.append((name, f"bounded (sizes <= {n})", "; ".join(why)))
+        elif par:
+            out.append((name, "parts for all sizes", f"{len(par)} z3-parametric, no all-sizes algebra"))
+        elif inst:
+            out.append((name, "fixed instances", f"{len(inst)} z3-instance proof(s)"))
+        elif sampled:
+            out.append((name, "sampled", f"{len(sampled)} exact/numeric/sampled check(s)"))
+        else:
+            out.append((name, "none", "no obligation ran"))
+    return out
+
+
+def scope_by_result(results: Sequence[Result], skipped: Sequence[Obligation] = ()) -> list[tuple[str, str, str]]:
+    """Per paper result: "all sizes" only when every construction backing it is all sizes in this run;
+    ``skipped``: deep obligations not run, named where they back the result."""
+    per_con = {name: (scope, why) for name, scope, why in scope_summary(results)}
+    by: dict[str, set[str]] = {}
+    for r in results:
+        by.setdefault(r.paper_ref, set()).add(r.construction)
+    out = []
+    for ref, cons in sorted(by.items()):
+        scopes = {c: per_con[c][0] for c in sorted(cons)}
+        if all(s == "all sizes" for s in scopes.values()):
+            out.append((ref, "all sizes", ", ".join(scopes)))
+        elif any(s == "NOT VERIFIED" for s in scopes.values()):
+            bad = [c for c, s in scopes.items() if s == "NOT VERIFIED"]
+            out.append((ref, "NOT VERIFIED", f"{', '.join(bad)} failed or unknown"))
+        else:
+            weaker = [f"{c}: {s}" for c, s in scopes.items() if s != "all sizes"]
+            deep = [o.id for o in skipped if o.paper_ref == ref and o.method == "all-sizes"]
+            note = f"; not run: {', '.join(deep)} (run --deep to check)" if deep else ""
+            out.append((ref, "not all sizes", "; ".join(weaker) + note))
+    return out
+
+
+def print_scope(results: Iterable[Result], console: Any, skipped: Sequence[Obligation] = ()) -> None:
+    """Print the scope tables (per construction, per paper result) after the verify table;
+    ``skipped``: the deep obligations this run did not run (named where they would count)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    rs = list(results)
+    colors = {"all sizes": "green", "NOT VERIFIED": "bold red", "sampled": "yellow"}
+    for title, first, rows in (
+        (
+            "scope per construction: all sizes / bounded (sizes <= N) / sampled",
+            "construction",
+            scope_summary(rs, skipped),
+        ),
+        (
+            "scope per paper result: all sizes only where every construction backing it is",
+            "paper result",
+            scope_by_result(rs, skipped),
+        ),
+    ):
+        table = Table(title=title)
+        for col in (first, "scope", "because"):
+            table.add_column(col, overflow="fold")
+        for name, scope, why in rows:
+            c = colors.get(scope, "cyan")
+            shown = why if len(why) <= 240 else why[:237] + "..."
+            table.add_row(escape(name), f"[{c}]{escape(scope)}[/]", escape(shown))
+        console.print(table)
+
+
+__all__ = ["print_scope", "scope_by_result", "scope_summary"]

@@ -1,0 +1,123 @@
+"""The package's architecture, checked: imports run down the floors, never up, and form no circle.
+
+Floors, bottom to top (``docs/architecture.md``): the language with its arithmetic backends
+(``rasp``), the solver kit (``proofs``), symbolic execution and the specifications (``symbolic``),
+the constructions (``lemmas``, ``applications``, ``simulator``), the verification harness
+(``verify``), executable extraction (``compile``), then the front ends (``report``, ``bench``,
+``audit``, the catalogue) and the command line.  A module may import its own floor or a lower one.
+An import placed inside a function counts like any other: hiding one there does not dodge this
+test.  The only exceptions are optional third-party dependencies (torch, dask), never our modules.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import attnsim
+
+PACKAGE = Path(attnsim.__file__).parent
+
+FLOORS: dict[str, int] = {
+    "rasp": 0,
+    "proofs": 1,
+    "symbolic": 2,
+    "lemmas": 3,
+    "applications": 4,
+    "simulator": 5,
+    "verify": 6,
+    "compile": 7,
+    "catalog": 8,
+    "audit": 9,
+    "report": 9,
+    "bench": 10,
+    "cli": 11,
+    "__init__": 12,  # the public facade: attnsim.compile, attnsim.UniversalSimulator, ...
+    "__main__": 12,
+}
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _floor(module: str) -> int:
+    parts = module.split(".")
+    return FLOORS["__init__"] if len(parts) == 1 else FLOORS[parts[1]]
+
+
+def _imports(path: Path) -> list[tuple[str, int, bool]]:
+    """(imported attnsim module, line, inside a function) for every import of ours in ``path``."""
+    tree = ast.parse(path.read_text())
+    inner: set[int] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner.update(id(n) for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("attnsim"):
+            assert node.module is not None
+            for a in node.names:  # `from attnsim.x import y` may import the module attnsim.x.y
+                sub = f"{node.module}.{a.name}"
+                is_mod = (PACKAGE.parent / Path(*sub.split("."))).with_suffix(".py").exists() or (
+                    PACKAGE.parent / Path(*sub.split("."))
+                ).is_dir()
+                out.append((sub if is_mod else node.module, node.lineno, id(node) in inner))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, node.lineno, id(node) in inner) for a in node.names if a.name.startswith("attnsim")]
+    return out
+
+
+def _graph() -> dict[str, list[tuple[str, int, bool]]]:
+    return {_module(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def test_every_module_has_a_floor() -> None:
+    """A new top-level module or package is placed on a floor here, deliberately."""
+    tops = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    assert tops <= set(FLOORS), sorted(tops - set(FLOORS))
+
+
+def test_no_import_runs_up_a_floor() -> None:
+    """Architecture: every import of ours (at module level or inside a function) goes down or stays."""
+    upward = [
+        f"{mod}:{line} imports {target}{' (inside a function)' if inner else ''}"
+        for mod, imports in _graph().items()
+        for target, line, inner in imports
+        if _floor(target) > _floor(mod)
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_circle() -> None:
+    """No two modules need each other, even through others (imports inside functions included)."""
+    graph = {m: sorted({t for t, _, _ in imps if t != m and not m.startswith(t + ".")}) for m, imps in _graph().items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for t in graph.get(m, []):
+            if state.get(t) == 1:
+                circles.append([*stack[stack.index(t) :], t])
+            elif t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in graph:
+        if m not in state:
+            visit(m)
+    assert not circles, "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
+    """The test itself can fail: a lemma module importing the harness is reported."""
+    f = tmp_path / "x.py"
+    f.write_text("def f():\n    from attnsim.verify import runner\n")
+    ((target, line, inner),) = _imports(f)
+    assert (target, line, inner) == ("attnsim.verify.runner", 2, True)
+    assert _floor(target) > _floor("attnsim.lemmas.matmul")

@@ -1,0 +1,128 @@
+"""Resumable, content-addressed results (issue 16): `verify --resume` / `--cache DIR`.
+
+A stored result is reused only under the same key (obligation, program, code version, solvers,
+timeout) and only when decisive; an interrupted campaign resumes without rerunning what finished
+and ends with the rows of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from attnsim import cli
+from attnsim.proofs.obligation import Obligation, Outcome, Result
+from attnsim.verify import cache as C
+from attnsim.verify.campaign import open_campaign
+
+
+def _logged(log: Path, i: int) -> Obligation:
+    """An obligation whose check appends its id to ``log`` (in whatever process runs it)."""
+    oid = f"t/exact/ok{i}"
+
+    def check(t: float) -> Outcome:
+        with open(log, "a") as f:
+            f.write(oid + "\n")
+        return Outcome.good(f"checked {i}")
+
+    return Obligation(oid, "t", "x", "exact", check, statement=f"claim {i}")
+
+
+def _rows(results: list[Result]) -> list[tuple[str, str, str]]:
+    return [(r.id, r.method, r.status) for r in results]
+
+
+def test_key_changes_with_timeout_statement_and_program() -> None:
+    ob = Obligation("t/exact/a", "t", "x", "exact", lambda t: Outcome.good(), statement="s")
+    base = C.obligation_key(ob, 10.0, "fp")
+    assert C.digest(base) == C.digest(C.obligation_key(ob, 10.0, "fp"))
+    assert base["code"] == C.code_version() and base["solvers"]["z3"]
+    other = Obligation("t/exact/a", "t", "x", "exact", lambda t: Outcome.good(), statement="s2")
+    for changed in (
+        C.obligation_key(ob, 20.0, "fp"),
+        C.obligation_key(ob, 10.0, "fp2"),
+        C.obligation_key(other, 10.0, "fp"),
+    ):
+        assert C.digest(changed) != C.digest(base)
+
+
+def test_only_decisive_results_are_reused(tmp_path: Path) -> None:
+    """unknown (a timeout) and a lost worker say nothing about the claim: they are rerun."""
+    cache = C.ResultCache(tmp_path)
+    ok = {"status": "proved", "detail": "unsat"}
+    for status, detail, reused in [
+        ("proved", "unsat", True),
+        ("failed", "differs at 0", True),
+        ("unknown", "timeout after 1 s", False),
+        ("failed", "worker died (exit code -9)", False),
+    ]:
+        key = {"id": f"{status}/{detail}"}
+        cache.put(key, {"status": status, "detail": detail})
+        assert (cache.get(key, C.reusable_obligation) is not None) is reused
+    assert cache.get({"id": "never stored"}, C.reusable_obligation) is None
+    # plain JSON on disk; a damaged file is ignored, never trusted
+    files = sorted(tmp_path.glob("*.json"))
+    assert len(files) == 4 and all(json.loads(f.read_text())["key"]["id"] for f in files)
+    key = {"id": "damaged"}
+    cache.put(key, ok)
+    cache.path(key).write_text("{not json")
+    assert cache.get(key, C.reusable_obligation) is None
+
+
+def test_resume_after_interruption_reruns_only_unfinished(tmp_path: Path) -> None:
+    """Feature: an interrupted campaign continues where it stopped (local pool)."""
+    log = tmp_path / "log"
+    obs = [_logged(log, i) for i in range(8)]
+    with open_campaign(jobs=1, cache_dir=tmp_path / "cache", resume=True) as camp:
+        full = camp.obligations(obs)  # the uninterrupted reference run fills the cache...
+    for f in (tmp_path / "cache").glob("*.json"):
+        f.unlink()  # ...which is then emptied, so that the interrupted run starts from nothing
+    log.unlink()
+
+    finished: list[str] = []
+
+    def stop_after_three(r: Result) -> None:
+        finished.append(r.id)
+        if len(finished) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt), open_campaign(jobs=1, cache_dir=tmp_path / "cache", resume=True) as camp:
+        camp.obligations(obs, on_done=stop_after_three)
+    first = log.read_text().split()
+    with open_campaign(jobs=1, cache_dir=tmp_path / "cache", resume=True) as camp:
+        resumed = camp.obligations(obs)
+        assert camp.cache is not None and camp.cache.reused == 3 and camp.ran == 5
+    second = log.read_text().split()[len(first) :]
+    assert not set(finished) & set(second)  # nothing finished before the interruption ran again
+    assert _rows(resumed) == _rows(full)
+    assert [r.detail for r in resumed] == [r.detail for r in full]
+
+
+def test_cli_resume_reuses_every_unchanged_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`verify --resume --cache DIR` twice: the second run reruns nothing and prints the same rows."""
+    argv = ["verify", "--only", "transpose/", "--json", "--resume", "--cache", str(tmp_path), "-j", "1"]
+    assert cli.main(argv) == 0
+    first, err1 = capsys.readouterr()
+    assert cli.main(argv) == 0
+    second, err2 = capsys.readouterr()
+    n = len(json.loads(first))
+    assert "0 of" in err1 and f"{n} of {n} results reused, 0 run" in err2
+    key = lambda d: (d["id"], d["method"], d["status"], d["detail"])
+    assert [key(d) for d in json.loads(second)] == [key(d) for d in json.loads(first)]
+    assert len(os.listdir(tmp_path)) == n
+
+
+def test_cli_cache_alone_writes_but_does_not_reuse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["verify", "--only", "rasp/z3-parametric/divmod", "--cache", str(tmp_path), "-j", "1"]
+    assert cli.main(argv) == 0 and cli.main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.count("0 of 2 results reused, 2 run, 2 written") == 2
+
+
+def test_cli_resume_with_smt2_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["verify", "--only", "transpose/", "--resume", "--smt2", str(tmp_path)])
+    assert exc.value.code == 2 and "--resume with --smt2" in capsys.readouterr().err

@@ -1,0 +1,158 @@
+"""`verify --scheduler` (issue 16): obligations and mutants on a Dask cluster of 2 worker processes.
+
+One LocalCluster serves the whole module (starting one takes seconds).  Test obligations are
+closures made inside the tests, so that Dask ships them to the workers by value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from attnsim.verify.mutation.plan import plan
+from attnsim.verify.mutation.pool import run_jobs
+
+from attnsim import cli
+from attnsim.proofs import registry
+from attnsim.proofs.obligation import Obligation, Outcome, Result
+from attnsim.verify import dask_runner
+from attnsim.verify.budgets import run_budgeted, timeout_for
+from attnsim.verify.campaign import Campaign
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    with dask_runner.connect("local:2") as c:
+        yield c
+
+
+def _rows(results: list[Result]) -> list[tuple[str, str, str]]:
+    return [(r.id, r.method, r.status) for r in results]
+
+
+def test_cluster_gives_the_local_rows(client: Any) -> None:
+    """Same (id, method, status) rows as the local forked pool, on a subset with every method."""
+    obs = registry.select("transpose/") + registry.select("rasp/z3-parametric/") + registry.select("match2/")
+    local = run_budgeted(obs, jobs=2)
+    seen: list[int] = []
+    remote = dask_runner.run_obligations(
+        client, obs, [timeout_for(o, None) for o in obs], on_done=lambda i, r: seen.append(i)
+    )
+    assert _rows(remote) == _rows(local)
+    assert sorted(seen) == list(range(len(obs)))  # streamed: every result reported once, as it arrived
+
+
+def test_cli_on_a_scheduler_address_prints_the_local_json(client: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """`verify --scheduler tcp://...` (an existing cluster): the JSON rows and exit code of `verify -j 2`."""
+    assert cli.main(["verify", "--only", "transpose/", "--json", "-j", "2"]) == 0
+    local = json.loads(capsys.readouterr().out)
+    assert cli.main(["verify", "--only", "transpose/", "--json", "--scheduler", client.scheduler.address]) == 0
+    remote = json.loads(capsys.readouterr().out)
+    assert [set(d) for d in remote] == [set(d) for d in local]
+    assert [(d["id"], d["method"], d["status"]) for d in remote] == [(d["id"], d["method"], d["status"]) for d in local]
+
+
+def test_a_timeout_on_a_worker_is_unknown_and_the_worker_goes_on(client: Any) -> None:
+    """The hard timeout holds on a worker: the check is killed, unknown (never proved), the next ones run."""
+    obs = [
+        Obligation("t/z3-parametric/slow", "t", "x", "z3-parametric", lambda t: (time.sleep(60), Outcome.good())[1]),
+        Obligation("t/exact/dies", "t", "x", "exact", lambda t: os._exit(3)),  # type: ignore[arg-type,return-value]
+        *[Obligation(f"t/exact/ok{i}", "t", "x", "exact", lambda t: Outcome.good("ok")) for i in range(4)],
+    ]
+    res = dask_runner.run_obligations(client, obs, [1.0] * len(obs))
+    assert [r.status for r in res] == ["unknown", "failed", *["passed"] * 4]
+    assert res[0].detail.startswith("timeout after 1 s") and "--timeout" in res[0].detail
+    assert "worker died" in res[1].detail
+
+
+def test_a_killed_worker_has_its_obligations_rerun_elsewhere(client: Any, tmp_path: Path) -> None:
+    """A Dask worker dies (SIGKILL) mid-check: Dask reruns that obligation on another worker."""
+    attempts = tmp_path / "attempts"
+
+    def blocker(t: float) -> Outcome:
+        with open(attempts, "a") as f:
+            f.write("x")
+        if attempts.read_text() != "x":
+            return Outcome.good("second attempt")
+        parent = os.getppid()
+        for _ in range(600):  # until this worker is killed (then our parent, its forkserver, goes too)
+            if os.getppid() != parent:
+                break
+            time.sleep(0.1)
+        return Outcome.bad("the first attempt must not report")
+
+    obs = [
+        Obligation("t/exact/blocker", "t", "x", "exact", blocker),
+        *[Obligation(f"t/exact/ok{i}", "t", "x", "exact", lambda t: Outcome.good("ok")) for i in range(4)],
+    ]
+    out: list[list[Result]] = []
+    runner = threading.Thread(target=lambda: out.append(dask_runner.run_obligations(client, obs, [120.0] * len(obs))))
+    runner.start()
+    for _ in range(600):
+        if attempts.exists():
+            break
+        time.sleep(0.1)
+    busy = [w for w, keys in client.processing().items() if any("t/exact/blocker" in str(k) for k in keys)]
+    assert len(busy) == 1
+    pid = client.run(os.getpid, workers=busy)[busy[0]]
+    os.kill(pid, signal.SIGKILL)
+    runner.join(timeout=120)
+    assert out and [r.status for r in out[0]] == ["passed"] * 5
+    assert out[0][0].detail == "second attempt" and attempts.read_text() == "xx"
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts the killed worker for the next tests
+
+
+def test_resume_on_the_cluster_after_an_interruption(client: Any, tmp_path: Path) -> None:
+    """An interrupted campaign on the cluster resumes without rerunning what finished, same rows."""
+    from attnsim.verify.cache import ResultCache
+
+    obs = registry.select("transpose/exact/")
+    fresh = Campaign(client, cache=ResultCache(tmp_path / "a"), resume=True).obligations(obs)
+    finished: list[str] = []
+
+    def stop(r: Result) -> None:
+        finished.append(r.id)
+        if len(finished) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Campaign(client, cache=ResultCache(tmp_path / "b"), resume=True).obligations(obs, on_done=stop)
+    camp = Campaign(client, cache=ResultCache(tmp_path / "b"), resume=True)
+    again = camp.obligations(obs)
+    assert camp.cache is not None and camp.cache.reused >= 2 and camp.ran == len(obs) - camp.cache.reused
+    assert _rows(again) == _rows(fresh)
+
+
+def test_mutants_shard_over_the_cluster_as_locally(client: Any) -> None:
+    """Mutation testing by (construction, mutant) tasks: the same verdicts as the local forked pool."""
+    (job,) = plan("transpose/", max_mutants=3)
+    local = run_jobs([job], workers=2, timeout=5)
+    remote = Campaign(client).mutants([job], 5)
+    verdict = lambda r: (r.mutant.description, r.killed, r.by, r.equivalent, r.claim_only)
+    assert [verdict(r) for r in remote] == [verdict(r) for r in local]
+    assert all(r.killed for r in remote)
+
+
+def test_without_dask_scheduler_says_how_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` now raises ImportError
+    assert cli.main(["verify", "--only", "transpose/", "--scheduler", "local:2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and 'pip install "attnsim[dask]"' in err[0]
+
+
+def test_bad_local_scheduler_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["verify", "--only", "transpose/", "--scheduler", "local:0"]) == 2
+    assert "local:N with N >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["verify", "--only", "transpose/", "--scheduler", "local:2", "-j", "2"])
+    assert exc.value.code == 2

@@ -1,0 +1,53 @@
+"""`attnsim verify`: JSON shape, filtering, exit codes (unknown is never success)."""
+
+import json
+
+import pytest
+
+from attnsim import cli
+from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.verify.runner import run_all
+
+
+def test_verify_json_only(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["verify", "--only", "rasp/z3-parametric/divmod", "--json", "-j", "1"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(data) == 2
+    assert set(data[0]) == {"id", "construction", "paper_ref", "method", "bound", "status", "seconds", "detail"}
+    assert all(d["status"] == "proved" for d in data)
+
+
+def test_verify_only_without_a_match_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """A prefix that selects nothing is a usage error (exit 2), never an empty success."""
+    assert cli.main(["verify", "--only", "no-such-construction/", "-j", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "no obligation matches 'no-such-construction/'" in err
+
+
+def test_unknown_and_failed_statuses() -> None:
+    obs = [
+        Obligation("t/z3-parametric/u", "t", "x", "z3-parametric", lambda t: Outcome.unknown("z3 unknown")),
+        Obligation("t/exact/f", "t", "x", "exact", lambda t: Outcome.bad("differs")),
+        Obligation("t/exact/crash", "t", "x", "exact", lambda t: 1 / 0),  # type: ignore[arg-type,return-value]
+    ]
+    res = run_all(obs, jobs=2, timeout=5)
+    assert [r.status for r in res] == ["unknown", "failed", "failed"]
+    assert [r.detail for r in res[:2]] == ["z3 unknown", "differs"]
+    assert res[2].detail.startswith("ZeroDivisionError: division by zero")
+
+
+def test_pool_survives_timeouts_and_dead_workers() -> None:
+    """A timeout is unknown, never proved; reused workers: a killed (timed-out) or dead worker is
+    replaced and later checks still run."""
+    import os
+    import time
+
+    obs = [
+        Obligation("t/z3-parametric/slow", "t", "x", "z3-parametric", lambda t: (time.sleep(5), Outcome.good())[1]),
+        Obligation("t/exact/dies", "t", "x", "exact", lambda t: os._exit(3)),  # type: ignore[arg-type,return-value]
+        *[Obligation(f"t/exact/ok{i}", "t", "x", "exact", lambda t: Outcome.good()) for i in range(6)],
+    ]
+    res = run_all(obs, jobs=2, timeout=0.5)
+    assert [r.status for r in res] == ["unknown", "failed", *["passed"] * 6]
+    assert res[0].detail == "timeout after 0.5 s"
+    assert "worker died" in res[1].detail
