@@ -10,7 +10,6 @@ from attnsim.rasp.core import Size  # Size("r"): an unbound size; lemmas.matmul(
 from attnsim.rasp.engine import evaluate, trace
 from attnsim.rasp.schedule import cost
 from attnsim.simulator import TransformerLayer, UniversalSimulator
-
-__version__ = "0.1.0"
+from attnsim.version import __version__
 
 __all__ = ["Size", "TransformerLayer", "UniversalSimulator", "__version__", "compile", "cost", "evaluate", "trace"]

@@ -1,4 +1,5 @@
-"""Suite-wide hooks: with ATTNSIM_NO_SKIP=1 (set by .ci/run), a skipped test fails the run.
+"""Suite-wide hooks: the catalogue loaded once per process (as the CLI does); with
+ATTNSIM_NO_SKIP=1 (set by .ci/run), a skipped test fails the run.
 
 Skips are legitimate on a machine without an optional extra (torch), but CI installs every
 extra, so a skip there means a test silently stopped running.
@@ -9,6 +10,10 @@ from __future__ import annotations
 import os
 
 import pytest
+
+from attnsim import catalog
+
+catalog.load()
 
 
 def _no_skip() -> bool:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim.audit import COLUMNS, AuditError, audit, is_collected, parse_map
-from attnsim.cli import main
+from attnsim.cli.audit import COLUMNS, AuditError, audit, is_collected, parse_map
+from attnsim.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"

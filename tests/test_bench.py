@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from attnsim.bench import BenchError, bench
-from attnsim.cli import main
+from attnsim.cli.bench import BenchError, bench
+from attnsim.cli.main import main
 
 
 def test_bench_json_is_well_formed(capsys: pytest.CaptureFixture[str]) -> None:

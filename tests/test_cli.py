@@ -1,6 +1,6 @@
 """The `attnsim` command line (issue 15): every option validated, one line per error, exact exit codes.
 
-Through :func:`attnsim.cli.main`: argparse-level usage errors raise ``SystemExit(2)`` after one
+Through :func:`attnsim.cli.main.main`: argparse-level usage errors raise ``SystemExit(2)`` after one
 line on stderr; every other error returns its code (2 usage, 1 failed or internal) with one line.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from attnsim import cli
-from attnsim.cli import main
+from attnsim.cli import commands
+from attnsim.cli.main import main
 from attnsim.proofs.obligation import Obligation, Outcome
 
 
@@ -145,8 +145,8 @@ def test_internal_error_is_one_line_exit_1(monkeypatch: pytest.MonkeyPatch, caps
     def boom(args: argparse.Namespace) -> int:
         raise ZeroDivisionError("division by zero")
 
-    cfg, _, val = cli.COMMANDS["verify"]
-    monkeypatch.setitem(cli.COMMANDS, "verify", (cfg, boom, val))
+    cfg, _, val = commands.COMMANDS["verify"]
+    monkeypatch.setitem(commands.COMMANDS, "verify", (cfg, boom, val))
     assert main(["verify"]) == 1
     err = capsys.readouterr().err
     assert err.strip() == err.strip().splitlines()[0]
@@ -159,8 +159,8 @@ def test_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
     def stop(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
-    cfg, _, val = cli.COMMANDS["verify"]
-    monkeypatch.setitem(cli.COMMANDS, "verify", (cfg, stop, val))
+    cfg, _, val = commands.COMMANDS["verify"]
+    monkeypatch.setitem(commands.COMMANDS, "verify", (cfg, stop, val))
     assert main(["verify"]) == 130
     assert "interrupted" in capsys.readouterr().err
 
@@ -217,15 +217,15 @@ def test_audit_outside_the_checkout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """From another directory the checkout's map is found; an installed package's error names --map."""
-    import attnsim.audit as A
+    import attnsim.cli.audit as A
 
     monkeypatch.chdir(tmp_path)
     checkout = tmp_path / "checkout"  # a source checkout (editable install): the map beside the package
     (checkout / "attnsim").mkdir(parents=True)
     (checkout / "paper_map.md").write_text("# map\n")
-    monkeypatch.setattr(A, "__file__", str(checkout / "attnsim" / "audit.py"))
+    monkeypatch.setattr(A, "__file__", str(checkout / "attnsim" / "cli" / "audit.py"))
     assert A.default_map() == checkout / "paper_map.md"
-    monkeypatch.setattr(A, "__file__", str(tmp_path / "site-packages" / "attnsim" / "audit.py"))
+    monkeypatch.setattr(A, "__file__", str(tmp_path / "site-packages" / "attnsim" / "cli" / "audit.py"))
     assert main(["audit", "--no-tests"]) == 2
     err = capsys.readouterr().err
     assert "pass --map PATH/paper_map.md" in err and len(err.splitlines()) == 1

@@ -4,7 +4,6 @@ linear attention and Linformer.  Importing this package registers their obligati
 ``from attnsim import applications; applications.match2(8, 5).run([...])``
 """
 
-from attnsim.applications import obligations as _obligations  # noqa: F401  (registers providers)
 from attnsim.applications.efficient import linear_attention, linformer
 from attnsim.applications.kparity import parity, sparse_parity
 from attnsim.applications.lipschitz import LipschitzNetwork, error_table, lipschitz_approximator, size_formula

@@ -24,14 +24,10 @@ from attnsim.lemmas.base import (
 )
 from attnsim.proofs import z3sel
 from attnsim.proofs.obligation import Obligation, Outcome
-from attnsim.proofs.registry import provider, register_construction
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.symbolic.program_equals_spec import spec_obligation
-
-register_construction("match2", match.PAPER_REF, lambda: match.match2(6, 4))
-register_construction("parity", kparity.PAPER_REF, lambda: kparity.parity(6))
-register_construction("sparse_parity", kparity.PAPER_REF, lambda: kparity.sparse_parity(7, (0, 3, 5)))
 
 
 def exhaustive_check(
@@ -133,7 +129,6 @@ def _z3_all(cases: list[tuple[Callable[[], Construction], int, Any, Any]]) -> Ca
     return check
 
 
-@provider
 def match2_obligations() -> Iterable[Obligation]:
     """Exhaustive (exact backend, all inputs over residues 0..p-1, length <= 6), Z3 over all integers (p = 2),
     random long inputs."""
@@ -203,7 +198,6 @@ def _parity_mod2_check(make: Callable[[], Construction]) -> Callable[[float], Ou
     return check
 
 
-@provider
 def parity_obligations() -> Iterable[Obligation]:
     """Exhaustive up to length 12 (exact), Z3 mask intents and mod-2 algebra for all lengths, Z3 unrolling."""
     ref = kparity.PAPER_REF
@@ -289,8 +283,6 @@ def parity_obligations() -> Iterable[Obligation]:
 
 
 # -- linear attention and Linformer ---------------------------------------------------------------
-register_construction("linear_attention", efficient.LINEAR_REF, lambda: efficient.linear_attention(3, 2, 2))
-register_construction("linformer", efficient.LINFORMER_REF, lambda: efficient.linformer(3, 2, 2, 2))
 
 
 def _tag(con: Construction) -> str:
@@ -372,7 +364,6 @@ def stages_check(make: Callable[[], Construction], stages: Stages, tol: float) -
     return check
 
 
-@provider
 def efficient_obligations() -> Iterable[Obligation]:
     """program == spec for all sizes, Z3 intents of every composed lemma head, layout, SymPy at small
     sizes, float64 against NumPy."""
@@ -429,9 +420,6 @@ def _small_interp() -> lipschitz.LipschitzNetwork:
     return lipschitz.lipschitz_approximator(math.sin, 1.0, 0.5, (-1.0, 1.0))
 
 
-register_construction("lipschitz", lipschitz.PAPER_REF, _small_net)
-
-
 def _approx_check(name: str, eps: float, samples: int, method: str = "auto") -> Callable[[float], Outcome]:
     """Check: sup |f - network| <= epsilon on a fine grid, and the program == the network (float64)."""
 
@@ -471,7 +459,6 @@ def _exact_network_check(name: str, eps: float, method: str = "auto") -> Callabl
     return check
 
 
-@provider
 def lipschitz_obligations() -> Iterable[Obligation]:
     """Z3 intents + layout (small net), program == architecture (exact, numeric; random weights),
     program == network with the constructed weights (exact), sup error <= epsilon (float64, fine grid)."""
@@ -518,3 +505,14 @@ def lipschitz_obligations() -> Iterable[Obligation]:
             _approx_check(name, eps, 5, method),
             f"{name}: sup |f - network| <= {eps} on a fine grid; the program == the network at sample points",
         )
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("match2", match.PAPER_REF, lambda: match.match2(6, 4)),
+    ConstructionEntry("parity", kparity.PAPER_REF, lambda: kparity.parity(6)),
+    ConstructionEntry("sparse_parity", kparity.PAPER_REF, lambda: kparity.sparse_parity(7, (0, 3, 5))),
+    ConstructionEntry("linear_attention", efficient.LINEAR_REF, lambda: efficient.linear_attention(3, 2, 2)),
+    ConstructionEntry("linformer", efficient.LINFORMER_REF, lambda: efficient.linformer(3, 2, 2, 2)),
+    ConstructionEntry("lipschitz", lipschitz.PAPER_REF, _small_net),
+)

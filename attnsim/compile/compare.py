@@ -30,6 +30,7 @@ import numpy as np
 
 from attnsim.compile import classic
 from attnsim.compile.compiler import compile_program
+from attnsim.compile.obligations import universal_factory
 
 Forward = Callable[[np.ndarray], Sequence[Sequence[Any]] | np.ndarray]
 """A batch (B, L) of token ids 0..N-1 -> B output sequences (one value per position)."""
@@ -271,7 +272,6 @@ def universal_sizes(
     capacities: tuple[tuple[int, int, int, int, int], ...] = ((2, 2, 1, 2, 2), (3, 3, 2, 2, 3), (4, 4, 2, 2, 4)),
 ) -> list[dict[str, Any]]:
     """Compiled U per capacity (max_len, d_model, n_heads, d_head, d_ff): positions, width, layers, sizes."""
-    from attnsim.compile.obligations import universal_factory
 
     rows = []
     for cap in capacities:

@@ -31,11 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from attnsim.compile import torch_module
+from attnsim.compile.errors import CompileError
 from attnsim.rasp import primitives as P
-
-
-class CompileError(ValueError):
-    """A program cannot be compiled (the reason names the node), or a compiled model got bad input."""
 
 
 def obj(shape: tuple[int, ...]) -> np.ndarray:
@@ -518,9 +516,7 @@ class CompiledTransformer:
     # -- torch --------------------------------------------------------------------------------
     def to_torch(self) -> Any:
         """A ``torch.nn.Module`` with the same float64 forward (needs the optional torch extra)."""
-        from attnsim.compile.torch_module import build
-
-        return build(self)
+        return torch_module.build(self)
 
 
 class _ExactRun:

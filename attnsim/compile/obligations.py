@@ -29,10 +29,14 @@ import numpy as np
 from attnsim.compile import classic, soft
 from attnsim.compile.compiler import compile_program
 from attnsim.compile.model import CompiledTransformer
+from attnsim.lemmas import matmul
+from attnsim.lemmas.base import ConstructionError, rational_operands
 from attnsim.proofs.obligation import Obligation, Outcome
-from attnsim.proofs.registry import constructions, provider
+from attnsim.proofs.registry import constructions
 from attnsim.rasp.engine import evaluate
 from attnsim.rasp.schedule import cost
+from attnsim.simulator.reference import TransformerLayer
+from attnsim.simulator.universal import UniversalSimulator
 
 PAPER_REF = "executable extraction: concrete weights for every construction"
 FLOAT_TOL = 1e-9
@@ -59,7 +63,6 @@ def _lemma_sequence(
     con: Any, rng: np.random.Generator, exact: bool, vocab: tuple[int, ...] | None = None
 ) -> np.ndarray:
     """A valid encoded input for a construction: random rationals (or normals), else small integers."""
-    from attnsim.lemmas.base import ConstructionError, rational_operands
 
     backend = "exact" if exact else "numpy"
     ops: list[Any]
@@ -187,7 +190,6 @@ def universal_factory(
     U's row max is a value-scored head: its score (the attention logits) needs a bound
     (``U.compile_domains()``: |logit| <= 1e4).
     """
-    from attnsim.simulator.universal import UniversalSimulator
 
     u = UniversalSimulator(max_len=max_len, d_model=d_model, n_heads=n_heads, d_head=d_head, d_ff=d_ff)
     return u, compile_program(u.program, max_len=u.positions(stack), domains=u.compile_domains())
@@ -197,8 +199,6 @@ def universal_check(capacity: tuple[int, int, int, int, int]) -> Callable[[float
     """Compiled U == interpreted U (float bound) on random layers T, smaller ones included; and ~ T(X)."""
 
     def check(timeout: float) -> Outcome:
-        from attnsim.simulator.reference import TransformerLayer
-
         u, ct = universal_factory(*capacity)
         if ct.n_layers != cost(u.program).layers:
             return Outcome.bad(f"compiled U has {ct.n_layers} layers, its cost says {cost(u.program).layers}")
@@ -230,7 +230,6 @@ def universal_check(capacity: tuple[int, int, int, int, int]) -> Callable[[float
 
 def universal_stack_check(timeout: float) -> Outcome:
     """Depth by looping: the compiled U run twice on <T1, T2, X> == the interpreted U run twice, ~ T2(T1(X))."""
-    from attnsim.simulator.reference import TransformerLayer
 
     u, ct = universal_factory(2, 2, 1, 2, 2, stack=2)
     t1 = TransformerLayer.random(2, 1, 2, 2, seed=1, norm="pre", residual=True)
@@ -252,8 +251,6 @@ def universal_stack_check(timeout: float) -> Outcome:
 
 
 def save_load_check(timeout: float) -> Outcome:
-    from attnsim.lemmas import matmul
-
     con = matmul(2, 2, 2)
     for prog, n, vocab in ((classic.reverse(), 6, range(4)), (con.program, con.layout.total, None)):
         ct = compile_program(prog, max_len=n, vocab=vocab)
@@ -284,15 +281,12 @@ def _reverse_soft() -> tuple[CompiledTransformer, list[np.ndarray]]:
 
 
 def _matmul_soft() -> tuple[CompiledTransformer, list[np.ndarray]]:
-    from attnsim.lemmas import matmul
-
     con = matmul(2, 3, 2)
     rng = np.random.default_rng(3)
     ct = compile_program(con.program, max_len=con.layout.total)
     return ct, [con.encode(rng.normal(size=(2, 3)), rng.normal(size=(3, 2))) for _ in range(3)]
 
 
-@provider
 def compile_obligations() -> Iterable[Obligation]:
     ref = PAPER_REF
     for name, (_, make) in sorted(constructions().items()):

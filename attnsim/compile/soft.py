@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from attnsim.compile import classic
+from attnsim.compile.compiler import compile_program
 from attnsim.compile.model import CompiledTransformer, CompileError, Head
 
 
@@ -138,8 +140,6 @@ def error_vs_beta(
 
 def default_series(name: str = "reverse", max_len: int = 8, seed: int = 0) -> list[dict[str, float]]:
     """Error against beta for a classic program on random inputs (for `attnsim report` figures)."""
-    from attnsim.compile import classic
-    from attnsim.compile.compiler import compile_program
 
     if name not in classic.PROGRAMS:
         raise CompileError(f"unknown classic program {name!r}; known: {', '.join(classic.PROGRAMS)}")

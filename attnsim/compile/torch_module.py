@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attnsim.compile.model import CompiledTransformer, CompileError
+from attnsim.compile.errors import CompileError
+
+if TYPE_CHECKING:  # the model calls build(); the type only, so no import circle
+    from attnsim.compile.model import CompiledTransformer
 
 
 def _torch() -> Any:

@@ -5,8 +5,6 @@ Each lemma module is short, named after the lemma, and exposes a factory returni
 Importing this package registers every lemma's obligations (see ``obligations.py``).
 """
 
-from attnsim.lemmas import faddeev_steps as _faddeev_steps  # noqa: F401  (registers faddeev-steps)
-from attnsim.lemmas import obligations as _obligations  # noqa: F401  (registers providers)
 from attnsim.lemmas.base import Construction, ConstructionError, NonFiniteResultError
 from attnsim.lemmas.cofactor import (
     SingularMatrixError,

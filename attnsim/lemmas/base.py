@@ -23,7 +23,9 @@ from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.arith import BackendError, NonFiniteError
+from attnsim.rasp.bind import Binder
 from attnsim.rasp.engine import BACKENDS, Trace, evaluate, trace
+from attnsim.rasp.exact import ExactArith
 from attnsim.rasp.guards import complex_entry
 from attnsim.rasp.layout import Block, Layout, LayoutError, MatRef, as_array
 from attnsim.rasp.schedule import Cost, cost
@@ -58,8 +60,6 @@ def to_backend(x: Any, backend: str, what: str = "operand") -> np.ndarray:
             if isinstance(v, (float, np.floating)) and not np.isfinite(v):
                 raise ConstructionError(f"{what} contains NaN or inf")
             try:
-                from attnsim.rasp.exact import ExactArith
-
                 res[i] = ExactArith.to_fraction(v)
             except BackendError as exc:
                 raise ConstructionError(f"{what}: {exc}") from None
@@ -124,8 +124,6 @@ class Construction:
         return self._rebind(sizes)
 
     def _rebind(self, sizes: dict[str, Any]) -> Construction:
-        from attnsim.rasp.bind import Binder
-
         if not sizes:
             return self
         b = Binder(sizes)

@@ -42,7 +42,7 @@ from attnsim.lemmas.transpose import transpose_ref
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation, Outcome
-from attnsim.proofs.registry import provider, register_construction
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
@@ -470,12 +470,7 @@ def algebra_obligations(
 NUMERIC_TOL_3x3 = 1e-14  # measured worst 1.5e-15 (inverse3/det3, 5 normal inputs)
 SINGULAR_3x3 = ((1, 2, 3), (2, 4, 6), (1, 1, 1))
 
-register_construction("cofactor3", PAPER_REF, cofactor3)
-register_construction("det3", PAPER_REF, det3)
-register_construction("inverse3", PAPER_REF, inverse3)
 
-
-@provider
 def cofactor_obligations() -> Iterable[Obligation]:
     """Z3 intents and layout, SymPy identity, exact, float64 accuracy, the authors' example, singular."""
     a = sp.Matrix(AUTHORS_EXAMPLE)
@@ -512,3 +507,11 @@ def cofactor_obligations() -> Iterable[Obligation]:
         singular_check(inverse3, SINGULAR_3x3),
         "a singular matrix is a SingularMatrixError (exact and NumPy), never a number",
     )
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("cofactor3", PAPER_REF, cofactor3),
+    ConstructionEntry("det3", PAPER_REF, det3),
+    ConstructionEntry("inverse3", PAPER_REF, inverse3),
+)

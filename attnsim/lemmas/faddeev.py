@@ -83,7 +83,7 @@ from attnsim.lemmas.transpose import _check_sizes, transpose_ref
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent, prove_layout
 from attnsim.proofs.obligation import Obligation, Outcome
-from attnsim.proofs.registry import provider, register_construction
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
@@ -542,11 +542,7 @@ NUMERIC_TOL = {
 }
 SINGULAR_4x4 = ((1, 2, 3, 4), (2, 4, 6, 8), (0, 1, 0, 1), (5, 0, 2, 1))
 
-register_construction("det", PAPER_REF, lambda: det(3))
-register_construction("inverse", PAPER_REF, lambda: inverse(3))
 
-
-@provider
 def faddeev_obligations() -> Iterable[Obligation]:
     """Z3 intents (every distinct selector), layout, SymPy n <= 4, exact, float64 accuracy, examples."""
     authors = np.array(AUTHORS_EXAMPLE, dtype=object)
@@ -653,3 +649,10 @@ def measure(
             errs.append(relative_error(make(n, method=method), trials, seed))
         out[n] = (errs[0], errs[1])
     return out
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("det", PAPER_REF, lambda: det(3)),
+    ConstructionEntry("inverse", PAPER_REF, lambda: inverse(3)),
+)

@@ -37,7 +37,6 @@ from attnsim.lemmas.transpose import transpose_ref
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation
-from attnsim.proofs.registry import provider
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
 from attnsim.symbolic import specs
@@ -185,7 +184,6 @@ STEPS: dict[str, tuple[Callable[[], Construction], str]] = {
 }
 
 
-@provider
 def faddeev_step_obligations() -> Iterable[Obligation]:
     """One ``all-sizes`` obligation per kind of step (see the module docstring for what is not proven)."""
     for detail, (factory, statement) in STEPS.items():

@@ -35,7 +35,7 @@ from attnsim.lemmas.softmax import embedded_obligations
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation
-from attnsim.proofs.registry import provider, register_construction
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
@@ -136,10 +136,6 @@ def maxmin_all_sizes() -> Obligation:
     )
 
 
-register_construction("maxmin", PAPER_REF, lambda: maxmin(4, rows=3))
-
-
-@provider
 def maxmin_obligations() -> Iterable[Obligation]:
     """Z3 partner intent (all sizes, even width), layout, sympy/exact/numeric (bit-exact)."""
     yield maxmin_all_sizes()
@@ -152,6 +148,12 @@ def maxmin_obligations() -> Iterable[Obligation]:
     yield from standard_obligations(
         "maxmin", PAPER_REF, lambda: maxmin(64, rows=64), sympy_sizes=False, exact=False, numeric_tol=0.0
     )
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("maxmin", PAPER_REF, lambda: maxmin(4, rows=3)),
+)
 
 
 __all__ = ["maxmin", "maxmin_all_sizes", "maxmin_ref"]

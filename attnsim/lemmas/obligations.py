@@ -13,20 +13,11 @@ from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import PAPER_REF as TRANSPOSE_REF
 from attnsim.lemmas.transpose import transpose
 from attnsim.proofs.obligation import Obligation
-from attnsim.proofs.registry import provider, register_construction
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.symbolic.program_equals_spec import spec_obligation
 
-register_construction("transpose", TRANSPOSE_REF, lambda: transpose(2, 3))
-register_construction("matmul", MATMUL_REF, lambda: matmul(2, 3, 2))
-register_construction("gathered-transpose", forms.TRANSPOSE_REF, lambda: forms.gathered_transpose(2, 3))
-register_construction("gathered-permute", forms.TRANSPOSE_REF, lambda: forms.gathered_permute(2, 3, 4))
-register_construction("broadcast-gather", forms.TRANSPOSE_REF, lambda: forms.broadcast_gather(2, 3, 4))
-register_construction("consumer-matmul", forms.MATMUL_REF, lambda: forms.consumer_matmul(2, 3, 4, 2))
-register_construction("two-axis-sum", forms.MATMUL_REF, lambda: forms.two_axis_sum(2, 3, 4, 2))
 
-
-@provider
 def transpose_obligations() -> Iterable[Obligation]:
     ref = TRANSPOSE_REF
     rows, cols, heads = C.Size("rows"), C.Size("cols"), C.Size("heads")
@@ -47,7 +38,6 @@ def transpose_obligations() -> Iterable[Obligation]:
     yield from standard_obligations("transpose", ref, lambda: transpose(2, 3, heads=2), numeric_tol=0.0)
 
 
-@provider
 def matmul_obligations() -> Iterable[Obligation]:
     ref = MATMUL_REF
     rows, inner, cols, heads = C.Size("rows"), C.Size("inner"), C.Size("cols"), C.Size("heads")
@@ -109,7 +99,6 @@ def _symbolic(make: Callable[..., Construction], names: tuple[str, ...]) -> Cons
     return make(*map(C.Size, names))
 
 
-@provider
 def forms_obligations() -> Iterable[Obligation]:
     for cid, (make, names, statement, instances) in _FORMS.items():
         ref = make(*instances[-1]).paper_ref
@@ -118,3 +107,15 @@ def forms_obligations() -> Iterable[Obligation]:
         yield layout_obligation(cid, ref, functools.partial(make, *instances[-1]))
         for sizes in instances:
             yield from standard_obligations(cid, ref, functools.partial(make, *sizes), numeric_tol=1e-15)
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("transpose", TRANSPOSE_REF, lambda: transpose(2, 3)),
+    ConstructionEntry("matmul", MATMUL_REF, lambda: matmul(2, 3, 2)),
+    ConstructionEntry("gathered-transpose", forms.TRANSPOSE_REF, lambda: forms.gathered_transpose(2, 3)),
+    ConstructionEntry("gathered-permute", forms.TRANSPOSE_REF, lambda: forms.gathered_permute(2, 3, 4)),
+    ConstructionEntry("broadcast-gather", forms.TRANSPOSE_REF, lambda: forms.broadcast_gather(2, 3, 4)),
+    ConstructionEntry("consumer-matmul", forms.MATMUL_REF, lambda: forms.consumer_matmul(2, 3, 4, 2)),
+    ConstructionEntry("two-axis-sum", forms.MATMUL_REF, lambda: forms.two_axis_sum(2, 3, 4, 2)),
+)

@@ -17,7 +17,7 @@ import sympy as sp
 from attnsim.lemmas.base import Construction, VectorConstruction, layout_obligation, size_args, standard_obligations
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation
-from attnsim.proofs.registry import provider, register_construction
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
 from attnsim.symbolic import specs
@@ -74,10 +74,6 @@ def relu_all_sizes() -> Obligation:
     )
 
 
-register_construction("relu", PAPER_REF, lambda: relu(4, rows=3))
-
-
-@provider
 def relu_obligations() -> Iterable[Obligation]:
     """sympy/exact/numeric (bit-exact) for every dimension <= 3, numeric at 64; layout."""
     yield relu_all_sizes()
@@ -88,6 +84,12 @@ def relu_obligations() -> Iterable[Obligation]:
     yield from standard_obligations(
         "relu", PAPER_REF, lambda: relu(64, rows=64), sympy_sizes=False, exact=False, numeric_tol=0.0
     )
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("relu", PAPER_REF, lambda: relu(4, rows=3)),
+)
 
 
 __all__ = ["VectorConstruction", "relu", "relu_all_sizes", "relu_ref"]

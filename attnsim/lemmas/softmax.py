@@ -51,7 +51,7 @@ from attnsim.lemmas.base import (
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent, check_intent
 from attnsim.proofs.obligation import Obligation, Outcome
-from attnsim.proofs.registry import provider, register_construction
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
@@ -457,11 +457,6 @@ def softmax_all_sizes(stable: bool = False, masked: bool = False) -> Obligation:
     )
 
 
-register_construction("softmax", PAPER_REF, lambda: softmax(2, 3, heads=2))
-register_construction("softmax-masked", PAPER_REF, lambda: masked_softmax(2, 3, heads=2, stable=True))
-
-
-@provider
 def softmax_obligations() -> Iterable[Obligation]:
     """sympy (every dimension <= 3, exp symbolic), numeric up to 64, Z3 intents, layout."""
     ref = PAPER_REF
@@ -517,7 +512,6 @@ def _ms_tag(r: int, c: int, n: int, h: int | None, stable: bool) -> str:
     return f"{'stable-' if stable else ''}cols{c}-{f'heads{h}-' if h else ''}n{n}-rows{r}"
 
 
-@provider
 def masked_softmax_obligations() -> Iterable[Obligation]:
     """The masked form: sympy for every dimension <= 3 and every n <= c, numeric at 64, Z3."""
     ref, cid = PAPER_REF, "softmax-masked"
@@ -587,6 +581,13 @@ def masked_softmax_obligations() -> Iterable[Obligation]:
         "valid-max-shifted float64 within 1e-12 at entries 3000 + N(0, 30^2), 3 columns "
         "(the shift must be the valid max)",
     )
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("softmax", PAPER_REF, lambda: softmax(2, 3, heads=2)),
+    ConstructionEntry("softmax-masked", PAPER_REF, lambda: masked_softmax(2, 3, heads=2, stable=True)),
+)
 
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, size_args
+from attnsim.lemmas.base import Construction, ConstructionError, size_args
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
@@ -78,8 +78,6 @@ def transpose(rows: int | C.Size, cols: int | C.Size, heads: int | C.Size | None
 
 
 def _check_sizes(**kw: int) -> None:
-    from attnsim.lemmas.base import ConstructionError
-
     for k, v in kw.items():
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ConstructionError(f"{k} must be a positive int, got {v!r}")

@@ -47,7 +47,7 @@ import sympy as sp
 import sympy.tensor.tensor  # SymPy imports it lazily on the first Add (0.4 s): do it once, at import
 import z3
 
-from attnsim.proofs import smtlib
+from attnsim.proofs import smtlib, z3sel
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -1072,7 +1072,6 @@ def lemmas_in(detail: str) -> list[str]:
 
 def lemma_outcome(name: str, timeout: float = 10.0) -> Outcome:
     """Prove one lemma of :data:`LEMMAS` with plain Z3."""
-    from attnsim.proofs import z3sel
 
     lm = LEMMAS[name]
     return z3sel.prove(lm.goal, lm.assumptions, timeout=timeout)

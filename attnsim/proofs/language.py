@@ -16,7 +16,6 @@ import numpy as np
 
 from attnsim.proofs import decode, z3sel
 from attnsim.proofs.obligation import Obligation, Outcome
-from attnsim.proofs.registry import provider
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.engine import evaluate
@@ -84,7 +83,6 @@ def _fastpath_check(make: Callable[[], C.SOp], max_len: int = 6) -> Callable[[fl
     return check
 
 
-@provider
 def obligations() -> Iterable[Obligation]:
     for lm in decode.LEMMAS.values():
         yield Obligation(lm.id, "rasp", PAPER, "z3-parametric", _lemma_check(lm.goal, lm.assumptions), lm.statement)

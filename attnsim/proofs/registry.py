@@ -1,77 +1,85 @@
-"""Where constructions register their obligations (lazily, through provider functions)."""
+"""The obligation registry: what :mod:`attnsim.catalog` registers, and the queries over it.
+
+Nothing registers itself on import: the catalogue (:func:`attnsim.catalog.make_registrations`) is
+the one place that names every construction and every obligation provider, in order.  The entry
+points (the CLI, the test suite's conftest, a Dask worker's preload) call
+:func:`attnsim.catalog.load` once; the queries here then read what it registered.
+"""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from attnsim.proofs.obligation import Obligation, ObligationError
 
 Provider = Callable[[], Iterable[Obligation]]
-_PROVIDERS: list[Provider] = []
-_CACHE: list[Obligation] | None = None
-
-# Modules whose import registers providers; each later issue adds its own.
-CATALOG = (
-    "attnsim.proofs.language",
-    "attnsim.lemmas",
-    "attnsim.applications",
-    "attnsim.compile.obligations",
-    "attnsim.simulator.obligations",
-)
 
 
-_CONSTRUCTIONS: dict[str, tuple[str, Callable[[], object]]] = {}
-
-
-_PARTS: dict[str, str] = {}  # construction -> the construction whose program it is a part of
-
-
-def register_construction(name: str, paper_ref: str, example: Callable[[], object], part_of: str | None = None) -> None:
-    """Declare a construction (by the id prefix its obligations use) with a small example factory.
+@dataclass(frozen=True)
+class ConstructionEntry:
+    """A construction, by the id prefix its obligations use, with a small example factory.
 
     Mutation testing, the audit, the report and the compiler iterate over these.  ``part_of``:
     the obligations check a part of another construction's program (its own scope row, e.g. a
     lemma about U's passes): mutation testing mutates that program once and counts these
     obligations with the other's.
     """
-    if name in _CONSTRUCTIONS:
-        raise ObligationError(f"construction {name!r} registered twice")
-    _CONSTRUCTIONS[name] = (paper_ref, example)
-    if part_of is not None:
-        _PARTS[name] = part_of
+
+    name: str
+    paper_ref: str
+    example: Callable[[], object]
+    part_of: str | None = None
+
+
+_PROVIDERS: list[Provider] = []
+_CONSTRUCTIONS: dict[str, ConstructionEntry] = {}
+_CACHE: list[Obligation] | None = None
+
+
+def register(entries: Iterable[ConstructionEntry], *providers: Provider) -> None:
+    """Declare constructions and the providers of their obligations (called by the catalogue only)."""
+    global _CACHE
+    for e in entries:
+        if e.name in _CONSTRUCTIONS:
+            raise ObligationError(f"construction {e.name!r} registered twice")
+        _CONSTRUCTIONS[e.name] = e
+    _PROVIDERS.extend(providers)
+    _CACHE = None
+
+
+def loaded() -> bool:
+    """Whether the catalogue has registered anything yet."""
+    return bool(_PROVIDERS)
+
+
+def _require() -> None:
+    if not _PROVIDERS:
+        raise ObligationError("no obligations registered: call attnsim.catalog.load() first")
 
 
 def parts_of(name: str) -> list[str]:
     """The constructions registered as parts of ``name``."""
-    constructions()
-    return sorted(n for n, whole in _PARTS.items() if whole == name)
+    _require()
+    return sorted(n for n, e in _CONSTRUCTIONS.items() if e.part_of == name)
 
 
 def is_part(name: str) -> bool:
-    constructions()
-    return name in _PARTS
+    _require()
+    return _CONSTRUCTIONS[name].part_of is not None if name in _CONSTRUCTIONS else False
 
 
 def constructions() -> dict[str, tuple[str, Callable[[], object]]]:
     """name -> (paper_ref, example factory), for every registered construction."""
-    for mod in CATALOG:
-        importlib.import_module(mod)
-    return dict(_CONSTRUCTIONS)
-
-
-def provider(fn: Provider) -> Provider:
-    """Decorator: ``fn()`` yields this module's obligations when verify asks for them."""
-    _PROVIDERS.append(fn)
-    return fn
+    _require()
+    return {n: (e.paper_ref, e.example) for n, e in _CONSTRUCTIONS.items()}
 
 
 def all_obligations(include_deep: bool = True) -> list[Obligation]:
     """Every registered obligation, in registration order (ids are unique)."""
     global _CACHE
+    _require()
     if _CACHE is None:
-        for mod in CATALOG:
-            importlib.import_module(mod)
         seen: dict[str, Obligation] = {}
         for p in _PROVIDERS:
             for ob in p():

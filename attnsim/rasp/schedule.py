@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from attnsim.rasp import core as C
+from attnsim.rasp.engine import selector_leaves
 
 
 @dataclass
@@ -67,8 +68,6 @@ def layer_of(outputs: Sequence[C.SOp]) -> dict[int, int]:
 
 
 def _leaves(node: C.SOp) -> list[C.SOp]:
-    from attnsim.rasp.engine import selector_leaves
-
     if isinstance(node, C.Aggregate):
         return [*node.reads(), *selector_leaves(node.selector)]
     if isinstance(node, C.SelectorWidth):

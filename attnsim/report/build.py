@@ -14,8 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from attnsim import __version__
+from attnsim.proofs import registry
 from attnsim.report import data as D
+from attnsim.report import figures as F
+from attnsim.verify.budgets import run_budgeted
+from attnsim.version import __version__
 
 Step = Callable[[str], None]
 
@@ -148,7 +151,6 @@ def build_report(
 
     ``plan(total)`` is called once with the number of stages, ``step(name)`` as each starts.
     """
-    from attnsim.report import figures as F
 
     say = step or (lambda s: None)
     out = cfg.out
@@ -222,10 +224,7 @@ def build_report(
     # (d) verify
     verify_rows: list[Any] = []
     if cfg.verify:
-        from attnsim.proofs.registry import select
-        from attnsim.verify.budgets import run_budgeted
-
-        obs = select(cfg.only, include_deep=cfg.deep and not cfg.quick)
+        obs = registry.select(cfg.only, include_deep=cfg.deep and not cfg.quick)
         say(f"verify ({len(obs)} obligations)")
         verify_rows = run_budgeted(obs, jobs=cfg.jobs, timeout=cfg.timeout)
         per: dict[str, dict[str, int]] = {}
@@ -372,9 +371,7 @@ def _markdown(
 
 
 def _build_quiet(name: str) -> Any:
-    from attnsim.proofs.registry import constructions
-
     try:
-        return constructions()[name][1]()
+        return registry.constructions()[name][1]()
     except Exception:
         return None

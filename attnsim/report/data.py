@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from attnsim.proofs import registry
+
 FIXED = ("heads",)  # size parameters never scaled
 
 
@@ -98,12 +100,11 @@ def _param_sizes(sizes: dict[str, int], params: Any) -> dict[str, int] | None:
 
 def families(names: Iterable[str] | None = None) -> tuple[list[Family], list[tuple[str, str]]]:
     """(families, skipped with reason) for the registered constructions (optionally only ``names``)."""
-    from attnsim.proofs.registry import constructions
 
     fams: list[Family] = []
     skipped: list[tuple[str, str]] = []
     wanted = set(names) if names is not None else None
-    for name, (ref, make) in constructions().items():
+    for name, (ref, make) in registry.constructions().items():
         if wanted is not None and name not in wanted:
             continue
         try:

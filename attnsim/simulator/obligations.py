@@ -21,10 +21,15 @@ import sympy as sp
 
 from attnsim.proofs.intents import check_intent
 from attnsim.proofs.obligation import Obligation, Outcome
-from attnsim.proofs.registry import provider, register_construction
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp.engine import evaluate
 from attnsim.simulator.congruence import Atoms, difference
+from attnsim.simulator.fixtures import FIXTURES, MASK_FIXTURES, check_fixture
+from attnsim.simulator.layerproof.frame import prove_frame
+from attnsim.simulator.layerproof.stack import base_case, prove_stack
+from attnsim.simulator.layerproof.stages.chain import ORDER, prove_layer
+from attnsim.simulator.layerproof.stages.scores import prove_scores
 from attnsim.simulator.reference import TransformerLayer
 from attnsim.simulator.universal import UniversalSimulator
 
@@ -35,19 +40,15 @@ THM9 = "Theorem 9 / Corollary 9.1"
 HIER = "hierarchy (N >= n)"
 SMALL = (3, 3, 2, 2, 3)  # the capacity whose program the Z3 obligations translate (sizes stay symbols)
 
-register_construction(CID, f"{THM6}, {COR61}, {THM9}, {HIER}", lambda: UniversalSimulator(3, 3, 2, 2, 3))
 FRAME = "simulator-frame"
 FRAME_REF = "stacks (depth by looping)"
-register_construction(FRAME, FRAME_REF, lambda: UniversalSimulator(3, 3, 2, 2, 3), part_of=CID)
 
 STAGES = "simulator-stages"
 STAGES_REF = "Theorem 6: U's attention stages (projections, scores, softmax, head outputs)"
-register_construction(STAGES, STAGES_REF, lambda: UniversalSimulator(3, 3, 2, 2, 3), part_of=CID)
 
 
 def scores_check(timeout: float) -> Outcome:
     """Stage ``scores`` (attnsim.simulator.layerproof.stage_proof) on U (compact) built over unbound capacity sizes."""
-    from attnsim.simulator.layerproof.stages.scores import prove_scores
 
     return prove_scores(UniversalSimulator.over_symbolic_capacity(), timeout)
 
@@ -60,8 +61,6 @@ def chain_check(names: tuple[str, ...] | None = None, variant: str = "compact") 
     build's nodes."""
 
     def check(timeout: float) -> Outcome:
-        from attnsim.simulator.layerproof.stages.chain import ORDER, prove_layer
-
         stages = [st for st in ORDER if names is None or st.name in names]
         return prove_layer(UniversalSimulator.over_symbolic_capacity(variant), timeout, stages)
 
@@ -72,8 +71,6 @@ def frame_check(variant: str) -> Callable[[float], Outcome]:
     """The frame lemma of one pass (attnsim.simulator.layerproof.frame) on U built over unbound capacity sizes."""
 
     def check(timeout: float) -> Outcome:
-        from attnsim.simulator.layerproof.frame import prove_frame
-
         return prove_frame(UniversalSimulator.over_symbolic_capacity(variant), timeout)
 
     return check
@@ -84,8 +81,6 @@ def stack_induction_check(variant: str) -> Callable[[float], Outcome]:
     base case on ``encode``; the frame lemma and the layer are proven by their own obligations."""
 
     def check(timeout: float) -> Outcome:
-        from attnsim.simulator.layerproof.stack import base_case, prove_stack
-
         step = prove_stack(UniversalSimulator.over_symbolic_capacity(variant), timeout)
         if step.ok is not True:
             return Outcome(step.ok, f"induction step: {step.detail}")
@@ -310,8 +305,6 @@ def stack_check(tol: float, variant: str = "compact") -> Callable[[float], Outco
 
 def fixture_check(name: str, tol: float, variant: str = "compact") -> Callable[[float], Outcome]:
     def check(timeout: float) -> Outcome:
-        from attnsim.simulator.fixtures import check_fixture
-
         errs = check_fixture(name, variant=variant)
         worst = max(errs.values())
         detail = ", ".join(f"{k} {v:.3g}" for k, v in errs.items())
@@ -349,7 +342,6 @@ def masked_key_check(variant: str) -> Callable[[float], Outcome]:
     return check
 
 
-@provider
 def frame_obligations() -> Iterable[Obligation]:
     for variant in ("compact", "shallow"):
         tag = "" if variant == "compact" else f"{variant}/"
@@ -420,7 +412,6 @@ def frame_obligations() -> Iterable[Obligation]:
     )
 
 
-@provider
 def simulator_obligations() -> Iterable[Obligation]:
     u = _u(*SMALL)
     yield Obligation(
@@ -568,7 +559,6 @@ def simulator_obligations() -> Iterable[Obligation]:
             fixture_check(name, 1e-10),
             "from_state_dict + reference + U vs torch's float64 output (committed fixture)",
         )
-    from attnsim.simulator.fixtures import MASK_FIXTURES
 
     for name in MASK_FIXTURES:
         yield Obligation(
@@ -594,7 +584,6 @@ SHALLOW = f"{CID}/shallow"
 SHALLOW_SMALL = (4, 4, 2, 2, 4)  # numeric checks of the shallow build (its spread grid grows as N^2 D^2)
 
 
-@provider
 def shallow_obligations() -> Iterable[Obligation]:
     """U with ``variant="shallow"`` (6 attention layers): its own stage selectors, coverage,
     numerics for every option combination, the torch fixtures, a stack and whole-U SymPy checks."""
@@ -683,7 +672,6 @@ def shallow_obligations() -> Iterable[Obligation]:
         stack_check(1e-10, variant=v),
         "shallow run_stack: one program looped 3 times == composed references (mixed options, sizes)",
     )
-    from attnsim.simulator.fixtures import FIXTURES
 
     for name in FIXTURES:
         yield Obligation(
@@ -709,6 +697,14 @@ def _layers_check(variant: str, most: int) -> Callable[[float], Outcome]:
         return Outcome.good(f"layers {sorted(set(got.values()))} at capacities {CAPS}")
 
     return check
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry(CID, f"{THM6}, {COR61}, {THM9}, {HIER}", lambda: UniversalSimulator(3, 3, 2, 2, 3)),
+    ConstructionEntry(FRAME, FRAME_REF, lambda: UniversalSimulator(3, 3, 2, 2, 3), part_of=CID),
+    ConstructionEntry(STAGES, STAGES_REF, lambda: UniversalSimulator(3, 3, 2, 2, 3), part_of=CID),
+)
 
 
 __all__ = ["OPTION_COMBOS", "shallow_obligations", "simulator_obligations"]

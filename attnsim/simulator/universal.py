@@ -49,6 +49,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp import hints
 from attnsim.rasp.arith import BackendError
+from attnsim.rasp.domain import Interval
 from attnsim.rasp.engine import Trace, evaluate
 from attnsim.rasp.engine import trace as engine_trace
 from attnsim.rasp.guards import complex_entry
@@ -768,7 +769,6 @@ class UniversalSimulator:
         """What ``attnsim.compile(U.program, ...)`` needs: a bound on the attention logits, which the
         row-max head scores its keys by (the compiled max is exact under hard attention for every
         logit in [-logit_bound, logit_bound]; inputs with larger logits are outside the weights)."""
-        from attnsim.rasp.domain import Interval
 
         return {"attn.logit": Interval(-logit_bound, logit_bound)}
 

@@ -21,6 +21,7 @@ import numpy as np
 import sympy as sp
 
 from attnsim.proofs import z3sel
+from attnsim.proofs.intents import prove_layout
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -94,7 +95,6 @@ def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: 
         vacuous = _vacuous(ex)
         if vacuous:
             return Outcome.bad(f"vacuous: {vacuous}"), set()
-        from attnsim.proofs.intents import prove_layout
 
         lay = prove_layout(con.layout, ex.left(), minimum=ex.minimum)  # operands read where they are encoded
         if lay.ok is not True:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from attnsim.proofs.obligation import Obligation, Result
+from attnsim.verify.runner import run_all
 
 DEFAULT_TIMEOUT = 10.0
 METHOD_TIMEOUTS: dict[str, float] = {
@@ -93,7 +94,6 @@ def run_budgeted(
     Obligations are grouped by timeout and each group goes to the forked pool of
     :func:`attnsim.verify.runner.run_all` in turn; a timed-out result names its rerun command.
     """
-    from attnsim.verify.runner import run_all
 
     groups: dict[float, list[int]] = {}
     for i, ob in enumerate(obs):

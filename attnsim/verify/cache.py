@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Result
 
 DEFAULT_DIR = ".attnsim-cache"
@@ -77,7 +78,6 @@ def construction_fingerprints(names: set[str]) -> dict[str, str]:
 
     A construction whose example does not build, or has no program, is left out (its obligations
     are keyed by id and statement only)."""
-    from attnsim.proofs import registry
 
     cons = registry.constructions()
     out = {}

@@ -20,6 +20,10 @@ from typing import Any
 
 from attnsim.proofs.obligation import Obligation, Result
 from attnsim.verify import cache as C
+from attnsim.verify import dask_runner
+from attnsim.verify.budgets import run_budgeted, timeout_for
+from attnsim.verify.mutation.pool import confirm_killers, run_jobs
+from attnsim.verify.mutation.run import MutantResult
 
 _MUTANT_FIELDS = ("killed", "by", "equivalent", "proof", "detail", "seconds", "applied", "claim_only")
 
@@ -43,7 +47,6 @@ class Campaign:
         on_done: Callable[[Result], None] | None = None,
     ) -> list[Result]:
         """Results of ``obs`` in input order (``timeout``: an explicit ``--timeout``, else each one's budget)."""
-        from attnsim.verify.budgets import run_budgeted, timeout_for
 
         timeouts = [timeout_for(ob, timeout) for ob in obs]
         keys: list[dict[str, Any]] = []
@@ -71,8 +74,6 @@ class Campaign:
 
         sub = [obs[i] for i in todo]
         if self.client is not None:
-            from attnsim.verify import dask_runner
-
             dask_runner.run_obligations(
                 self.client, sub, [timeouts[i] for i in todo], smt, lambda k, r: done(todo[k], r)
             )
@@ -87,8 +88,6 @@ class Campaign:
     def mutants(self, jobs: Sequence[Any], timeout: float, on_done: Callable[[Any], None] | None = None) -> list[Any]:
         """Every mutant of ``jobs`` (:class:`attnsim.verify.mutation.plan.Job`), sharded by (construction,
         mutant); killers are then confirmed on the unmutated constructions through :meth:`obligations`."""
-        from attnsim.verify.mutation.pool import confirm_killers, run_jobs
-        from attnsim.verify.mutation.run import MutantResult
 
         todo = [(job, m) for job in jobs for m in job.mutants]
         keys = [C.mutant_key(m, [o.id for o in job.obligations], timeout) for job, m in todo]
@@ -112,8 +111,6 @@ class Campaign:
                 on_done(r)
 
         if self.client is not None:
-            from attnsim.verify import dask_runner
-
             dask_runner.run_mutants(self.client, [todo[i] for i in rest], timeout, lambda k, r: done(rest[k], r))
         elif rest:
             where = {(todo[i][0].name, todo[i][1].description): i for i in rest}
@@ -144,7 +141,6 @@ def open_campaign(
     if scheduler is None:
         yield Campaign(None, jobs, cache, resume)
         return
-    from attnsim.verify import dask_runner
 
     with dask_runner.connect(scheduler) as client:
         yield Campaign(client, jobs, cache, resume)

@@ -9,7 +9,7 @@ pool (:mod:`attnsim.verify.runner`) runs and ``--scheduler`` says how to install
 
 The hard timeouts stay hard on a worker: a Dask task cannot be interrupted, so a task never runs
 a check itself.  Each worker thread keeps one *slot*, a child process forked from a forkserver
-that has already built the obligation registry (:mod:`attnsim.verify._warm`), and hands it the
+that has already built the obligation registry (:mod:`attnsim.preload`), and hands it the
 obligation; when the obligation's timeout passes, the slot is killed, the obligation is
 ``unknown`` (never proved) and a fresh slot takes the next one.  A mutant runs in a child of its
 own, as in :func:`attnsim.verify.mutation.pool.run_jobs`, killed when it exceeds its budget.
@@ -32,7 +32,12 @@ from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
+from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Outcome, Result
+from attnsim.verify.budgets import explain_timeout
+from attnsim.verify.cache import code_version, solver_versions
+from attnsim.verify.mutation.plan import mutant_budget
+from attnsim.verify.mutation.run import MutantResult, _child
 from attnsim.verify.runner import CROSS_CHECK_BUDGET, SmtOptions, _check, _result
 
 INSTALL = 'pip install "attnsim[dask]"'
@@ -60,7 +65,7 @@ def _context() -> Any:
         # it makes the allocation-heavy SymPy and Z3 checks measurably slower than in the local pool.
         os.environ.pop("MALLOC_TRIM_THRESHOLD_", None)
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["attnsim.verify._warm"])
+        ctx.set_forkserver_preload(["attnsim.preload"])  # by name: the catalogue lives above the harness
         _CTX.append(ctx)
     return _CTX[0]
 
@@ -75,8 +80,6 @@ def start_forkserver() -> None:
 
 
 def _registered() -> dict[str, Obligation]:
-    from attnsim.proofs import registry
-
     return {o.id: o for o in registry.all_obligations(include_deep=True)}
 
 
@@ -188,8 +191,6 @@ def _mutant_child(
     name: str, ids: list[str], mutant: Any, timeout: float, conn: Connection, lifeline: Connection
 ) -> None:
     """One mutant, in a child forked from the warm server: its obligations are looked up by id."""
-    from attnsim.proofs import registry
-    from attnsim.verify.mutation.run import _child
 
     _die_with_worker(lifeline)
     try:
@@ -232,7 +233,6 @@ def mutant_task(name: str, ids: list[str], mutant: Any, timeout: float, budget: 
 
 def worker_versions() -> tuple[str, dict[str, str]]:
     """This process's checking-code version and solver versions (compared with the client's)."""
-    from attnsim.verify.cache import code_version, solver_versions
 
     return code_version(), solver_versions()
 
@@ -336,7 +336,6 @@ def run_obligations(
     import cloudpickle
     from distributed import as_completed
 
-    from attnsim.verify.budgets import explain_timeout
 
     known = _registered()
     refs: list[Ref] = [ob.id if known.get(ob.id) is ob else cloudpickle.dumps(ob) for ob in obs]
@@ -374,8 +373,6 @@ def run_mutants(
     Killers are not confirmed here (see :func:`attnsim.verify.mutation.pool.confirm_killers`)."""
     from distributed import as_completed
 
-    from attnsim.verify.mutation.plan import mutant_budget
-    from attnsim.verify.mutation.run import MutantResult
 
     results: dict[int, MutantResult] = {}
     futures: dict[Any, int] = {}

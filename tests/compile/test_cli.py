@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.compile import CompiledTransformer, compare
 
 

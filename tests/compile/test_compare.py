@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from attnsim.cli import main
-from attnsim.compile import cli as compile_cli
+from attnsim.cli import compile as compile_cli
+from attnsim.cli.main import main
 from attnsim.compile import compare
 
 

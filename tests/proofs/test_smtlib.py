@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import z3
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.proofs import decode, smtlib, z3sel
 from attnsim.proofs.obligation import Obligation
 from attnsim.rasp import core as C

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim import cli
+from attnsim.cli.main import main
 from attnsim.lemmas.base import (
     Construction,
     exact_check,
@@ -135,12 +135,12 @@ def test_verify_exits_nonzero_on_z3_unknown(
 ) -> None:
     good = Obligation("hard/exact/ok", "hard", "test", "exact", lambda t: Outcome.good("fine"))
     monkeypatch.setattr(registry, "select", lambda prefix=None, include_deep=False: [good, _ob()])
-    code = cli.main(["verify", "--json", "-j", "1"])
+    code = main(["verify", "--json", "-j", "1"])
     data = json.loads(capsys.readouterr().out)
     assert code != 0
     assert [d["status"] for d in data] == ["passed", "unknown"]
     monkeypatch.setattr(registry, "select", lambda prefix=None, include_deep=False: [good])
-    assert cli.main(["verify", "--json", "-j", "1"]) == 0
+    assert main(["verify", "--json", "-j", "1"]) == 0
 
 
 def test_interval_bounds_are_sound_for_negative_size_minimums() -> None:

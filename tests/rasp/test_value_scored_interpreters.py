@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import z3
-from attnsim.verify.mutation.generate import Mutant, Mutator, node_mutations
 
 from attnsim.applications.z3prog import prove_for_all_inputs
 from attnsim.rasp import core as C
@@ -13,6 +12,7 @@ from attnsim.rasp import expr as E
 from attnsim.rasp.bind import bind_program
 from attnsim.rasp.engine import evaluate
 from attnsim.verify.mutation import taint
+from attnsim.verify.mutation.generate import Mutant, Mutator, node_mutations
 
 
 def _blocks(width: C.Size | int) -> C.Selector:

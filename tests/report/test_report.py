@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.report import data as D
 from attnsim.report.build import ReportConfig, _as_series, build_report
 

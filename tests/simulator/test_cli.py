@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 
 
 def test_simulate_json(capsys: pytest.CaptureFixture[str]) -> None:

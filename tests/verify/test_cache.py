@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from attnsim import cli
+from attnsim.cli.main import main
 from attnsim.proofs.obligation import Obligation, Outcome, Result
 from attnsim.verify import cache as C
 from attnsim.verify.campaign import open_campaign
@@ -104,9 +104,9 @@ def test_resume_after_interruption_reruns_only_unfinished(tmp_path: Path) -> Non
 def test_cli_resume_reuses_every_unchanged_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`verify --resume --cache DIR` twice: the second run reruns nothing and prints the same rows."""
     argv = ["verify", "--only", "transpose/", "--json", "--resume", "--cache", str(tmp_path), "-j", "1"]
-    assert cli.main(argv) == 0
+    assert main(argv) == 0
     first, err1 = capsys.readouterr()
-    assert cli.main(argv) == 0
+    assert main(argv) == 0
     second, err2 = capsys.readouterr()
     n = len(json.loads(first))
     assert "0 of" in err1 and f"{n} of {n} results reused, 0 run" in err2
@@ -117,12 +117,12 @@ def test_cli_resume_reuses_every_unchanged_result(tmp_path: Path, capsys: pytest
 
 def test_cli_cache_alone_writes_but_does_not_reuse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["verify", "--only", "rasp/z3-parametric/divmod", "--cache", str(tmp_path), "-j", "1"]
-    assert cli.main(argv) == 0 and cli.main(argv) == 0
+    assert main(argv) == 0 and main(argv) == 0
     err = capsys.readouterr().err
     assert err.count("0 of 2 results reused, 2 run, 2 written") == 2
 
 
 def test_cli_resume_with_smt2_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        cli.main(["verify", "--only", "transpose/", "--resume", "--smt2", str(tmp_path)])
+        main(["verify", "--only", "transpose/", "--resume", "--smt2", str(tmp_path)])
     assert exc.value.code == 2 and "--resume with --smt2" in capsys.readouterr().err

@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from attnsim.verify.mutation.plan import plan
-from attnsim.verify.mutation.pool import run_jobs
 
-from attnsim import cli
+from attnsim.cli.main import main
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Outcome, Result
 from attnsim.verify import dask_runner
 from attnsim.verify.budgets import run_budgeted, timeout_for
 from attnsim.verify.campaign import Campaign
+from attnsim.verify.mutation.plan import plan
+from attnsim.verify.mutation.pool import run_jobs
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +52,9 @@ def test_cluster_gives_the_local_rows(client: Any) -> None:
 
 def test_cli_on_a_scheduler_address_prints_the_local_json(client: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """`verify --scheduler tcp://...` (an existing cluster): the JSON rows and exit code of `verify -j 2`."""
-    assert cli.main(["verify", "--only", "transpose/", "--json", "-j", "2"]) == 0
+    assert main(["verify", "--only", "transpose/", "--json", "-j", "2"]) == 0
     local = json.loads(capsys.readouterr().out)
-    assert cli.main(["verify", "--only", "transpose/", "--json", "--scheduler", client.scheduler.address]) == 0
+    assert main(["verify", "--only", "transpose/", "--json", "--scheduler", client.scheduler.address]) == 0
     remote = json.loads(capsys.readouterr().out)
     assert [set(d) for d in remote] == [set(d) for d in local]
     assert [(d["id"], d["method"], d["status"]) for d in remote] == [(d["id"], d["method"], d["status"]) for d in local]
@@ -145,14 +145,14 @@ def test_without_dask_scheduler_says_how_to_install(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` now raises ImportError
-    assert cli.main(["verify", "--only", "transpose/", "--scheduler", "local:2"]) == 2
+    assert main(["verify", "--only", "transpose/", "--scheduler", "local:2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and 'pip install "attnsim[dask]"' in err[0]
 
 
 def test_bad_local_scheduler_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["verify", "--only", "transpose/", "--scheduler", "local:0"]) == 2
+    assert main(["verify", "--only", "transpose/", "--scheduler", "local:0"]) == 2
     assert "local:N with N >= 1" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
-        cli.main(["verify", "--only", "transpose/", "--scheduler", "local:2", "-j", "2"])
+        main(["verify", "--only", "transpose/", "--scheduler", "local:2", "-j", "2"])
     assert exc.value.code == 2

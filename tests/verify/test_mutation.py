@@ -10,16 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from attnsim.verify.mutation.equivalence.node import domain_of
-from attnsim.verify.mutation.equivalence.selector import prove_same_selector
-from attnsim.verify.mutation.generate import expr_mutations, mutants_of, mutate_expr
-from attnsim.verify.mutation.plan import Job, plan
-from attnsim.verify.mutation.pool import run_jobs
-from attnsim.verify.mutation.run import order_obligations, run_mutant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim import cli
+from attnsim.cli.main import main
 from attnsim.lemmas.base import Construction, exact_check, sympy_check
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import transpose
@@ -28,6 +22,12 @@ from attnsim.proofs.obligation import Obligation
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
+from attnsim.verify.mutation.equivalence.node import domain_of
+from attnsim.verify.mutation.equivalence.selector import prove_same_selector
+from attnsim.verify.mutation.generate import expr_mutations, mutants_of, mutate_expr
+from attnsim.verify.mutation.plan import Job, plan
+from attnsim.verify.mutation.pool import run_jobs
+from attnsim.verify.mutation.run import order_obligations, run_mutant
 
 
 def _exact_obs(name: str, makers: list[Callable[[], Construction]]) -> list[Obligation]:
@@ -192,7 +192,7 @@ def _install(
 
 def test_cli_json_keys_and_exit_code(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     _install(monkeypatch, "ident", _identity, _exact_obs("ident", [_identity]))
-    code = cli.main(["verify", "--mutants", "--json", "-j", "1"])
+    code = main(["verify", "--mutants", "--json", "-j", "1"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0
     assert all(set(d) == {"construction", "mutant", "killed", "by", "equivalent", "proof", "claim_only"} for d in data)
@@ -202,7 +202,7 @@ def test_cli_json_keys_and_exit_code(monkeypatch: pytest.MonkeyPatch, capsys: py
 def test_cli_survivor_exits_nonzero(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Obligations that only check the 1x1 case let mutants survive: the run must fail and list them."""
     _install(monkeypatch, "transpose", lambda: transpose(2, 3), _exact_obs("transpose", [lambda: transpose(1, 1)]))
-    code = cli.main(["verify", "--mutants", "-j", "2", "--timeout", "2", "--max-mutants", "6"])
+    code = main(["verify", "--mutants", "-j", "2", "--timeout", "2", "--max-mutants", "6"])
     out = capsys.readouterr().out
     assert code == 1
     assert "SURVIVED" in out

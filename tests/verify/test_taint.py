@@ -9,9 +9,6 @@ from typing import Any, cast
 
 import numpy as np
 import pytest
-from attnsim.verify.mutation.equivalence.unread import unread_changes
-from attnsim.verify.mutation.generate import Mutant, Mutator, mutants_of
-from attnsim.verify.mutation.run import _collect_constructions, run_mutant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +19,9 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
 from attnsim.verify.mutation import taint
+from attnsim.verify.mutation.equivalence.unread import unread_changes
+from attnsim.verify.mutation.generate import Mutant, Mutator, mutants_of
+from attnsim.verify.mutation.run import _collect_constructions, run_mutant
 
 
 def _scratch(read_all: bool = False, divide: bool = False) -> Construction:

@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from attnsim import cli
+from attnsim.cli.main import main
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.verify.runner import run_all
 
 
 def test_verify_json_only(capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["verify", "--only", "rasp/z3-parametric/divmod", "--json", "-j", "1"])
+    code = main(["verify", "--only", "rasp/z3-parametric/divmod", "--json", "-j", "1"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and len(data) == 2
     assert set(data[0]) == {"id", "construction", "paper_ref", "method", "bound", "status", "seconds", "detail"}
@@ -19,7 +19,7 @@ def test_verify_json_only(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_verify_only_without_a_match_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     """A prefix that selects nothing is a usage error (exit 2), never an empty success."""
-    assert cli.main(["verify", "--only", "no-such-construction/", "-j", "1"]) == 2
+    assert main(["verify", "--only", "no-such-construction/", "-j", "1"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "no obligation matches 'no-such-construction/'" in err
 

@@ -46,6 +46,7 @@ from attnsim.simulator.layerproof.frame import (
     frame_binding,
     frame_cases,
 )
+from attnsim.simulator.reference import TransformerLayer
 
 PASS = E.Var("t!")  # the pass index
 
@@ -144,7 +145,6 @@ def step_goals(cases: Sequence[FrameCase]) -> list[tuple[str, E.Expr, list[E.Exp
 def base_case(make: Any, layers: int = 3, seed: int = 0) -> Outcome:
     """``encode`` of ``layers`` random layers at one capacity is ``Enc_0``, exactly: record l at
     base + l S (the one-layer encoding's record), the pointer 0, zeros past M S."""
-    from attnsim.simulator.reference import TransformerLayer
 
     u = make()
     rng = np.random.default_rng(seed)

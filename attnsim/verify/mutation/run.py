@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from attnsim.lemmas.base import Construction
 from attnsim.proofs import z3sel
+from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
 from attnsim.verify.mutation.equivalence.graph import unreachable
@@ -194,8 +196,6 @@ def _collect_constructions(into: list[Any] | None) -> None:
 
     Subclasses with their own ``__init__`` (a ``@dataclass`` subclass such as VectorConstruction)
     are patched too; only the outermost ``__init__`` of an instance appends it."""
-    from attnsim.lemmas.base import Construction
-    from attnsim.proofs.intents import Intent
 
     classes: list[type] = [Construction, Intent]
     for cls in classes:

@@ -10,6 +10,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from attnsim.proofs.intents import check_intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.verify.mutation.equivalence.node import _arg_key, domain_of
@@ -64,7 +65,6 @@ def consumers_equivalent(hook: Mutator, built: Sequence[Any], timeout: float) ->
     if not cases or covered != set(before):
         return False, "-"
     proofs = []
-    from attnsim.proofs.intents import check_intent
 
     for new_sel, orig, length, minimum, assume, intent, layout in cases.values():
         if intent is not None:  # the changed head still meets its intent, which the original meets (its obligation)

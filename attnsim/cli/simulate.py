@@ -11,7 +11,7 @@ import tracemalloc
 
 import numpy as np
 
-from attnsim.cli import command, nonneg_int, positive_int
+from attnsim.cli.commands import command, nonneg_int, positive_int
 from attnsim.simulator.errors import SimulatorError
 from attnsim.simulator.reference import NORMS, TransformerLayer
 from attnsim.simulator.universal import UniversalSimulator

@@ -24,10 +24,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from attnsim.cli import UsageError, command, nonneg_int, out_console, positive_int
+from attnsim import lemmas
+from attnsim.cli.commands import UsageError, command, nonneg_int, out_console, positive_int
 from attnsim.compile import classic, compare
 from attnsim.compile.compiler import compile_program
 from attnsim.compile.model import CompiledTransformer, CompileError
+from attnsim.compile.tracr_adapter import TracrSystem, TracrUnavailable
+from attnsim.proofs import registry
+from attnsim.simulator.universal import UniversalSimulator
 
 U_NAMES = ("u", "simulator")
 U_SIZES = ("MAX_LEN", "D_MODEL", "N_HEADS", "D_HEAD", "[D_FF]")
@@ -40,7 +44,6 @@ def size_names(key: str) -> tuple[str, ...] | None:
     registered example compiles).  Optional arguments (a lemma's ``heads``...) are not sizes, so
     a surplus number is refused instead of silently becoming one.
     """
-    from attnsim import lemmas
 
     factory = getattr(lemmas, key.replace("-", "_"), None)
     if factory is None or not callable(factory):
@@ -56,11 +59,10 @@ def size_names(key: str) -> tuple[str, ...] | None:
 
 def sizes_help() -> str:
     """The --help epilog: which sizes each NAME takes."""
-    from attnsim.proofs.registry import constructions
 
     lines = ["sizes per NAME:"]
     fixed = []
-    for key in constructions():
+    for key in registry.constructions():
         if key in U_NAMES:
             continue
         names = size_names(key)
@@ -109,7 +111,6 @@ def check_out(out: str) -> None:
 
 def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, stack: int = 1) -> CompiledTransformer:
     """Compile NAME at the given sizes (see the module docstring)."""
-    from attnsim.proofs.registry import constructions
 
     key = name.lower()
     if any(s < 1 for s in sizes):
@@ -119,10 +120,8 @@ def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, s
     if key not in classic.PROGRAMS and vocab is not None:
         raise CompileError(f"--vocab is for classic programs ({', '.join(classic.PROGRAMS)}), not {key}")
     if key in U_NAMES:
-        from attnsim.simulator.universal import UniversalSimulator
-
         if not sizes:
-            example: Any = constructions()["simulator"][1]()
+            example: Any = registry.constructions()["simulator"][1]()
             sizes = list(example.capacity.values())
         if len(sizes) not in (4, 5):
             raise CompileError(f"{key} takes its capacity: {' '.join(U_SIZES)}; got {len(sizes)} size(s)")
@@ -139,14 +138,12 @@ def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, s
         if sizes:
             raise CompileError(f"classic program {key} takes no sizes; use --max-len and --vocab")
         return compile_program(classic.PROGRAMS[key](), max_len=max_len or 10, vocab=range(vocab or 4))
-    cons = constructions()
+    cons = registry.constructions()
     if key not in cons:
         known = ", ".join(sorted([*cons, "u", *classic.PROGRAMS]))
         raise CompileError(f"unknown construction {name!r}; known: {known}")
     con: Any
     if sizes:
-        from attnsim import lemmas
-
         names = size_names(key)
         if names is None:
             raise CompileError(f"{key} has no size-taking factory in attnsim.lemmas; omit the sizes")
@@ -194,7 +191,6 @@ def compile_command(args: argparse.Namespace) -> int:
 # -- compare tracr -----------------------------------------------------------------------------
 def tracr_system() -> compare.System:
     """Tracr's adapter (a usage error naming the extra when Tracr is not installed)."""
-    from attnsim.compile.tracr_adapter import TracrSystem, TracrUnavailable
 
     try:
         return TracrSystem()

@@ -26,7 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.cli import command, positive_float, positive_int
+from attnsim.cli.commands import command, positive_float, positive_int
+from attnsim.report import data as D
+from attnsim.simulator.reference import TransformerLayer
+from attnsim.simulator.universal import UniversalSimulator
 
 SIZES = (8, 16, 32, 64)
 
@@ -138,7 +141,6 @@ def bench(
     on_step: Callable[[str], None] | None = None,
 ) -> BenchResult:
     """Run the benchmark (see the module docstring); nothing here asserts on time."""
-    from attnsim.report import data as D
 
     if not sizes or any(int(s) < 1 for s in sizes):
         raise BenchError(f"sizes must be positive integers, got {list(sizes)}")
@@ -196,7 +198,6 @@ def _bench_family(
     res: BenchResult, fam: Any, left: Callable[[], float], share: Callable[[], float], say: Callable[[str], None]
 ) -> None:
     """Sizes of one construction while they fit its ``share`` of the budget (the first always runs)."""
-    from attnsim.report import data as D
 
     rng = np.random.default_rng(0)
     runs: list[tuple[int, float]] = []
@@ -246,8 +247,6 @@ def _bench_family(
 
 
 def _bench_simulator(res: BenchResult, left: Callable[[], float], say: Callable[[str], None]) -> None:
-    from attnsim.report import data as D
-
     TL, US = D.simulator_api()  # type: ignore[misc]
     runs: list[tuple[int, float]] = []  # (size, seconds of one build + run)
     for s in res.sizes:
@@ -324,8 +323,6 @@ def simulator_targets(
     layer T (torch's default post-norm ReLU encoder layer when torch is installed, compared with
     torch's own float64 output too; else a random post-norm layer): layers, positions, seconds
     (median of ``repeats``, one run when a run is slow), tracemalloc peak, errors."""
-    from attnsim.simulator.reference import TransformerLayer
-    from attnsim.simulator.universal import UniversalSimulator
 
     say = on_step or (lambda s: None)
     rows = []

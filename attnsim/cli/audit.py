@@ -36,7 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attnsim.cli import command
+from attnsim.cli.commands import command
+from attnsim.proofs import registry
 
 COLUMNS = ("result", "statement", "construction", "obligations", "tests", "beyond / short of the paper")
 REF = re.compile(r"`([^`]+)`")
@@ -216,7 +217,6 @@ def _matches(ref: str, oid: str) -> bool:
 
 def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) -> AuditReport:
     """Run every check on the map at ``map_path``; test paths are relative to ``root``."""
-    from attnsim.proofs.registry import all_obligations, constructions
 
     if not map_path.is_file():
         raise AuditError(f"no map at {map_path} (pass --map PATH/paper_map.md)")
@@ -232,8 +232,8 @@ def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) ->
             _collect_cmd(present), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
     problems: list[Problem] = []
-    obs = all_obligations(include_deep=True)
-    cons = constructions()
+    obs = registry.all_obligations(include_deep=True)
+    cons = registry.constructions()
 
     def add(kind: str, ref: str, detail: str, row: Row | None = None) -> None:
         problems.append(Problem(kind, ref, detail, row.line if row else None, row.result if row else ""))
@@ -305,7 +305,7 @@ def default_map() -> Path:
     here = Path.cwd() / "paper_map.md"
     if here.is_file():
         return here
-    checkout = Path(__file__).resolve().parents[1] / "paper_map.md"
+    checkout = Path(__file__).resolve().parents[2] / "paper_map.md"  # attnsim/cli/audit.py -> the checkout
     if checkout.is_file():
         return checkout
     raise AuditError(

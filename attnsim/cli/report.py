@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from attnsim.cli import EXIT_FAILED, command, positive_float, positive_int
+from attnsim.cli.commands import EXIT_FAILED, command, positive_float, positive_int
+from attnsim.report.build import ReportConfig, build_report
 
 
 class ReportError(ValueError):
@@ -58,7 +59,6 @@ def report(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from attnsim.report.build import ReportConfig, build_report
 
     prepare_out(args.out)
     cfg = ReportConfig(

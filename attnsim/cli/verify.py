@@ -1,117 +1,41 @@
-"""The `attnsim` command line: verify, audit, simulate, report, bench, compile.
-
-Exit codes, for every subcommand: 0 success; 1 a check failed or stayed unknown (or an
-internal error); 2 a usage error (a bad option, a missing file, an input out of range);
-130 interrupted.  No Python traceback reaches the user (``attnsim --traceback CMD`` shows it):
-:func:`main` turns every exception into one line on stderr, and that line is the last one.
-"""
+"""`attnsim verify`: run every proof obligation, print the table and the scope, exit 0 only if all hold."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
-import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from attnsim import __version__
-
-Validator = Callable[[argparse.Namespace], str | None]
-COMMANDS: dict[
-    str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], Validator | None]
-] = {}
-
-EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
-
-
-class UsageError(ValueError):
-    """A command-line usage error: reported as one line, exit 2."""
-
-
-def command(
-    name: str, configure: Callable[[argparse.ArgumentParser], None], validate: Validator | None = None
-) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
-    """Register a subcommand: ``configure`` adds its arguments, the decorated function runs it.
-
-    ``validate(args)`` (optional) checks combinations of options after parsing and returns an
-    error message, or None; the message becomes a one-line usage error (exit 2).
-    """
-
-    def deco(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        COMMANDS[name] = (configure, fn, validate)
-        return fn
-
-    return deco
-
-
-# -- option types: each rejects a bad value with one line, before anything runs ----------------
-def _number(text: str, kind: type[int] | type[float]) -> float:
-    try:
-        v = kind(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected {'an integer' if kind is int else 'a number'}, got {text!r}"
-        ) from None
-    if v != v or v in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return v
-
-
-def positive_int(text: str) -> int:
-    """An integer >= 1 (worker counts, sizes, repeats)."""
-    v = int(_number(text, int))
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
-    return v
-
-
-def nonneg_int(text: str) -> int:
-    """An integer >= 0."""
-    v = int(_number(text, int))
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
-    return v
-
-
-def positive_float(text: str) -> float:
-    """A finite number > 0 (timeouts, budgets, in seconds)."""
-    v = float(_number(text, float))
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
-    return v
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, with usage errors on one line (no usage block above them), exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
-
-
-def out_console() -> Console:
-    """The stdout console: the terminal's width, or (in a pipe or a file) wide enough never to fold."""
-    c = Console()
-    return c if c.is_terminal else Console(width=4000)
-
-
-def _clip(text: str, n: int) -> str:
-    """``text`` cut to at most ``n`` characters at a word boundary (with an ellipsis)."""
-    text = " ".join(text.split())
-    if len(text) <= n:
-        return text
-    cut = text[: n - 1]
-    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + " …"
+from attnsim.cli.commands import (
+    EXIT_FAILED,
+    UsageError,
+    clip,
+    command,
+    nonneg_int,
+    out_console,
+    positive_float,
+    positive_int,
+)
+from attnsim.proofs import registry
+from attnsim.verify.budgets import DEFAULT_TIMEOUT, is_timeout, run_budgeted
+from attnsim.verify.cache import DEFAULT_DIR
+from attnsim.verify.campaign import open_campaign
+from attnsim.verify.dask_runner import parse_local
+from attnsim.verify.mutation.report import run_cli
+from attnsim.verify.runner import SmtOptions
+from attnsim.verify.scope import print_scope
+from attnsim.version import __version__
 
 
 # -- verify ------------------------------------------------------------------------------------
@@ -171,12 +95,8 @@ def _campaign(args: argparse.Namespace) -> Any:
     """The campaign of --scheduler / --resume / --cache (a context manager), or None: the local pool as before."""
     if not (args.scheduler or args.resume or args.cache):
         return None
-    from attnsim.verify.cache import DEFAULT_DIR
-    from attnsim.verify.campaign import open_campaign
 
     if args.scheduler:
-        from attnsim.verify.dask_runner import parse_local
-
         parse_local(args.scheduler)  # a bad local:N is a usage error before anything starts
         try:
             import distributed  # noqa: F401
@@ -233,14 +153,13 @@ def _obligation_table(results: Sequence[Any], title: str, terminal: bool) -> Tab
             "" if r.bound is None else str(r.bound),
             f"[{colors[r.status]}]{r.status}[/]",
             f"{r.seconds:.2f}",
-            escape(_clip(r.detail, 160) if terminal else " ".join(r.detail.split())),
+            escape(clip(r.detail, 160) if terminal else " ".join(r.detail.split())),
         )
     return table
 
 
 def _smt_options(args: argparse.Namespace) -> Any:
     """--cross-check / --smt2 as runner options (None when neither is given); bad values are usage errors."""
-    from attnsim.verify.runner import SmtOptions
 
     if args.cross_check:
         try:
@@ -292,11 +211,9 @@ def smt_summary(results: Sequence[Any], smt: Any) -> str:
 @command("verify", _verify_args, _verify_validate)
 def verify(args: argparse.Namespace) -> int:
     """Run every proof obligation and print the table; exit 0 only if none failed or stayed unknown."""
-    from attnsim.proofs.registry import select
-    from attnsim.verify.budgets import DEFAULT_TIMEOUT, is_timeout, run_budgeted
 
     err = Console(stderr=True)
-    obs = select(args.only, include_deep=args.deep)
+    obs = registry.select(args.only, include_deep=args.deep)
     if not obs:
         raise UsageError(
             f"no obligation matches {args.only!r} (an id prefix, e.g. `matmul/` or `matmul/z3-parametric`)"
@@ -304,8 +221,6 @@ def verify(args: argparse.Namespace) -> int:
     smt = None if args.mutants else _smt_options(args)
     campaign = _campaign(args)
     if args.mutants:
-        from attnsim.verify.mutation.report import run_cli
-
         if args.timeout is None:
             args.timeout = DEFAULT_TIMEOUT
         if campaign is None:
@@ -375,10 +290,9 @@ def verify(args: argparse.Namespace) -> int:
                 out.print("no obligation failed or stayed unknown")
         else:
             out.print(_obligation_table(results, title, out.is_terminal))
-        from attnsim.verify.scope import print_scope
 
         ran = {o.id for o in obs}
-        skipped = [] if args.deep else [o for o in select(args.only, include_deep=True) if o.id not in ran]
+        skipped = [] if args.deep else [o for o in registry.select(args.only, include_deep=True) if o.id not in ran]
         print_scope(results, out, skipped)  # per construction and per paper result: all sizes / bounded / sampled
         out.print(count_line)
         if smt is not None:
@@ -393,88 +307,3 @@ def verify(args: argparse.Namespace) -> int:
     print(why, file=sys.stderr)
     return EXIT_FAILED
 
-
-# -- entry point -------------------------------------------------------------------------------
-# Modules that define further subcommands with @command (each issue adds its own line).
-COMMAND_MODULES: tuple[str, ...] = (
-    "attnsim.audit",
-    "attnsim.report.command",
-    "attnsim.bench",
-    "attnsim.compile.cli",
-    "attnsim.simulator.cli",
-)
-
-
-def _one_line(exc: BaseException) -> str:
-    """An exception as one line: our own errors by their message, others by type and message."""
-    text = " ".join(str(exc).split()) or "(no message)"
-    if isinstance(exc, OSError) and exc.strerror:
-        where = f": {exc.filename}" if exc.filename else ""
-        return f"{exc.strerror}{where}"
-    own = type(exc).__module__.startswith("attnsim")
-    return text if own else f"{type(exc).__name__}: {text}"
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every registered subcommand."""
-    import importlib
-
-    for mod in COMMAND_MODULES:
-        importlib.import_module(mod)
-    parser = _Parser(prog="attnsim", description="Universal simulators of attention, proven three ways.")
-    parser.add_argument("--version", action="version", version=f"attnsim {__version__}")
-    parser.add_argument(
-        "--traceback", action="store_true", help="on an error, show the Python traceback instead of one line"
-    )
-    sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
-    for name, (configure, fn, _) in COMMANDS.items():
-        sp = sub.add_parser(name, help=((fn.__doc__ or "").strip().splitlines() or [""])[0])
-        configure(sp)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subcommand and return its exit code (0 ok, 1 failed check, 2 usage error).
-
-    argparse-level usage errors (an unknown option, a bad value) raise ``SystemExit(2)`` after
-    their one line, as argparse does; every other exception becomes one line and a return code.
-    """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    _, fn, validate = COMMANDS[args.cmd]
-    if validate is not None:
-        msg = validate(args)
-        if msg:
-            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-            sub.choices[args.cmd].error(msg)
-    debug = args.traceback or os.environ.get("ATTNSIM_TRACEBACK") == "1"
-    prefix = f"attnsim {args.cmd}"
-    try:
-        return fn(args)
-    except KeyboardInterrupt:
-        print(f"{prefix}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:  # `attnsim verify | head`: the reader left; say nothing more
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        return EXIT_FAILED
-    except (ValueError, KeyError, OSError) as exc:  # bad input, a missing or unwritable file: usage
-        if debug:
-            raise
-        print(f"{prefix}: error: {_one_line(exc)}", file=sys.stderr)
-        return EXIT_USAGE
-    except Exception as exc:  # a bug: still one line, naming the exception
-        if debug:
-            raise
-        print(
-            f"{prefix}: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
-            "(rerun with `attnsim --traceback ...` and report it)",
-            file=sys.stderr,
-        )
-        return EXIT_FAILED
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""The catalogue: every construction and every proof obligation of attnsim, registered here.
+
+One explicit place, read top to bottom (after CrossHair's ``make_registrations``): the modules
+below declare their constructions (``CONSTRUCTIONS``) and the functions that yield their
+obligations; nothing registers itself on import.  The order here is the order of
+``attnsim verify``'s rows.  A new construction or obligation module gets its line here, and its
+row in ``paper_map.md`` (``attnsim audit`` checks both directions).
+"""
+
+from __future__ import annotations
+
+from attnsim.applications import obligations as applications
+from attnsim.compile import obligations as compiled
+from attnsim.lemmas import cofactor, faddeev, faddeev_steps
+from attnsim.lemmas import obligations as lemmas
+from attnsim.lemmas.maxmin import CONSTRUCTIONS as MAXMIN  # by name: the package re-exports the functions
+from attnsim.lemmas.maxmin import maxmin_obligations
+from attnsim.lemmas.relu import CONSTRUCTIONS as RELU
+from attnsim.lemmas.relu import relu_obligations
+from attnsim.lemmas.softmax import CONSTRUCTIONS as SOFTMAX
+from attnsim.lemmas.softmax import masked_softmax_obligations, softmax_obligations
+from attnsim.proofs import language, registry
+from attnsim.simulator import obligations as simulator
+
+
+def make_registrations() -> None:
+    """Register every construction and obligation provider, in ``verify``'s order."""
+    # the lemmas (Lemma transpose, matmul, Lemma 3 softmax, ReLU, MaxMin, determinant, inverse)
+    registry.register(cofactor.CONSTRUCTIONS, cofactor.cofactor_obligations)
+    registry.register(faddeev.CONSTRUCTIONS, faddeev.faddeev_obligations)
+    registry.register((), faddeev_steps.faddeev_step_obligations)
+    registry.register(
+        lemmas.CONSTRUCTIONS, lemmas.transpose_obligations, lemmas.matmul_obligations, lemmas.forms_obligations
+    )
+    registry.register(SOFTMAX, softmax_obligations, masked_softmax_obligations)
+    registry.register(MAXMIN, maxmin_obligations)
+    registry.register(RELU, relu_obligations)
+    # the language's own lemmas (GAHAT-RASP semantics)
+    registry.register((), language.obligations)
+    # the applications (Match2, k-PARITY, linear attention, Linformer, Lipschitz approximation)
+    registry.register(
+        applications.CONSTRUCTIONS,
+        applications.match2_obligations,
+        applications.parity_obligations,
+        applications.efficient_obligations,
+        applications.lipschitz_obligations,
+    )
+    # executable extraction: every registered construction compiled to weights
+    registry.register((), compiled.compile_obligations)
+    # the universal simulator U (Theorem 6, Corollary 6.1, Theorem 9, Corollary 9.1, hierarchy, stacks)
+    registry.register(
+        simulator.CONSTRUCTIONS,
+        simulator.frame_obligations,
+        simulator.simulator_obligations,
+        simulator.shallow_obligations,
+    )
+
+
+def load() -> None:
+    """Register the catalogue once per process (idempotent)."""
+    if not registry.loaded():
+        make_registrations()

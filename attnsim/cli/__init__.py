@@ -1,0 +1,1 @@
+"""The `attnsim` command line (entry point :func:`attnsim.cli.main.main`): one module per subcommand."""

@@ -1,0 +1,91 @@
+"""The `attnsim` command line: verify, audit, simulate, report, bench, compile.
+
+No Python traceback reaches the user (``attnsim --traceback CMD`` shows it): :func:`main` turns
+every exception into one line on stderr, and that line is the last one.  Every subcommand module
+is imported here, by name, so that it registers itself (:func:`attnsim.cli.commands.command`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from attnsim import catalog
+from attnsim.cli import audit, bench, compile, report, simulate, verify  # noqa: F401  (each registers its subcommand)
+from attnsim.cli.commands import COMMANDS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Parser
+from attnsim.version import __version__
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one line: our own errors by their message, others by type and message."""
+    text = " ".join(str(exc).split()) or "(no message)"
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    own = type(exc).__module__.startswith("attnsim")
+    return text if own else f"{type(exc).__name__}: {text}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every registered subcommand."""
+    parser = Parser(prog="attnsim", description="Universal simulators of attention, proven three ways.")
+    parser.add_argument("--version", action="version", version=f"attnsim {__version__}")
+    parser.add_argument(
+        "--traceback", action="store_true", help="on an error, show the Python traceback instead of one line"
+    )
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    for name, (configure, fn, _) in COMMANDS.items():
+        sp = sub.add_parser(name, help=((fn.__doc__ or "").strip().splitlines() or [""])[0])
+        configure(sp)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand and return its exit code (0 ok, 1 failed check, 2 usage error).
+
+    argparse-level usage errors (an unknown option, a bad value) raise ``SystemExit(2)`` after
+    their one line, as argparse does; every other exception becomes one line and a return code.
+    """
+    catalog.load()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _, fn, validate = COMMANDS[args.cmd]
+    if validate is not None:
+        msg = validate(args)
+        if msg:
+            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            sub.choices[args.cmd].error(msg)
+    debug = args.traceback or os.environ.get("ATTNSIM_TRACEBACK") == "1"
+    prefix = f"attnsim {args.cmd}"
+    try:
+        return fn(args)
+    except KeyboardInterrupt:
+        print(f"{prefix}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `attnsim verify | head`: the reader left; say nothing more
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_FAILED
+    except (ValueError, KeyError, OSError) as exc:  # bad input, a missing or unwritable file: usage
+        if debug:
+            raise
+        print(f"{prefix}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # a bug: still one line, naming the exception
+        if debug:
+            raise
+        print(
+            f"{prefix}: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+            "(rerun with `attnsim --traceback ...` and report it)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
