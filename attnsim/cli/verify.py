@@ -28,6 +28,7 @@ from attnsim.cli.commands import (
     positive_int,
 )
 from attnsim.proofs import registry
+from attnsim.proofs.obligation import settle
 from attnsim.verify.budgets import DEFAULT_TIMEOUT, is_timeout, run_budgeted
 from attnsim.verify.cache import DEFAULT_DIR
 from attnsim.verify.campaign import open_campaign
@@ -129,6 +130,7 @@ def _summary_rows(results: Sequence[Any]) -> list[dict[str, Any]]:
                 "passed": 0,
                 "failed": 0,
                 "unknown": 0,
+                "conditional": 0,
                 "seconds": 0.0,
             },
         )
@@ -145,7 +147,7 @@ def _obligation_table(results: Sequence[Any], title: str, terminal: bool) -> Tab
     for col in ("method", "bound", "status", "s"):
         table.add_column(col, no_wrap=True)
     table.add_column("detail", overflow="fold")
-    colors = {"proved": "green", "passed": "cyan", "failed": "bold red", "unknown": "yellow"}
+    colors = {"proved": "green", "passed": "cyan", "conditional": "magenta", "failed": "bold red", "unknown": "yellow"}
     for r in results:
         table.add_row(
             r.id,
@@ -251,10 +253,11 @@ def verify(args: argparse.Namespace) -> int:
             results = camp.obligations(obs, args.timeout, smt, on_done=lambda r: prog.advance(task))
     if camp is not None:
         _campaign_note(camp, len(obs))
+    results = settle(results)  # a conclusion whose premises did not all hold in this run: conditional
     total = time.perf_counter() - t0
     bad = [r for r in results if r.status in ("failed", "unknown")]
     counts = Counter(r.status for r in results)
-    count_line = ", ".join(f"{counts[k]} {k}" for k in ("proved", "passed", "failed", "unknown"))
+    count_line = ", ".join(f"{counts[k]} {k}" for k in ("proved", "passed", "conditional", "failed", "unknown"))
     count_line += f"; {len(results)} obligations in {total:.1f} s"
     if args.json:
         if args.summary:

@@ -15,17 +15,21 @@ numeric         float64 against a reference, within a stated tolerance          
 sampled         random points                                                    passed
 ==============  ===============================================================  ==========
 
-``unknown`` (a Z3 ``unknown``, a timeout) is never counted as proved.
+``unknown`` (a Z3 ``unknown``, a timeout) is never counted as proved.  An obligation whose
+conclusion rests on others declares them (``requires``); it is ``conditional`` (never counted as
+proved, never a failure of its own) until every one of them is proved or passed in the same
+results (:func:`settle`): a run that skips a premise says so instead of claiming the conclusion.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 METHODS = ("all-sizes", "z3-parametric", "z3-instance", "z3-bounded", "sympy", "exact", "numeric", "sampled")
-STATUSES = ("proved", "passed", "failed", "unknown")
+STATUSES = ("proved", "passed", "conditional", "failed", "unknown")
+HOLDS = ("proved", "passed")  # a premise holds only with one of these statuses
 PROVING = ("all-sizes", "z3-parametric", "z3-instance", "z3-bounded", "sympy")
 
 
@@ -65,6 +69,7 @@ class Obligation:
     statement: str = ""
     bound: int | None = None
     deep: bool = False
+    requires: tuple[str, ...] = ()  # ids of the obligations this conclusion rests on
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -87,6 +92,7 @@ class Result:
     status: str
     seconds: float
     detail: str
+    requires: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,3 +105,26 @@ def status_of(method: str, outcome: Outcome) -> str:
     if not outcome.ok:
         return "failed"
     return "proved" if method in PROVING else "passed"
+
+
+def settle(results: Sequence[Result]) -> list[Result]:
+    """The results with each conclusion whose premises do not all hold marked ``conditional``.
+
+    A premise holds when it is proved or passed among ``results`` (this run, or the cache for the
+    same code); one not run, unknown, failed or itself conditional leaves the conclusion conditional
+    (chains settle to a fixpoint).  The detail names each premise and its status."""
+    out = list(results)
+    status = {r.id: r.status for r in out}
+    changed = True
+    while changed:
+        changed = False
+        for i, r in enumerate(out):
+            if r.status not in HOLDS or not r.requires:
+                continue
+            missing = [q for q in r.requires if status.get(q) not in HOLDS]
+            if missing:
+                why = ", ".join(f"{q} ({status.get(q, 'not run')})" for q in missing)
+                out[i] = replace(r, status="conditional", detail=f"conditional on {why}; {r.detail}")
+                status[r.id] = "conditional"
+                changed = True
+    return out

@@ -86,6 +86,10 @@ def all_obligations(include_deep: bool = True) -> list[Obligation]:
                 if ob.id in seen:
                     raise ObligationError(f"duplicate obligation id {ob.id!r}")
                 seen[ob.id] = ob
+        for ob in seen.values():
+            unknown = [q for q in ob.requires if q not in seen]
+            if unknown:
+                raise ObligationError(f"{ob.id} requires {', '.join(unknown)}: no such obligation")
         _CACHE = list(seen.values())
     return [o for o in _CACHE if include_deep or not o.deep]
 

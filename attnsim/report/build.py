@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from attnsim.proofs import registry
+from attnsim.proofs.obligation import settle
 from attnsim.report import data as D
 from attnsim.report import figures as F
 from attnsim.verify.budgets import run_budgeted
@@ -226,7 +227,7 @@ def build_report(
     if cfg.verify:
         obs = registry.select(cfg.only, include_deep=cfg.deep and not cfg.quick)
         say(f"verify ({len(obs)} obligations)")
-        verify_rows = run_budgeted(obs, jobs=cfg.jobs, timeout=cfg.timeout)
+        verify_rows = settle(run_budgeted(obs, jobs=cfg.jobs, timeout=cfg.timeout))
         per: dict[str, dict[str, int]] = {}
         for r in verify_rows:
             per.setdefault(r.construction, {}).setdefault(r.status, 0)

@@ -77,23 +77,30 @@ def frame_check(variant: str) -> Callable[[float], Outcome]:
 
 
 def stack_induction_check(variant: str) -> Callable[[float], Outcome]:
-    """The stack induction (attnsim.simulator.layerproof.stack): its step from the frame lemma's cases, and its
-    base case on ``encode``; the frame lemma and the layer are proven by their own obligations."""
+    """The step of the stack induction (attnsim.simulator.layerproof.stack), from the frame lemma's cases;
+    its premises (the frame lemma, the layer, the base case) are obligations of their own (``requires``)."""
 
     def check(timeout: float) -> Outcome:
         step = prove_stack(UniversalSimulator.over_symbolic_capacity(variant), timeout)
         if step.ok is not True:
             return Outcome(step.ok, f"induction step: {step.detail}")
-        base = base_case(lambda: _u(2, 2, 1, 2, 2, variant=variant))
-        if base.ok is not True:
-            return base
-        tag = "" if variant == "compact" else f"{variant}/"
         return Outcome.good(
-            f"step ({step.detail}); base ({base.detail}); premises, each its own obligation: {FRAME}/{tag}"
-            f"all-sizes/frame (U's pass satisfies the frame cases the step reads) and {CID}/{tag}all-sizes/layer "
-            "(the X block after a pass is [i < n][l < d] T(X)[i, l], T read from the slot): so pass t computes "
-            "layer t and M passes the M-layer encoder, by induction on t"
+            f"step ({step.detail}); with its premises (the frame cases hold for U's pass, the X block after a pass "
+            "is [i < n][l < d] T(X)[i, l] with T read from the slot, and encode is Enc_0), pass t computes layer t "
+            "and M passes the M-layer encoder, by induction on t"
         )
+
+    return check
+
+
+BASE_CAPACITY = (2, 2, 1, 2, 2)
+
+
+def base_case_check(variant: str) -> Callable[[float], Outcome]:
+    """The base case of the stack induction: ``encode`` of 3 layers is Enc_0, exactly, at one capacity."""
+
+    def check(timeout: float) -> Outcome:
+        return base_case(lambda: _u(*BASE_CAPACITY, variant=variant))
 
     return check
 
@@ -354,18 +361,28 @@ def frame_obligations() -> Iterable[Obligation]:
             f"U ({variant}), every capacity and record count: outside X a pass only advances the pointer and moves "
             "the record queue by one record (so pass t reads record t and keeps the header and masks)",
         )
+        base_id = f"{FRAME}/{tag}exact/base-case-{'-'.join(map(str, BASE_CAPACITY))}"
+        yield Obligation(
+            base_id,
+            FRAME,
+            FRAME_REF,
+            "exact",
+            base_case_check(variant),
+            f"U ({variant}) at capacity {BASE_CAPACITY} only (not every capacity): encode of M = 3 random layers is "
+            "Enc_0 (record l at base + l S, the pointer 0, zeros past M S), compared exactly",
+        )
         yield Obligation(
             f"{FRAME}/{tag}all-sizes/stack",
             FRAME,
             FRAME_REF,
             "all-sizes",
             stack_induction_check(variant),
-            f"U ({variant}), every capacity, record count M >= 1 and pass t < M: the induction that run_stack on M "
-            "records is the M-layer encoder. Its invariant Enc_t (X block X_t; header and masks kept; pointer t; "
-            "record slot k holding record t + k, zeros past the last) holds before pass 0 (encode; checked exactly "
-            "at one capacity) and is kept by a pass that satisfies the frame lemma's cases, the slot holding "
-            "record t; premises: the frame lemma (simulator-frame/all-sizes/frame) and the layer "
-            "(simulator/all-sizes/layer), each its own obligation",
+            f"U ({variant}), every capacity, record count M >= 1 and pass t < M: the step of the induction that "
+            "run_stack on M records is the M-layer encoder: a pass that satisfies the frame lemma's cases keeps the "
+            "invariant Enc_t (X block X_t; header and masks kept; pointer t; record slot k holding record t + k, "
+            "zeros past the last), the slot holding record t. Conditional on its premises, each its own obligation: "
+            "the frame lemma, the layer (deep) and the base case (checked exactly at one capacity only)",
+            requires=(f"{FRAME}/{tag}all-sizes/frame", f"{CID}/{tag}all-sizes/layer", base_id),
         )
 
     yield Obligation(

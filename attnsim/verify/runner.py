@@ -78,6 +78,7 @@ def _result(ob: Obligation, out: Outcome, seconds: float) -> Result:
         status_of(ob.method, out),
         round(seconds, 4),
         out.detail,
+        ob.requires,
     )
 
 

@@ -47,6 +47,12 @@ def _scopes(results: Sequence[Result]) -> list[tuple[str, str, str]]:
         if bad:
             out.append((name, "NOT VERIFIED", f"{len(bad)} failed/unknown, e.g. {bad[0].id}"))
             continue
+        cond = [r for r in rs if r.status == "conditional"]
+        if cond:
+            on = sorted({q for r in cond for q in r.requires})
+            why = f"{', '.join(r.id for r in cond)} rest on {', '.join(on)}, not all proved in this run"
+            out.append((name, "conditional", why))
+            continue
         alls = [r for r in rs if r.method == "all-sizes" and r.status == "proved"]
         bounded = [r.bound for r in rs if r.method == "z3-bounded" and r.status == "proved" and r.bound]
         sym = [s for r in rs if r.method == "sympy" and r.status == "proved" if (s := _sizes_in(r.id)) is not None]
@@ -93,6 +99,9 @@ def scope_by_result(results: Sequence[Result], skipped: Sequence[Obligation] = (
         elif any(s == "NOT VERIFIED" for s in scopes.values()):
             bad = [c for c, s in scopes.items() if s == "NOT VERIFIED"]
             out.append((ref, "NOT VERIFIED", f"{', '.join(bad)} failed or unknown"))
+        elif any(s == "conditional" for s in scopes.values()):
+            cond = [f"{c}: {per_con[c][1]}" for c, s in scopes.items() if s == "conditional"]
+            out.append((ref, "conditional", "; ".join(cond)))
         else:
             weaker = [f"{c}: {s}" for c, s in scopes.items() if s != "all sizes"]
             deep = [o.id for o in skipped if o.paper_ref == ref and o.method == "all-sizes"]
@@ -108,7 +117,7 @@ def print_scope(results: Iterable[Result], console: Any, skipped: Sequence[Oblig
     from rich.table import Table
 
     rs = list(results)
-    colors = {"all sizes": "green", "NOT VERIFIED": "bold red", "sampled": "yellow"}
+    colors = {"all sizes": "green", "NOT VERIFIED": "bold red", "sampled": "yellow", "conditional": "magenta"}
     for title, first, rows in (
         (
             "scope per construction: all sizes / bounded (sizes <= N) / sampled",
