@@ -50,8 +50,8 @@ def _scopes(results: Sequence[Result]) -> list[tuple[str, str, str]]:
         cond = [r for r in rs if r.status == "conditional"]
         if cond:
             on = sorted({q for r in cond for q in r.requires})
-            why = f"{', '.join(r.id for r in cond)} rest on {', '.join(on)}, not all proved in this run"
-            out.append((name, "conditional", why))
+            cond_why = f"{', '.join(r.id for r in cond)} rest on {', '.join(on)}, not all proved in this run"
+            out.append((name, "conditional", cond_why))
             continue
         alls = [r for r in rs if r.method == "all-sizes" and r.status == "proved"]
         bounded = [r.bound for r in rs if r.method == "z3-bounded" and r.status == "proved" and r.bound]
