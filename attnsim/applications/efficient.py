@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import Construction, ConstructionError, size_args
+from attnsim.lemmas.base import Construction, ConstructionError, size_args, sized
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.softmax import softmax_ref
 from attnsim.lemmas.transpose import transpose_ref
@@ -80,9 +80,10 @@ def column_sums_ref(a: MatRef, name: str) -> tuple[MatRef, list[Intent]]:
     return MatRef(z, out), [intent]
 
 
+@sized(n="n", d="d", dv="dv")
 def linear_attention(n: int | C.Size, d: int | C.Size, dv: int | C.Size) -> Construction:
     """Non-causal linear attention with phi = elu + 1 for Q, K (n x d) and V (n x dv) (ints or Sizes)."""
-    sym, vals = size_args(n=n, d=d, dv=dv)
+    sym = size_args(n=n, d=d, dv=dv)
     nn, dd, vv = sym["n"], sym["d"], sym["dv"]
     q_blk = Block.of("Q", 0, nn, dd)
     k_blk = Block.of("K", q_blk.end_expr(), nn, dd)
@@ -148,13 +149,14 @@ def linear_attention(n: int | C.Size, d: int | C.Size, dv: int | C.Size) -> Cons
         exact=False,
         check_inputs=_finite,
         specification=specs.LINEAR_ATTENTION.at(n=nn, d=dd, dv=vv),
-    ).bind(**vals)
+    )
 
 
+@sized(n="n", d="d", dv="dv", k="kp")
 def linformer(n: int | C.Size, d: int | C.Size, dv: int | C.Size, k: int | C.Size, scale: bool = True) -> Construction:
     """Linformer attention softmax(Q (E K)^T / sqrt(d)) (F V) for Q, K (n x d), V (n x dv), E, F (k x n)."""
     # "kp": the projected length (the paper's k), kept apart from the name of Linformer's argument
-    sym, vals = size_args({"kp": "k"}, n=n, d=d, dv=dv, kp=k)
+    sym = size_args({"kp": "k"}, n=n, d=d, dv=dv, kp=k)
     nn, dd, vv, kk = sym["n"], sym["d"], sym["dv"], sym["kp"]
     q_blk = Block.of("Q", 0, nn, dd)
     k_blk = Block.of("K", q_blk.end_expr(), nn, dd)
@@ -219,7 +221,7 @@ def linformer(n: int | C.Size, d: int | C.Size, dv: int | C.Size, k: int | C.Siz
         exact=False,
         check_inputs=_finite,
         specification=specs.LINFORMER.at(n=nn, d=dd, dv=vv, kp=kk) if scale else None,
-    ).bind(**vals)
+    )
 
 
 def _renamed(it: Intent, prefix: str) -> Intent:

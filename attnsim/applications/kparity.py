@@ -21,14 +21,13 @@ binary input up to length 12) check the assembled program.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from attnsim.applications.common import SequenceConstruction
-from attnsim.lemmas.base import Construction, ConstructionError, size_args
+from attnsim.lemmas.base import Construction, ConstructionError, size_args, sized
 from attnsim.lemmas.transpose import _check_sizes
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
@@ -75,20 +74,26 @@ def sparse_parity(length: int, subset: Iterable[int]) -> Construction:
     sub = tuple(sorted(set(int(s) for s in subset)))
     if not sub or sub[0] < 0 or sub[-1] >= length:
         raise ConstructionError(f"subset must be a non-empty set of positions in 0..{length - 1}, got {sub}")
-    return _parity(length, sub, everything=False)
+    return _sparse_parity(length, sub)
 
 
+@sized(length="length")
+def _sparse_parity(length: int | C.Size, subset: tuple[int, ...]) -> Construction:
+    """The k-PARITY build (subset checked by :func:`sparse_parity`), over an unbound length."""
+    return _parity(size_args(length=length)["length"], subset, everything=False)
+
+
+@sized(length="length")
 def parity(length: int | C.Size) -> Construction:
     """PARITY: (sum of all bits) mod 2 at every position (the mask: inside the input block).
 
     ``length`` may be an int or a Size symbol (an int call is the symbolic build, bound)."""
-    sym, vals = size_args(length=length)
-    con = _parity(sym["length"], (), everything=True).bind(**vals)
-    return dataclasses.replace(con, out_shape=(length,)) if isinstance(length, int) else con
+    sym = size_args(length=length)
+    return _parity(sym["length"], (), everything=True)
 
 
 def _parity(length: int | C.Size, sub: tuple[int, ...], everything: bool) -> Construction:
-    n = C.Size("length", length) if isinstance(length, int) else length
+    n = length
     x_blk = Block.of("x", 0, 1, n)
     layout = Layout.of(x_blk, Block.of("out", 0, 1, n, channel="parity"))
     mask = C.imap(_membership(sub, x_blk, everything), C.indices).named("parity.mask")
@@ -127,7 +132,7 @@ def _parity(length: int | C.Size, sub: tuple[int, ...], everything: bool) -> Con
         layout,
         ("x",),
         reference,
-        out_shape=(length,) if isinstance(length, int) else None,
+        out_shape=(n,),
         intents=[intent],
         paper_cost={"layers": None, "heads": None, "note": "no construction given (claimed deterministic)"},
         check_inputs=_check_binary,

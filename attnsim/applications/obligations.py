@@ -27,7 +27,7 @@ from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
-from attnsim.symbolic.program_equals_spec import spec_obligation
+from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
 
 def exhaustive_check(
@@ -201,7 +201,7 @@ def _parity_mod2_check(make: Callable[[], Construction]) -> Callable[[float], Ou
 def parity_obligations() -> Iterable[Obligation]:
     """Exhaustive up to length 12 (exact), Z3 mask intents and mod-2 algebra for all lengths, Z3 unrolling."""
     ref = kparity.PAPER_REF
-    yield spec_obligation(
+    yield from all_sizes_obligations(
         "parity",
         ref,
         [lambda: kparity.parity(C.Size("length"))],
@@ -369,13 +369,13 @@ def efficient_obligations() -> Iterable[Obligation]:
     sizes, float64 against NumPy."""
     la, lf = efficient.linear_attention, efficient.linformer
     n, d, dv, kp = C.Size("n"), C.Size("d"), C.Size("dv"), C.Size("kp")
-    yield spec_obligation(
+    yield from all_sizes_obligations(
         "linear_attention",
         efficient.LINEAR_REF,
         [lambda: la(n, d, dv)],
         statement="program == spec, the quadratic form sum_l sim(i, l) V[l, j] / sum_l sim(i, l), for every n, d, dv",
     )
-    yield spec_obligation(
+    yield from all_sizes_obligations(
         "linformer",
         efficient.LINFORMER_REF,
         [lambda: lf(n, d, dv, kp)],

@@ -9,11 +9,12 @@ the chosen backend and decodes the result block.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import sympy as sp
@@ -89,7 +90,7 @@ class Construction:
     inputs: tuple[str, ...]
     reference_fn: Callable[..., Any]
     output: str = "out"
-    out_shape: tuple[int, ...] | None = None
+    out_shape: tuple[Any, ...] | None = None  # ints, or size expressions bound with the program
     intents: list[Intent] = field(default_factory=list)
     paper_cost: dict[str, Any] | None = None
     exact: bool = True
@@ -100,6 +101,8 @@ class Construction:
     # (what check_inputs enforces), compared with that coordinate; the spec proof splits on the comparison
     scalars: tuple[tuple[str, int, Any, str], ...] = ()
     binary: tuple[str, ...] = ()  # operands whose entries are 0 or 1 (what check_inputs enforces)
+    # (module, public factory name, arguments with Size symbols): set by @sized, read by build_obligation
+    built_by: tuple[str, str, tuple[tuple[str, Any], ...]] | None = None
 
     # -- sizes ---------------------------------------------------------------------------
     def bind(self, **sizes: int) -> Construction:
@@ -139,7 +142,14 @@ class Construction:
             )
             for it in self.intents
         ]
-        out = dataclasses.replace(self, program=b.node(self.program), layout=layout, intents=intents)
+        out = dataclasses.replace(
+            self,
+            program=b.node(self.program),
+            layout=layout,
+            intents=intents,
+            out_shape=None if self.out_shape is None else tuple(_bound_value(b, x) for x in self.out_shape),
+            paper_cost=None if self.paper_cost is None else {k: _bound_value(b, v) for k, v in self.paper_cost.items()},
+        )
         for pre in self.preconditions:
             bpre = b.expr(pre)
             if C.unbound_sizes(bpre):
@@ -297,6 +307,16 @@ class VectorConstruction(Construction):
         return super()._operands(fixed, backend)
 
 
+def _bound_value(b: Binder, v: Any) -> Any:
+    """A size expression (or a list of them) bound, as an int once no size is left unbound."""
+    if isinstance(v, list):
+        return [_bound_value(b, x) for x in v]
+    if not isinstance(v, E.Expr):
+        return v
+    e = b.expr(v)
+    return e if C.unbound_sizes(e) else int(e.evaluate(C.size_bindings(e)))
+
+
 def _rebind_hint(keys: Any, b: Any) -> Any:
     """An enumeration hint whose expressions go through the same binding as the program."""
     if keys is None:
@@ -309,23 +329,59 @@ def _rebind_hint(keys: Any, b: Any) -> Any:
     )
 
 
-def size_args(
-    labels: dict[str, str] | None = None, **sizes: int | C.Size | None
-) -> tuple[dict[str, Any], dict[str, int]]:
-    """A factory's size arguments: an int becomes an unbound Size of that name (bound after the
-    symbolic build), a Size is used as given, None stays None.  Ints must be positive; errors
-    name the argument as the caller wrote it (``labels``: size name -> argument name)."""
-    sym: dict[str, Any] = {}
-    vals: dict[str, int] = {}
+def size_args(labels: dict[str, str] | None = None, **sizes: object) -> dict[str, Any]:
+    """A factory body's size arguments: each a Size (or None).  An int never reaches a body: the
+    :func:`sized` decorator replaced it with an unbound Size and binds the build afterwards, so a
+    factory has one build path; an int here means the factory is not decorated (refused)."""
     for name, v in sizes.items():
-        if v is None or isinstance(v, C.Size):
-            sym[name] = v
-        elif isinstance(v, int) and not isinstance(v, bool) and v >= 1:
-            sym[name], vals[name] = C.Size(name), v
-        else:
+        if not (v is None or isinstance(v, C.Size)):
             label = (labels or {}).get(name, name)
-            raise ConstructionError(f"{label} must be a positive int (or a Size), got {v!r}")
-    return sym, vals
+            raise ConstructionError(
+                f"{label}: a {type(v).__name__} reached the factory body; its factory must be decorated with "
+                "@sized (one build path: the symbolic build, bound)"
+            )
+    return dict(sizes)
+
+
+F = TypeVar("F", bound=Callable[..., "Construction"])
+
+
+def sized(refuse: Callable[[dict[str, int]], str | None] | None = None, **params: str) -> Callable[[F], F]:
+    """One build path for a factory (``param=size name``): its size parameters reach the body as
+    unbound :class:`~attnsim.rasp.core.Size` symbols, whatever the caller passed, and an integer
+    call is that symbolic build followed by :meth:`Construction.bind`.  The body never sees an
+    int, so no Python branch can give the integer call a program of its own; the build records
+    which public factory made it (``built_by``), so that verify can rebuild every listed instance
+    through that name and compare (:func:`build_obligation`).  ``refuse(values)`` may name an
+    integer call outside the construction's domain (an odd MaxMin length) before anything is
+    built: it can refuse a call, never change a program."""
+
+    def deco(fn: F) -> F:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def factory(*args: Any, **kwargs: Any) -> Construction:
+            call = sig.bind(*args, **kwargs)
+            call.apply_defaults()
+            values: dict[str, int] = {}
+            for param, name in params.items():
+                v = call.arguments.get(param)
+                if v is None or isinstance(v, C.Size):
+                    continue
+                if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                    raise ConstructionError(f"{param} must be a positive int (or a Size), got {v!r}")
+                call.arguments[param], values[name] = C.Size(name), v
+            why = refuse(values) if refuse is not None else None
+            if why:
+                raise ConstructionError(why)
+            con: Construction = fn(*call.args, **call.kwargs)
+            symbolic_args = tuple(call.arguments.items())
+            con = dataclasses.replace(con, built_by=(fn.__module__, fn.__name__, symbolic_args))
+            return con.bind(**values) if values else con
+
+        return factory  # type: ignore[return-value]
+
+    return deco
 
 
 # -- shared obligation builders ------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, size_args
+from attnsim.lemmas.base import Construction, size_args, sized
 from attnsim.lemmas.cofactor import scalar_block
 from attnsim.lemmas.faddeev import faddeev_iteration_ref, frobenius_ref, plus_identity, trace_ref
 from attnsim.lemmas.matmul import matmul_ref
@@ -40,7 +40,7 @@ from attnsim.proofs.obligation import Obligation
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
 from attnsim.symbolic import specs
-from attnsim.symbolic.program_equals_spec import spec_obligation
+from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
 STEPS_ID = "faddeev-steps"
 STEPS_REF = "det(n) / inverse(n) by Faddeev-LeVerrier (beyond the paper): its steps"
@@ -72,43 +72,47 @@ def _step(program: C.SOp, blocks: Sequence[Block], inputs: tuple[str, ...], ref:
     )
 
 
+@sized(n="n")
 def trace_step(n: int | C.Size = N) -> Construction:
     """tr(A) of an n x n A at any offset (``trace_ref``), read at position 0."""
-    sym, vals = size_args(n=n)
+    sym = size_args(n=n)
     a_blk = Block.of("A", OFFSET, sym["n"], sym["n"])
     res, intents = trace_ref(MatRef(C.tokens, a_blk), name="out")
     ref = lambda a, backend="numpy": a.trace()
-    return _step(res.sop, (a_blk, res.block), ("A",), ref, intents, specs.TRACE.at(n=sym["n"])).bind(**vals)
+    return _step(res.sop, (a_blk, res.block), ("A",), ref, intents, specs.TRACE.at(n=sym["n"]))
 
 
+@sized(rows="rows", cols="cols")
 def frobenius_step(rows: int | C.Size = ROWS, cols: int | C.Size = COLS) -> Construction:
     """<A, 2A + 1> = Sum_ij A_ij (2 A_ij + 1) (``frobenius_ref``; y = 2A + 1 so that x != y)."""
-    sym, vals = size_args(rows=rows, cols=cols)
+    sym = size_args(rows=rows, cols=cols)
     a_blk = Block.of("A", OFFSET, sym["rows"], sym["cols"])
     y = MatRef(C.apply("affine", C.tokens, params=(2, 1)), dataclasses.replace(a_blk, name="Y", channel="Y"))
     res, intents = frobenius_ref(MatRef(C.tokens, a_blk), y, name="out")
     spec = specs.FROBENIUS.at(rows=sym["rows"], cols=sym["cols"])
     ref = lambda a, backend="numpy": (a * (2 * a + 1)).sum()
-    return _step(res.sop, (a_blk, res.block), ("A",), ref, intents, spec).bind(**vals)
+    return _step(res.sop, (a_blk, res.block), ("A",), ref, intents, spec)
 
 
+@sized(n="n")
 def first_step(n: int | C.Size = N) -> Construction:
     """M_2 = A + c_{n-1} I with c_{n-1} = -tr(A) (``trace_ref`` + ``plus_identity``, as in ``faddeev_ref``)."""
-    sym, vals = size_args(n=n)
+    sym = size_args(n=n)
     a_blk = Block.of("A", OFFSET, sym["n"], sym["n"])
     a = MatRef(C.tokens, a_blk)
     tr, intents = trace_ref(a, name="tr")
     m2 = plus_identity(a, C.apply("scale", tr.sop, params=(-1,)), "out")
     ref = lambda a, backend="numpy": a - np.trace(a) * np.eye(len(a))
-    return _step(m2.sop, (a_blk, m2.block), ("A",), ref, intents, specs.FIRST_STEP.at(n=sym["n"])).bind(**vals)
+    return _step(m2.sop, (a_blk, m2.block), ("A",), ref, intents, specs.FIRST_STEP.at(n=sym["n"]))
 
 
+@sized(n="n")
 def general_step(n: int | C.Size = N) -> Construction:
     """M' = A M + c I for n x n A, M and an operand c: the step k >= 2 (``matmul_ref`` + ``plus_identity``).
 
     c is broadcast by one gather head (in ``faddeev_ref`` it is c_{n-k}, computed by the previous
     coefficient step); the product reuses the matmul lemma's composable form as is."""
-    sym, vals = size_args(n=n)
+    sym = size_args(n=n)
     size = sym["n"]
     a_blk = Block.of("A", OFFSET, size, size)
     m_blk = Block.of("M", a_blk.end_expr(), size, size)
@@ -127,12 +131,13 @@ def general_step(n: int | C.Size = N) -> Construction:
 
     blocks = (a_blk, m_blk, c_blk, *prod.aux, prod.block, out.block)
     spec = specs.GENERAL_STEP.at(n=size)
-    return _step(out.sop, blocks, ("A", "M", "c"), reference, intents, spec).bind(**vals)
+    return _step(out.sop, blocks, ("A", "M", "c"), reference, intents, spec)
 
 
+@sized(n="n")
 def coefficient_step(n: int | C.Size = N) -> Construction:
     """tr(A M) read as <A^T, M>: ``transpose_ref`` placed on M's positions, then ``frobenius_ref``."""
-    sym, vals = size_args(n=n)
+    sym = size_args(n=n)
     size = sym["n"]
     a_blk = Block.of("A", OFFSET, size, size)
     m_blk = Block.of("M", a_blk.end_expr(), size, size)
@@ -141,13 +146,14 @@ def coefficient_step(n: int | C.Size = N) -> Construction:
     ref = lambda a, m, backend="numpy": np.trace(a @ m)
     blocks = (a_blk, m_blk, at.block, f.block)
     spec = specs.COEFFICIENT_STEP.at(n=size)
-    return _step(f.sop, blocks, ("A", "M"), ref, [*intents, *more], spec).bind(**vals)
+    return _step(f.sop, blocks, ("A", "M"), ref, [*intents, *more], spec)
 
 
+@sized(n="n", k="k")
 def iteration_step(n: int | C.Size = N, k: int | C.Size = K) -> Construction:
     """One whole iteration k of ``faddeev_ref``, k symbolic, built by the very function det(n)'s loop
     calls (``faddeev_iteration_ref``): M_{k+1} = A M_k + c I, then c' = -<A^T, M_{k+1}> / (k + 1)."""
-    sym, vals = size_args(n=n, k=k)
+    sym = size_args(n=n, k=k)
     size = sym["n"]
     a_blk = Block.of("A", OFFSET, size, size)
     m_blk = Block.of("M", a_blk.end_expr(), size, size)
@@ -167,7 +173,7 @@ def iteration_step(n: int | C.Size = N, k: int | C.Size = K) -> Construction:
 
     blocks = (a_blk, m_blk, c_blk, *aux, scalar_block("out"))
     spec = specs.ITERATION.at(n=size, k=sym["k"])
-    return _step(c_next, blocks, ("A", "M", "c"), reference, intents, spec).bind(**vals)
+    return _step(c_next, blocks, ("A", "M", "c"), reference, intents, spec)
 
 
 STEPS: dict[str, tuple[Callable[[], Construction], str]] = {
@@ -187,7 +193,7 @@ STEPS: dict[str, tuple[Callable[[], Construction], str]] = {
 def faddeev_step_obligations() -> Iterable[Obligation]:
     """One ``all-sizes`` obligation per kind of step (see the module docstring for what is not proven)."""
     for detail, (factory, statement) in STEPS.items():
-        yield spec_obligation(STEPS_ID, STEPS_REF, [factory], statement=statement, detail=detail)
+        yield from all_sizes_obligations(STEPS_ID, STEPS_REF, [factory], statement=statement, detail=detail)
 
 
 __all__ = [

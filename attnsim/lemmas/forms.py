@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, size_args
+from attnsim.lemmas.base import Construction, size_args, sized
 from attnsim.lemmas.contraction import contract, gather_onto
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
@@ -41,7 +41,7 @@ def _named(it: Intent, name: str) -> Intent:
 
 
 def _gather_lemma(
-    cid: str, spec: Any, a: Grid, out: Grid, coords: Any, reference: Any, vals: dict[str, int]
+    cid: str, spec: Any, a: Grid, out: Grid, coords: Any, reference: Any
 ) -> Construction:
     sop, it = gather_onto(GridRef(C.tokens, a), out, coords, "out")
     return Construction(
@@ -53,12 +53,13 @@ def _gather_lemma(
         reference,
         intents=[it],
         specification=spec,
-    ).bind(**vals)
+    )
 
 
+@sized(rows="rows", cols="cols")
 def gathered_transpose(rows: Size, cols: Size) -> Construction:
     """A^T for A (rows, cols): entry (i, j) of a (cols, rows) grid gathers A[j, i]."""
-    sym, vals = size_args(rows=rows, cols=cols)
+    sym = size_args(rows=rows, cols=cols)
     r, c = sym["rows"], sym["cols"]
     a = Grid.of("A", 0, i=r, j=c)
     out = Grid.of("out", 0, channel="out", i=c, j=r)
@@ -67,12 +68,13 @@ def gathered_transpose(rows: Size, cols: Size) -> Construction:
         return np.swapaxes(x, -1, -2)
 
     spec = specs.TRANSPOSE.at(rows=r, cols=c, heads=1)
-    return _gather_lemma("gathered-transpose", spec, a, out, lambda x: {"i": x["j"], "j": x["i"]}, reference, vals)
+    return _gather_lemma("gathered-transpose", spec, a, out, lambda x: {"i": x["j"], "j": x["i"]}, reference)
 
 
+@sized(d0="d0", d1="d1", d2="d2")
 def gathered_permute(d0: Size, d1: Size, d2: Size) -> Construction:
     """out[a, b, c] = A[c, a, b] for A (d0, d1, d2): one gather onto a (d1, d2, d0) grid."""
-    sym, vals = size_args(d0=d0, d1=d1, d2=d2)
+    sym = size_args(d0=d0, d1=d1, d2=d2)
     a = Grid.of("A", 0, c=sym["d0"], a=sym["d1"], b=sym["d2"])
     out = Grid.of("out", 0, channel="out", a=sym["d1"], b=sym["d2"], c=sym["d0"])
 
@@ -80,12 +82,13 @@ def gathered_permute(d0: Size, d1: Size, d2: Size) -> Construction:
         return np.transpose(x, (1, 2, 0))
 
     spec = specs.PERMUTE3.at(d0=sym["d0"], d1=sym["d1"], d2=sym["d2"])
-    return _gather_lemma("gathered-permute", spec, a, out, lambda x: dict(x), reference, vals)
+    return _gather_lemma("gathered-permute", spec, a, out, lambda x: dict(x), reference)
 
 
+@sized(depth="depth", rows="rows", cols="cols")
 def broadcast_gather(depth: Size, rows: Size, cols: Size) -> Construction:
     """out[i, j] = A[0, j] for A (depth, cols), out (rows, cols): row 0 broadcast by a constant coordinate."""
-    sym, vals = size_args(depth=depth, rows=rows, cols=cols)
+    sym = size_args(depth=depth, rows=rows, cols=cols)
     a = Grid.of("A", 0, r=sym["depth"], j=sym["cols"])
     out = Grid.of("out", 0, channel="out", i=sym["rows"], j=sym["cols"])
 
@@ -93,15 +96,16 @@ def broadcast_gather(depth: Size, rows: Size, cols: Size) -> Construction:
         return np.repeat(x[:1, :], sizes["rows"], axis=0)
 
     spec = specs.BROADCAST_ROW.at(depth=sym["depth"], rows=sym["rows"], cols=sym["cols"])
-    return _gather_lemma("broadcast-gather", spec, a, out, lambda x: {"r": 0, "j": x["j"]}, reference, vals)
+    return _gather_lemma("broadcast-gather", spec, a, out, lambda x: {"r": 0, "j": x["j"]}, reference)
 
 
+@sized(rows="rows", inner="inner", cols="cols", extra="extra")
 def consumer_matmul(rows: Size, inner: Size, cols: Size, extra: Size) -> Construction:
     """out[i, j, m] = (AB)[i, j] for every m < extra: AB read at the positions of a larger consumer grid.
 
     Layer 1: two gathers place A[i, l] and B[l, j] at product (i, j, l), the MLP multiplies;
     layer 2: ``contract`` over l onto the consumer grid (i, j, m), count x mean."""
-    sym, vals = size_args(rows=rows, inner=inner, cols=cols, extra=extra)
+    sym = size_args(rows=rows, inner=inner, cols=cols, extra=extra)
     r, k, c, x = sym["rows"], sym["inner"], sym["cols"], sym["extra"]
     a = Grid.of("A", 0, i=r, l=k)
     b = Grid.of("B", a.end_expr(), l=k, j=c)
@@ -125,12 +129,13 @@ def consumer_matmul(rows: Size, inner: Size, cols: Size, extra: Size) -> Constru
         reference,
         intents=[_named(ia, "gather_a"), _named(ib, "gather_b"), isum],
         specification=specs.CONSUMER_MATMUL.at(rows=r, inner=k, cols=c, extra=x),
-    ).bind(**vals)
+    )
 
 
+@sized(depth="depth", rows="rows", width="width", cols="cols")
 def two_axis_sum(depth: Size, rows: Size, width: Size, cols: Size) -> Construction:
     """out[i, j] = sum_{e < depth} sum_{w < width} A[e, i, w] for every j < cols: one contract over (e, w)."""
-    sym, vals = size_args(depth=depth, rows=rows, width=width, cols=cols)
+    sym = size_args(depth=depth, rows=rows, width=width, cols=cols)
     a = Grid.of("A", 0, e=sym["depth"], i=sym["rows"], w=sym["width"])
     out = Grid.of("out", 0, channel="out", i=sym["rows"], j=sym["cols"])
     sop, it = contract(GridRef(C.tokens, a), ("e", "w"), out, lambda o: {"i": o["i"]}, "out")
@@ -148,4 +153,4 @@ def two_axis_sum(depth: Size, rows: Size, width: Size, cols: Size) -> Constructi
         reference,
         intents=[it],
         specification=specs.TWO_AXIS_SUM.at(depth=sym["depth"], rows=sym["rows"], width=sym["width"], cols=sym["cols"]),
-    ).bind(**vals)
+    )

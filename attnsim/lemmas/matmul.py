@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, size_args
+from attnsim.lemmas.base import Construction, size_args, sized
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
@@ -93,6 +93,7 @@ def matmul_ref(a: MatRef, b: MatRef, name: str = "matmul") -> tuple[MatRef, list
     return MatRef(y, out, aux=(prod,)), intents
 
 
+@sized(rows="rows", inner="inner", cols="cols", heads="heads")
 def matmul(
     rows: int | C.Size, inner: int | C.Size, cols: int | C.Size, heads: int | C.Size | None = None
 ) -> Construction:
@@ -100,7 +101,7 @@ def matmul(
 
     Sizes may be ints or :class:`~attnsim.rasp.core.Size` symbols; an int call is the symbolic
     build bound to those ints."""
-    sym, vals = size_args(rows=rows, inner=inner, cols=cols, heads=heads)
+    sym = size_args(rows=rows, inner=inner, cols=cols, heads=heads)
     r, k, c = sym["rows"], sym["inner"], sym["cols"]
     h = sym["heads"] if heads is not None else 1
     a_blk = Block.of("A", 0, r, k, h)
@@ -119,14 +120,11 @@ def matmul(
         ("A", "B"),
         reference,
         intents=intents,
-        paper_cost={"layers": 3, "heads": _paper_heads(rows, cols), "note": "length; r+C gathers; r*C sums"},
+        paper_cost={"layers": 3, "heads": _paper_heads(r, c), "note": "length; r+C gathers; r*C sums"},
         specification=specs.MATMUL.at(rows=r, inner=k, cols=c, heads=h),
-    ).bind(**vals)
+    )
 
 
-def _paper_heads(rows: int | C.Size, cols: int | C.Size) -> list[int | str]:
-    """The paper's heads per layer (1 / r+C / r*C), as numbers when the sizes are."""
-    if isinstance(rows, int) and isinstance(cols, int):
-        return [1, rows + cols, rows * cols]
-    r, c = E.render(E.lift(rows)), E.render(E.lift(cols))
-    return [1, f"{r}+{c}", f"{r}*{c}"]
+def _paper_heads(rows: C.Size, cols: C.Size) -> list[Any]:
+    """The paper's heads per layer (1 / r+C / r*C), as size expressions: numbers once bound."""
+    return [1, E.lift(rows) + cols, E.lift(rows) * cols]

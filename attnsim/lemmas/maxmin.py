@@ -29,6 +29,7 @@ from attnsim.lemmas.base import (
     intent_obligations,
     layout_obligation,
     size_args,
+    sized,
     standard_obligations,
 )
 from attnsim.lemmas.softmax import embedded_obligations
@@ -40,7 +41,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
 from attnsim.symbolic import specs
-from attnsim.symbolic.program_equals_spec import spec_obligation
+from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
 PAPER_REF = "Activation MaxMin (GroupSort, groups of 2)"
 
@@ -97,13 +98,17 @@ def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
     return np.stack([hi, lo], axis=-1).reshape(a.shape)
 
 
+def _odd_length(values: dict[str, int]) -> str | None:
+    n = values.get("n")
+    return f"MaxMin sorts pairs: the length must be even, got {n}" if n is not None and n % 2 else None
+
+
+@sized(refuse=_odd_length, length="n", rows="rows")
 def maxmin(length: int | C.Size, rows: int | C.Size | None = None) -> Construction:
     """MaxMin of a vector of even ``length``, or of each row of a (rows, length) matrix.
 
     Sizes may be ints or Size symbols; an even length is a precondition of the symbolic build."""
-    sym, vals = size_args({"n": "length"}, n=length, rows=rows)
-    if isinstance(length, int) and length % 2:
-        raise ConstructionError(f"MaxMin sorts pairs: the length must be even, got {length}")
+    sym = size_args({"n": "length"}, n=length, rows=rows)
     n = sym["n"]
     r = sym["rows"] if rows is not None else 1
     a_blk = Block.of("A", 0, r, n)
@@ -115,20 +120,20 @@ def maxmin(length: int | C.Size, rows: int | C.Size | None = None) -> Constructi
         Layout.of(a_blk, res.block),
         ("A",),
         _reference,
-        out_shape=(length,) if rows is None and isinstance(length, int) else None,
+        out_shape=(n,) if rows is None else None,
         intents=intents,
         paper_cost={"layers": 2, "heads": [1, 1], "note": "compare with the partner, copy the flag, swap"},
         specification=specs.MAXMIN.at(rows=r, n=n),
         cases=(("o_j", 2),),
-    ).bind(**vals)
+    )
 
 
 # -- all sizes: program == spec (attnsim.symbolic.execute), the output column split by parity ---------
-def maxmin_all_sizes() -> Obligation:
+def maxmin_all_sizes() -> tuple[Obligation, Obligation]:
     """``all-sizes``: the program over unbound (n, rows), n even (a precondition), equals the spec at
     every entry; the output column is split into j = 2t and j = 2t + 1."""
     n, rows = C.Size("n"), C.Size("rows")
-    return spec_obligation(
+    return all_sizes_obligations(
         "maxmin",
         PAPER_REF,
         [lambda: maxmin(n), lambda: maxmin(n, rows)],
@@ -138,7 +143,7 @@ def maxmin_all_sizes() -> Obligation:
 
 def maxmin_obligations() -> Iterable[Obligation]:
     """Z3 partner intent (all sizes, even width), layout, sympy/exact/numeric (bit-exact)."""
-    yield maxmin_all_sizes()
+    yield from maxmin_all_sizes()
     yield from intent_obligations("maxmin", PAPER_REF, lambda: maxmin(4, rows=3))
     yield layout_obligation("maxmin", PAPER_REF, lambda: maxmin(4, rows=3))
     yield from embedded_obligations("maxmin", PAPER_REF, maxmin_ref, stacked=False)

@@ -15,13 +15,13 @@ from attnsim.lemmas.transpose import transpose
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
-from attnsim.symbolic.program_equals_spec import spec_obligation
+from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
 
 def transpose_obligations() -> Iterable[Obligation]:
     ref = TRANSPOSE_REF
     rows, cols, heads = C.Size("rows"), C.Size("cols"), C.Size("heads")
-    yield spec_obligation(
+    yield from all_sizes_obligations(
         "transpose",
         ref,
         [lambda: transpose(rows, cols), lambda: transpose(rows, cols, heads=heads)],
@@ -41,7 +41,7 @@ def transpose_obligations() -> Iterable[Obligation]:
 def matmul_obligations() -> Iterable[Obligation]:
     ref = MATMUL_REF
     rows, inner, cols, heads = C.Size("rows"), C.Size("inner"), C.Size("cols"), C.Size("heads")
-    yield spec_obligation(
+    yield from all_sizes_obligations(
         "matmul",
         ref,
         [lambda: matmul(rows, inner, cols), lambda: matmul(rows, inner, cols, heads=heads)],
@@ -102,7 +102,7 @@ def _symbolic(make: Callable[..., Construction], names: tuple[str, ...]) -> Cons
 def forms_obligations() -> Iterable[Obligation]:
     for cid, (make, names, statement, instances) in _FORMS.items():
         ref = make(*instances[-1]).paper_ref
-        yield spec_obligation(cid, ref, [functools.partial(_symbolic, make, names)], statement)
+        yield from all_sizes_obligations(cid, ref, [functools.partial(_symbolic, make, names)], statement)
         yield from intent_obligations(cid, ref, functools.partial(make, *instances[-1]))
         yield layout_obligation(cid, ref, functools.partial(make, *instances[-1]))
         for sizes in instances:

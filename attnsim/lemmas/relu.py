@@ -14,14 +14,21 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import Construction, VectorConstruction, layout_obligation, size_args, standard_obligations
+from attnsim.lemmas.base import (
+    Construction,
+    VectorConstruction,
+    layout_obligation,
+    size_args,
+    sized,
+    standard_obligations,
+)
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
 from attnsim.symbolic import specs
-from attnsim.symbolic.program_equals_spec import spec_obligation
+from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
 PAPER_REF = "Activation ReLU"
 
@@ -41,9 +48,10 @@ def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
     return np.vectorize(lambda v: max(v, 0 * v), otypes=[object])(a)
 
 
+@sized(length="n", rows="rows")
 def relu(length: int | C.Size, rows: int | C.Size | None = None) -> Construction:
     """ReLU of a vector of ``length`` entries, or of a (rows, length) matrix (ints or Size symbols)."""
-    sym, vals = size_args({"n": "length"}, n=length, rows=rows)
+    sym = size_args({"n": "length"}, n=length, rows=rows)
     n = sym["n"]
     r = sym["rows"] if rows is not None else 1
     a_blk = Block.of("A", 0, r, n)
@@ -55,18 +63,18 @@ def relu(length: int | C.Size, rows: int | C.Size | None = None) -> Construction
         Layout.of(a_blk, res.block),
         ("A",),
         _reference,
-        out_shape=(length,) if rows is None and isinstance(length, int) else None,
+        out_shape=(n,) if rows is None else None,
         intents=intents,
         paper_cost={"layers": 0, "heads": [], "note": "element-wise, no attention"},
         specification=specs.RELU.at(rows=r, n=n),
-    ).bind(**vals)
+    )
 
 
 # -- all sizes: program == spec (attnsim.symbolic.execute) -------------------------------------------
-def relu_all_sizes() -> Obligation:
+def relu_all_sizes() -> tuple[Obligation, Obligation]:
     """``all-sizes``: the program over unbound (n, rows) equals the spec max(A[i, j], 0) at every entry."""
     n, rows = C.Size("n"), C.Size("rows")
-    return spec_obligation(
+    return all_sizes_obligations(
         "relu",
         PAPER_REF,
         [lambda: relu(n), lambda: relu(n, rows)],
@@ -76,7 +84,7 @@ def relu_all_sizes() -> Obligation:
 
 def relu_obligations() -> Iterable[Obligation]:
     """sympy/exact/numeric (bit-exact) for every dimension <= 3, numeric at 64; layout."""
-    yield relu_all_sizes()
+    yield from relu_all_sizes()
     yield layout_obligation("relu", PAPER_REF, lambda: relu(3, rows=2))
     for n in (1, 2, 3):
         for r in (None, 2, 3):

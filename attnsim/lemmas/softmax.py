@@ -45,6 +45,7 @@ from attnsim.lemmas.base import (
     layout_obligation,
     numeric_check,
     size_args,
+    sized,
     standard_obligations,
     sympy_check,
 )
@@ -53,11 +54,10 @@ from attnsim.proofs.intents import Intent, check_intent
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
-from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
 from attnsim.symbolic import specs
 from attnsim.symbolic.execute import Enumeration
-from attnsim.symbolic.program_equals_spec import spec_obligation
+from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
 PAPER_REF = "Lemma 3 (softmax)"
 
@@ -153,7 +153,7 @@ def masked_softmax_ref(
 def _paper_cost(rows: int | C.Size, heads: int | C.Size | None) -> dict[str, Any]:
     return {
         "layers": 2 + (1 if heads is not None else 0),
-        "heads": [rows if isinstance(rows, int) else E.render(rows)],
+        "heads": [rows],  # a size: bound with the program (an int once bound)
         "note": "2 layers; exp FFN then one block-mean head per row (3 rows hard-coded); multi-head +1 layer",
     }
 
@@ -194,13 +194,14 @@ def float_range_check(a: np.ndarray, stable: bool, what: str = "softmax") -> Non
         raise ConstructionError(f"{what}: a row's max {lo:.4g} < -708 underflows exp in float64; use stable=True")
 
 
+@sized(rows="rows", cols="cols", heads="heads")
 def softmax(
     rows: int | C.Size, cols: int | C.Size, heads: int | C.Size | None = None, *, stable: bool = False
 ) -> Construction:
     """Row-wise softmax of A (rows, cols), or of a stack (heads, rows, cols) per head.
 
     Sizes may be ints or Size symbols; an int call is the symbolic build bound to those ints."""
-    sym, vals = size_args(rows=rows, cols=cols, heads=heads)
+    sym = size_args(rows=rows, cols=cols, heads=heads)
     r, c = sym["rows"], sym["cols"]
     h = sym["heads"] if heads is not None else 1
     a_blk = Block.of("A", 0, r, c, h)
@@ -217,7 +218,7 @@ def softmax(
         exact=False,
         check_inputs=functools.partial(_check_plain, stable=stable),
         specification=specs.SOFTMAX.at(rows=r, cols=c, heads=h),  # the shift cancels: the same spec
-    ).bind(**vals)
+    )
 
 
 def _check_plain(a: np.ndarray, backend: str = "numpy", stable: bool = False) -> None:
@@ -225,6 +226,7 @@ def _check_plain(a: np.ndarray, backend: str = "numpy", stable: bool = False) ->
         float_range_check(a, stable)
 
 
+@sized(rows="rows", cols="cols", heads="heads")
 def masked_softmax(
     rows: int | C.Size, cols: int | C.Size, heads: int | C.Size | None = None, *, stable: bool = False
 ) -> Construction:
@@ -235,7 +237,7 @@ def masked_softmax(
     caller that already holds n everywhere pays nothing).  Columns j >= n of the result are 0.
     Sizes may be ints or Size symbols (an int call is the symbolic build, bound).
     """
-    sym, vals = size_args(rows=rows, cols=cols, heads=heads)
+    sym = size_args(rows=rows, cols=cols, heads=heads)
     r, c = sym["rows"], sym["cols"]
     h = sym["heads"] if heads is not None else 1
     a_blk = Block.of("A", 0, r, c, h)
@@ -283,7 +285,7 @@ def masked_softmax(
         check_inputs=check,
         specification=specs.MASKED_SOFTMAX.at(rows=r, cols=c, heads=h),  # the valid-max shift cancels
         scalars=(("n", 1, c, "o_j"),),
-    ).bind(**vals)
+    )
 
 
 # -- a fast, sound canonical form for the SymPy obligations ------------------------------------
@@ -436,7 +438,7 @@ def embedded_obligations(
 
 
 # -- all sizes: program == spec (attnsim.symbolic.execute) -------------------------------------------
-def softmax_all_sizes(stable: bool = False, masked: bool = False) -> Obligation:
+def softmax_all_sizes(stable: bool = False, masked: bool = False) -> tuple[Obligation, Obligation]:
     """``all-sizes``: the program over unbound rows, cols (and heads) equals the independent spec at every
     entry (symbolic execution); masked: for every operand 1 <= n <= cols (what the input check enforces)."""
     cid = "softmax-masked" if masked else "softmax"
@@ -448,7 +450,7 @@ def softmax_all_sizes(stable: bool = False, masked: bool = False) -> Obligation:
         if masked
         else "program == spec exp(A[h, i, j]) / sum_{l < cols} exp(A[h, i, l]), every size and entry"
     )
-    return spec_obligation(
+    return all_sizes_obligations(
         cid,
         PAPER_REF,
         [lambda: factory(rows, cols, stable=stable), lambda: factory(rows, cols, heads, stable=stable)],
@@ -460,8 +462,8 @@ def softmax_all_sizes(stable: bool = False, masked: bool = False) -> Obligation:
 def softmax_obligations() -> Iterable[Obligation]:
     """sympy (every dimension <= 3, exp symbolic), numeric up to 64, Z3 intents, layout."""
     ref = PAPER_REF
-    yield softmax_all_sizes()
-    yield softmax_all_sizes(stable=True)
+    yield from softmax_all_sizes()
+    yield from softmax_all_sizes(stable=True)
     yield from intent_obligations("softmax", ref, lambda: softmax(2, 3, heads=2))
     yield layout_obligation("softmax", ref, lambda: softmax(2, 3, heads=2))
     for r, c in itertools.product((1, 2, 3), repeat=2):
@@ -515,8 +517,8 @@ def _ms_tag(r: int, c: int, n: int, h: int | None, stable: bool) -> str:
 def masked_softmax_obligations() -> Iterable[Obligation]:
     """The masked form: sympy for every dimension <= 3 and every n <= c, numeric at 64, Z3."""
     ref, cid = PAPER_REF, "softmax-masked"
-    yield softmax_all_sizes(masked=True)
-    yield softmax_all_sizes(stable=True, masked=True)
+    yield from softmax_all_sizes(masked=True)
+    yield from softmax_all_sizes(stable=True, masked=True)
     yield from intent_obligations(cid, ref, lambda: masked_softmax(2, 3, heads=2))
     yield layout_obligation(cid, ref, lambda: masked_softmax(2, 3, heads=2))
     for r, c in itertools.product((1, 2, 3), repeat=2):

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, ConstructionError, size_args
+from attnsim.lemmas.base import Construction, ConstructionError, size_args, sized
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
@@ -48,12 +48,13 @@ def transpose_ref(a: MatRef, offset: E.Expr | int = 0, name: str = "transpose") 
     return MatRef(y, out), [intent]
 
 
+@sized(rows="rows", cols="cols", heads="heads")
 def transpose(rows: int | C.Size, cols: int | C.Size, heads: int | C.Size | None = None) -> Construction:
     """A^T for A of shape (rows, cols), or a stack (heads, rows, cols) transposed per head.
 
     Sizes may be ints or :class:`~attnsim.rasp.core.Size` symbols; an int call is the symbolic
     build bound to those ints."""
-    sym, vals = size_args(rows=rows, cols=cols, heads=heads)
+    sym = size_args(rows=rows, cols=cols, heads=heads)
     r, c = sym["rows"], sym["cols"]
     h = sym["heads"] if heads is not None else 1
     a_blk = Block.of("A", 0, r, c, h)
@@ -74,7 +75,7 @@ def transpose(rows: int | C.Size, cols: int | C.Size, heads: int | C.Size | None
         intents=intents,
         paper_cost={"layers": 2, "heads": [1, 1], "note": "length + 1 gather head (square n x n)"},
         specification=specs.TRANSPOSE.at(rows=r, cols=c, heads=h),
-    ).bind(**vals)
+    )
 
 
 def _check_sizes(**kw: int) -> None:

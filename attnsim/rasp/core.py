@@ -153,12 +153,20 @@ def param_value(p: Param) -> Fraction:
     return p
 
 
+def shape_text(e: E.Expr) -> str:
+    """``e`` rendered with every bound size written as its value: the fingerprint of a bound
+    program does not depend on what its size symbols were called (``transpose(3, 5)`` and
+    ``transpose(Size("r"), Size("c")).bind(r=3, c=5)`` are one program); unbound sizes keep their
+    names (they are the program's parameters)."""
+    bound = {n.name: n.value for n in E.nodes(e) if isinstance(n, Size) and n.value is not None}
+    return E.render(e.substitute(bound) if bound else e)
+
+
 def _param_render(p: Param) -> str:
     if isinstance(p, E.Expr):
-        b = ",".join(f"{n.name}={n.value}" for n in E.nodes(p) if isinstance(n, Size) and n.value is not None)
-        return f"<{E.render(p)}{'|' + b if b else ''}>"
+        return f"<{shape_text(p)}>"
     if isinstance(p, Ratio):
-        return f"<{p.render()}>"
+        return f"<{shape_text(p.num)}/{shape_text(p.den)}>"
     return str(p)
 
 
@@ -233,8 +241,7 @@ class IndexFn:
 
     @property
     def fingerprint(self) -> str:
-        b = ",".join(f"{k}={v}" for k, v in sorted(self.bindings.items()))
-        return f"λ{','.join(self.argnames)}.{E.render(self.expr)}" + (f"[{b}]" if b else "")
+        return f"λ{','.join(self.argnames)}.{shape_text(self.expr)}"
 
     def evaluate(self, *args: Any) -> Any:
         env: dict[str, Any] = dict(self.bindings)

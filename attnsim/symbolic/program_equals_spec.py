@@ -12,6 +12,7 @@ a counterexample (:mod:`attnsim.symbolic.counterexample`).
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import time
 from collections.abc import Callable, Sequence
@@ -274,4 +275,101 @@ def spec_obligation(
     return Obligation(f"{cid}/all-sizes/{detail}", cid, paper_ref, "all-sizes", check, statement=statement)
 
 
-__all__ = ["internal", "prove_program_equals_spec", "spec_obligation"]
+# -- one build path -------------------------------------------------------------------------------
+BUILD_SIZES = (1, 2, 3, 71, 100)  # small sizes, and past every size constant a construction compares with
+
+
+def build_instances(free: Sequence[str]) -> list[dict[str, int]]:
+    """Instances for the build check: every size in 1..3 together (at most 3 sizes: 27 calls), each
+    size alone at 71 and 100 with the others at 2, and all at 71."""
+    names = sorted(free)
+    first = names[:3]
+    rest = {n: 2 for n in names}
+    small = [{**rest, **dict(zip(first, v, strict=True))} for v in itertools.product((1, 2, 3), repeat=len(first))]
+    large = [{**{n: 2 for n in names}, name: v} for name in names for v in BUILD_SIZES[3:]]
+    return [*small, *large, {n: BUILD_SIZES[3] for n in names}]
+
+
+def _built(con: Any) -> str:
+    """What one build is, compared between the integer call and the bound symbolic build."""
+    blocks = ";".join(
+        f"{b.name}@{_num(b.offset)}:{_num(b.stack)}x{_num(b.rows)}x{_num(b.cols)}/{b.channel}"
+        for b in con.layout.blocks
+    )
+    intents = ",".join(it.selector.fingerprint for it in con.intents)
+    return f"program {con.program.fingerprint}; layout {blocks}; out {con.output} {con.out_shape}; intents {intents}"
+
+
+def _num(e: Any) -> str:
+    return C.shape_text(e) if isinstance(e, E.Expr) else str(e)
+
+
+def build_obligation(cid: str, paper_ref: str, makes: Sequence[Callable[[], Any]], detail: str = "lemma") -> Obligation:
+    """``exact``: the integer call of a construction's public factory is the symbolic build the
+    all-sizes proof reads, bound, at every listed instance (:func:`build_instances`): the program,
+    its layout, its output and its intents' selectors.  A factory that gave integer calls a path of
+    their own (a branch on a size's value, a wrapper) fails here, naming the instance."""
+
+    def check(timeout: float) -> Outcome:
+        n = 0
+        for make in makes:
+            sym = make()
+            if sym.built_by is None:
+                return Outcome.bad(f"{sym.name}: built without @sized, so an integer call may take a path of its own")
+            module, name, args = sym.built_by
+            factory = getattr(importlib.import_module(module), name)
+            params = sorted(a.name for _, a in args if isinstance(a, C.Size) and a.value is None)
+            for values in build_instances(params):  # sizes that are not parameters (an offset) stay unbound
+                call = {p: values.get(a.name, a) if isinstance(a, C.Size) and a.value is None else a for p, a in args}
+                shown = f"{name}({', '.join(f'{p}={v}' for p, v in call.items() if v is not None)})"
+                direct = bound = None
+                try:
+                    direct = _built(factory(**call))
+                except ValueError as exc:
+                    direct = f"refused: {type(exc).__name__}"
+                try:
+                    bound = _built(sym.bind(**values))
+                except ValueError as exc:
+                    bound = f"refused: {type(exc).__name__}"
+                if direct != bound:
+                    why = _first_difference(direct, bound)
+                    return Outcome.bad(f"{shown}: the integer call is not the bound symbolic build ({why})")
+                n += 1
+        return Outcome.good(f"{n} integer calls equal the bound symbolic build (program, layout, output, intents)")
+
+    return Obligation(
+        f"{cid}/exact/one-build-{detail}",
+        cid,
+        paper_ref,
+        "exact",
+        check,
+        statement="at every listed instance (sizes 1..3 together; 71 and 100 alone), the integer call of the public "
+        "factory equals the symbolic build of the all-sizes proof, bound (program, layout, output, intents)",
+    )
+
+
+def _first_difference(a: str, b: str) -> str:
+    for x, y in zip(a.split("; "), b.split("; "), strict=False):
+        if x != y:
+            return f"integer call: {x[:160]} / bound: {y[:160]}"
+    return f"integer call: {a[:160]} / bound: {b[:160]}"
+
+
+def all_sizes_obligations(
+    cid: str, paper_ref: str, makes: Sequence[Callable[[], Any]], statement: str, detail: str = "lemma"
+) -> tuple[Obligation, Obligation]:
+    """The all-sizes proof (:func:`spec_obligation`) and the check that integer calls are its build, bound."""
+    return (
+        spec_obligation(cid, paper_ref, makes, statement, detail),
+        build_obligation(cid, paper_ref, makes, detail),
+    )
+
+
+__all__ = [
+    "all_sizes_obligations",
+    "build_instances",
+    "build_obligation",
+    "internal",
+    "prove_program_equals_spec",
+    "spec_obligation",
+]

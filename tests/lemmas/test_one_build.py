@@ -1,0 +1,91 @@
+"""One build path (issue 26 item 1): an integer call of a factory is its symbolic build, bound.
+
+Backs every all-sizes row of paper_map.md (Lemma transpose, matmul, Lemma 3 softmax, ReLU, MaxMin,
+the Faddeev-LeVerrier steps, linear attention, Linformer, parity): the all-sizes proof reads the
+symbolic build, so the program a user runs with integers must be that build, bound.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnsim import lemmas
+from attnsim.applications import efficient, kparity
+from attnsim.cli.main import main
+from attnsim.lemmas import faddeev_steps, forms
+from attnsim.lemmas.base import Construction, ConstructionError, size_args
+from attnsim.proofs import registry
+from attnsim.rasp.core import Size
+
+# factory, its size parameters, one integer instance
+FACTORIES: list[tuple[Callable[..., Construction], tuple[str, ...], tuple[int, ...]]] = [
+    (lemmas.transpose, ("rows", "cols", "heads"), (3, 5, 2)),
+    (lemmas.matmul, ("rows", "inner", "cols", "heads"), (2, 3, 4, 2)),
+    (lemmas.softmax, ("rows", "cols", "heads"), (2, 80, 2)),
+    (lemmas.masked_softmax, ("rows", "cols", "heads"), (2, 3, 2)),
+    (lemmas.relu, ("length", "rows"), (4, 3)),
+    (lemmas.maxmin, ("length", "rows"), (6, 2)),
+    (forms.gathered_transpose, ("rows", "cols"), (2, 3)),
+    (forms.gathered_permute, ("d0", "d1", "d2"), (2, 3, 4)),
+    (forms.broadcast_gather, ("depth", "rows", "cols"), (2, 3, 4)),
+    (forms.consumer_matmul, ("rows", "inner", "cols", "extra"), (2, 3, 4, 2)),
+    (forms.two_axis_sum, ("depth", "rows", "width", "cols"), (2, 3, 4, 2)),
+    (faddeev_steps.trace_step, ("n",), (4,)),
+    (faddeev_steps.iteration_step, ("n", "k"), (4, 2)),
+    (efficient.linear_attention, ("n", "d", "dv"), (3, 2, 2)),
+    (efficient.linformer, ("n", "d", "dv", "k"), (3, 2, 2, 2)),
+    (kparity.parity, ("length",), (6,)),
+]
+
+softmax_module = importlib.import_module("attnsim.lemmas.softmax")  # the module: the package re-exports the function
+NAMES = st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=6)
+
+
+def _fingerprints(con: Construction) -> tuple[str, ...]:
+    return (con.program.fingerprint, *(it.selector.fingerprint for it in con.intents))
+
+
+@pytest.mark.parametrize(("factory", "params", "ints"), FACTORIES, ids=lambda x: getattr(x, "__name__", ""))
+@settings(max_examples=8, deadline=None)
+@given(data=st.data())
+def test_bind_by_any_symbol_names_is_the_integer_call(
+    factory: Callable[..., Construction], params: tuple[str, ...], ints: tuple[int, ...], data: Any
+) -> None:
+    names = data.draw(st.lists(NAMES, min_size=len(params), max_size=len(params), unique=True))
+    symbolic = factory(**{p: Size(n) for p, n in zip(params, names, strict=True)})
+    bound = symbolic.bind(**dict(zip(names, ints, strict=True)))
+    direct = factory(*ints)
+    assert _fingerprints(bound) == _fingerprints(direct)
+    assert bound.out_shape == direct.out_shape and bound.paper_cost == direct.paper_cost
+
+
+def test_a_bug_in_the_integer_path_only_fails_verify(monkeypatch: pytest.MonkeyPatch) -> None:
+    """softmax wrong for cols >= 70 when called with integers (here: the stable form instead) is caught by
+    softmax/exact/one-build-lemma, and `verify --only softmax/exact/one-build` exits 1."""
+    real = softmax_module.softmax
+
+    @functools.wraps(real)
+    def integer_path_bug(rows: Any, cols: Any, heads: Any = None, *, stable: bool = False) -> Construction:
+        if isinstance(cols, int) and cols >= 70:
+            return real(rows, cols, heads, stable=not stable)
+        return real(rows, cols, heads, stable=stable)
+
+    monkeypatch.setattr(softmax_module, "softmax", integer_path_bug)
+    out = registry.by_id("softmax/exact/one-build-lemma").check(60.0)
+    assert out.ok is False and "softmax(rows=" in out.detail and "cols=71" in out.detail
+    assert "integer call is not the bound symbolic build" in out.detail
+    assert main(["verify", "--only", "softmax/exact/one-build", "-j", "1"]) == 1
+
+
+def test_an_int_never_reaches_a_factory_body() -> None:
+    """A factory body that was not decorated with @sized cannot take an integer path: size_args refuses."""
+    with pytest.raises(ConstructionError, match="must be decorated with @sized"):
+        size_args(rows=3)
+    assert set(size_args(rows=Size("rows"), heads=None)) == {"rows", "heads"}
