@@ -41,6 +41,7 @@ import numpy as np
 from attnsim.numeric.arith import NumpyArith
 from attnsim.rasp import core as C
 from attnsim.rasp.arith import Arithmetic, BackendError, NonFiniteError
+from attnsim.rasp.compiled_expr import compiled
 from attnsim.rasp.expr import COMPARATORS, constant_from
 from attnsim.symbolic.arith import ExactArith, SympyArith
 
@@ -232,6 +233,18 @@ def _streamable(order: Sequence[C.RASPExpr], outputs: Sequence[C.SOp]) -> dict[i
     return ok
 
 
+def _position_only(order: Sequence[C.RASPExpr]) -> dict[int, bool]:
+    """Per node: its value depends only on positions and sizes (``indices``, or an index map
+    whose every argument is such a value), so it is the same on every run at one length."""
+    out: dict[int, bool] = {}
+    for node in order:
+        if isinstance(node, C.Indices):
+            out[id(node)] = True
+        elif isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.IndexFn):
+            out[id(node)] = all(out.get(id(a), False) for a in node.args)
+    return out
+
+
 @dataclass
 class SelectorPlan:
     """A selector as key mask AND query mask AND (optionally) one equality k-value == q-value."""
@@ -286,6 +299,70 @@ def selector_leaves(sel: C.Selector) -> list[C.SOp]:
     return out
 
 
+def narrowest(a: np.ndarray) -> np.ndarray:
+    """An integer array in the narrowest signed dtype holding its values (int8 .. int64)."""
+    if a.size == 0:
+        return a.astype(np.int8)
+    lo, hi = int(a.min()), int(a.max())
+    for dt in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dt)
+        if info.min <= lo and hi <= info.max:
+            return a.astype(dt)
+    return a.astype(np.int64)
+
+
+@dataclass
+class StructuralMemo:
+    """Values that depend only on positions and sizes (index maps over ``indices``, index maps
+    of such maps), kept across runs of one program (U keeps one): a run reads them instead of
+    computing them again.  Each head is stored in its narrowest integer dtype; a value whose head
+    would take the stored total past ``budget_bytes`` is not kept (it is computed on every run,
+    as without a memo) and is not tried again."""
+
+    budget_bytes: int = 256 << 20
+    stored: dict[tuple[int, int], tuple[C.SOp, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    refused: set[tuple[int, int]] = field(default_factory=set)
+    used_bytes: int = 0
+    hits: int = 0
+    misses: int = 0
+
+    def get(self, node: C.SOp, L: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(head, tail) of ``node`` at length L, if kept."""
+        hit = self.stored.get((id(node), L))
+        if hit is None:
+            return None
+        self.hits += 1
+        return hit[1], hit[2]
+
+    def offer(self, node: C.SOp, L: int, head: np.ndarray, tail: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Keep ``node``'s head (narrowed) if it fits the budget: (kept head, tail); None when
+        refused."""
+        self.misses += 1
+        small = narrowest(head)
+        if self.used_bytes + small.nbytes > self.budget_bytes:
+            self.refused.add((id(node), L))
+            return None
+        kept = (node, small, tail.astype(np.int64))
+        self.stored[(id(node), L)] = kept
+        self.used_bytes += small.nbytes
+        return kept[1], kept[2]
+
+    def tried(self, node: C.SOp, L: int) -> bool:
+        """The node was refused before: do not compute it whole again to offer it."""
+        return (id(node), L) in self.refused
+
+    def summary(self) -> dict[str, int]:
+        """Kept values, their bytes, the budget, refused values, hits and misses (typed counts)."""
+        return {
+            "kept": len(self.stored),
+            "bytes": self.used_bytes,
+            "budget_bytes": self.budget_bytes,
+            "refused": len(self.refused),
+            "hits": self.hits,
+            "misses": self.misses,
+        }
+
+
 # ---------------------------------------------------------------------------------------------
 class Run:
     """State of one program run: values by node id, freed after their last use."""
@@ -299,6 +376,7 @@ class Run:
         keep_all: bool = False,
         dense_only: bool = False,
         track: bool = False,
+        memo: StructuralMemo | None = None,
     ) -> None:
         self.arith = arith
         self.outputs = list(outputs)
@@ -330,6 +408,9 @@ class Run:
         # own positions (or sums it by groups) is computed piece by piece where it is read
         self.lazy: dict[int, Lazy] = {}
         self.streamable: dict[int, bool] = {}
+        # values that depend only on positions and sizes, kept across runs (compact runs only)
+        self.memo = memo if self.compact else None
+        self.position_only: dict[int, bool] = {}
 
     # -- access ---------------------------------------------------------------------------
     def _full(self, x: Any) -> Any:
@@ -403,6 +484,8 @@ class Run:
             refs[id(o)] = refs.get(id(o), 0) + 1
         if self.compact:
             self.streamable = _streamable(self.order, self.outputs)
+        if self.memo is not None:
+            self.position_only = _position_only(self.order)
         for node in self.order:
             if isinstance(node, C.SOp):
                 self.compute(node)
@@ -419,7 +502,8 @@ class Run:
     def compute(self, node: C.SOp) -> None:
         L, key = self.L, id(node)
         if self.compact and isinstance(node, (C.Indices, C.Map, C.SequenceMap, C.Aggregate)):
-            lz = self._describe(node)
+            memoize = self.position_only.get(key, False) and not isinstance(node, C.Indices)
+            lz = self._memoized(node) if memoize else self._describe(node)
             if lz is not None:
                 if lz.m > LAZY_MIN and self.streamable.get(key, False):
                     self.lazy[key] = lz  # read piece by piece by its readers, never stored whole
@@ -444,7 +528,7 @@ class Run:
             fn = node.fn
             if isinstance(fn, C.IndexFn):
                 args = [self.integers(a) for a in node.args]
-                out = fn.evaluate(*args)
+                out = compiled(fn)(*args)
                 self.ints[key] = np.broadcast_to(np.asarray(out, dtype=np.int64), (L,)).copy()
             else:
                 try:
@@ -532,6 +616,30 @@ class Run:
         lz = self.lazy.pop(id(node))
         (self.ints if lz.is_int else self.vals)[id(node)] = self._materialize(lz)
 
+    def _memoized(self, node: C.SOp) -> Lazy | None:
+        """A position-only index map read from the memo (computed whole and offered to it on
+        the first run); the plain description when the memo refused it."""
+        memo, L = self.memo, self.L
+        assert memo is not None
+        if memo.tried(node, L):
+            return self._describe(node)
+        got = memo.get(node, L)
+        if got is None:
+            lz = self._describe(node)
+            if lz is None:  # pragma: no cover - index maps always have a description
+                return None
+            value = self._materialize(lz)
+            head, tail = (value.head, value.tail) if isinstance(value, Tail) else (value, value[-1:])
+            got = memo.offer(node, L, head, tail)
+            if got is None:
+                return Lazy(len(head), tail, True, node.label, lambda a, b, cache: head[a:b])
+        stored, tail = got
+
+        def read(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+            return stored[a:b].astype(np.int64)
+
+        return Lazy(len(stored), tail, True, node.label, read)
+
     def _describe(self, node: C.SOp) -> Lazy | None:
         """The node as a Lazy (its values computable piece by piece); None: the general path."""
         L = self.L
@@ -554,9 +662,10 @@ class Run:
         expression is provably constant (``E.constant_from``); over other values it ends where
         their heads do."""
         L = self.L
+        code = compiled(fn)
 
         def ev(xs: list[np.ndarray], n: int) -> np.ndarray:
-            return np.array(np.broadcast_to(np.asarray(fn.evaluate(*xs), dtype=np.int64), (n,)))
+            return np.array(np.broadcast_to(np.asarray(code(*xs), dtype=np.int64), (n,)))
 
         if len(args) == 1 and isinstance(args[0], C.Indices):
             start = constant_from(fn.expr, fn.argnames[0], dict(fn.bindings))
@@ -565,7 +674,7 @@ class Run:
             def over_indices(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
                 return ev([np.arange(a, b, dtype=np.int64)], b - a)
 
-            tail = np.asarray(fn.evaluate(np.array([L - 1], dtype=np.int64)), dtype=np.int64).reshape(-1)[:1]
+            tail = np.asarray(code(np.array([L - 1], dtype=np.int64)), dtype=np.int64).reshape(-1)[:1]
             if tail.size == 0:
                 tail = np.zeros(1, dtype=np.int64)
             return Lazy(m, np.broadcast_to(tail, (1,)).copy(), True, label, over_indices)
@@ -577,7 +686,7 @@ class Run:
             return ev(xs, b - a)
 
         tails = [np.array([L - 1], dtype=np.int64) if s is None else self._tail_src(s, "integers") for s in srcs]
-        tail = np.broadcast_to(np.asarray(fn.evaluate(*tails), dtype=np.int64).reshape(-1)[:1], (1,)).copy()
+        tail = np.broadcast_to(np.asarray(code(*tails), dtype=np.int64).reshape(-1)[:1], (1,)).copy()
         return Lazy(m, tail, True, label, over_values)
 
     def _describe_map(self, node: C.Map | C.SequenceMap) -> Lazy:
@@ -998,6 +1107,7 @@ def evaluate(
     allow_nonfinite: bool = False,
     dense_only: bool = False,
     finite: Any = None,
+    memo: StructuralMemo | None = None,
 ) -> Any:
     """Run a program on a 1-D token sequence.
 
@@ -1009,13 +1119,16 @@ def evaluate(
     for all); with float64 values, a non-finite value at one of them raises
     :class:`NonFiniteError` naming the node and primitive where it first stopped being finite.
     None (the default) checks nothing: positions outside a result block are unspecified.
+
+    ``memo``: values that depend only on positions and sizes, kept across runs of the same
+    program (see :class:`StructuralMemo`); numpy backend only, the values are the same.
     """
     outs = [program] if isinstance(program, C.SOp) else list(program)
     for o in outs:
         if not isinstance(o, C.SOp):
             raise C.ProgramError(f"a program's output must be an SOp, got {o!r}")
     arith = arithmetic(backend)
-    run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only)
+    run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only, memo=memo)
     run.execute()
     res = [run.value(o) for o in outs]
     if finite is not None and finite is not False:

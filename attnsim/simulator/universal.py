@@ -50,7 +50,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp import hints
 from attnsim.rasp.arith import BackendError
-from attnsim.rasp.engine import Trace, evaluate
+from attnsim.rasp.engine import StructuralMemo, Trace, evaluate
 from attnsim.rasp.engine import trace as engine_trace
 from attnsim.rasp.layout import Grid, GridRef, Layout, value_of
 from attnsim.rasp.schedule import Cost, cost
@@ -129,6 +129,8 @@ class UniversalSimulator:
         self.intents: list[tuple[str, Intent]] = []
         self.masks: list[Mask] = []
         self.stage_grids: list[Grid] = []
+        # U's index maps over positions only, computed on the first run and read by the next ones
+        self.memo = StructuralMemo()
         self._build()
 
     @classmethod
@@ -682,7 +684,7 @@ class UniversalSimulator:
         if backend == "numpy" and seq.dtype == object:
             raise SimulatorError("T or X is symbolic: use backend='sympy'")
         try:
-            return np.asarray(evaluate(self.program, seq, backend, finite=finite))
+            return np.asarray(evaluate(self.program, seq, backend, finite=finite, memo=self.memo))
         except BackendError as exc:
             raise SimulatorError(f"U: {exc}") from None
 

@@ -237,3 +237,44 @@ def test_cost_reports_mlp_depth_and_generalized_primitives_per_layer() -> None:
     assert c.generalized == ["div", "exp", "mul"]
     keys = set(c.as_dict())
     assert {"layers", "heads", "aggregates", "mlp_primitives", "mlp_depth", "generalized", "mlp_generalized"} <= keys
+
+
+# -- StructuralMemo: position-only index maps kept across runs (U keeps one; Theorem 6's runs) --
+def _memo_program() -> C.SOp:
+    """A gather whose source position is a position-only index map over indices (as U's are)."""
+    n = Size("n", 5)
+    src = imap(lambda p: (p % n) * n + p // n, indices).named("src")
+    inside = imap(lambda p: p < 20, src).named("inside")  # an index map of an index map
+    return apply("mul", aggregate(select(indices, src, "=="), tokens), inside)
+
+
+def test_memo_gives_the_same_values_and_is_read() -> None:
+    from attnsim.rasp.engine import StructuralMemo
+
+    prog = _memo_program()
+    memo = StructuralMemo()
+    toks = np.arange(25, dtype=np.float64) * 1.5
+    plain = evaluate(prog, toks)
+    first = evaluate(prog, toks, memo=memo)
+    again = evaluate(prog, toks * 2, memo=memo)
+    assert first.tolist() == plain.tolist() and again.tolist() == evaluate(prog, toks * 2).tolist()
+    s = memo.summary()
+    assert (s["kept"], s["misses"], s["hits"]) == (2, 2, 2)
+    assert s["bytes"] == 2 * 25  # int8: the narrowest dtype holding positions 0..24
+    # mutation: a tampered kept value changes the output, so runs do read the memo
+    for node, head, _ in memo.stored.values():
+        if node.label == "src":
+            head[:] = 0
+    assert evaluate(prog, toks, memo=memo).tolist() != plain.tolist()
+
+
+def test_memo_refuses_past_its_budget() -> None:
+    from attnsim.rasp.engine import StructuralMemo
+
+    prog = _memo_program()
+    memo = StructuralMemo(budget_bytes=30)  # room for one of the two maps
+    toks = np.arange(25, dtype=np.float64)
+    assert evaluate(prog, toks, memo=memo).tolist() == evaluate(prog, toks).tolist()
+    assert evaluate(prog, toks, memo=memo).tolist() == evaluate(prog, toks).tolist()
+    s = memo.summary()
+    assert (s["kept"], s["refused"], s["bytes"]) == (1, 1, 25) and s["bytes"] <= s["budget_bytes"]
