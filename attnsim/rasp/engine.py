@@ -43,6 +43,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp.arith import Arithmetic, BackendError, NonFiniteError
 from attnsim.rasp.compiled_expr import compiled
 from attnsim.rasp.expr import COMPARATORS, constant_from
+from attnsim.rasp.kept_values import KeptForm, kept_form
 from attnsim.symbolic.arith import ExactArith, SympyArith
 
 DENSE_CELLS = 1 << 22
@@ -102,6 +103,8 @@ class Tail:
         n = len(self.head)
         if n == 0:
             return np.repeat(self.tail, len(idx))
+        if idx.size and int(idx.max()) < n:
+            return self.head[idx]
         inside = idx < n
         return np.where(inside, self.head[np.where(inside, idx, 0)], self.tail[0])
 
@@ -180,6 +183,40 @@ def _bin_sums(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
         np.bincount(inv, minlength=len(uniq)).astype(np.float64),
         np.bincount(inv, weights=vv, minlength=len(uniq)),
     )
+
+
+def _group_lookup(
+    uniq: np.ndarray, counts: np.ndarray, sums: np.ndarray
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """Each query's group mean (0 where its group is empty or absent, or ``ok`` is False), from
+    the sorted distinct group values ``uniq`` (non-empty) with their weights and sums.  Integer
+    groups in a range at most 8 x their number (+ 1024) are read from a table indexed by value,
+    one gather per query; others by a binary search.  The means are the same divisions."""
+    lo, hi = int(uniq[0]), int(uniq[-1])
+    if uniq.dtype.kind in "iu" and hi - lo < 8 * len(uniq) + 1024:
+        size = hi - lo + 1
+        has = np.zeros(size, dtype=bool)
+        means = np.zeros(size)
+        nz = counts > 0
+        has[uniq[nz] - lo] = True
+        means[uniq[nz] - lo] = sums[nz] / counts[nz]
+
+        def table(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
+            idx = q - lo
+            inside = ok & (idx >= 0) & (idx < size)
+            idx = np.where(inside, idx, 0)
+            return np.where(inside & has[idx], means[idx], 0.0)
+
+        return table
+
+    def search(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
+        pos = np.minimum(np.searchsorted(uniq, q), len(uniq) - 1)
+        hit = ok & (uniq[pos] == q) & (counts[pos] > 0)
+        out = np.zeros(len(q))
+        out[hit] = sums[pos[hit]] / counts[pos[hit]]
+        return out
+
+    return search
 
 
 def _max_sums(
@@ -299,68 +336,62 @@ def selector_leaves(sel: C.Selector) -> list[C.SOp]:
     return out
 
 
-def narrowest(a: np.ndarray) -> np.ndarray:
-    """An integer array in the narrowest signed dtype holding its values (int8 .. int64)."""
-    if a.size == 0:
-        return a.astype(np.int8)
-    lo, hi = int(a.min()), int(a.max())
-    for dt in (np.int8, np.int16, np.int32):
-        info = np.iinfo(dt)
-        if info.min <= lo and hi <= info.max:
-            return a.astype(dt)
-    return a.astype(np.int64)
+@dataclass(frozen=True)
+class MemoSummary:
+    """What a :class:`StructuralMemo` holds: kept values, their bytes, its budget, refused
+    values (computed on every run), and reads (hits) and offers (misses) so far."""
+
+    kept: int
+    bytes: int
+    budget_bytes: int
+    refused: int
+    hits: int
+    misses: int
 
 
 @dataclass
 class StructuralMemo:
     """Values that depend only on positions and sizes (index maps over ``indices``, index maps
     of such maps), kept across runs of one program (U keeps one): a run reads them instead of
-    computing them again.  Each head is stored in its narrowest integer dtype; a value whose head
-    would take the stored total past ``budget_bytes`` is not kept (it is computed on every run,
-    as without a memo) and is not tried again."""
+    computing them again.  Each head is kept in the smaller of two exact forms
+    (:func:`attnsim.rasp.kept_values.kept_form`: affine pieces or a narrow array); a value whose
+    form would take the kept total past ``budget_bytes`` is not kept (it is computed on every
+    run, as without a memo) and is not offered again."""
 
     budget_bytes: int = 256 << 20
-    stored: dict[tuple[int, int], tuple[C.SOp, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    stored: dict[tuple[int, int], tuple[C.SOp, KeptForm, np.ndarray]] = field(default_factory=dict)
     refused: set[tuple[int, int]] = field(default_factory=set)
     used_bytes: int = 0
     hits: int = 0
     misses: int = 0
 
-    def get(self, node: C.SOp, L: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """(head, tail) of ``node`` at length L, if kept."""
+    def get(self, node: C.SOp, L: int) -> tuple[KeptForm, np.ndarray] | None:
+        """(kept head, tail) of ``node`` at length L, if kept."""
         hit = self.stored.get((id(node), L))
         if hit is None:
             return None
         self.hits += 1
         return hit[1], hit[2]
 
-    def offer(self, node: C.SOp, L: int, head: np.ndarray, tail: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """Keep ``node``'s head (narrowed) if it fits the budget: (kept head, tail); None when
-        refused."""
+    def offer(self, node: C.SOp, L: int, head: np.ndarray, tail: np.ndarray) -> tuple[KeptForm, np.ndarray] | None:
+        """Keep ``node``'s head if its form fits the budget: (kept head, tail); None when refused."""
         self.misses += 1
-        small = narrowest(head)
-        if self.used_bytes + small.nbytes > self.budget_bytes:
+        form = kept_form(head)
+        if self.used_bytes + form.nbytes > self.budget_bytes:
             self.refused.add((id(node), L))
             return None
-        kept = (node, small, tail.astype(np.int64))
+        kept = (node, form, tail.astype(np.int64))
         self.stored[(id(node), L)] = kept
-        self.used_bytes += small.nbytes
+        self.used_bytes += form.nbytes
         return kept[1], kept[2]
 
     def tried(self, node: C.SOp, L: int) -> bool:
         """The node was refused before: do not compute it whole again to offer it."""
         return (id(node), L) in self.refused
 
-    def summary(self) -> dict[str, int]:
-        """Kept values, their bytes, the budget, refused values, hits and misses (typed counts)."""
-        return {
-            "kept": len(self.stored),
-            "bytes": self.used_bytes,
-            "budget_bytes": self.budget_bytes,
-            "refused": len(self.refused),
-            "hits": self.hits,
-            "misses": self.misses,
-        }
+    def summary(self) -> MemoSummary:
+        kept, refused = len(self.stored), len(self.refused)
+        return MemoSummary(kept, self.used_bytes, self.budget_bytes, refused, self.hits, self.misses)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -633,12 +664,12 @@ class Run:
             got = memo.offer(node, L, head, tail)
             if got is None:
                 return Lazy(len(head), tail, True, node.label, lambda a, b, cache: head[a:b])
-        stored, tail = got
+        form, tail = got
 
         def read(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
-            return stored[a:b].astype(np.int64)
+            return form.slice(a, b)
 
-        return Lazy(len(stored), tail, True, node.label, read)
+        return Lazy(form.length, tail, True, node.label, read)
 
     def _describe(self, node: C.SOp) -> Lazy | None:
         """The node as a Lazy (its values computable piece by piece); None: the general path."""
@@ -733,10 +764,13 @@ class Run:
             for sop, cmp, c in plan.key_atoms:
                 km = self._cmp_t(km, self.comparable_t(sop), cmp, _scalar(c), key_side=True)
 
+            every_key = not plan.key_atoms
+
             def read(qi: np.ndarray, ok: np.ndarray) -> np.ndarray:
                 ok = ok & (qi >= 0) & (qi < L)
                 idx = np.where(ok, qi, 0)
-                ok &= _at(km, idx)
+                if not every_key:
+                    ok &= _at(km, idx)
                 return np.where(ok, _at(values, idx), 0.0)
 
             look = read
@@ -753,14 +787,7 @@ class Run:
                 look = none
             else:
 
-                def found(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
-                    pos = np.minimum(np.searchsorted(uniq, q), len(uniq) - 1)
-                    hit = ok & (uniq[pos] == q) & (counts[pos] > 0)
-                    out = np.zeros(len(q))
-                    out[hit] = sums[pos[hit]] / counts[pos[hit]]
-                    return out
-
-                look = found
+                look = _group_lookup(uniq, counts, sums)
         qatoms = [(_scalar(c), self._src(sop, "comparable"), cmp) for c, sop, cmp in plan.query_atoms]
         m = max([self._head_of(qsrc), *(self._head_of(s) for _, s, _ in qatoms)])
 

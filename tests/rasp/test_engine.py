@@ -250,6 +250,7 @@ def _memo_program() -> C.SOp:
 
 def test_memo_gives_the_same_values_and_is_read() -> None:
     from attnsim.rasp.engine import StructuralMemo
+    from attnsim.rasp.kept_values import NarrowArray
 
     prog = _memo_program()
     memo = StructuralMemo()
@@ -259,12 +260,13 @@ def test_memo_gives_the_same_values_and_is_read() -> None:
     again = evaluate(prog, toks * 2, memo=memo)
     assert first.tolist() == plain.tolist() and again.tolist() == evaluate(prog, toks * 2).tolist()
     s = memo.summary()
-    assert (s["kept"], s["misses"], s["hits"]) == (2, 2, 2)
-    assert s["bytes"] == 2 * 25  # int8: the narrowest dtype holding positions 0..24
+    assert (s.kept, s.misses, s.hits) == (2, 2, 2)
+    assert s.bytes == 2 * 25  # int8 arrays: the narrowest dtype holding positions 0..24
     # mutation: a tampered kept value changes the output, so runs do read the memo
-    for node, head, _ in memo.stored.values():
+    for node, form, _ in memo.stored.values():
         if node.label == "src":
-            head[:] = 0
+            assert isinstance(form, NarrowArray)
+            form.values[:] = 0
     assert evaluate(prog, toks, memo=memo).tolist() != plain.tolist()
 
 
@@ -277,4 +279,28 @@ def test_memo_refuses_past_its_budget() -> None:
     assert evaluate(prog, toks, memo=memo).tolist() == evaluate(prog, toks).tolist()
     assert evaluate(prog, toks, memo=memo).tolist() == evaluate(prog, toks).tolist()
     s = memo.summary()
-    assert (s["kept"], s["refused"], s["bytes"]) == (1, 1, 25) and s["bytes"] <= s["budget_bytes"]
+    assert (s.kept, s.refused, s.bytes) == (1, 1, 25) and s.bytes <= s.budget_bytes
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 3), st.floats(-9, 9)), min_size=1, max_size=20),
+    st.lists(st.integers(-60, 60), min_size=1, max_size=30),
+    st.integers(0, 10**7),
+)
+def test_group_lookup_reads_each_querys_group_mean(
+    groups: list[tuple[int, int, float]], qs: list[int], spread: int
+) -> None:
+    """The equality head's group read (table or binary search: ``spread`` widens the key range
+    past the table's) gives sum / weight of the query's group, 0 for an absent or empty one."""
+    from attnsim.rasp.engine import _group_lookup
+
+    table = {k * (1 + spread): (float(c), c * v) for k, c, v in dict((g[0], g) for g in groups).values()}
+    uniq = np.array(sorted(table), dtype=np.int64)
+    counts = np.array([table[k][0] for k in uniq])
+    sums = np.array([table[k][1] for k in uniq])
+    q = np.array([x * (1 + spread) for x in qs], dtype=np.int64)
+    ok = np.arange(len(q)) % 3 != 1
+    read = [o and x in table and table[x][0] > 0 for x, o in zip(q.tolist(), ok, strict=True)]
+    want = [table[x][1] / table[x][0] if r else 0.0 for x, r in zip(q.tolist(), read, strict=True)]
+    assert _group_lookup(uniq, counts, sums)(q, ok).tolist() == want
