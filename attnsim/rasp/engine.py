@@ -185,6 +185,18 @@ def _bin_sums(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     )
 
 
+def _group_max(gmax: np.ndarray, groups: np.ndarray, scores: np.ndarray) -> None:
+    """``gmax[g] = max(gmax[g], scores of group g)`` (``np.maximum.at``); when the groups come
+    in non-decreasing order (U's rows are contiguous) by one ``reduceat`` over the runs, which
+    NumPy does many times faster than the unbuffered ``maximum.at``."""
+    if groups.size > 1 and bool(np.all(groups[1:] >= groups[:-1])):
+        starts = np.concatenate([[0], np.flatnonzero(groups[1:] != groups[:-1]) + 1])
+        g = groups[starts]
+        gmax[g] = np.maximum(gmax[g], np.maximum.reduceat(scores, starts))
+        return
+    np.maximum.at(gmax, groups, scores)
+
+
 def _group_lookup(
     uniq: np.ndarray, counts: np.ndarray, sums: np.ndarray
 ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -226,7 +238,7 @@ def _max_sums(
     uniq, inv = np.unique(kk, return_inverse=True)
     inv = inv.reshape(-1)
     gmax = np.full(len(uniq), -np.inf)
-    np.maximum.at(gmax, inv, ss)
+    _group_max(gmax, inv, ss)
     top = ss == gmax[inv]
     inv, vv, w = inv[top], vv[top], w[top]
     return uniq, np.bincount(inv, weights=w, minlength=len(uniq)), np.bincount(inv, weights=vv * w, minlength=len(uniq))
@@ -1054,7 +1066,7 @@ class Run:
         if score is not None:
             sk = score[ks]
             gmax = np.full(size, -np.inf)
-            np.maximum.at(gmax, bins, sk)
+            _group_max(gmax, bins, sk)
             top = sk == gmax[bins]
             ks, bins = ks[top], bins[top]
         counts = np.bincount(bins, minlength=size)
@@ -1093,7 +1105,7 @@ class Run:
             if score is not None:
                 sk = score[ks]
                 gmax = np.full(len(uniq), -np.inf)
-                np.maximum.at(gmax, inv, sk)
+                _group_max(gmax, inv, sk)
                 top = sk == gmax[inv]
                 ks, inv = ks[top], inv[top]
             counts = np.bincount(inv, minlength=len(uniq))

@@ -304,3 +304,24 @@ def test_group_lookup_reads_each_querys_group_mean(
     read = [o and x in table and table[x][0] > 0 for x, o in zip(q.tolist(), ok, strict=True)]
     want = [table[x][1] / table[x][0] if r else 0.0 for x, r in zip(q.tolist(), read, strict=True)]
     assert _group_lookup(uniq, counts, sums)(q, ok).tolist() == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 9), st.floats(allow_infinity=True, allow_nan=True)), min_size=1, max_size=40),
+    st.booleans(),
+)
+def test_group_max_equals_maximum_at(entries: list[tuple[int, float]], contiguous: bool) -> None:
+    """The value-scored head's group maximum (by runs when the groups are contiguous) is
+    ``np.maximum.at``'s, NaN included."""
+    from attnsim.rasp.engine import _group_max
+
+    if contiguous:
+        entries = sorted(entries, key=lambda e: e[0])
+    groups = np.array([g for g, _ in entries], dtype=np.int64)
+    scores = np.array([s for _, s in entries])
+    got, want = np.full(10, -np.inf), np.full(10, -np.inf)
+    with np.errstate(invalid="ignore"):
+        _group_max(got, groups, scores)
+        np.maximum.at(want, groups, scores)
+    assert np.array_equal(got, want, equal_nan=True)
