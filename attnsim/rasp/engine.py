@@ -348,6 +348,19 @@ def selector_leaves(sel: C.Selector) -> list[C.SOp]:
     return out
 
 
+@dataclass
+class RunStats:
+    """What runs computed (numpy backend): SOp nodes, and the positions of their values that a
+    run had to produce (``head_positions``: a compact value's head, else the whole length; the
+    position-only index maps read from a memo are counted apart, in ``memo_positions``).
+    Accumulates over the runs it is given to."""
+
+    runs: int = 0
+    nodes: int = 0
+    head_positions: int = 0
+    memo_positions: int = 0
+
+
 @dataclass(frozen=True)
 class MemoSummary:
     """What a :class:`StructuralMemo` holds: kept values, their bytes, its budget, refused
@@ -420,8 +433,10 @@ class Run:
         dense_only: bool = False,
         track: bool = False,
         memo: StructuralMemo | None = None,
+        stats: RunStats | None = None,
     ) -> None:
         self.arith = arith
+        self.stats = stats if stats is not None else RunStats()
         self.outputs = list(outputs)
         self.keep_all = keep_all
         self.dense_only = dense_only
@@ -548,11 +563,18 @@ class Run:
             memoize = self.position_only.get(key, False) and not isinstance(node, C.Indices)
             lz = self._memoized(node) if memoize else self._describe(node)
             if lz is not None:
+                self.stats.nodes += 1
+                if memoize and self.memo is not None and not self.memo.tried(node, L):
+                    self.stats.memo_positions += lz.m
+                else:
+                    self.stats.head_positions += lz.m
                 if lz.m > LAZY_MIN and self.streamable.get(key, False):
                     self.lazy[key] = lz  # read piece by piece by its readers, never stored whole
                 else:
                     (self.ints if lz.is_int else self.vals)[key] = self._materialize(lz)
                 return
+        self.stats.nodes += 1
+        self.stats.head_positions += L
         if isinstance(node, C.Tokens):
             self.vals[key] = self.tokens
         elif isinstance(node, C.Indices):
@@ -1147,6 +1169,7 @@ def evaluate(
     dense_only: bool = False,
     finite: Any = None,
     memo: StructuralMemo | None = None,
+    stats: RunStats | None = None,
 ) -> Any:
     """Run a program on a 1-D token sequence.
 
@@ -1161,14 +1184,16 @@ def evaluate(
 
     ``memo``: values that depend only on positions and sizes, kept across runs of the same
     program (see :class:`StructuralMemo`); numpy backend only, the values are the same.
+    ``stats``: a :class:`RunStats` the run adds its counts to.
     """
     outs = [program] if isinstance(program, C.SOp) else list(program)
     for o in outs:
         if not isinstance(o, C.SOp):
             raise C.ProgramError(f"a program's output must be an SOp, got {o!r}")
     arith = arithmetic(backend)
-    run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only, memo=memo)
+    run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only, memo=memo, stats=stats)
     run.execute()
+    run.stats.runs += 1
     res = [run.value(o) for o in outs]
     if finite is not None and finite is not False:
         for i, r in enumerate(res):

@@ -50,7 +50,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp import hints
 from attnsim.rasp.arith import BackendError
-from attnsim.rasp.engine import StructuralMemo, Trace, evaluate
+from attnsim.rasp.engine import RunStats, StructuralMemo, Trace, evaluate
 from attnsim.rasp.engine import trace as engine_trace
 from attnsim.rasp.layout import Grid, GridRef, Layout, value_of
 from attnsim.rasp.schedule import Cost, cost
@@ -131,6 +131,8 @@ class UniversalSimulator:
         self.stage_grids: list[Grid] = []
         # U's index maps over positions only, computed on the first run and read by the next ones
         self.memo = StructuralMemo()
+        # what the last run_stack computed (its passes' counts, numpy backend)
+        self.last_stats = RunStats()
         self._build()
 
     @classmethod
@@ -684,7 +686,9 @@ class UniversalSimulator:
         if backend == "numpy" and seq.dtype == object:
             raise SimulatorError("T or X is symbolic: use backend='sympy'")
         try:
-            return np.asarray(evaluate(self.program, seq, backend, finite=finite, memo=self.memo))
+            return np.asarray(
+                evaluate(self.program, seq, backend, finite=finite, memo=self.memo, stats=self.last_stats)
+            )
         except BackendError as exc:
             raise SimulatorError(f"U: {exc}") from None
 
@@ -748,6 +752,7 @@ class UniversalSimulator:
             raise SimulatorError("need at least one layer")
         xs, batched = self._batch(X)
         n, d = np.asarray(xs[0]).shape[0], layers[0].d_model
+        self.last_stats = RunStats()
         # key padding per batch element, (B, n), as the reference T splits it
         pads = split_key_padding(src_key_padding_mask, len(xs), n) if batched else [src_key_padding_mask]
         outs = []
