@@ -43,7 +43,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp.arith import Arithmetic, BackendError, NonFiniteError
 from attnsim.rasp.compiled_expr import compiled
 from attnsim.rasp.expr import COMPARATORS, constant_from
-from attnsim.rasp.kept_values import KeptForm, kept_form
+from attnsim.rasp.kept_values import AffinePieces, Chunked, KeptForm, NarrowArray, kept_form
 from attnsim.symbolic.arith import ExactArith, SympyArith
 
 DENSE_CELLS = 1 << 22
@@ -398,17 +398,28 @@ class StructuralMemo:
         self.hits += 1
         return hit[1], hit[2]
 
-    def offer(self, node: C.SOp, L: int, head: np.ndarray, tail: np.ndarray) -> tuple[KeptForm, np.ndarray] | None:
-        """Keep ``node``'s head if its form fits the budget: (kept head, tail); None when refused."""
+    def offer(self, node: C.SOp, L: int, lz: Lazy) -> tuple[KeptForm, np.ndarray] | None:
+        """Keep ``node``'s values (``lz``, read PIECE positions at a time, each piece kept in its
+        smaller form) if they fit the budget: (kept form, tail); None when refused (the pieces
+        computed so far are dropped)."""
         self.misses += 1
-        form = kept_form(head)
-        if self.used_bytes + form.nbytes > self.budget_bytes:
-            self.refused.add((id(node), L))
-            return None
-        kept = (node, form, tail.astype(np.int64))
-        self.stored[(id(node), L)] = kept
-        self.used_bytes += form.nbytes
-        return kept[1], kept[2]
+        room = self.budget_bytes - self.used_bytes
+        parts: list[NarrowArray | AffinePieces] = []
+        size = 0
+        for a in range(0, lz.m, PIECE):
+            b = min(lz.m, a + PIECE)
+            piece = np.broadcast_to(np.asarray(lz.fn(a, b, {}), dtype=np.int64), (b - a,))
+            form = kept_form(piece)
+            assert not isinstance(form, Chunked)
+            size += form.nbytes
+            if size > room:
+                self.refused.add((id(node), L))
+                return None
+            parts.append(form)
+        kept = Chunked(PIECE, tuple(parts))
+        self.stored[(id(node), L)] = (node, kept, np.asarray(lz.tail, dtype=np.int64).reshape(1))
+        self.used_bytes += size
+        return kept, self.stored[(id(node), L)][2]
 
     def tried(self, node: C.SOp, L: int) -> bool:
         """The node was refused before: do not compute it whole again to offer it."""
@@ -693,11 +704,9 @@ class Run:
             lz = self._describe(node)
             if lz is None:  # pragma: no cover - index maps always have a description
                 return None
-            value = self._materialize(lz)
-            head, tail = (value.head, value.tail) if isinstance(value, Tail) else (value, value[-1:])
-            got = memo.offer(node, L, head, tail)
+            got = memo.offer(node, L, lz)
             if got is None:
-                return Lazy(len(head), tail, True, node.label, lambda a, b, cache: head[a:b])
+                return lz
         form, tail = got
 
         def read(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:

@@ -5,7 +5,8 @@ the positions it is affine on long stretches (slope 1 inside a row, 0 along a br
 with a jump at each row end.  :class:`AffinePieces` keeps it as maximal affine pieces (start,
 value, slope), which at capacity 64 are 35x fewer than the positions; :class:`NarrowArray`
 keeps it as an array in its narrowest integer dtype.  :func:`kept_form` picks the smaller of the
-two; both give any range of positions back as int64, exactly.
+two; both give any range of positions back as int64, exactly.  :class:`Chunked` keeps a long
+value chunk by chunk, each chunk in its own smaller form, so that it is built piece by piece.
 """
 
 from __future__ import annotations
@@ -93,7 +94,38 @@ def affine_pieces(head: np.ndarray) -> AffinePieces:
     return AffinePieces(starts, h[starts], slopes, n)
 
 
-KeptForm = NarrowArray | AffinePieces
+@dataclass(frozen=True)
+class Chunked:
+    """A long value kept chunk by chunk (``chunk`` positions each, the last maybe shorter), each
+    chunk in its own smaller form: built from pieces without ever holding the value whole."""
+
+    chunk: int
+    parts: tuple[NarrowArray | AffinePieces, ...]
+
+    @property
+    def length(self) -> int:
+        return sum(p.length for p in self.parts)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(p.nbytes for p in self.parts)
+
+    def slice(self, a: int, b: int) -> np.ndarray:
+        """Positions a..b-1 as int64."""
+        if b <= a:
+            return np.zeros(0, dtype=np.int64)
+        k0, k1 = a // self.chunk, (b - 1) // self.chunk
+        if k0 == k1:
+            base = k0 * self.chunk
+            return self.parts[k0].slice(a - base, b - base)
+        out = []
+        for k in range(k0, k1 + 1):
+            base = k * self.chunk
+            out.append(self.parts[k].slice(max(a, base) - base, min(b, base + self.chunk) - base))
+        return np.concatenate(out)
+
+
+KeptForm = NarrowArray | AffinePieces | Chunked
 
 
 def kept_form(head: np.ndarray) -> KeptForm:
@@ -107,4 +139,4 @@ def kept_form(head: np.ndarray) -> KeptForm:
     return pieces
 
 
-__all__ = ["AffinePieces", "KeptForm", "NarrowArray", "affine_pieces", "kept_form", "narrowest"]
+__all__ = ["AffinePieces", "Chunked", "KeptForm", "NarrowArray", "affine_pieces", "kept_form", "narrowest"]

@@ -250,7 +250,7 @@ def _memo_program() -> C.SOp:
 
 def test_memo_gives_the_same_values_and_is_read() -> None:
     from attnsim.rasp.engine import StructuralMemo
-    from attnsim.rasp.kept_values import NarrowArray
+    from attnsim.rasp.kept_values import Chunked, NarrowArray
 
     prog = _memo_program()
     memo = StructuralMemo()
@@ -265,8 +265,8 @@ def test_memo_gives_the_same_values_and_is_read() -> None:
     # mutation: a tampered kept value changes the output, so runs do read the memo
     for node, form, _ in memo.stored.values():
         if node.label == "src":
-            assert isinstance(form, NarrowArray)
-            form.values[:] = 0
+            assert isinstance(form, Chunked) and isinstance(form.parts[0], NarrowArray)
+            form.parts[0].values[:] = 0
     assert evaluate(prog, toks, memo=memo).tolist() != plain.tolist()
 
 

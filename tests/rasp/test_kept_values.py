@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim.rasp.kept_values import AffinePieces, NarrowArray, affine_pieces, kept_form, narrowest
+from attnsim.rasp.kept_values import AffinePieces, Chunked, NarrowArray, affine_pieces, kept_form, narrowest
 
 
 @st.composite
@@ -22,7 +22,9 @@ def test_every_range_comes_back_exactly(head: np.ndarray, data: st.DataObject) -
     n = len(head)
     a = data.draw(st.integers(0, n))
     b = data.draw(st.integers(a, n))
-    for form in (affine_pieces(head), NarrowArray(narrowest(head)), kept_form(head)):
+    chunk = data.draw(st.integers(1, 40))
+    chunked = Chunked(chunk, tuple(kept_form(head[i : i + chunk]) for i in range(0, n, chunk)))  # type: ignore[misc]
+    for form in (affine_pieces(head), NarrowArray(narrowest(head)), kept_form(head), chunked):
         got = form.slice(a, b)
         assert got.dtype == np.int64 and got.tolist() == head[a:b].tolist()
         assert form.length == n
