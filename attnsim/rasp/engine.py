@@ -199,11 +199,12 @@ def _group_max(gmax: np.ndarray, groups: np.ndarray, scores: np.ndarray) -> None
 
 def _group_lookup(
     uniq: np.ndarray, counts: np.ndarray, sums: np.ndarray
-) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+) -> Callable[[np.ndarray, np.ndarray | None], np.ndarray]:
     """Each query's group mean (0 where its group is empty or absent, or ``ok`` is False), from
     the sorted distinct group values ``uniq`` (non-empty) with their weights and sums.  Integer
     groups in a range at most 8 x their number (+ 1024) are read from a table indexed by value,
-    one gather per query; others by a binary search.  The means are the same divisions."""
+    one gather per query; others by a binary search.  The means are the same divisions.
+    ``ok`` None: every query reads."""
     lo, hi = int(uniq[0]), int(uniq[-1])
     if uniq.dtype.kind in "iu" and hi - lo < 8 * len(uniq) + 1024:
         size = hi - lo + 1
@@ -213,17 +214,21 @@ def _group_lookup(
         has[uniq[nz] - lo] = True
         means[uniq[nz] - lo] = sums[nz] / counts[nz]
 
-        def table(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
+        def table(q: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
             idx = q - lo
-            inside = ok & (idx >= 0) & (idx < size)
+            if ok is None and idx.size and int(idx.min()) >= 0 and int(idx.max()) < size:
+                return means[idx]  # 0 where a value has no group: the table holds 0 there
+            inside = (idx >= 0) & (idx < size) if ok is None else ok & (idx >= 0) & (idx < size)
             idx = np.where(inside, idx, 0)
             return np.where(inside & has[idx], means[idx], 0.0)
 
         return table
 
-    def search(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    def search(q: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
         pos = np.minimum(np.searchsorted(uniq, q), len(uniq) - 1)
-        hit = ok & (uniq[pos] == q) & (counts[pos] > 0)
+        hit = (uniq[pos] == q) & (counts[pos] > 0)
+        if ok is not None:
+            hit &= ok
         out = np.zeros(len(q))
         out[hit] = sums[pos[hit]] / counts[pos[hit]]
         return out
@@ -800,7 +805,7 @@ class Run:
         if (("i" if qsrc.is_int else "f") if isinstance(qsrc, Lazy) else _kind(qsrc)) not in "iu":
             return None
         L = self.L
-        look: Callable[[np.ndarray, np.ndarray], np.ndarray]
+        look: Callable[[np.ndarray, np.ndarray | None], np.ndarray]
         if isinstance(ksop, C.Indices):  # a gather: query q reads position qv[q]
             values = self.value_t(node.values)
             km: Any = Tail(np.zeros(0, dtype=bool), np.ones(1, dtype=bool))
@@ -809,8 +814,10 @@ class Run:
 
             every_key = not plan.key_atoms
 
-            def read(qi: np.ndarray, ok: np.ndarray) -> np.ndarray:
-                ok = ok & (qi >= 0) & (qi < L)
+            def read(qi: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+                if ok is None and every_key and qi.size and int(qi.min()) >= 0 and int(qi.max()) < L:
+                    return _at(values, qi)  # every query reads a position: no masks
+                ok = (qi >= 0) & (qi < L) if ok is None else ok & (qi >= 0) & (qi < L)
                 idx = np.where(ok, qi, 0)
                 if not every_key:
                     ok &= _at(km, idx)
@@ -824,7 +831,7 @@ class Run:
             uniq, counts, sums = groups
             if len(uniq) == 0:
 
-                def none(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
+                def none(q: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
                     return np.zeros(len(q))
 
                 look = none
@@ -834,7 +841,10 @@ class Run:
         qatoms = [(_scalar(c), self._src(sop, "comparable"), cmp) for c, sop, cmp in plan.query_atoms]
         m = max([self._head_of(qsrc), *(self._head_of(s) for _, s, _ in qatoms)])
 
-        def qmask(n: int, part: Callable[[Any], np.ndarray]) -> np.ndarray:
+        def qmask(n: int, part: Callable[[Any], np.ndarray]) -> np.ndarray | None:
+            """The query conditions' mask; None when there are none (every query reads)."""
+            if not qatoms:
+                return None
             qm = np.ones(n, dtype=bool)
             for c, s, cmp in qatoms:
                 qm &= compare(cmp, c, part(s))

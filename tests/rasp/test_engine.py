@@ -304,6 +304,8 @@ def test_group_lookup_reads_each_querys_group_mean(
     read = [o and x in table and table[x][0] > 0 for x, o in zip(q.tolist(), ok, strict=True)]
     want = [table[x][1] / table[x][0] if r else 0.0 for x, r in zip(q.tolist(), read, strict=True)]
     assert _group_lookup(uniq, counts, sums)(q, ok).tolist() == want
+    every = [table[x][1] / table[x][0] if x in table and table[x][0] > 0 else 0.0 for x in q.tolist()]
+    assert _group_lookup(uniq, counts, sums)(q, None).tolist() == every  # no query conditions
 
 
 @settings(max_examples=100, deadline=None)
