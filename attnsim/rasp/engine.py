@@ -109,6 +109,41 @@ class Tail:
         return np.where(inside, self.head[np.where(inside, idx, 0)], self.tail[0])
 
 
+@dataclass(frozen=True)
+class Padded:
+    """A sequence of ``length`` positions held as its ``head`` followed by ``pad`` at every later
+    position: a program's input or output not materialized where it is padding (U's encoded
+    input past its records, its output past what it writes)."""
+
+    head: np.ndarray
+    length: int
+    pad: Any = 0.0
+
+    def __post_init__(self) -> None:
+        if self.head.ndim != 1:
+            raise BackendError(f"a program's input is a 1-D token sequence; got shape {self.head.shape}")
+        if not 1 <= self.length or len(self.head) > self.length:
+            raise BackendError(f"a padded sequence needs 1 <= len(head) <= length, got {len(self.head)}, {self.length}")
+
+    def full(self) -> np.ndarray:
+        """All ``length`` positions."""
+        return self.upto(self.length)
+
+    def upto(self, m: int) -> np.ndarray:
+        """Positions 0..m-1."""
+        out = np.full(m, self.pad, dtype=self.head.dtype)
+        k = min(m, len(self.head))
+        out[:k] = self.head[:k]
+        return out
+
+    def at(self, idx: np.ndarray) -> np.ndarray:
+        """The values at positions ``idx`` (all in [0, length))."""
+        inside = idx < len(self.head)
+        if len(self.head) == 0:
+            return np.full(len(idx), self.pad, dtype=self.head.dtype)
+        return np.where(inside, self.head[np.where(inside, idx, 0)], self.pad)
+
+
 def _tail_of(a: np.ndarray) -> Tail:
     """An array as a Tail: its last run of equal values becomes the tail."""
     if len(a) == 0:
@@ -461,18 +496,27 @@ class Run:
         self.track = track
         self.origin: dict[int, np.ndarray] = {}
         self.sources: list[tuple[str, str, int, float]] = []
-        arr = np.asarray(inputs, dtype=object) if not isinstance(inputs, np.ndarray) else inputs
-        if arr.ndim != 1:
-            raise BackendError(f"a program's input is a 1-D token sequence; got shape {arr.shape}")
-        if arr.shape[0] == 0:
-            raise BackendError("a program's input must have at least one token")
-        self.L = int(arr.shape[0])
         # compact values (``Tail``): a value constant after some position keeps only its head
         # (numpy backend, fast paths); every reader that needs the whole array materializes it
         self.compact = isinstance(arith, NumpyArith) and not keep_all and not dense_only and not track
-        tokens = arith.from_input(inputs, allow_nonfinite)
-        self.tokens: Any = _tail_of(tokens) if self.compact else tokens
-        del tokens
+        if isinstance(inputs, Padded) and not self.compact:
+            inputs = inputs.full()
+        if isinstance(inputs, Padded):
+            self.L = inputs.length
+            self.tokens: Any = Tail(
+                arith.from_input(inputs.head, allow_nonfinite),
+                arith.from_input(np.array([inputs.pad], dtype=inputs.head.dtype), allow_nonfinite),
+            )
+        else:
+            arr = np.asarray(inputs, dtype=object) if not isinstance(inputs, np.ndarray) else inputs
+            if arr.ndim != 1:
+                raise BackendError(f"a program's input is a 1-D token sequence; got shape {arr.shape}")
+            if arr.shape[0] == 0:
+                raise BackendError("a program's input must have at least one token")
+            self.L = int(arr.shape[0])
+            tokens = arith.from_input(inputs, allow_nonfinite)
+            self.tokens = _tail_of(tokens) if self.compact else tokens
+            del tokens
         self.ints: dict[int, Any] = {}
         self.vals: dict[int, Any] = {}
         self.order = C.topological(self.outputs)
@@ -1189,8 +1233,9 @@ def evaluate(
     finite: Any = None,
     memo: StructuralMemo | None = None,
     stats: RunStats | None = None,
+    padded_output: bool = False,
 ) -> Any:
-    """Run a program on a 1-D token sequence.
+    """Run a program on a 1-D token sequence (an array, or a :class:`Padded` sequence).
 
     Returns a 1-D NumPy array (float64 for "numpy", dtype object of Fractions for "exact", of
     SymPy expressions for "sympy"); a list of them when ``program`` is a sequence of SOps.
@@ -1203,7 +1248,8 @@ def evaluate(
 
     ``memo``: values that depend only on positions and sizes, kept across runs of the same
     program (see :class:`StructuralMemo`); numpy backend only, the values are the same.
-    ``stats``: a :class:`RunStats` the run adds its counts to.
+    ``stats``: a :class:`RunStats` the run adds its counts to.  ``padded_output``: each output
+    as a :class:`Padded` sequence (its head and the value after it), not materialized whole.
     """
     outs = [program] if isinstance(program, C.SOp) else list(program)
     for o in outs:
@@ -1213,11 +1259,18 @@ def evaluate(
     run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only, memo=memo, stats=stats)
     run.execute()
     run.stats.runs += 1
-    res = [run.value(o) for o in outs]
+    res: list[Any] = [_padded(run.value_t(o), run.L) if padded_output else run.value(o) for o in outs]
     if finite is not None and finite is not False:
         for i, r in enumerate(res):
             _check_finite(outs, i, r, inputs, arith, allow_nonfinite, dense_only, finite)
     return res[0] if isinstance(program, C.SOp) else res
+
+
+def _padded(v: Any, L: int) -> Padded:
+    """A run's value (an array or a ``Tail``) as a Padded sequence of length L: the last run of
+    equal values becomes the padding, so a value written only near the start is held short."""
+    t = v if isinstance(v, Tail) else _tail_of(v)
+    return Padded(t.head, L, t.tail[0])
 
 
 def _positions(finite: Any, L: int) -> np.ndarray:
@@ -1239,7 +1292,7 @@ def _positions(finite: Any, L: int) -> np.ndarray:
 def _check_finite(
     outs: list[C.SOp],
     i: int,
-    value: np.ndarray,
+    value: np.ndarray | Padded,
     inputs: Any,
     arith: Arithmetic,
     allow_nonfinite: bool,
@@ -1247,18 +1300,29 @@ def _check_finite(
     finite: Any,
 ) -> None:
     """Raise NonFiniteError when ``value`` (output i) is not finite at a read position."""
-    pos = _positions(finite, len(value))
-    if value.dtype.kind != "f":
+    pos = _positions(finite, value.length if isinstance(value, Padded) else len(value))
+    if (value.head if isinstance(value, Padded) else value).dtype.kind != "f":
         return
-    bad = pos[~np.isfinite(value[pos])]
+    if isinstance(value, Padded) and finite is True:  # every position: the head, then the padding
+        bad = np.flatnonzero(~np.isfinite(value.head))
+        count = bad.size
+        if len(value.head) < value.length and not np.isfinite(value.pad):
+            count += value.length - len(value.head)
+            if bad.size == 0:
+                bad = np.array([len(value.head)])
+    else:
+        at = value.at(pos) if isinstance(value, Padded) else value[pos]
+        bad = pos[~np.isfinite(at)]
+        count = bad.size
     if bad.size == 0:
         return
     p = int(bad[0])
+    vp = value.at(np.array([p]))[0] if isinstance(value, Padded) else value[p]
     # the error path only: run again, tracking where non-finite values come from
     run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only, track=True)
     run.execute()
     org = run.origin.get(id(outs[i]))
-    head = f"output position {p} is {value[p]} ({bad.size} read position(s) not finite)"
+    head = f"output position {p} is {vp} ({count} read position(s) not finite)"
     if org is None or org[p] < 0:  # pragma: no cover - the tracking run reproduces the first run
         raise NonFiniteError(head)
     label, what, q, v = run.sources[int(org[p])]

@@ -25,6 +25,8 @@ from attnsim.rasp import (
 )
 from attnsim.rasp import core as C
 from attnsim.rasp.core import Map, Prim, Size
+from attnsim.rasp.engine import Padded, StructuralMemo, _group_lookup, _group_max
+from attnsim.rasp.kept_values import Chunked, NarrowArray
 from attnsim.rasp.schedule import cost as C_cost
 
 
@@ -249,9 +251,6 @@ def _memo_program() -> C.SOp:
 
 
 def test_memo_gives_the_same_values_and_is_read() -> None:
-    from attnsim.rasp.engine import StructuralMemo
-    from attnsim.rasp.kept_values import Chunked, NarrowArray
-
     prog = _memo_program()
     memo = StructuralMemo()
     toks = np.arange(25, dtype=np.float64) * 1.5
@@ -271,8 +270,6 @@ def test_memo_gives_the_same_values_and_is_read() -> None:
 
 
 def test_memo_refuses_past_its_budget() -> None:
-    from attnsim.rasp.engine import StructuralMemo
-
     prog = _memo_program()
     memo = StructuralMemo(budget_bytes=30)  # room for one of the two maps
     toks = np.arange(25, dtype=np.float64)
@@ -293,8 +290,6 @@ def test_group_lookup_reads_each_querys_group_mean(
 ) -> None:
     """The equality head's group read (table or binary search: ``spread`` widens the key range
     past the table's) gives sum / weight of the query's group, 0 for an absent or empty one."""
-    from attnsim.rasp.engine import _group_lookup
-
     table = {k * (1 + spread): (float(c), c * v) for k, c, v in dict((g[0], g) for g in groups).values()}
     uniq = np.array(sorted(table), dtype=np.int64)
     counts = np.array([table[k][0] for k in uniq])
@@ -316,8 +311,6 @@ def test_group_lookup_reads_each_querys_group_mean(
 def test_group_max_equals_maximum_at(entries: list[tuple[int, float]], contiguous: bool) -> None:
     """The value-scored head's group maximum (by runs when the groups are contiguous) is
     ``np.maximum.at``'s, NaN included."""
-    from attnsim.rasp.engine import _group_max
-
     if contiguous:
         entries = sorted(entries, key=lambda e: e[0])
     groups = np.array([g for g, _ in entries], dtype=np.int64)
@@ -327,3 +320,33 @@ def test_group_max_equals_maximum_at(entries: list[tuple[int, float]], contiguou
         _group_max(got, groups, scores)
         np.maximum.at(want, groups, scores)
     assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_padded_input_and_output_equal_the_full_ones() -> None:
+    """A Padded sequence (head, then padding) runs as its full array would, on every backend;
+    a padded output gives the same values without its padding stored."""
+    prog = _memo_program()
+    head = np.arange(1, 11, dtype=np.float64)
+    seq = Padded(head, 25, 0.0)
+    full = seq.full()
+    assert full.tolist() == [*head.tolist(), *[0.0] * 15]
+    assert evaluate(prog, seq).tolist() == evaluate(prog, full).tolist()
+    assert evaluate(prog, seq, "exact").tolist() == evaluate(prog, full, "exact").tolist()
+    out = evaluate(prog, seq, padded_output=True)
+    assert isinstance(out, Padded) and out.length == 25 and len(out.head) < 25
+    assert out.full().tolist() == evaluate(prog, full).tolist()
+    # mutation: other padding is another input, and the run sees it
+    assert evaluate(prog, Padded(head, 25, 1.0)).tolist() != evaluate(prog, full).tolist()
+
+
+def test_padded_sequences_reject_bad_shapes_in_one_line() -> None:
+    with pytest.raises(BackendError, match=r"^a padded sequence needs 1 <= len\(head\) <= length, got 5, 3$"):
+        Padded(np.zeros(5), 3)
+    with pytest.raises(BackendError, match="1-D token sequence"):
+        Padded(np.zeros((2, 2)), 9)
+
+
+def test_non_finite_padding_is_reported_at_its_first_position() -> None:
+    prog = apply("reciprocal", tokens)
+    with pytest.raises(NonFiniteError, match=r"^output position 3 is inf \(2 read position\(s\) not finite\)"):
+        evaluate(prog, Padded(np.ones(3), 5, 0.0), finite=True, padded_output=True)
