@@ -450,7 +450,6 @@ class StructuralMemo:
             b = min(lz.m, a + PIECE)
             piece = np.broadcast_to(np.asarray(lz.fn(a, b, {}), dtype=np.int64), (b - a,))
             form = kept_form(piece)
-            assert not isinstance(form, Chunked)
             size += form.nbytes
             if size > room:
                 self.refused.add((id(node), L))

@@ -128,11 +128,13 @@ class Chunked:
 KeptForm = NarrowArray | AffinePieces | Chunked
 
 
-def kept_form(head: np.ndarray) -> KeptForm:
-    """The smaller of the two forms of ``head`` (checked to give ``head`` back exactly)."""
+def kept_form(head: np.ndarray) -> NarrowArray | AffinePieces:
+    """The form of ``head`` to keep (checked to give ``head`` back exactly): affine pieces when
+    they take under half the bytes of the narrow array, else the narrow array, which is read
+    faster (one cast instead of two repeats)."""
     narrow = NarrowArray(narrowest(head))
     pieces = affine_pieces(head)
-    if pieces.nbytes >= narrow.nbytes:
+    if 2 * pieces.nbytes >= narrow.nbytes:
         return narrow
     if not np.array_equal(pieces.slice(0, len(head)), head):  # pragma: no cover - a bug in affine_pieces
         raise AssertionError("affine pieces do not reproduce the values")

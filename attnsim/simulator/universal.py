@@ -814,7 +814,9 @@ class UniversalSimulator:
     def cost(self) -> dict[str, Any]:
         """Layers, heads per layer, positions; closed forms in the capacity symbols; per MLP (0 =
         before any attention, l = after attention layer l) its depth in primitives and the
-        generalized primitives it carries (name -> number of Maps)."""
+        generalized primitives it carries (name -> number of Maps); the positions a numeric run's
+        input occupies (``input_positions``, held without the padding after them) and the memo
+        of position-only index maps (``memo``: kept maps, bytes, budget)."""
         positions = None if self.symbolic else self.positions()
         c: Cost = cost(self.program, positions=positions)
         syms = {s: sp.Symbol(s, positive=True, integer=True) for s in ("N", "D", "H", "K", "F")}
@@ -833,6 +835,10 @@ class UniversalSimulator:
                 "positions_per_extra_layer": self.record_size.to_sympy(dict(syms)),
             },
             "generalized_primitives": c.generalized,
+            # what a numeric run holds besides its values: the input without its padding, and the
+            # position-only index maps kept across runs (within the memo's budget)
+            "input_positions": None if self.symbolic else self.positions_of_input(),
+            "memo": self.memo.summary(),
             "mlp_depth": c.mlp_depth,
             "mlp_generalized": c.mlp_generalized,
             "cost": c,

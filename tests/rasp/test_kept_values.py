@@ -23,7 +23,7 @@ def test_every_range_comes_back_exactly(head: np.ndarray, data: st.DataObject) -
     a = data.draw(st.integers(0, n))
     b = data.draw(st.integers(a, n))
     chunk = data.draw(st.integers(1, 40))
-    chunked = Chunked(chunk, tuple(kept_form(head[i : i + chunk]) for i in range(0, n, chunk)))  # type: ignore[misc]
+    chunked = Chunked(chunk, tuple(kept_form(head[i : i + chunk]) for i in range(0, n, chunk)))
     for form in (affine_pieces(head), NarrowArray(narrowest(head)), kept_form(head), chunked):
         got = form.slice(a, b)
         assert got.dtype == np.int64 and got.tolist() == head[a:b].tolist()

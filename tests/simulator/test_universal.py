@@ -335,4 +335,7 @@ def test_numeric_runs_hold_the_input_without_its_padding_and_keep_index_maps() -
         kept = U.memo.summary().kept
         again = U.run(T, x)
         assert kept > 0 and U.memo.summary().hits >= kept and U.last_stats.memo_positions > 0
+        c = U.cost()
+        assert c["input_positions"] == len(pad.head) and c["memo"].kept == kept
+        assert 0 < c["memo"].bytes <= c["memo"].budget_bytes
         assert np.array_equal(first, again) and np.max(np.abs(first - T(x))) < 1e-12
