@@ -627,8 +627,7 @@ class UniversalSimulator:
         """The 1-D sequence <T, X> (or <T1..Tm, X> for a list), generated from the input map;
         float64 unless something is symbolic.  ``additive`` (n x n, finite) and ``blocked``
         (n x n, bool) are the attention mask (see :mod:`attnsim.simulator.masks`)."""
-        layers = [T] if isinstance(T, TransformerLayer) else list(T)
-        return self._encode(layers, X, pointer, additive, blocked, len(layers) and self.positions(len(layers)))
+        return self._encode(T, X, pointer, additive, blocked, self.positions)
 
     def encode_padded(
         self, T: TransformerLayer | Sequence[TransformerLayer], X: Any, *, additive: Any = None, blocked: Any = None
@@ -636,12 +635,14 @@ class UniversalSimulator:
         """``encode``'s sequence held as the tokens the input occupies (X, header, masks,
         records: ``positions_of_input``) followed by zeros up to ``positions``: what a numeric
         run reads, without the zero padding (most of shallow U's length) in memory."""
-        layers = [T] if isinstance(T, TransformerLayer) else list(T)
-        head = self._encode(layers, X, 0, additive, blocked, len(layers) and self.positions_of_input(len(layers)))
-        return Padded(head, self.positions(len(layers)), head.dtype.type(0) if head.dtype != object else 0)
+        head = self._encode(T, X, 0, additive, blocked, self.positions_of_input)
+        layers = 1 if isinstance(T, TransformerLayer) else len(T)
+        return Padded(head, self.positions(layers), head.dtype.type(0) if head.dtype != object else 0)
 
-    def _encode(self, T: Any, X: Any, pointer: int, additive: Any, blocked: Any, total: int) -> np.ndarray:
-        """The first ``total`` tokens of <T1..Tm, X> (``encode`` checks and builds them)."""
+    def _encode(
+        self, T: Any, X: Any, pointer: int, additive: Any, blocked: Any, total: Callable[[int], int]
+    ) -> np.ndarray:
+        """The first ``total(layers)`` tokens of <T1..Tm, X> (``encode`` checks and builds them)."""
         if self.symbolic:
             raise SimulatorError("U was built over a symbolic capacity: bind its sizes to run it")
         layers = [T] if isinstance(T, TransformerLayer) else list(T)
@@ -676,7 +677,7 @@ class UniversalSimulator:
         if full_rows.size:
             raise SimulatorError(f"query {int(full_rows[0])} has every key masked: its attention is undefined")
         symbolic = x.dtype == object or any(L.symbolic_params or not isinstance(L.scale, float) for L in layers)
-        return self.map.encode(layers, x, add_m, blk_m, total, pointer, symbolic)
+        return self.map.encode(layers, x, add_m, blk_m, total(len(layers)), pointer, symbolic)
 
     def decode(self, out: np.ndarray, n: int, d: int | None = None) -> np.ndarray:
         """The output sequence's X block as an (n, d) array (d defaults to the capacity d_model)."""
