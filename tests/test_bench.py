@@ -59,3 +59,25 @@ def test_bench_cli_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
         main(["bench", "--sizes", "a,b"])
     assert excinfo.value.code == 2
     assert "error: argument --sizes: expected comma-separated integers, got 'a,b'" in capsys.readouterr().err
+
+
+def test_bench_targets_report_cpu_ratios_and_time_per_head_position(capsys: pytest.CaptureFixture[str]) -> None:
+    """Theorem 6's U at a tiny capacity: CPU beside wall time, the ratios to NumPy (and torch
+    when installed), head positions with the memo's share, and the same-run calibration."""
+    code = main(["bench", "--json", "--targets", "compact:4", "--repeats", "1"])
+    assert code == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["variant"], row["capacity"], row["layers"]) == ("compact", 4, 7)
+    for k in ("run_s", "run_cpu_s", "numpy_cpu_s", "ratio_cpu_numpy", "calibration_ns", "ns_per_head_position"):
+        assert isinstance(row[k], float) and row[k] > 0
+    assert row["head_positions"] > 0 and row["memo_positions"] > 0  # the runs after the first read the memo
+    assert row["per_position_vs_calibration"] == pytest.approx(row["ns_per_head_position"] / row["calibration_ns"])
+    assert row["error_vs_reference"] < 1e-12
+
+
+@pytest.mark.parametrize("bad", ["compact", "dense:8", "shallow:0", ","])
+def test_bench_bad_target_is_one_line(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["bench", "--targets", bad])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "target" in err[-1] and "Traceback" not in "\n".join(err)

@@ -312,60 +312,205 @@ def _bench_simulator(res: BenchResult, left: Callable[[], float], say: Callable[
         )
 
 
-# -- U's targets (the 7/6-layer issue) ---------------------------------------------------------
+# -- U's targets: CPU time, ratios to NumPy and torch, time per head position -------------------
 TARGETS: tuple[tuple[str, int], ...] = (("compact", 32), ("compact", 64), ("shallow", 32))
+
+
+@dataclass
+class TargetRow:
+    """U at one (variant, capacity): max_len = d_model = d_ff = capacity, 4 heads of width
+    capacity / 4, one layer T.  Times are medians; CPU time (``time.process_time``, all threads)
+    is the figure to compare on a shared machine, wall time is beside it.  ``head_positions``:
+    the positions of node values one run computes (``RunStats``); ``ns_per_head_position`` is
+    CPU time over them, ``calibration_ns`` a same-run NumPy elementwise multiply per element,
+    ``per_position_vs_calibration`` their ratio (a figure that holds across machines)."""
+
+    variant: str
+    capacity: int
+    layers: int
+    positions: int
+    repeats: int
+    build_s: float
+    first_run_cpu_s: float
+    run_s: float  # wall, median
+    run_cpu_s: float  # CPU, median
+    numpy_cpu_s: float
+    torch_cpu_s: float | None
+    ratio_cpu_numpy: float
+    ratio_cpu_torch: float | None
+    head_positions: int
+    memo_positions: int
+    ns_per_head_position: float
+    calibration_ns: float
+    per_position_vs_calibration: float
+    peak_mb: float  # tracemalloc peak of one run
+    rss_growth_mb: float  # peak RSS growth of the process over the runs (meaningful in a fresh process)
+    memo_mb: float
+    error_vs_reference: float
+    error_vs_torch: float | None
+
+
+def _median_cpu(fn: Callable[[], Any], repeats: int, min_sample: float = 0.02) -> float:
+    """Median CPU seconds per call (``time.process_time``); fast calls are looped so that one
+    sample lasts at least ``min_sample`` seconds of CPU."""
+    loops = 1
+    while True:
+        t0 = time.process_time()
+        for _ in range(loops):
+            fn()
+        dt = time.process_time() - t0
+        if dt >= min_sample or loops >= 10_000:
+            break
+        loops *= 10
+    times = [dt / loops]
+    for _ in range(repeats - 1):
+        t0 = time.process_time()
+        for _ in range(loops):
+            fn()
+        times.append((time.process_time() - t0) / loops)
+    return statistics.median(times)
+
+
+def elementwise_ns(n: int = 1 << 20, repeats: int = 7) -> float:
+    """CPU nanoseconds per element of one NumPy elementwise float64 multiply (into a preallocated
+    output), median of ``repeats``: the floor an interpreter's vectorised pass is compared to."""
+    rng = np.random.default_rng(0)
+    a, b, out = rng.normal(size=n), rng.normal(size=n), np.empty(n)
+    return _median_cpu(lambda: np.multiply(a, b, out=out), repeats) * 1e9 / n
+
+
+def _rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
 
 
 def simulator_targets(
     targets: Sequence[tuple[str, int]] = TARGETS, repeats: int = 3, on_step: Callable[[str], None] | None = None
-) -> list[dict[str, Any]]:
+) -> list[TargetRow]:
     """One row per (variant, capacity c): max_len = d_model = d_ff = c, 4 heads of width c / 4, one
     layer T (torch's default post-norm ReLU encoder layer when torch is installed, compared with
-    torch's own float64 output too; else a random post-norm layer): layers, positions, seconds
-    (median of ``repeats``, one run when a run is slow), tracemalloc peak, errors."""
+    torch's own float64 output and timed too; else a random post-norm layer).  The first run
+    fills U's memo of position-only index maps; the medians are over the ``repeats`` runs after it
+    (one when a run takes over 30 s)."""
 
     say = on_step or (lambda s: None)
     rows = []
+    calib = elementwise_ns()
     for variant, c in targets:
+        if variant not in ("compact", "shallow") or c < 1:
+            raise BenchError(f"a target is compact:<capacity> or shallow:<capacity>, got {variant}:{c}")
         say(f"U {variant} at capacity {c}")
         h, k = 4, max(1, c // 4)
         x = np.random.default_rng(0).normal(size=(c, c))
-        torch_out = None
+        torch_out, torch_cpu = None, None
         try:
             import torch
 
             torch.manual_seed(0)
+            torch.set_num_threads(1)  # CPU time of one thread: threads spinning on a shared machine count too
             layer = torch.nn.TransformerEncoderLayer(c, h, dim_feedforward=c, dropout=0.0, batch_first=True)
             layer = layer.double().eval()
             T = TransformerLayer.from_torch(layer)
+            tx = torch.from_numpy(x)[None]
             with torch.no_grad():
-                torch_out = layer(torch.from_numpy(x)[None])[0].numpy()
+                torch_out = layer(tx)[0].numpy()
+
+                def torch_layer(layer: Any = layer, tx: Any = tx) -> Any:
+                    with torch.no_grad():
+                        return layer(tx)
+
+                torch_cpu = _median_cpu(torch_layer, max(repeats, 5))
         except ImportError:
             T = TransformerLayer.random(c, h, k, c, seed=0, residual=True, norm="post")
+        rss0 = _rss_mb()
         t0 = time.perf_counter()
         U = UniversalSimulator(c, c, h, k, c, variant=variant)
         build = time.perf_counter() - t0
         cost = U.cost()
-        t1 = time.perf_counter()
+        c0 = time.process_time()
         y = U.run(T, x)
-        first = time.perf_counter() - t1
-        run = functools.partial(U.run, T, x)
-        secs = _median_time(run, repeats) if first * repeats < 30 else first
-        peak = _peak_mb(run)
+        first = time.process_time() - c0
+        reps = repeats if first * repeats < 60 else 1
+        walls, cpus = [], []
+        for _ in range(reps):
+            w0, c0 = time.perf_counter(), time.process_time()
+            U.run(T, x)
+            walls.append(time.perf_counter() - w0)
+            cpus.append(time.process_time() - c0)
+        stats = U.last_stats
+        rss = _rss_mb() - rss0
+        peak = _peak_mb(functools.partial(U.run, T, x))
+        cpu = statistics.median(cpus)
+        numpy_cpu = _median_cpu(functools.partial(T, x), max(repeats, 5))
+        per_pos = cpu * 1e9 / max(stats.head_positions, 1)
         rows.append(
-            {
-                "variant": variant,
-                "capacity": c,
-                "layers": int(cost["layers"]),
-                "positions": int(cost["positions"]),
-                "build_s": round(build, 4),
-                "run_s": round(secs, 4),
-                "peak_mb": round(peak, 1),
-                "error_vs_reference": float(np.max(np.abs(y - T(x)))),
-                "error_vs_torch": None if torch_out is None else float(np.max(np.abs(y - torch_out))),
-            }
+            TargetRow(
+                variant=variant,
+                capacity=c,
+                layers=int(cost["layers"]),
+                positions=int(cost["positions"]),
+                repeats=reps,
+                build_s=round(build, 4),
+                first_run_cpu_s=round(first, 4),
+                run_s=round(statistics.median(walls), 4),
+                run_cpu_s=round(cpu, 4),
+                numpy_cpu_s=numpy_cpu,
+                torch_cpu_s=torch_cpu,
+                ratio_cpu_numpy=cpu / numpy_cpu if numpy_cpu > 0 else math.inf,
+                ratio_cpu_torch=None if not torch_cpu else cpu / torch_cpu,
+                head_positions=stats.head_positions,
+                memo_positions=stats.memo_positions,
+                ns_per_head_position=per_pos,
+                calibration_ns=calib,
+                per_position_vs_calibration=per_pos / calib if calib > 0 else math.inf,
+                peak_mb=round(peak, 1),
+                rss_growth_mb=round(rss, 1),
+                memo_mb=round(U.memo.used_bytes / 2**20, 1),
+                error_vs_reference=float(np.max(np.abs(y - T(x)))),
+                error_vs_torch=None if torch_out is None else float(np.max(np.abs(y - torch_out))),
+            )
         )
     return rows
+
+
+TARGET_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("variant", "variant"),
+    ("capacity", "capacity"),
+    ("layers", "layers"),
+    ("positions", "positions"),
+    ("run_s", "wall"),
+    ("run_cpu_s", "CPU"),
+    ("first_run_cpu_s", "first run CPU"),
+    ("numpy_cpu_s", "NumPy T(X) CPU"),
+    ("ratio_cpu_numpy", "CPU / NumPy"),
+    ("torch_cpu_s", "torch layer CPU"),
+    ("ratio_cpu_torch", "CPU / torch"),
+    ("head_positions", "head positions"),
+    ("ns_per_head_position", "ns / head position"),
+    ("calibration_ns", "NumPy ns / element"),
+    ("per_position_vs_calibration", "x calibration"),
+    ("peak_mb", "peak MB (traced)"),
+    ("rss_growth_mb", "RSS growth MB"),
+    ("memo_mb", "memo MB"),
+    ("error_vs_reference", "error vs reference"),
+    ("error_vs_torch", "error vs torch"),
+)
+
+
+def format_target_cell(key: str, v: Any) -> str:
+    """One cell of the targets table: seconds in short units, errors in 2 digits, counts in full."""
+    if v is None:
+        return "-"
+    if key.startswith("error"):
+        return f"{v:.2g}"
+    if key.endswith("_s"):
+        return _fmt_s(float(v))
+    if key in ("head_positions", "memo_positions", "positions"):
+        return f"{int(v):,}"
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
 
 
 # -- CLI -------------------------------------------------------------------------------------
@@ -377,6 +522,18 @@ def _sizes(text: str) -> list[int]:
     if not sizes or min(sizes) < 1:
         raise argparse.ArgumentTypeError(f"sizes must be integers >= 1, got {text!r}")
     return sizes
+
+
+def _targets(text: str) -> list[tuple[str, int]]:
+    out = []
+    for part in (t.strip() for t in text.split(",") if t.strip()):
+        variant, _, cap = part.partition(":")
+        if variant not in ("compact", "shallow") or not cap.isdigit() or int(cap) < 1:
+            raise argparse.ArgumentTypeError(f"a target is compact:<capacity> or shallow:<capacity>, got {part!r}")
+        out.append((variant, int(cap)))
+    if not out:
+        raise argparse.ArgumentTypeError(f"no targets in {text!r}")
+    return out
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -392,6 +549,13 @@ def _args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only U's target rows: compact at capacity 32 and 64, shallow at 32 (4 heads; several minutes)",
     )
+    p.add_argument(
+        "--targets",
+        type=_targets,
+        default=None,
+        metavar="VARIANT:CAP,...",
+        help="the target rows to run with --simulator-targets (e.g. compact:128,shallow:32)",
+    )
 
 
 @command("bench", _args)
@@ -401,28 +565,22 @@ def bench_cmd(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     err = Console(stderr=True)
-    if args.simulator_targets:
+    if args.simulator_targets or args.targets:
         with err.status("bench") as st:
-            rows = simulator_targets(repeats=args.repeats, on_step=lambda s: st.update(f"bench: {s}"))
+            rows = simulator_targets(
+                args.targets or TARGETS, repeats=args.repeats, on_step=lambda s: st.update(f"bench: {s}")
+            )
         if args.json:
-            print(json.dumps(_clean(rows), indent=1, allow_nan=False))
+            print(json.dumps(_clean([asdict(r) for r in rows]), indent=1, allow_nan=False))
             return 0
-        tab = Table(title="U at its targets: max_len = d_model = d_ff = capacity, 4 heads")
-        cols = (
-            "variant",
-            "capacity",
-            "layers",
-            "positions",
-            "run_s",
-            "peak_mb",
-            "error_vs_reference",
-            "error_vs_torch",
-        )
-        for col in cols:
-            tab.add_column(col, justify="left" if col == "variant" else "right")
+        title = "U at its targets: max_len = d_model = d_ff = capacity, 4 heads (medians after the first run)"
+        tab = Table(title=title)
+        for _, head in TARGET_COLUMNS:
+            tab.add_column(head, justify="left" if head == "variant" else "right")
         for r in rows:
-            tab.add_row(*(f"{r[c]:.2g}" if isinstance(r[c], float) and "error" in c else str(r[c]) for c in cols))
-        Console(width=max(110, Console().width)).print(tab)
+            d = asdict(r)
+            tab.add_row(*(format_target_cell(k, d[k]) for k, _ in TARGET_COLUMNS))
+        Console(width=max(200, Console().width)).print(tab)
         return 0
     with err.status("bench") as st:
         res = bench(

@@ -40,8 +40,10 @@ import numpy as np
 
 from attnsim.rasp import core as C
 from attnsim.rasp.arith import Arithmetic, BackendError, NonFiniteError
+from attnsim.rasp.compiled_expr import compiled
 from attnsim.rasp.exact import ExactArith, SympyArith
 from attnsim.rasp.expr import COMPARATORS, constant_from
+from attnsim.rasp.kept_values import AffinePieces, Chunked, KeptForm, NarrowArray, kept_form
 from attnsim.rasp.numeric import NumpyArith
 
 DENSE_CELLS = 1 << 22
@@ -101,8 +103,45 @@ class Tail:
         n = len(self.head)
         if n == 0:
             return np.repeat(self.tail, len(idx))
+        if idx.size and int(idx.max()) < n:
+            return self.head[idx]
         inside = idx < n
         return np.where(inside, self.head[np.where(inside, idx, 0)], self.tail[0])
+
+
+@dataclass(frozen=True)
+class Padded:
+    """A sequence of ``length`` positions held as its ``head`` followed by ``pad`` at every later
+    position: a program's input or output not materialized where it is padding (U's encoded
+    input past its records, its output past what it writes)."""
+
+    head: np.ndarray
+    length: int
+    pad: Any = 0.0
+
+    def __post_init__(self) -> None:
+        if self.head.ndim != 1:
+            raise BackendError(f"a program's input is a 1-D token sequence; got shape {self.head.shape}")
+        if not 1 <= self.length or len(self.head) > self.length:
+            raise BackendError(f"a padded sequence needs 1 <= len(head) <= length, got {len(self.head)}, {self.length}")
+
+    def full(self) -> np.ndarray:
+        """All ``length`` positions."""
+        return self.upto(self.length)
+
+    def upto(self, m: int) -> np.ndarray:
+        """Positions 0..m-1."""
+        out = np.full(m, self.pad, dtype=self.head.dtype)
+        k = min(m, len(self.head))
+        out[:k] = self.head[:k]
+        return out
+
+    def at(self, idx: np.ndarray) -> np.ndarray:
+        """The values at positions ``idx`` (all in [0, length))."""
+        inside = idx < len(self.head)
+        if len(self.head) == 0:
+            return np.full(len(idx), self.pad, dtype=self.head.dtype)
+        return np.where(inside, self.head[np.where(inside, idx, 0)], self.pad)
 
 
 def _tail_of(a: np.ndarray) -> Tail:
@@ -181,6 +220,57 @@ def _bin_sums(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     )
 
 
+def _group_max(gmax: np.ndarray, groups: np.ndarray, scores: np.ndarray) -> None:
+    """``gmax[g] = max(gmax[g], scores of group g)`` (``np.maximum.at``); when the groups come
+    in non-decreasing order (U's rows are contiguous) by one ``reduceat`` over the runs, which
+    NumPy does many times faster than the unbuffered ``maximum.at``."""
+    if groups.size > 1 and bool(np.all(groups[1:] >= groups[:-1])):
+        starts = np.concatenate([[0], np.flatnonzero(groups[1:] != groups[:-1]) + 1])
+        g = groups[starts]
+        gmax[g] = np.maximum(gmax[g], np.maximum.reduceat(scores, starts))
+        return
+    np.maximum.at(gmax, groups, scores)
+
+
+def _group_lookup(
+    uniq: np.ndarray, counts: np.ndarray, sums: np.ndarray
+) -> Callable[[np.ndarray, np.ndarray | None], np.ndarray]:
+    """Each query's group mean (0 where its group is empty or absent, or ``ok`` is False), from
+    the sorted distinct group values ``uniq`` (non-empty) with their weights and sums.  Integer
+    groups in a range at most 8 x their number (+ 1024) are read from a table indexed by value,
+    one gather per query; others by a binary search.  The means are the same divisions.
+    ``ok`` None: every query reads."""
+    lo, hi = int(uniq[0]), int(uniq[-1])
+    if uniq.dtype.kind in "iu" and hi - lo < 8 * len(uniq) + 1024:
+        size = hi - lo + 1
+        has = np.zeros(size, dtype=bool)
+        means = np.zeros(size)
+        nz = counts > 0
+        has[uniq[nz] - lo] = True
+        means[uniq[nz] - lo] = sums[nz] / counts[nz]
+
+        def table(q: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+            idx = q - lo
+            if ok is None and idx.size and int(idx.min()) >= 0 and int(idx.max()) < size:
+                return means[idx]  # 0 where a value has no group: the table holds 0 there
+            inside = (idx >= 0) & (idx < size) if ok is None else ok & (idx >= 0) & (idx < size)
+            idx = np.where(inside, idx, 0)
+            return np.where(inside & has[idx], means[idx], 0.0)
+
+        return table
+
+    def search(q: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+        pos = np.minimum(np.searchsorted(uniq, q), len(uniq) - 1)
+        hit = (uniq[pos] == q) & (counts[pos] > 0)
+        if ok is not None:
+            hit &= ok
+        out = np.zeros(len(q))
+        out[hit] = sums[pos[hit]] / counts[pos[hit]]
+        return out
+
+    return search
+
+
 def _max_sums(
     kk: np.ndarray, vv: np.ndarray, ss: np.ndarray, w: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -188,7 +278,7 @@ def _max_sums(
     uniq, inv = np.unique(kk, return_inverse=True)
     inv = inv.reshape(-1)
     gmax = np.full(len(uniq), -np.inf)
-    np.maximum.at(gmax, inv, ss)
+    _group_max(gmax, inv, ss)
     top = ss == gmax[inv]
     inv, vv, w = inv[top], vv[top], w[top]
     return uniq, np.bincount(inv, weights=w, minlength=len(uniq)), np.bincount(inv, weights=vv * w, minlength=len(uniq))
@@ -230,6 +320,18 @@ def _streamable(order: Sequence[C.RASPExpr], outputs: Sequence[C.SOp]) -> dict[i
     for o in outputs:
         mark(o, False)
     return ok
+
+
+def _position_only(order: Sequence[C.RASPExpr]) -> dict[int, bool]:
+    """Per node: its value depends only on positions and sizes (``indices``, or an index map
+    whose every argument is such a value), so it is the same on every run at one length."""
+    out: dict[int, bool] = {}
+    for node in order:
+        if isinstance(node, C.Indices):
+            out[id(node)] = True
+        elif isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.IndexFn):
+            out[id(node)] = all(out.get(id(a), False) for a in node.args)
+    return out
 
 
 @dataclass
@@ -286,6 +388,87 @@ def selector_leaves(sel: C.Selector) -> list[C.SOp]:
     return out
 
 
+@dataclass
+class RunStats:
+    """What runs computed (numpy backend): SOp nodes, and the positions of their values that a
+    run had to produce (``head_positions``: a compact value's head, else the whole length; the
+    position-only index maps read from a memo are counted apart, in ``memo_positions``).
+    Accumulates over the runs it is given to."""
+
+    runs: int = 0
+    nodes: int = 0
+    head_positions: int = 0
+    memo_positions: int = 0
+
+
+@dataclass(frozen=True)
+class MemoSummary:
+    """What a :class:`StructuralMemo` holds: kept values, their bytes, its budget, refused
+    values (computed on every run), and reads (hits) and offers (misses) so far."""
+
+    kept: int
+    bytes: int
+    budget_bytes: int
+    refused: int
+    hits: int
+    misses: int
+
+
+@dataclass
+class StructuralMemo:
+    """Values that depend only on positions and sizes (index maps over ``indices``, index maps
+    of such maps), kept across runs of one program (U keeps one): a run reads them instead of
+    computing them again.  Each head is kept in the smaller of two exact forms
+    (:func:`attnsim.rasp.kept_values.kept_form`: affine pieces or a narrow array); a value whose
+    form would take the kept total past ``budget_bytes`` is not kept (it is computed on every
+    run, as without a memo) and is not offered again."""
+
+    budget_bytes: int = 256 << 20
+    stored: dict[tuple[int, int], tuple[C.SOp, KeptForm, np.ndarray]] = field(default_factory=dict)
+    refused: set[tuple[int, int]] = field(default_factory=set)
+    used_bytes: int = 0
+    hits: int = 0
+    misses: int = 0
+
+    def get(self, node: C.SOp, L: int) -> tuple[KeptForm, np.ndarray] | None:
+        """(kept head, tail) of ``node`` at length L, if kept."""
+        hit = self.stored.get((id(node), L))
+        if hit is None:
+            return None
+        self.hits += 1
+        return hit[1], hit[2]
+
+    def offer(self, node: C.SOp, L: int, lz: Lazy) -> tuple[KeptForm, np.ndarray] | None:
+        """Keep ``node``'s values (``lz``, read PIECE positions at a time, each piece kept in its
+        smaller form) if they fit the budget: (kept form, tail); None when refused (the pieces
+        computed so far are dropped)."""
+        self.misses += 1
+        room = self.budget_bytes - self.used_bytes
+        parts: list[NarrowArray | AffinePieces] = []
+        size = 0
+        for a in range(0, lz.m, PIECE):
+            b = min(lz.m, a + PIECE)
+            piece = np.broadcast_to(np.asarray(lz.fn(a, b, {}), dtype=np.int64), (b - a,))
+            form = kept_form(piece)
+            size += form.nbytes
+            if size > room:
+                self.refused.add((id(node), L))
+                return None
+            parts.append(form)
+        kept = Chunked(PIECE, tuple(parts))
+        self.stored[(id(node), L)] = (node, kept, np.asarray(lz.tail, dtype=np.int64).reshape(1))
+        self.used_bytes += size
+        return kept, self.stored[(id(node), L)][2]
+
+    def tried(self, node: C.SOp, L: int) -> bool:
+        """The node was refused before: do not compute it whole again to offer it."""
+        return (id(node), L) in self.refused
+
+    def summary(self) -> MemoSummary:
+        kept, refused = len(self.stored), len(self.refused)
+        return MemoSummary(kept, self.used_bytes, self.budget_bytes, refused, self.hits, self.misses)
+
+
 # ---------------------------------------------------------------------------------------------
 class Run:
     """State of one program run: values by node id, freed after their last use."""
@@ -299,8 +482,11 @@ class Run:
         keep_all: bool = False,
         dense_only: bool = False,
         track: bool = False,
+        memo: StructuralMemo | None = None,
+        stats: RunStats | None = None,
     ) -> None:
         self.arith = arith
+        self.stats = stats if stats is not None else RunStats()
         self.outputs = list(outputs)
         self.keep_all = keep_all
         self.dense_only = dense_only
@@ -309,18 +495,27 @@ class Run:
         self.track = track
         self.origin: dict[int, np.ndarray] = {}
         self.sources: list[tuple[str, str, int, float]] = []
-        arr = np.asarray(inputs, dtype=object) if not isinstance(inputs, np.ndarray) else inputs
-        if arr.ndim != 1:
-            raise BackendError(f"a program's input is a 1-D token sequence; got shape {arr.shape}")
-        if arr.shape[0] == 0:
-            raise BackendError("a program's input must have at least one token")
-        self.L = int(arr.shape[0])
         # compact values (``Tail``): a value constant after some position keeps only its head
         # (numpy backend, fast paths); every reader that needs the whole array materializes it
         self.compact = isinstance(arith, NumpyArith) and not keep_all and not dense_only and not track
-        tokens = arith.from_input(inputs, allow_nonfinite)
-        self.tokens: Any = _tail_of(tokens) if self.compact else tokens
-        del tokens
+        if isinstance(inputs, Padded) and not self.compact:
+            inputs = inputs.full()
+        if isinstance(inputs, Padded):
+            self.L = inputs.length
+            self.tokens: Any = Tail(
+                arith.from_input(inputs.head, allow_nonfinite),
+                arith.from_input(np.array([inputs.pad], dtype=inputs.head.dtype), allow_nonfinite),
+            )
+        else:
+            arr = np.asarray(inputs, dtype=object) if not isinstance(inputs, np.ndarray) else inputs
+            if arr.ndim != 1:
+                raise BackendError(f"a program's input is a 1-D token sequence; got shape {arr.shape}")
+            if arr.shape[0] == 0:
+                raise BackendError("a program's input must have at least one token")
+            self.L = int(arr.shape[0])
+            tokens = arith.from_input(inputs, allow_nonfinite)
+            self.tokens = _tail_of(tokens) if self.compact else tokens
+            del tokens
         self.ints: dict[int, Any] = {}
         self.vals: dict[int, Any] = {}
         self.order = C.topological(self.outputs)
@@ -330,6 +525,9 @@ class Run:
         # own positions (or sums it by groups) is computed piece by piece where it is read
         self.lazy: dict[int, Lazy] = {}
         self.streamable: dict[int, bool] = {}
+        # values that depend only on positions and sizes, kept across runs (compact runs only)
+        self.memo = memo if self.compact else None
+        self.position_only: dict[int, bool] = {}
 
     # -- access ---------------------------------------------------------------------------
     def _full(self, x: Any) -> Any:
@@ -403,6 +601,8 @@ class Run:
             refs[id(o)] = refs.get(id(o), 0) + 1
         if self.compact:
             self.streamable = _streamable(self.order, self.outputs)
+        if self.memo is not None:
+            self.position_only = _position_only(self.order)
         for node in self.order:
             if isinstance(node, C.SOp):
                 self.compute(node)
@@ -419,13 +619,21 @@ class Run:
     def compute(self, node: C.SOp) -> None:
         L, key = self.L, id(node)
         if self.compact and isinstance(node, (C.Indices, C.Map, C.SequenceMap, C.Aggregate)):
-            lz = self._describe(node)
+            memoize = self.position_only.get(key, False) and not isinstance(node, C.Indices)
+            lz = self._memoized(node) if memoize else self._describe(node)
             if lz is not None:
+                self.stats.nodes += 1
+                if memoize and self.memo is not None and not self.memo.tried(node, L):
+                    self.stats.memo_positions += lz.m
+                else:
+                    self.stats.head_positions += lz.m
                 if lz.m > LAZY_MIN and self.streamable.get(key, False):
                     self.lazy[key] = lz  # read piece by piece by its readers, never stored whole
                 else:
                     (self.ints if lz.is_int else self.vals)[key] = self._materialize(lz)
                 return
+        self.stats.nodes += 1
+        self.stats.head_positions += L
         if isinstance(node, C.Tokens):
             self.vals[key] = self.tokens
         elif isinstance(node, C.Indices):
@@ -444,7 +652,7 @@ class Run:
             fn = node.fn
             if isinstance(fn, C.IndexFn):
                 args = [self.integers(a) for a in node.args]
-                out = fn.evaluate(*args)
+                out = compiled(fn)(*args)
                 self.ints[key] = np.broadcast_to(np.asarray(out, dtype=np.int64), (L,)).copy()
             else:
                 try:
@@ -532,6 +740,28 @@ class Run:
         lz = self.lazy.pop(id(node))
         (self.ints if lz.is_int else self.vals)[id(node)] = self._materialize(lz)
 
+    def _memoized(self, node: C.SOp) -> Lazy | None:
+        """A position-only index map read from the memo (computed whole and offered to it on
+        the first run); the plain description when the memo refused it."""
+        memo, L = self.memo, self.L
+        assert memo is not None
+        if memo.tried(node, L):
+            return self._describe(node)
+        got = memo.get(node, L)
+        if got is None:
+            lz = self._describe(node)
+            if lz is None:  # pragma: no cover - index maps always have a description
+                return None
+            got = memo.offer(node, L, lz)
+            if got is None:
+                return lz
+        form, tail = got
+
+        def read(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+            return form.slice(a, b)
+
+        return Lazy(form.length, tail, True, node.label, read)
+
     def _describe(self, node: C.SOp) -> Lazy | None:
         """The node as a Lazy (its values computable piece by piece); None: the general path."""
         L = self.L
@@ -554,9 +784,10 @@ class Run:
         expression is provably constant (``E.constant_from``); over other values it ends where
         their heads do."""
         L = self.L
+        code = compiled(fn)
 
         def ev(xs: list[np.ndarray], n: int) -> np.ndarray:
-            return np.array(np.broadcast_to(np.asarray(fn.evaluate(*xs), dtype=np.int64), (n,)))
+            return np.array(np.broadcast_to(np.asarray(code(*xs), dtype=np.int64), (n,)))
 
         if len(args) == 1 and isinstance(args[0], C.Indices):
             start = constant_from(fn.expr, fn.argnames[0], dict(fn.bindings))
@@ -565,7 +796,7 @@ class Run:
             def over_indices(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
                 return ev([np.arange(a, b, dtype=np.int64)], b - a)
 
-            tail = np.asarray(fn.evaluate(np.array([L - 1], dtype=np.int64)), dtype=np.int64).reshape(-1)[:1]
+            tail = np.asarray(code(np.array([L - 1], dtype=np.int64)), dtype=np.int64).reshape(-1)[:1]
             if tail.size == 0:
                 tail = np.zeros(1, dtype=np.int64)
             return Lazy(m, np.broadcast_to(tail, (1,)).copy(), True, label, over_indices)
@@ -577,7 +808,7 @@ class Run:
             return ev(xs, b - a)
 
         tails = [np.array([L - 1], dtype=np.int64) if s is None else self._tail_src(s, "integers") for s in srcs]
-        tail = np.broadcast_to(np.asarray(fn.evaluate(*tails), dtype=np.int64).reshape(-1)[:1], (1,)).copy()
+        tail = np.broadcast_to(np.asarray(code(*tails), dtype=np.int64).reshape(-1)[:1], (1,)).copy()
         return Lazy(m, tail, True, label, over_values)
 
     def _describe_map(self, node: C.Map | C.SequenceMap) -> Lazy:
@@ -617,17 +848,22 @@ class Run:
         if (("i" if qsrc.is_int else "f") if isinstance(qsrc, Lazy) else _kind(qsrc)) not in "iu":
             return None
         L = self.L
-        look: Callable[[np.ndarray, np.ndarray], np.ndarray]
+        look: Callable[[np.ndarray, np.ndarray | None], np.ndarray]
         if isinstance(ksop, C.Indices):  # a gather: query q reads position qv[q]
             values = self.value_t(node.values)
             km: Any = Tail(np.zeros(0, dtype=bool), np.ones(1, dtype=bool))
             for sop, cmp, c in plan.key_atoms:
                 km = self._cmp_t(km, self.comparable_t(sop), cmp, _scalar(c), key_side=True)
 
-            def read(qi: np.ndarray, ok: np.ndarray) -> np.ndarray:
-                ok = ok & (qi >= 0) & (qi < L)
+            every_key = not plan.key_atoms
+
+            def read(qi: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+                if ok is None and every_key and qi.size and int(qi.min()) >= 0 and int(qi.max()) < L:
+                    return _at(values, qi)  # every query reads a position: no masks
+                ok = (qi >= 0) & (qi < L) if ok is None else ok & (qi >= 0) & (qi < L)
                 idx = np.where(ok, qi, 0)
-                ok &= _at(km, idx)
+                if not every_key:
+                    ok &= _at(km, idx)
                 return np.where(ok, _at(values, idx), 0.0)
 
             look = read
@@ -638,24 +874,20 @@ class Run:
             uniq, counts, sums = groups
             if len(uniq) == 0:
 
-                def none(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
+                def none(q: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
                     return np.zeros(len(q))
 
                 look = none
             else:
 
-                def found(q: np.ndarray, ok: np.ndarray) -> np.ndarray:
-                    pos = np.minimum(np.searchsorted(uniq, q), len(uniq) - 1)
-                    hit = ok & (uniq[pos] == q) & (counts[pos] > 0)
-                    out = np.zeros(len(q))
-                    out[hit] = sums[pos[hit]] / counts[pos[hit]]
-                    return out
-
-                look = found
+                look = _group_lookup(uniq, counts, sums)
         qatoms = [(_scalar(c), self._src(sop, "comparable"), cmp) for c, sop, cmp in plan.query_atoms]
         m = max([self._head_of(qsrc), *(self._head_of(s) for _, s, _ in qatoms)])
 
-        def qmask(n: int, part: Callable[[Any], np.ndarray]) -> np.ndarray:
+        def qmask(n: int, part: Callable[[Any], np.ndarray]) -> np.ndarray | None:
+            """The query conditions' mask; None when there are none (every query reads)."""
+            if not qatoms:
+                return None
             qm = np.ones(n, dtype=bool)
             for c, s, cmp in qatoms:
                 qm &= compare(cmp, c, part(s))
@@ -918,7 +1150,7 @@ class Run:
         if score is not None:
             sk = score[ks]
             gmax = np.full(size, -np.inf)
-            np.maximum.at(gmax, bins, sk)
+            _group_max(gmax, bins, sk)
             top = sk == gmax[bins]
             ks, bins = ks[top], bins[top]
         counts = np.bincount(bins, minlength=size)
@@ -957,7 +1189,7 @@ class Run:
             if score is not None:
                 sk = score[ks]
                 gmax = np.full(len(uniq), -np.inf)
-                np.maximum.at(gmax, inv, sk)
+                _group_max(gmax, inv, sk)
                 top = sk == gmax[inv]
                 ks, inv = ks[top], inv[top]
             counts = np.bincount(inv, minlength=len(uniq))
@@ -998,8 +1230,11 @@ def evaluate(
     allow_nonfinite: bool = False,
     dense_only: bool = False,
     finite: Any = None,
+    memo: StructuralMemo | None = None,
+    stats: RunStats | None = None,
+    padded_output: bool = False,
 ) -> Any:
-    """Run a program on a 1-D token sequence.
+    """Run a program on a 1-D token sequence (an array, or a :class:`Padded` sequence).
 
     Returns a 1-D NumPy array (float64 for "numpy", dtype object of Fractions for "exact", of
     SymPy expressions for "sympy"); a list of them when ``program`` is a sequence of SOps.
@@ -1009,19 +1244,32 @@ def evaluate(
     for all); with float64 values, a non-finite value at one of them raises
     :class:`NonFiniteError` naming the node and primitive where it first stopped being finite.
     None (the default) checks nothing: positions outside a result block are unspecified.
+
+    ``memo``: values that depend only on positions and sizes, kept across runs of the same
+    program (see :class:`StructuralMemo`); numpy backend only, the values are the same.
+    ``stats``: a :class:`RunStats` the run adds its counts to.  ``padded_output``: each output
+    as a :class:`Padded` sequence (its head and the value after it), not materialized whole.
     """
     outs = [program] if isinstance(program, C.SOp) else list(program)
     for o in outs:
         if not isinstance(o, C.SOp):
             raise C.ProgramError(f"a program's output must be an SOp, got {o!r}")
     arith = arithmetic(backend)
-    run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only)
+    run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only, memo=memo, stats=stats)
     run.execute()
-    res = [run.value(o) for o in outs]
+    run.stats.runs += 1
+    res: list[Any] = [_padded(run.value_t(o), run.L) if padded_output else run.value(o) for o in outs]
     if finite is not None and finite is not False:
         for i, r in enumerate(res):
             _check_finite(outs, i, r, inputs, arith, allow_nonfinite, dense_only, finite)
     return res[0] if isinstance(program, C.SOp) else res
+
+
+def _padded(v: Any, L: int) -> Padded:
+    """A run's value (an array or a ``Tail``) as a Padded sequence of length L: the last run of
+    equal values becomes the padding, so a value written only near the start is held short."""
+    t = v if isinstance(v, Tail) else _tail_of(v)
+    return Padded(t.head, L, t.tail[0])
 
 
 def _positions(finite: Any, L: int) -> np.ndarray:
@@ -1043,7 +1291,7 @@ def _positions(finite: Any, L: int) -> np.ndarray:
 def _check_finite(
     outs: list[C.SOp],
     i: int,
-    value: np.ndarray,
+    value: np.ndarray | Padded,
     inputs: Any,
     arith: Arithmetic,
     allow_nonfinite: bool,
@@ -1051,18 +1299,29 @@ def _check_finite(
     finite: Any,
 ) -> None:
     """Raise NonFiniteError when ``value`` (output i) is not finite at a read position."""
-    pos = _positions(finite, len(value))
-    if value.dtype.kind != "f":
+    pos = _positions(finite, value.length if isinstance(value, Padded) else len(value))
+    if (value.head if isinstance(value, Padded) else value).dtype.kind != "f":
         return
-    bad = pos[~np.isfinite(value[pos])]
+    if isinstance(value, Padded) and finite is True:  # every position: the head, then the padding
+        bad = np.flatnonzero(~np.isfinite(value.head))
+        count = bad.size
+        if len(value.head) < value.length and not np.isfinite(value.pad):
+            count += value.length - len(value.head)
+            if bad.size == 0:
+                bad = np.array([len(value.head)])
+    else:
+        at = value.at(pos) if isinstance(value, Padded) else value[pos]
+        bad = pos[~np.isfinite(at)]
+        count = bad.size
     if bad.size == 0:
         return
     p = int(bad[0])
+    vp = value.at(np.array([p]))[0] if isinstance(value, Padded) else value[p]
     # the error path only: run again, tracking where non-finite values come from
     run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only, track=True)
     run.execute()
     org = run.origin.get(id(outs[i]))
-    head = f"output position {p} is {value[p]} ({bad.size} read position(s) not finite)"
+    head = f"output position {p} is {vp} ({count} read position(s) not finite)"
     if org is None or org[p] < 0:  # pragma: no cover - the tracking run reproduces the first run
         raise NonFiniteError(head)
     label, what, q, v = run.sources[int(org[p])]

@@ -50,7 +50,7 @@ from attnsim.rasp import expr as E
 from attnsim.rasp import hints
 from attnsim.rasp.arith import BackendError
 from attnsim.rasp.domain import Interval
-from attnsim.rasp.engine import Trace, evaluate
+from attnsim.rasp.engine import Padded, RunStats, StructuralMemo, Trace, evaluate
 from attnsim.rasp.engine import trace as engine_trace
 from attnsim.rasp.guards import complex_entry
 from attnsim.rasp.layout import Grid, GridRef, Layout, value_of
@@ -131,6 +131,10 @@ class UniversalSimulator:
         self.intents: list[tuple[str, Intent]] = []
         self.masks: list[Mask] = []
         self.stage_grids: list[Grid] = []
+        # U's index maps over positions only, computed on the first run and read by the next ones
+        self.memo = StructuralMemo()
+        # what the last run_stack computed (its passes' counts, numpy backend)
+        self.last_stats = RunStats()
         self._build()
 
     @classmethod
@@ -625,6 +629,22 @@ class UniversalSimulator:
         """The 1-D sequence <T, X> (or <T1..Tm, X> for a list), generated from the input map;
         float64 unless something is symbolic.  ``additive`` (n x n, finite) and ``blocked``
         (n x n, bool) are the attention mask (see :mod:`attnsim.simulator.masks`)."""
+        return self._encode(T, X, pointer, additive, blocked, self.positions)
+
+    def encode_padded(
+        self, T: TransformerLayer | Sequence[TransformerLayer], X: Any, *, additive: Any = None, blocked: Any = None
+    ) -> Padded:
+        """``encode``'s sequence held as the tokens the input occupies (X, header, masks,
+        records: ``positions_of_input``) followed by zeros up to ``positions``: what a numeric
+        run reads, without the zero padding (most of shallow U's length) in memory."""
+        head = self._encode(T, X, 0, additive, blocked, self.positions_of_input)
+        layers = 1 if isinstance(T, TransformerLayer) else len(T)
+        return Padded(head, self.positions(layers), head.dtype.type(0) if head.dtype != object else 0)
+
+    def _encode(
+        self, T: Any, X: Any, pointer: int, additive: Any, blocked: Any, total: Callable[[int], int]
+    ) -> np.ndarray:
+        """The first ``total(layers)`` tokens of <T1..Tm, X> (``encode`` checks and builds them)."""
         if self.symbolic:
             raise SimulatorError("U was built over a symbolic capacity: bind its sizes to run it")
         layers = [T] if isinstance(T, TransformerLayer) else list(T)
@@ -659,7 +679,7 @@ class UniversalSimulator:
         if full_rows.size:
             raise SimulatorError(f"query {int(full_rows[0])} has every key masked: its attention is undefined")
         symbolic = x.dtype == object or any(L.symbolic_params or not isinstance(L.scale, float) for L in layers)
-        return self.map.encode(layers, x, add_m, blk_m, self.positions(len(layers)), pointer, symbolic)
+        return self.map.encode(layers, x, add_m, blk_m, total(len(layers)), pointer, symbolic)
 
     def decode(self, out: np.ndarray, n: int, d: int | None = None) -> np.ndarray:
         """The output sequence's X block as an (n, d) array (d defaults to the capacity d_model)."""
@@ -677,14 +697,28 @@ class UniversalSimulator:
         D = value_of(self.D)
         return (np.arange(n)[:, None] * D + np.arange(d)[None, :]).reshape(-1)
 
-    def _evaluate(self, seq: np.ndarray, backend: str, finite: Any = True) -> np.ndarray:
-        """One pass of U; ``finite``: the output positions that must be finite (numpy backend)."""
+    def _evaluate(self, seq: np.ndarray | Padded, backend: str, finite: Any = True) -> np.ndarray | Padded:
+        """One pass of U; ``finite``: the output positions that must be finite (numpy backend).
+        A Padded input (numpy backend) gives a Padded output."""
         if backend not in ("numpy", "sympy"):
             raise SimulatorError(f"unknown backend {backend!r}; use 'numpy' or 'sympy'")
-        if backend == "numpy" and seq.dtype == object:
+        padded = isinstance(seq, Padded)
+        if backend == "numpy" and (seq.head if isinstance(seq, Padded) else seq).dtype == object:
             raise SimulatorError("T or X is symbolic: use backend='sympy'")
+        if padded and backend != "numpy":
+            seq = seq.full()  # type: ignore[union-attr]
+            padded = False
         try:
-            return np.asarray(evaluate(self.program, seq, backend, finite=finite))
+            out = evaluate(
+                self.program,
+                seq,
+                backend,
+                finite=finite,
+                memo=self.memo,
+                stats=self.last_stats,
+                padded_output=padded,
+            )
+            return out if padded else np.asarray(out)
         except BackendError as exc:
             raise SimulatorError(f"U: {exc}") from None
 
@@ -748,17 +782,24 @@ class UniversalSimulator:
             raise SimulatorError("need at least one layer")
         xs, batched = self._batch(X)
         n, d = np.asarray(xs[0]).shape[0], layers[0].d_model
+        self.last_stats = RunStats()
         # key padding per batch element, (B, n), as the reference T splits it
         pads = split_key_padding(src_key_padding_mask, len(xs), n) if batched else [src_key_padding_mask]
         outs = []
         for x, pad in zip(xs, pads, strict=True):
             add_m, blk_m = self._masks(n, src_mask, is_causal, pad)
-            seq = self.encode(layers, x, additive=add_m, blocked=blk_m)
+            # numeric runs: the input and each pass's output held without their padding
+            seq: np.ndarray | Padded = (
+                self.encode_padded(layers, x, additive=add_m, blocked=blk_m)
+                if backend == "numpy"
+                else self.encode(layers, x, additive=add_m, blocked=blk_m)
+            )
             for i in range(len(layers)):
                 # a pass's whole output is the next pass's input; the last is read at the decoded block
                 last = i == len(layers) - 1
                 seq = self._evaluate(seq, backend, self._decoded(n, d) if last else True)
-            outs.append(self.decode(seq, n, d))
+            read = value_of(self.D) * value_of(self.N)
+            outs.append(self.decode(seq.upto(read) if isinstance(seq, Padded) else seq, n, d))
         return np.stack(outs) if batched else outs[0]
 
     def trace(self, T: TransformerLayer, X: Any, backend: str = "numpy") -> Trace:
@@ -775,7 +816,9 @@ class UniversalSimulator:
     def cost(self) -> dict[str, Any]:
         """Layers, heads per layer, positions; closed forms in the capacity symbols; per MLP (0 =
         before any attention, l = after attention layer l) its depth in primitives and the
-        generalized primitives it carries (name -> number of Maps)."""
+        generalized primitives it carries (name -> number of Maps); the positions a numeric run's
+        input occupies (``input_positions``, held without the padding after them) and the memo
+        of position-only index maps (``memo``: kept maps, bytes, budget)."""
         positions = None if self.symbolic else self.positions()
         c: Cost = cost(self.program, positions=positions)
         syms = {s: sp.Symbol(s, positive=True, integer=True) for s in ("N", "D", "H", "K", "F")}
@@ -794,6 +837,10 @@ class UniversalSimulator:
                 "positions_per_extra_layer": self.record_size.to_sympy(dict(syms)),
             },
             "generalized_primitives": c.generalized,
+            # what a numeric run holds besides its values: the input without its padding, and the
+            # position-only index maps kept across runs (within the memo's budget)
+            "input_positions": None if self.symbolic else self.positions_of_input(),
+            "memo": self.memo.summary(),
             "mlp_depth": c.mlp_depth,
             "mlp_generalized": c.mlp_generalized,
             "cost": c,

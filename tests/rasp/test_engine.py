@@ -25,6 +25,8 @@ from attnsim.rasp import (
 )
 from attnsim.rasp import core as C
 from attnsim.rasp.core import Map, Prim, Size
+from attnsim.rasp.engine import Padded, StructuralMemo, _group_lookup, _group_max
+from attnsim.rasp.kept_values import Chunked, NarrowArray
 from attnsim.rasp.schedule import cost as C_cost
 
 
@@ -237,3 +239,114 @@ def test_cost_reports_mlp_depth_and_generalized_primitives_per_layer() -> None:
     assert c.generalized == ["div", "exp", "mul"]
     keys = set(c.as_dict())
     assert {"layers", "heads", "aggregates", "mlp_primitives", "mlp_depth", "generalized", "mlp_generalized"} <= keys
+
+
+# -- StructuralMemo: position-only index maps kept across runs (U keeps one; Theorem 6's runs) --
+def _memo_program() -> C.SOp:
+    """A gather whose source position is a position-only index map over indices (as U's are)."""
+    n = Size("n", 5)
+    src = imap(lambda p: (p % n) * n + p // n, indices).named("src")
+    inside = imap(lambda p: p < 20, src).named("inside")  # an index map of an index map
+    return apply("mul", aggregate(select(indices, src, "=="), tokens), inside)
+
+
+def test_memo_gives_the_same_values_and_is_read() -> None:
+    prog = _memo_program()
+    memo = StructuralMemo()
+    toks = np.arange(25, dtype=np.float64) * 1.5
+    plain = evaluate(prog, toks)
+    first = evaluate(prog, toks, memo=memo)
+    again = evaluate(prog, toks * 2, memo=memo)
+    assert first.tolist() == plain.tolist() and again.tolist() == evaluate(prog, toks * 2).tolist()
+    s = memo.summary()
+    assert (s.kept, s.misses, s.hits) == (2, 2, 2)
+    assert s.bytes == 2 * 25  # int8 arrays: the narrowest dtype holding positions 0..24
+    # mutation: a tampered kept value changes the output, so runs do read the memo
+    for node, form, _ in memo.stored.values():
+        if node.label == "src":
+            assert isinstance(form, Chunked) and isinstance(form.parts[0], NarrowArray)
+            form.parts[0].values[:] = 0
+    assert evaluate(prog, toks, memo=memo).tolist() != plain.tolist()
+
+
+def test_memo_refuses_past_its_budget() -> None:
+    prog = _memo_program()
+    memo = StructuralMemo(budget_bytes=30)  # room for one of the two maps
+    toks = np.arange(25, dtype=np.float64)
+    assert evaluate(prog, toks, memo=memo).tolist() == evaluate(prog, toks).tolist()
+    assert evaluate(prog, toks, memo=memo).tolist() == evaluate(prog, toks).tolist()
+    s = memo.summary()
+    assert (s.kept, s.refused, s.bytes) == (1, 1, 25) and s.bytes <= s.budget_bytes
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 3), st.floats(-9, 9)), min_size=1, max_size=20),
+    st.lists(st.integers(-60, 60), min_size=1, max_size=30),
+    st.integers(0, 10**7),
+)
+def test_group_lookup_reads_each_querys_group_mean(
+    groups: list[tuple[int, int, float]], qs: list[int], spread: int
+) -> None:
+    """The equality head's group read (table or binary search: ``spread`` widens the key range
+    past the table's) gives sum / weight of the query's group, 0 for an absent or empty one."""
+    table = {k * (1 + spread): (float(c), c * v) for k, c, v in dict((g[0], g) for g in groups).values()}
+    uniq = np.array(sorted(table), dtype=np.int64)
+    counts = np.array([table[k][0] for k in uniq])
+    sums = np.array([table[k][1] for k in uniq])
+    q = np.array([x * (1 + spread) for x in qs], dtype=np.int64)
+    ok = np.arange(len(q)) % 3 != 1
+    read = [o and x in table and table[x][0] > 0 for x, o in zip(q.tolist(), ok, strict=True)]
+    want = [table[x][1] / table[x][0] if r else 0.0 for x, r in zip(q.tolist(), read, strict=True)]
+    assert _group_lookup(uniq, counts, sums)(q, ok).tolist() == want
+    every = [table[x][1] / table[x][0] if x in table and table[x][0] > 0 else 0.0 for x in q.tolist()]
+    assert _group_lookup(uniq, counts, sums)(q, None).tolist() == every  # no query conditions
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 9), st.floats(allow_infinity=True, allow_nan=True)), min_size=1, max_size=40),
+    st.booleans(),
+)
+def test_group_max_equals_maximum_at(entries: list[tuple[int, float]], contiguous: bool) -> None:
+    """The value-scored head's group maximum (by runs when the groups are contiguous) is
+    ``np.maximum.at``'s, NaN included."""
+    if contiguous:
+        entries = sorted(entries, key=lambda e: e[0])
+    groups = np.array([g for g, _ in entries], dtype=np.int64)
+    scores = np.array([s for _, s in entries])
+    got, want = np.full(10, -np.inf), np.full(10, -np.inf)
+    with np.errstate(invalid="ignore"):
+        _group_max(got, groups, scores)
+        np.maximum.at(want, groups, scores)
+    assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_padded_input_and_output_equal_the_full_ones() -> None:
+    """A Padded sequence (head, then padding) runs as its full array would, on every backend;
+    a padded output gives the same values without its padding stored."""
+    prog = _memo_program()
+    head = np.arange(1, 11, dtype=np.float64)
+    seq = Padded(head, 25, 0.0)
+    full = seq.full()
+    assert full.tolist() == [*head.tolist(), *[0.0] * 15]
+    assert evaluate(prog, seq).tolist() == evaluate(prog, full).tolist()
+    assert evaluate(prog, seq, "exact").tolist() == evaluate(prog, full, "exact").tolist()
+    out = evaluate(prog, seq, padded_output=True)
+    assert isinstance(out, Padded) and out.length == 25 and len(out.head) < 25
+    assert out.full().tolist() == evaluate(prog, full).tolist()
+    # mutation: other padding is another input, and the run sees it
+    assert evaluate(prog, Padded(head, 25, 1.0)).tolist() != evaluate(prog, full).tolist()
+
+
+def test_padded_sequences_reject_bad_shapes_in_one_line() -> None:
+    with pytest.raises(BackendError, match=r"^a padded sequence needs 1 <= len\(head\) <= length, got 5, 3$"):
+        Padded(np.zeros(5), 3)
+    with pytest.raises(BackendError, match="1-D token sequence"):
+        Padded(np.zeros((2, 2)), 9)
+
+
+def test_non_finite_padding_is_reported_at_its_first_position() -> None:
+    prog = apply("reciprocal", tokens)
+    with pytest.raises(NonFiniteError, match=r"^output position 3 is inf \(2 read position\(s\) not finite\)"):
+        evaluate(prog, Padded(np.ones(3), 5, 0.0), finite=True, padded_output=True)

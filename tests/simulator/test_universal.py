@@ -13,6 +13,7 @@ from attnsim import TransformerLayer, UniversalSimulator, evaluate
 from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.engine import Padded
 from attnsim.simulator import obligations as O
 from attnsim.simulator.errors import SimulatorError
 
@@ -318,3 +319,23 @@ def test_u_over_a_symbolic_capacity() -> None:
     assert c["closed_form"]["positions"].subs({syms[k]: v for k, v in vals.items()}) == U.positions()
     with pytest.raises(SimulatorError, match="symbolic capacity"):
         u.encode(TransformerLayer.random(2, 1, 1), np.zeros((2, 2)))
+
+
+def test_numeric_runs_hold_the_input_without_its_padding_and_keep_index_maps() -> None:
+    """Theorem 6's U, numeric runs: the padded encoding is ``encode``'s sequence; a run on it
+    (and the next runs, reading U's memo of position-only index maps) gives T(X) as before."""
+    for variant in ("compact", "shallow"):
+        U = UniversalSimulator(5, 4, 2, 2, 4, variant=variant)
+        T = TransformerLayer.random(4, 2, 2, 4, seed=3, residual=True, norm="post")
+        x = np.random.default_rng(3).normal(size=(5, 4))
+        pad = U.encode_padded(T, x)
+        assert isinstance(pad, Padded) and len(pad.head) == U.positions_of_input() < pad.length == U.positions()
+        assert np.array_equal(pad.full(), U.encode(T, x))
+        first = U.run(T, x)
+        kept = U.memo.summary().kept
+        again = U.run(T, x)
+        assert kept > 0 and U.memo.summary().hits >= kept and U.last_stats.memo_positions > 0
+        c = U.cost()
+        assert c["input_positions"] == len(pad.head) and c["memo"].kept == kept
+        assert 0 < c["memo"].bytes <= c["memo"].budget_bytes
+        assert np.array_equal(first, again) and np.max(np.abs(first - T(x))) < 1e-12

@@ -1,0 +1,47 @@
+"""Kept forms of position-only values (attnsim/rasp/kept_values.py) give every range of
+positions back exactly; they back U's runs (Theorem 6) reading its index maps from its memo."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnsim.rasp.kept_values import AffinePieces, Chunked, NarrowArray, affine_pieces, kept_form, narrowest
+
+
+@st.composite
+def _piecewise(draw: st.DrawFn) -> np.ndarray:
+    """Concatenated affine runs (as U's index maps are), with random lengths, values, slopes."""
+    parts = draw(st.lists(st.tuples(st.integers(1, 30), st.integers(-10**6, 10**6), st.integers(-3, 3)), max_size=8))
+    out = [v + s * np.arange(n, dtype=np.int64) for n, v, s in parts]
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_piecewise(), st.data())
+def test_every_range_comes_back_exactly(head: np.ndarray, data: st.DataObject) -> None:
+    n = len(head)
+    a = data.draw(st.integers(0, n))
+    b = data.draw(st.integers(a, n))
+    chunk = data.draw(st.integers(1, 40))
+    chunked = Chunked(chunk, tuple(kept_form(head[i : i + chunk]) for i in range(0, n, chunk)))
+    for form in (affine_pieces(head), NarrowArray(narrowest(head)), kept_form(head), chunked):
+        got = form.slice(a, b)
+        assert got.dtype == np.int64 and got.tolist() == head[a:b].tolist()
+        assert form.length == n
+
+
+def test_affine_runs_are_kept_small() -> None:
+    p = np.arange(10_000, dtype=np.int64)
+    staircase = (p // 64) * 1000 + p % 64  # a grid decoding: slope 1 in a row, a jump per row
+    form = kept_form(staircase)
+    assert isinstance(form, AffinePieces) and form.nbytes < staircase.nbytes // 10
+    assert form.slice(0, len(p)).tolist() == staircase.tolist()
+
+
+def test_a_wrong_piece_is_caught() -> None:
+    """Mutation: a piece with a wrong slope no longer gives the values back."""
+    head = np.concatenate([np.arange(10), np.full(5, 3)]).astype(np.int64)
+    good = affine_pieces(head)
+    bad = AffinePieces(good.starts, good.values, good.slopes + 1, good.length)
+    assert good.slice(0, 15).tolist() == head.tolist()
+    assert bad.slice(0, 15).tolist() != head.tolist()
