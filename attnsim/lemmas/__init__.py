@@ -6,6 +6,7 @@ Importing this package registers every lemma's obligations (see ``obligations.py
 """
 
 from attnsim.lemmas import faddeev_steps as _faddeev_steps  # noqa: F401  (registers faddeev-steps)
+from attnsim.lemmas import kernel as _kernel  # noqa: F401  (registers the kernel obligations)
 from attnsim.lemmas import obligations as _obligations  # noqa: F401  (registers providers)
 from attnsim.lemmas.base import Construction, ConstructionError, NonFiniteResultError
 from attnsim.lemmas.cofactor import (
