@@ -49,15 +49,18 @@ Variable R : realFieldType.
 Variable expf : R -> R.
 
 (** * Averages: a gather reads its one key; a mean over n keys times n is their sum. *)
+Lemma sumE (vs : seq R) : sum vs = \sum_(v <- vs) v.
+Proof. by elim: vs => [|v vs IH]; rewrite ?big_nil ?big_cons //= IH. Qed.
+
 Lemma mean1 (v : R) : mean [:: v] = v.
-Proof. by rewrite /mean big_seq1 divr1. Qed.
+Proof. by rewrite /mean sumE big_seq1 divr1. Qed.
 
 Lemma mean_iota (f : nat -> R) (a n : nat) : (0 < n)%nat ->
   mean [seq f k | k <- iota a n] = (\sum_(l < n) f (a + l)%nat) / n%:R.
 Proof.
 case: n => // n _.
 have -> : mean [seq f k | k <- iota a n.+1] = (\sum_(v <- [seq f k | k <- iota a n.+1]) v) / n.+1%:R.
-  by rewrite /mean /= size_map size_iota.
+  by rewrite /mean /= size_map size_iota -sumE.
 congr (_ / _); rewrite big_map.
 rewrite -[a in iota a _]addn0 iotaDl big_map.
 by rewrite -(big_mkord xpredT (fun l => f (a + l)%nat)) /index_iota subn0.
@@ -66,7 +69,7 @@ Qed.
 Lemma agg_gather (s : sel) (v : sop) (x : seq R) (q z : nat) :
   (forall k, (k < size x)%nat -> seval s (size x) q k = (k == z)) -> (z < size x)%nat ->
   eval expf (Aggregate s v) x q = eval expf v x z.
-Proof. by move=> Hs Hz /=; rewrite (keys_one Hs Hz) /= /mean big_seq1 divr1. Qed.
+Proof. by move=> Hs Hz /=; rewrite (keys_one Hs Hz); exact: mean1. Qed.
 
 Lemma agg_sum (s : sel) (v : sop) (x : seq R) (q a n : nat) : (0 < n)%nat ->
   (forall k, (k < size x)%nat -> seval s (size x) q k = (a <= k < a + n)%nat) -> (a + n <= size x)%nat ->
@@ -80,7 +83,7 @@ Qed.
 Lemma mean_keys_one (f : nat -> R) (s : sel) (L q z : nat) :
   (forall k, (k < L)%nat -> seval s L q k = (k == z)) -> (z < L)%nat ->
   mean [seq f k | k <- keys s L q] = f z.
-Proof. by move=> Hs Hz; rewrite (keys_one Hs Hz) /= /mean big_seq1 divr1. Qed.
+Proof. by move=> Hs Hz; rewrite (keys_one Hs Hz); exact: mean1. Qed.
 
 Lemma mean_keys_sum (f : nat -> R) (s : sel) (L q a n : nat) : (0 < n)%nat ->
   (forall k, (k < L)%nat -> seval s L q k = (a <= k < a + n)%nat) -> (a + n <= L)%nat ->
@@ -138,3 +141,10 @@ Ltac zpos :=
   rewrite ?Z.sub_0_r ?Z.add_0_l;
   repeat first [ rewrite zdiv_lin2; [|lia|lia] | rewrite zmod_lin2; [|lia|lia]
                | rewrite zdiv_lin; [|lia] | rewrite zmod_lin; [|lia] ].
+
+Lemma zmod2 (j : nat) : (Z.of_nat j mod 2)%Z = (if odd j then 1 else 0)%Z.
+Proof.
+rewrite -{1}(odd_double_half j) -muln2 addnC Nat2Z.inj_add Nat2Z.inj_mul zmod_lin.
+  by case: (odd j).
+by case: (odd j) => /=; lia.
+Qed.

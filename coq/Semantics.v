@@ -111,9 +111,10 @@ Fixpoint seval (s : sel) (L q k : nat) : bool :=
 (** The keys query q selects, in increasing order. *)
 Definition keys (s : sel) (L q : nat) : seq nat := [seq k <- iota 0 L | seval s L q k].
 
-(** The mean of a list of values; 0 for the empty list (AHAT's default). *)
-Definition mean (vs : seq R) : R :=
-  if vs is [::] then 0 else (\sum_(v <- vs) v) / (size vs)%:R.
+(** The sum of a list of values (a plain fold, which vm_compute evaluates: MathComp's big
+    operators are locked), and their mean; 0 for the empty list (AHAT's default). *)
+Definition sum (vs : seq R) : R := foldr (fun v s => v + s) 0 vs.
+Definition mean (vs : seq R) : R := if vs is [::] then 0 else sum vs / (size vs)%:R.
 (** The maximum of a list of values; 0 for the empty list. *)
 Definition maxl (vs : seq R) : R :=
   if vs is v :: ws then foldr Num.max v ws else 0.

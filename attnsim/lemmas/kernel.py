@@ -23,8 +23,12 @@ from pathlib import Path
 
 from attnsim.lemmas.matmul import PAPER_REF as MATMUL_REF
 from attnsim.lemmas.matmul import matmul
+from attnsim.lemmas.maxmin import PAPER_REF as MAXMIN_REF
+from attnsim.lemmas.maxmin import maxmin
 from attnsim.lemmas.relu import PAPER_REF as RELU_REF
 from attnsim.lemmas.relu import relu
+from attnsim.lemmas.softmax import PAPER_REF as SOFTMAX_REF
+from attnsim.lemmas.softmax import softmax
 from attnsim.lemmas.transpose import PAPER_REF as TRANSPOSE_REF
 from attnsim.lemmas.transpose import transpose
 from attnsim.proofs.coq import CoqProgram, export_program, module_text
@@ -87,6 +91,16 @@ def _relu_programs() -> list[CoqProgram]:
     return [export_program("relu_prog", relu(n, rows).program, ("n", "rows"))]
 
 
+def _maxmin_programs() -> list[CoqProgram]:
+    n, rows = C.Size("n"), C.Size("rows")
+    return [export_program("maxmin_prog", maxmin(n, rows).program, ("n", "rows"))]
+
+
+def _softmax_programs() -> list[CoqProgram]:
+    r, c, h = C.Size("rows"), C.Size("cols"), C.Size("heads")
+    return [export_program("softmax_heads_prog", softmax(r, c, h).program, ("rows", "cols", "heads"))]
+
+
 THEOREMS = (
     KernelTheorem(
         "transpose",
@@ -114,6 +128,24 @@ THEOREMS = (
         "Num.max x 0",
         "decode (eval (relu_prog n rows) x) = map_mx (fun v => Num.max v 0) A for every n, rows",
         _relu_programs,
+    ),
+    KernelTheorem(
+        "maxmin",
+        MAXMIN_REF,
+        "MaxMin",
+        ("maxmin_pairs",),
+        "Num.max, Num.min",
+        "for every even n and rows: entry (i, 2t) is Num.max of the pair, (i, 2t+1) its Num.min",
+        _maxmin_programs,
+    ),
+    KernelTheorem(
+        "softmax",
+        SOFTMAX_REF,
+        "Softmax",
+        ("softmax_heads_rows", "softmax_heads_expR"),
+        "expR (MathComp-analysis) and \\sum",
+        "entry (t, i, j) = exp(A t i j) / sum_l exp(A t i l) for every r, c, h; for exp = expR over any realType",
+        _softmax_programs,
     ),
 )
 

@@ -160,11 +160,11 @@ class _Printer:
         if isinstance(n, C.SelectNot):
             return "sel", f"(SNot {self.ref(n.a, 'sel')})"
         if isinstance(n, C.Aggregate):
-            sl, v = self.ref(n.selector, "sel"), self.ref(n.values, "sop")
+            sl, val = self.ref(n.selector, "sel"), self.ref(n.values, "sop")
             if n.score is None:
-                return "sop", f"(Aggregate {sl} {v})"
+                return "sop", f"(Aggregate {sl} {val})"
             if n.score is n.values:
-                return "sop", f"(Maximum {sl} {v})"
+                return "sop", f"(Maximum {sl} {val})"
             raise CoqExportError(f"argmax head {n.label!r} scored by another SOp is not in the Coq semantics")
         raise CoqExportError(f"node {n.label!r} ({type(n).__name__}) is not in the Coq semantics")
 
