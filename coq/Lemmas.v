@@ -148,3 +148,11 @@ rewrite -{1}(odd_double_half j) -muln2 addnC Nat2Z.inj_add Nat2Z.inj_mul zmod_li
   by case: (odd j).
 by case: (odd j) => /=; lia.
 Qed.
+
+Lemma zmod_nat (p c : nat) : (Z.of_nat p mod Z.of_nat c)%Z = Z.of_nat (p %% c).
+Proof.
+case: c => [|c]; first by rewrite modn0 Zmod_0_r.
+symmetry; apply: (Z.mod_unique_pos _ _ (Z.of_nat (p %/ c.+1))).
+  by have := ltn_pmod p (ltn0Sn c); lia.
+by rewrite {1}(divn_eq p c.+1) Nat2Z.inj_add Nat2Z.inj_mul; lia.
+Qed.

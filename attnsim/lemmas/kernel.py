@@ -3,8 +3,9 @@
 Each :class:`KernelTheorem` names a hand-written Coq file of ``coq/`` (``Transpose.v``...), the
 theorems in it, the MathComp definition they are stated against, and the Python programs (built
 over unbound sizes) it is about.  Its ``kernel`` obligation exports the programs with
-:mod:`attnsim.proofs.coq` into a fresh build directory, runs ``coqc`` on the semantics, the general
-lemmas, the export and the theorem file, then ``Print Assumptions`` of every theorem: proved only
+:mod:`attnsim.proofs.coq` into a fresh build directory, runs ``coqc`` on the export and the theorem
+file (the semantics and the general lemmas compiled once per process), then ``Print Assumptions``
+of every theorem: proved only
 when Coq accepts every file and no theorem depends on an axiom outside :data:`ALLOWED_AXIOMS`
 (an ``Admitted`` proof is an axiom of the file's own name, so it fails).  Without ``coqc`` the
 obligation is unknown, "not run (coqc not installed)": never proved.
@@ -12,6 +13,8 @@ obligation is unknown, "not run (coqc not installed)": never proved.
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
 import re
 import shutil
@@ -28,7 +31,7 @@ from attnsim.lemmas.maxmin import maxmin
 from attnsim.lemmas.relu import PAPER_REF as RELU_REF
 from attnsim.lemmas.relu import relu
 from attnsim.lemmas.softmax import PAPER_REF as SOFTMAX_REF
-from attnsim.lemmas.softmax import softmax
+from attnsim.lemmas.softmax import masked_softmax, softmax
 from attnsim.lemmas.transpose import PAPER_REF as TRANSPOSE_REF
 from attnsim.lemmas.transpose import transpose
 from attnsim.proofs.coq import CoqProgram, export_program, module_text
@@ -72,7 +75,7 @@ class KernelTheorem:
 
     @property
     def export_module(self) -> str:
-        return f"Export_{self.construction}"
+        return "Export_" + self.construction.replace("-", "_")
 
 
 def _transpose_programs() -> list[CoqProgram]:
@@ -99,6 +102,12 @@ def _maxmin_programs() -> list[CoqProgram]:
 def _softmax_programs() -> list[CoqProgram]:
     r, c, h = C.Size("rows"), C.Size("cols"), C.Size("heads")
     return [export_program("softmax_heads_prog", softmax(r, c, h).program, ("rows", "cols", "heads"))]
+
+
+def _masked_softmax_programs() -> list[CoqProgram]:
+    r, c, h = C.Size("rows"), C.Size("cols"), C.Size("heads")
+    prog = masked_softmax(r, c, h).program
+    return [export_program("masked_softmax_heads_prog", prog, ("rows", "cols", "heads"))]
 
 
 THEOREMS = (
@@ -146,6 +155,16 @@ THEOREMS = (
         "expR (MathComp-analysis) and \\sum",
         "entry (t, i, j) = exp(A t i j) / sum_l exp(A t i l) for every r, c, h; for exp = expR over any realType",
         _softmax_programs,
+    ),
+    KernelTheorem(
+        "softmax-masked",
+        SOFTMAX_REF,
+        "SoftmaxMasked",
+        ("masked_softmax_heads_rows", "masked_softmax_heads_expR"),
+        "expR (MathComp-analysis) and \\sum over l < m",
+        "with m the token after the stack: entry (t, i, j) = exp(A t i j) / sum_{l < c, l < m} exp(A t i l) if j < m, "
+        "else 0, for every r, c, h and m; for exp = expR over any realType",
+        _masked_softmax_programs,
     ),
 )
 
@@ -197,18 +216,43 @@ def parse_assumptions(output: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+_BASE: dict[tuple[str, str], Path] = {}  # (coqc, digest of the hand-written files) -> compiled copy
+
+
+def _compiled_base(coqc: str, src: Path, timeout: float) -> Path | CoqRun:
+    """A directory holding Semantics and Lemmas compiled (once per process and content), or the failed run."""
+    texts = [(src / f"{n}.v").read_bytes() for n in HAND_WRITTEN]
+    key = (coqc, hashlib.sha256(b"\0".join(texts)).hexdigest())
+    if key in _BASE:
+        return _BASE[key]
+    base = Path(tempfile.mkdtemp(prefix="attnsim-coq-base-"))
+    atexit.register(shutil.rmtree, base, True)
+    for name, text in zip(HAND_WRITTEN, texts, strict=True):
+        (base / f"{name}.v").write_bytes(text)
+        res = _coqc(coqc, base, name, timeout)
+        if res.returncode != 0:
+            return CoqRun(f"{name}.v", res.stdout + res.stderr, ())
+    _BASE[key] = base
+    return base
+
+
 def run_coq(thm: KernelTheorem, programs: Sequence[CoqProgram], timeout: float, coqc: str) -> CoqRun:
-    """Compile the semantics, the lemmas, the export of ``programs`` and the theory; print assumptions."""
+    """Compile the export of ``programs`` and the theory (its theorems' ``Print Assumptions`` appended)
+    against the compiled semantics and lemmas, in a fresh directory."""
     src = coq_sources()
+    base = _compiled_base(coqc, src, timeout)
+    if isinstance(base, CoqRun):
+        return base
     with tempfile.TemporaryDirectory(prefix="attnsim-coq-") as tmp:
         build = Path(tmp)
-        for name in (*HAND_WRITTEN, thm.theory):
-            shutil.copy(src / f"{name}.v", build / f"{name}.v")
+        for name in HAND_WRITTEN:
+            for ext in (".v", ".vo"):
+                shutil.copy(base / f"{name}{ext}", build / f"{name}{ext}")
         (build / f"{thm.export_module}.v").write_text(module_text(programs))
         checks = "\n".join(f"Print Assumptions {t}." for t in thm.theorems)
-        (build / "Assumptions.v").write_text(f"From Attnsim Require Import {thm.theory}.\n{checks}\n")
+        (build / f"{thm.theory}.v").write_text((src / f"{thm.theory}.v").read_text() + f"\n{checks}\n")
         out = ""
-        for name in (*HAND_WRITTEN, thm.export_module, thm.theory, "Assumptions"):
+        for name in (thm.export_module, thm.theory):
             res = _coqc(coqc, build, name, timeout)
             out = res.stdout + res.stderr
             if res.returncode != 0:
