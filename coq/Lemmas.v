@@ -156,3 +156,15 @@ symmetry; apply: (Z.mod_unique_pos _ _ (Z.of_nat (p %/ c.+1))).
   by have := ltn_pmod p (ltn0Sn c); lia.
 by rewrite {1}(divn_eq p c.+1) Nat2Z.inj_add Nat2Z.inj_mul; lia.
 Qed.
+
+(** A guarded index map inside its range takes its then-branch. *)
+Lemma iif_guard (lo p hi a b : Z) : (lo <= p < hi)%Z -> iif (iand (ile lo p) (ilt p hi)) a b = a.
+Proof.
+move=> [H1 H2]; rewrite /iif /iand /ile /ilt.
+by rewrite (proj2 (Z.leb_le _ _) H1) (proj2 (Z.ltb_lt _ _) H2).
+Qed.
+
+(** [simpl] turns [1 * z] into this match; it is [z]. *)
+Lemma Zmatch_id (z : Z) :
+  match z with Z0 => Z0 | Zpos y => Zpos y | Zneg y => Zneg y end = z.
+Proof. by case: z. Qed.

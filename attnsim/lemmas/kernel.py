@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnsim.lemmas.forms import gathered_transpose
 from attnsim.lemmas.matmul import PAPER_REF as MATMUL_REF
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.maxmin import PAPER_REF as MAXMIN_REF
@@ -110,6 +111,11 @@ def _masked_softmax_programs() -> list[CoqProgram]:
     return [export_program("masked_softmax_heads_prog", prog, ("rows", "cols", "heads"))]
 
 
+def _gathered_transpose_programs() -> list[CoqProgram]:
+    r, c = C.Size("rows"), C.Size("cols")
+    return [export_program("gathered_transpose_prog", gathered_transpose(r, c).program, ("rows", "cols"))]
+
+
 THEOREMS = (
     KernelTheorem(
         "transpose",
@@ -165,6 +171,15 @@ THEOREMS = (
         "with m the token after the stack: entry (t, i, j) = exp(A t i j) / sum_{l < c, l < m} exp(A t i l) if j < m, "
         "else 0, for every r, c, h and m; for exp = expR over any realType",
         _masked_softmax_programs,
+    ),
+    KernelTheorem(
+        "gathered-transpose",
+        TRANSPOSE_REF,
+        "GatheredTranspose",
+        ("gathered_transpose_trmx",),
+        "trmx",
+        "the guarded gather onto a (cols, rows) grid: decode (eval (gathered_transpose_prog r c) x) = trmx A",
+        _gathered_transpose_programs,
     ),
 )
 
