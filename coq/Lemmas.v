@@ -168,3 +168,21 @@ Qed.
 Lemma Zmatch_id (z : Z) :
   match z with Z0 => Z0 | Zpos y => Zpos y | Zneg y => Zneg y end = z.
 Proof. by case: z. Qed.
+
+(** The group of a key under a guarded two-level index (a key outside [0, N) has group -1):
+    it is G exactly on the G-th run of k keys. *)
+Lemma group_eqb (kk G k c N : nat) : (0 < k)%nat -> (0 < c)%nat -> (G * k + k <= N)%nat ->
+  (iif (iand (ile 0 (Z.of_nat kk)) (ilt (Z.of_nat kk) (Z.of_nat N)))
+       (Z.of_nat kk / Z.of_nat k / Z.of_nat c * Z.of_nat c + (Z.of_nat kk / Z.of_nat k) mod Z.of_nat c)
+       (-1) =? Z.of_nat G)%Z = (G * k <= kk < G * k + k)%nat.
+Proof.
+move=> Hk Hc HN.
+have E : forall a, (a / Z.of_nat c * Z.of_nat c + a mod Z.of_nat c = a)%Z.
+  by move=> a; rewrite Z.mul_comm -Z.div_mod; lia.
+rewrite /iif /iand /ile /ilt (proj2 (Z.leb_le _ _) (Nat2Z.is_nonneg kk)) /=.
+case: (Z.ltb_spec (Z.of_nat kk) (Z.of_nat N)) => H /=.
+  by rewrite E zdiv_eqb_range.
+case EG: (Z.of_nat G) => [|g|g]; last by lia.
+  by symmetry; apply/negbTE/negP => /andP[_ H2]; lia.
+by symmetry; apply/negbTE/negP => /andP[_ H2]; lia.
+Qed.

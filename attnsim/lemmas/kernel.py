@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnsim.lemmas.forms import gathered_transpose
+from attnsim.lemmas.forms import consumer_matmul, gathered_transpose
 from attnsim.lemmas.matmul import PAPER_REF as MATMUL_REF
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.maxmin import PAPER_REF as MAXMIN_REF
@@ -116,6 +116,12 @@ def _gathered_transpose_programs() -> list[CoqProgram]:
     return [export_program("gathered_transpose_prog", gathered_transpose(r, c).program, ("rows", "cols"))]
 
 
+def _consumer_matmul_programs() -> list[CoqProgram]:
+    r, k, c, e = C.Size("rows"), C.Size("inner"), C.Size("cols"), C.Size("extra")
+    prog = consumer_matmul(r, k, c, e).program
+    return [export_program("consumer_matmul_prog", prog, ("rows", "inner", "cols", "extra"))]
+
+
 THEOREMS = (
     KernelTheorem(
         "transpose",
@@ -180,6 +186,15 @@ THEOREMS = (
         "trmx",
         "the guarded gather onto a (cols, rows) grid: decode (eval (gathered_transpose_prog r c) x) = trmx A",
         _gathered_transpose_programs,
+    ),
+    KernelTheorem(
+        "consumer-matmul",
+        MATMUL_REF,
+        "ConsumerMatmul",
+        ("consumer_matmul_mulmx",),
+        "mulmx",
+        "entry (i, j, m) of the (rows, cols, extra) consumer grid = (A *m B) i j, every rows, inner >= 1, cols, extra",
+        _consumer_matmul_programs,
     ),
 )
 

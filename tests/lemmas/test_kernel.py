@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from attnsim.lemmas.base import Construction
-from attnsim.lemmas.forms import gathered_transpose
+from attnsim.lemmas.forms import consumer_matmul, gathered_transpose
 from attnsim.lemmas.kernel import THEOREMS, KernelTheorem, coq_sources, kernel_check, parse_assumptions
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.maxmin import maxmin
@@ -226,6 +226,18 @@ DIFFERENTIAL.append(
             (lambda: gathered_transpose(1, 1), "gathered_transpose_prog 1 1"),
             (lambda: gathered_transpose(2, 3), "gathered_transpose_prog 2 3"),
             (lambda: gathered_transpose(3, 2), "gathered_transpose_prog 3 2"),
+        ],
+    )
+)
+DIFFERENTIAL.append(
+    (
+        "consumer-matmul",
+        "Export_consumer_matmul",
+        _theorem("consumer-matmul").programs,
+        [
+            (lambda: consumer_matmul(1, 1, 1, 1), "consumer_matmul_prog 1 1 1 1"),
+            (lambda: consumer_matmul(2, 2, 1, 3), "consumer_matmul_prog 2 2 1 3"),
+            (lambda: consumer_matmul(1, 3, 2, 2), "consumer_matmul_prog 1 3 2 2"),
         ],
     )
 )
