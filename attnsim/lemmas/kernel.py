@@ -5,10 +5,11 @@ theorems in it, the MathComp definition they are stated against, and the Python 
 over unbound sizes) it is about.  Its ``kernel`` obligation exports the programs with
 :mod:`attnsim.proofs.coq` into a fresh build directory, runs ``coqc`` on the export and the theorem
 file (the semantics and the general lemmas compiled once per process), then ``Print Assumptions``
-of every theorem: proved only
-when Coq accepts every file and no theorem depends on an axiom outside :data:`ALLOWED_AXIOMS`
-(an ``Admitted`` proof is an axiom of the file's own name, so it fails).  Without ``coqc`` the
-obligation is unknown, "not run (coqc not installed)": never proved.
+of every theorem: proved only when Coq accepts every file and no theorem depends on an axiom
+outside :data:`ALLOWED_AXIOMS` (an ``Admitted`` proof is an axiom of the file's own name, so it
+fails), and no hand-written file has a proof hole or defines an exported program's name itself
+(the theorem must be about the exported term).  Without ``coqc`` the obligation is unknown, "not
+run (coqc not installed)": never proved.
 """
 
 from __future__ import annotations
@@ -310,6 +311,10 @@ def kernel_check(thm: KernelTheorem, programs: Sequence[CoqProgram] | None = Non
         if holes:
             return Outcome.bad(f"proof holes (Admitted/admit/Axiom/Parameter) in {', '.join(holes)}")
         progs = list(programs) if programs is not None else thm.programs()
+        theory = (coq_sources() / f"{thm.theory}.v").read_text()
+        shadowed = [p.name for p in progs if re.search(rf"\b(Definition|Fixpoint|Let|Notation)\s+{p.name}\b", theory)]
+        if shadowed:
+            return Outcome.bad(f"{thm.theory}.v defines {', '.join(shadowed)} itself instead of using the export")
         try:
             run = run_coq(thm, progs, max(timeout, 60.0), coqc)
         except KernelError as exc:

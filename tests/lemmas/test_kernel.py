@@ -127,6 +127,20 @@ def test_an_admitted_proof_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert out.ok is False and "Relu.v" in out.detail
 
 
+@needs_coq
+def test_a_theory_defining_the_program_itself_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A theorem about a hand-written copy of the program proves nothing about the export: refused."""
+    src = coq_sources()
+    for f in src.glob("*.v"):
+        shutil.copy(f, tmp_path / f.name)
+    relu_v = tmp_path / "Relu.v"
+    own = "Definition relu_prog (n r : Z) := Map1 PRelu Tokens.\n"
+    relu_v.write_text(relu_v.read_text().replace("Section Relu.", own + "Section Relu."))
+    monkeypatch.setenv("ATTNSIM_COQ_DIR", str(tmp_path))
+    out = kernel_check(_theorem("relu"))(120.0)
+    assert out.ok is False and "defines relu_prog itself" in out.detail
+
+
 # -- differential test: Coq's evaluator (vm_compute over rat) == the Python exact engine ---------------
 def _q(v: Fraction) -> str:
     return f"(q ({v.numerator})%Z ({v.denominator})%Z)"
