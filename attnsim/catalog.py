@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from attnsim.applications import obligations as applications
 from attnsim.compile import obligations as compiled
-from attnsim.lemmas import cofactor, faddeev, faddeev_steps
+from attnsim.lemmas import cofactor, faddeev, faddeev_steps, kernel
 from attnsim.lemmas import obligations as lemmas
 from attnsim.lemmas.maxmin import CONSTRUCTIONS as MAXMIN  # by name: the package re-exports the functions
 from attnsim.lemmas.maxmin import maxmin_obligations
@@ -35,6 +35,8 @@ def make_registrations() -> None:
     registry.register(SOFTMAX, softmax_obligations, masked_softmax_obligations)
     registry.register(MAXMIN, maxmin_obligations)
     registry.register(RELU, relu_obligations)
+    # the lemmas again, kernel-checked: Coq proofs against MathComp's definitions (coq/)
+    registry.register((), kernel.kernel_obligations)
     # the language's own lemmas (GAHAT-RASP semantics)
     registry.register((), language.obligations)
     # the applications (Match2, k-PARITY, linear attention, Linformer, Lipschitz approximation)

@@ -6,6 +6,7 @@ An obligation's method is fixed when it is registered, never chosen at run time:
 method          meaning                                                          success
 ==============  ===============================================================  ==========
 all-sizes       program == independent spec, every size (symbolic execution)     proved
+kernel          Coq's kernel checks program == MathComp definition, every size   proved
 z3-parametric   Z3, for every value of the size symbols (unbounded)              proved
 z3-instance     Z3, one fixed instance (a claim that mentions no size symbol)    proved
 z3-bounded      Z3, for every size up to ``bound``                               proved
@@ -27,10 +28,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-METHODS = ("all-sizes", "z3-parametric", "z3-instance", "z3-bounded", "sympy", "exact", "numeric", "sampled")
+METHODS = ("all-sizes", "kernel", "z3-parametric", "z3-instance", "z3-bounded", "sympy", "exact", "numeric", "sampled")
 STATUSES = ("proved", "passed", "conditional", "failed", "unknown")
 HOLDS = ("proved", "passed")  # a premise holds only with one of these statuses
-PROVING = ("all-sizes", "z3-parametric", "z3-instance", "z3-bounded", "sympy")
+PROVING = ("all-sizes", "kernel", "z3-parametric", "z3-instance", "z3-bounded", "sympy")
 
 
 class ObligationError(ValueError):

@@ -102,9 +102,10 @@ def by_id(oid: str) -> Obligation:
 
 
 def select(prefix: str | None = None, include_deep: bool = False) -> list[Obligation]:
-    """Obligations whose id starts with ``prefix`` (a trailing ``*`` is allowed)."""
+    """Obligations whose id starts with ``prefix`` (a trailing ``*`` is allowed), or whose method is
+    ``prefix`` (``kernel``: every kernel-checked obligation)."""
     obs = all_obligations(include_deep=include_deep)
     if not prefix:
         return obs
     p = prefix.rstrip("*")
-    return [o for o in obs if o.id.startswith(p)]
+    return [o for o in obs if o.id.startswith(p) or o.method == p]

@@ -35,6 +35,7 @@ from attnsim.verify.runner import run_all
 DEFAULT_TIMEOUT = 10.0
 METHOD_TIMEOUTS: dict[str, float] = {
     "all-sizes": 60.0,
+    "kernel": 120.0,
     "sympy": 30.0,
 }  # non-deep methods whose budget is not the default
 DEEP_TIMEOUTS: dict[str, float] = {

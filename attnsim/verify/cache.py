@@ -7,8 +7,9 @@ A result is stored under the SHA-256 of its *key*: everything that could change 
   the timeout it ran with and the ``--cross-check`` options;
 * a mutant: its construction, site, operator, description, the ids of the obligations it runs
   against and the timeout;
-* both: the checking code's version (a hash of every ``attnsim`` source file) and the versions of
-  the solvers and libraries that decide (z3, sympy, numpy, cvc5 when installed, Python).
+* both: the checking code's version (a hash of every ``attnsim`` source file and of the Coq files
+  in ``coq/``) and the versions of the solvers and libraries that decide (z3, sympy, numpy, cvc5
+  and coqc when installed, Python).
 
 Editing any source file of the package, upgrading a solver or changing a timeout therefore makes
 every stored result stale: ``--resume`` reruns exactly what changed or has no result.  Only
@@ -26,6 +27,8 @@ import hashlib
 import json
 import os
 import platform
+import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -41,10 +44,16 @@ _PACKAGE = Path(__file__).resolve().parents[1]  # attnsim/
 
 @functools.cache
 def code_version() -> str:
-    """SHA-256 over every ``attnsim`` source file (relative path and bytes), in path order."""
+    """SHA-256 over every ``attnsim`` source file (relative path and bytes), in path order, and the
+    hand-written Coq files of ``coq/`` beside the package (the kernel obligations compile them)."""
     h = hashlib.sha256()
     for path in sorted(_PACKAGE.rglob("*.py")):
         h.update(path.relative_to(_PACKAGE).as_posix().encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    for path in sorted((_PACKAGE.parent / "coq").glob("*.v")):
+        h.update(f"coq/{path.name}".encode())
         h.update(b"\0")
         h.update(path.read_bytes())
         h.update(b"\0")
@@ -70,6 +79,8 @@ def solver_versions() -> dict[str, str]:
         out["cvc5"] = version("cvc5")
     except Exception:  # not installed: --cross-check is refused, so it cannot decide anything
         out["cvc5"] = "-"
+    coqc = shutil.which("coqc")  # decides the kernel obligations (absent: they are not run)
+    out["coqc"] = subprocess.run([coqc, "--version"], capture_output=True, text=True).stdout.strip() if coqc else "-"
     return out
 
 

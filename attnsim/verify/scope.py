@@ -54,12 +54,16 @@ def _scopes(results: Sequence[Result]) -> list[tuple[str, str, str]]:
             out.append((name, "conditional", cond_why))
             continue
         alls = [r for r in rs if r.method == "all-sizes" and r.status == "proved"]
+        kern = [r for r in rs if r.method == "kernel" and r.status == "proved"]
         bounded = [r.bound for r in rs if r.method == "z3-bounded" and r.status == "proved" and r.bound]
         sym = [s for r in rs if r.method == "sympy" and r.status == "proved" if (s := _sizes_in(r.id)) is not None]
         par = [r for r in rs if r.method == "z3-parametric" and r.status == "proved"]
         inst = [r for r in rs if r.method == "z3-instance" and r.status == "proved"]
         sampled = [r for r in rs if r.status == "passed"]
-        if alls:
+        if kern:  # Coq's kernel checked the program against MathComp's definition, every size
+            ids = ", ".join(f"{r.id} ({r.seconds:.1f} s)" for r in kern + alls)
+            out.append((name, "all sizes, kernel-checked", ids))
+        elif alls:
             out.append((name, "all sizes", ", ".join(f"{r.id} ({r.seconds:.1f} s)" for r in alls)))
         elif bounded or sym:
             n = max([*bounded, *sym])
@@ -94,7 +98,7 @@ def scope_by_result(results: Sequence[Result], skipped: Sequence[Obligation] = (
     out = []
     for ref, cons in sorted(by.items()):
         scopes = {c: per_con[c][0] for c in sorted(cons)}
-        if all(s == "all sizes" for s in scopes.values()):
+        if all(s.startswith("all sizes") for s in scopes.values()):
             out.append((ref, "all sizes", ", ".join(scopes)))
         elif any(s == "NOT VERIFIED" for s in scopes.values()):
             bad = [c for c, s in scopes.items() if s == "NOT VERIFIED"]
@@ -103,7 +107,7 @@ def scope_by_result(results: Sequence[Result], skipped: Sequence[Obligation] = (
             cond = [f"{c}: {per_con[c][1]}" for c, s in scopes.items() if s == "conditional"]
             out.append((ref, "conditional", "; ".join(cond)))
         else:
-            weaker = [f"{c}: {s}" for c, s in scopes.items() if s != "all sizes"]
+            weaker = [f"{c}: {s}" for c, s in scopes.items() if not s.startswith("all sizes")]
             deep = [o.id for o in skipped if o.paper_ref == ref and o.method == "all-sizes"]
             note = f"; not run: {', '.join(deep)} (run --deep to check)" if deep else ""
             out.append((ref, "not all sizes", "; ".join(weaker) + note))
@@ -117,7 +121,13 @@ def print_scope(results: Iterable[Result], console: Any, skipped: Sequence[Oblig
     from rich.table import Table
 
     rs = list(results)
-    colors = {"all sizes": "green", "NOT VERIFIED": "bold red", "sampled": "yellow", "conditional": "magenta"}
+    colors = {
+        "all sizes": "green",
+        "all sizes, kernel-checked": "green",
+        "NOT VERIFIED": "bold red",
+        "sampled": "yellow",
+        "conditional": "magenta",
+    }
     for title, first, rows in (
         (
             "scope per construction: all sizes / bounded (sizes <= N) / sampled",

@@ -152,7 +152,7 @@ def test_redundant_modulus_is_proven_equivalent() -> None:
         return Construction("redundant", "test", prog, Layout.of(blk), ("A",), ref, output="A")
 
     ms = mutants_of("redundant", make)
-    m = next(m for m in ms if m.description.startswith("test_mutants.py") and "r -> r+1" in m.description)
+    m = next(m for m in ms if m.description.startswith("test_mutation.py") and "r -> r+1" in m.description)
     r_ = run_mutant(m, _exact_obs("redundant", [make]), make, timeout=10)
     assert r_.equivalent and not r_.killed, r_.detail
 

@@ -39,6 +39,7 @@ _METHOD_RANK = {
     "z3-parametric": 3,
     "z3-instance": 3,
     "all-sizes": 4,
+    "kernel": 5,
 }
 _LARGE = 64  # an obligation whose id names sizes with a product above this runs after all others
 

@@ -1,0 +1,26 @@
+(** Lemma (transpose) in the form U is built from (gathered-transpose: the transpose folded into one
+    guarded gather onto a grid), kernel-checked against MathComp's [trmx], every rows and cols. *)
+From mathcomp Require Import all_ssreflect all_algebra.
+From Coq Require Import ZArith Lia.
+From mathcomp Require Import zify.
+From Attnsim Require Import Semantics Lemmas Export_gathered_transpose.
+Import GRing.Theory Num.Theory.
+
+Section GatheredTranspose.
+Variable R : realFieldType.
+Variable expf : R -> R.
+
+Theorem gathered_transpose_trmx (r c : nat) (A : 'M[R]_(r, c)) (x : seq R) :
+  encodes x 0 1 r c (fun _ => A) ->
+  decode (eval expf (gathered_transpose_prog (Z.of_nat r) (Z.of_nat c)) x) 0 1 c r ord0 = trmx A.
+Proof.
+move=> HA; apply/matrixP => i j; rewrite !mxE.
+have [HL HAv] := HA ord0 j i.
+rewrite -HAv; apply: agg_gather => // k _ /=.
+rewrite -eqb_of_nat; congr (_ =? _)%Z.
+have Hi := ltn_ord i; have Hj := ltn_ord j.
+rewrite /pos; zpos.
+rewrite iif_guard; last by rewrite Zmatch_id; nia.
+zpos; lia.
+Qed.
+End GatheredTranspose.

@@ -1,0 +1,19 @@
+(** Activation ReLU, kernel-checked: the exported program is max(x, 0) entry-wise
+    (MathComp's [Num.max]), for every shape. *)
+From mathcomp Require Import all_ssreflect all_algebra.
+From Coq Require Import ZArith Lia.
+From mathcomp Require Import zify.
+From Attnsim Require Import Semantics Lemmas Export_relu.
+Import GRing.Theory Num.Theory.
+
+Section Relu.
+Variable R : realFieldType.
+Variable expf : R -> R.
+Local Open Scope ring_scope.
+
+Theorem relu_max0 (n rows : nat) (A : 'M[R]_(rows, n)) (x : seq R) :
+  encodes x 0 1 rows n (fun _ => A) ->
+  decode (eval expf (relu_prog (Z.of_nat n) (Z.of_nat rows)) x) 0 1 rows n ord0
+  = map_mx (fun v => Num.max v 0) A.
+Proof. by move=> HA; apply/matrixP => i j; rewrite !mxE /= (proj2 (HA ord0 i j)). Qed.
+End Relu.

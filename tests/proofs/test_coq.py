@@ -1,0 +1,56 @@
+"""The Coq exporter (attnsim.proofs.coq): one printer over the program graph (issue 28, backs the
+kernel-checked lemmas); refusals are one-line CoqExportErrors naming the node."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attnsim.proofs.coq import CoqExportError, coq_ident, export_program, index_term, module_text
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+
+
+def test_export_is_a_let_per_node_over_the_sizes() -> None:
+    n = C.Size("n")
+    src = C.imap(lambda p: p // n, C.indices)
+    prog = C.aggregate(C.select(C.indices, src, "=="), C.tokens)
+    out = export_program("p", prog, ("n",))
+    assert out.text.startswith("Definition p (n : Z) : sop :=")
+    assert "(IMap1 (fun x0 : Z => (Z.div x0 n)) n0)" in out.text
+    assert "(Select n0 n1 CEq)" in out.text and "(Aggregate n2 n3)" in out.text
+    assert "From Attnsim Require Import Semantics." in module_text([out])
+
+
+def test_an_index_sop_read_as_a_value_is_wrapped() -> None:
+    prog = C.apply("add", C.tokens, C.indices)
+    assert "(Map2 PAdd n0 (OfIdx n1))" in export_program("p", prog).text
+
+
+def test_a_shared_node_is_printed_once() -> None:
+    x = C.apply("relu", C.tokens)
+    text = export_program("p", C.apply("mul", x, x)).text
+    assert text.count("PRelu") == 1
+
+
+def test_refusals_name_the_problem() -> None:
+    with pytest.raises(CoqExportError, match="unbound sizes n"):
+        src = C.imap(lambda p: p // C.Size("n"), C.indices)
+        export_program("p", C.aggregate(C.select(C.indices, src, "=="), C.tokens))
+    with pytest.raises(CoqExportError, match="value SOp where"):
+        export_program("p", C.aggregate(C.select(C.tokens, C.tokens, "=="), C.tokens))
+    with pytest.raises(CoqExportError, match="gelu"):
+        export_program("p", C.apply("gelu", C.tokens))
+    with pytest.raises(CoqExportError, match="SelectorWidth"):
+        export_program("p", C.apply("identity", C.selector_width(C.select(C.indices, C.indices, "=="))))
+    with pytest.raises(CoqExportError, match="not usable as a Coq identifier"):
+        coq_ident("fun")
+
+
+@given(st.integers(-50, 50), st.integers(1, 9))
+def test_index_terms_mirror_python_operators(a: int, d: int) -> None:
+    x = E.Var("x")
+    e = E.if_((x // d).eq(a) & (x % d < 3), E.emax(x, 1), -x)
+    t = index_term(e)
+    assert t.startswith("(iif (iand (ieq (Z.div x") and "Z.modulo x" in t and "Z.max x" in t
