@@ -60,6 +60,7 @@ from attnsim.simulator.reference import SimulatorError, TorchEncoder, Transforme
 from attnsim.symbolic.execute import Enumeration
 
 VARIANTS = ("compact", "shallow")
+LOGIT_BOUND = 10**4  # |attention logit| the program declares for its compiled form (compile_domains widens it)
 GATED_ACTIVATIONS = ("relu", "gelu")  # the activations U's MLP selects between by the record's gelu gate
 SEQ = E.Var("seq_len")
 
@@ -351,7 +352,8 @@ class UniversalSimulator:
         key_ok = self._below("mask.keys", PV, lambda cs: cs["j"], n_b, lambda c, s: c["j"] < s["n"])
         hints.declare(blk_at, (0, 1))  # the encoding writes 0/1 flags there (for the compiler)
         allowed = hints.declare(mul(key_ok, C.apply("affine", blk_at, params=(-1, 1))).named("attn.allowed"), (0, 1))
-        logit = add(mul(s_at, g["scale"]), add_at).named("attn.logit")
+        # the row max below is a value-scored head: compiled, it is exact for logits within these bounds
+        logit = hints.declare_bounds(add(mul(s_at, g["scale"]), add_at).named("attn.logit"), -LOGIT_BOUND, LOGIT_BOUND)
 
         # 4. the row max of the allowed logits: one value-scored head ------------------------------
         def row_id(p: E.Expr) -> E.Expr:
@@ -788,10 +790,11 @@ class UniversalSimulator:
         """Every stage's values (and selector matrices when small), by label."""
         return engine_trace(self.program, self.encode(T, X), backend)
 
-    def compile_domains(self, logit_bound: float = 1e4) -> dict[str, Any]:
-        """What ``attnsim.compile(U.program, ...)`` needs: a bound on the attention logits, which the
-        row-max head scores its keys by (the compiled max is exact under hard attention for every
-        logit in [-logit_bound, logit_bound]; inputs with larger logits are outside the weights)."""
+    def compile_domains(self, logit_bound: float = LOGIT_BOUND) -> dict[str, Any]:
+        """A ``domains=`` for ``attnsim.compile(U.program, ...)`` with another bound on the attention
+        logits, which the row-max head scores its keys by (the compiled max is exact under hard
+        attention for every logit in [-logit_bound, logit_bound]; the compiled model refuses
+        inputs with larger logits).  The program itself declares ``LOGIT_BOUND``."""
         from attnsim.compile.domain import Interval
 
         return {"attn.logit": Interval(-logit_bound, logit_bound)}
@@ -835,4 +838,4 @@ class UniversalSimulator:
         return {"max_abs_error": err, "seconds": secs, "peak_bytes": peak}
 
 
-__all__ = ["GATED_ACTIVATIONS", "GATES", "HEADER", "SEQ", "VARIANTS", "Mask", "UniversalSimulator"]
+__all__ = ["GATED_ACTIVATIONS", "GATES", "HEADER", "LOGIT_BOUND", "SEQ", "VARIANTS", "Mask", "UniversalSimulator"]
