@@ -120,7 +120,7 @@ def _training_dropout(module: Any, nn: Any) -> str:
     return ""
 
 
-def _torch() -> Any:
+def import_torch() -> Any:
     """The torch module, or a one-line error saying how to install it."""
     try:
         import torch
@@ -137,7 +137,7 @@ def _float64_state(module: Any) -> dict[str, np.ndarray]:
     for k, v in module.state_dict().items():
         if not v.is_floating_point():
             raise SimulatorError(f"from_torch: parameter {k} has dtype {v.dtype}, not a float dtype")
-        out[k] = v.detach().cpu().to(dtype=_torch().float64).numpy()
+        out[k] = v.detach().cpu().to(dtype=import_torch().float64).numpy()
     return out
 
 
@@ -494,7 +494,7 @@ class TransformerLayer:
         """From a ``torch.nn.MultiheadAttention`` or ``torch.nn.TransformerEncoderLayer`` (any float
         dtype: the weights are read exactly into float64); an option T does not simulate is refused
         in one line naming it (a whole ``nn.TransformerEncoder``: :class:`TorchEncoder`)."""
-        torch = _torch()
+        torch = import_torch()
         nn = torch.nn
         if isinstance(module, nn.TransformerEncoder):
             raise SimulatorError(
@@ -590,7 +590,7 @@ class TorchEncoder:
     @staticmethod
     def from_torch(module: Any) -> TorchEncoder:
         """Read an ``nn.TransformerEncoder``; a layer or norm T does not simulate is refused in one line."""
-        torch = _torch()
+        torch = import_torch()
         if not isinstance(module, torch.nn.TransformerEncoder):
             raise SimulatorError(f"TorchEncoder.from_torch takes nn.TransformerEncoder, got {type(module).__name__}")
         layers = []
@@ -607,7 +607,7 @@ class TorchEncoder:
     def nested_padding(self, x_ndim: int, src_mask: Any, src_key_padding_mask: Any) -> np.ndarray | None:
         """The (B, n) bool mask of the rows torch's nested-tensor path returns as zeros (None when
         torch 2.x would not take that path now: the conditions of ``TransformerEncoder.forward``)."""
-        torch = _torch()
+        torch = import_torch()
         m, first = self.module, self.module.layers[0]
         if src_key_padding_mask is None or src_mask is not None or x_ndim != 3:
             return None
