@@ -58,8 +58,10 @@ def report(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from attnsim.report.build import ReportConfig, build_report
+    from attnsim.report.build import ReportConfig, build_report, selects_anything
 
+    if not selects_anything(args.only):
+        raise ReportError(f"--only {args.only!r} matches no construction, no obligation and not U")
     prepare_out(args.out)
     cfg = ReportConfig(
         out=args.out,
