@@ -608,7 +608,7 @@ class UniversalSimulator:
         cap = self.capacity
         if not isinstance(T, TransformerLayer):
             raise SimulatorError(f"T must be a TransformerLayer, got {type(T).__name__}")
-        if T.activation not in GATED_ACTIVATIONS:  # the record's gate would read it as ReLU
+        if T.d_ff is not None and T.activation not in GATED_ACTIVATIONS:  # the record's gate would read ReLU
             raise SimulatorError(
                 f"activation {T.activation!r} (torch's GELU(approximate='tanh')) is not in U's program, "
                 f"which carries {' and '.join(GATED_ACTIVATIONS)}; run the reference T instead"
