@@ -64,6 +64,9 @@ def test_tanh_gelu_is_simulated_by_t_and_refused_by_u(slow_path: None) -> None:
     assert np.max(np.abs(as_erf(x.numpy()) - want)) > 1e-6  # measured 2.1e-4
     with pytest.raises(SimulatorError, match=r"^activation 'gelu_tanh' .* is not in U's program, which carries relu"):
         U.run(T, x.numpy())
+    attention_only = TransformerLayer.random(8, 2, 4, activation="gelu_tanh")  # no FFN: the activation is unread
+    got = U.run(attention_only, x.numpy()[0])
+    assert np.max(np.abs(got - attention_only(x.numpy()[0]))) <= 1e-13  # measured 8.9e-16
     with pytest.raises(SimulatorError, match=r"^from_torch: GELU\(approximate='sigmoid'\) is unsupported$"):
         bad = _layer(activation=torch.nn.GELU())
         bad.activation.approximate = "sigmoid"
