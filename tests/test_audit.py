@@ -57,6 +57,9 @@ def test_dangling_references_fail(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["audit", "--map", str(path), "--root", str(ROOT), "--json", "--no-tests"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] is False and out["problems"]
+    # table mode too (issue 30 item 10): an audit that finds problems must not exit 0 in CI
+    assert main(["audit", "--map", str(path), "--root", str(ROOT), "--no-tests"]) == 1
+    assert "problem(s)" in capsys.readouterr().out
 
 
 NAME = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)

@@ -29,7 +29,7 @@ def test_bench_json_is_well_formed(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bench_skips_say_why() -> None:
     """A construction filtered out gives no timings; what is not swept, or over the budget, is
     listed with its reason, never a crash."""
-    res = bench([2], repeats=1, budget=30, only="no-such-construction", simulator=False)
+    res = bench([2], repeats=1, budget=30, only="simulator", simulator=False)  # U is not swept as a lemma
     assert res.timings == []
     # simulator-frame and simulator-stages are parts of U's program: U is named once
     assert res.skipped == ["simulator: the universal simulator: measured as U (max_len = d_model), not as a lemma"]
@@ -44,6 +44,8 @@ def test_bench_skips_say_why() -> None:
         ({"sizes": [0]}, r"^sizes must be positive integers, got \[0\]$"),
         ({"repeats": 0}, r"^repeats must be >= 1, got 0$"),
         ({"budget": -1.0}, r"^budget must be positive, got -1.0$"),
+        # issue 30 item 9: --only matching nothing is refused (it ran and returned an empty result)
+        ({"only": "nomatch"}, r"^--only 'nomatch' matches no construction \(names: cofactor3, det3, "),
     ],
 )
 def test_bench_rejects_bad_arguments(kw: dict[str, object], msg: str) -> None:

@@ -84,8 +84,9 @@ class LipschitzNetwork(Construction):
                     continue
                 if not lo <= fv <= hi:
                     raise ConstructionError(
-                        f"{self.name}: point coordinate {k} = {fv:g} is outside the domain [{lo:g}, {hi:g}] "
-                        "where the approximation holds"
+                        # repr, not :g: pi + 1e-9 against the bound pi printed 3.14159 twice
+                        f"{self.name}: point coordinate {k} = {fv!r} is outside the domain [{float(lo)!r}, "
+                        f"{float(hi)!r}] where the approximation holds"
                     )
 
     def without_domain(self) -> LipschitzNetwork:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from attnsim.cli.commands import command, positive_float, positive_int
+from attnsim.proofs import registry
 from attnsim.report import data as D
 from attnsim.simulator.reference import TransformerLayer
 from attnsim.simulator.universal import UniversalSimulator
@@ -131,6 +132,11 @@ def _growth(points: Sequence[Timing]) -> dict[str, Any]:
     return {"consecutive": steps, "fit": fit}
 
 
+def _construction_names() -> list[str]:
+    """The registered constructions' names (what --only selects from)."""
+    return list(registry.constructions())
+
+
 def bench(
     sizes: Sequence[int] = SIZES,
     repeats: int = 7,
@@ -148,6 +154,8 @@ def bench(
         raise BenchError(f"repeats must be >= 1, got {repeats}")
     if budget <= 0:
         raise BenchError(f"budget must be positive, got {budget}")
+    if only and not any(n.startswith(only) for n in _construction_names()):
+        raise BenchError(f"--only {only!r} matches no construction (names: {', '.join(_construction_names())})")
     t_start = time.perf_counter()
     res = BenchResult(sorted(int(s) for s in sizes), repeats, budget)
     say = on_step or (lambda s: None)

@@ -107,6 +107,14 @@ def check_out(out: str) -> None:
         raise CompileError(f"--out {out}: no directory {parent}")
     if not os.access(parent, os.W_OK):
         raise CompileError(f"--out {out}: directory {parent} is not writable")
+    existed = path.exists()
+    try:  # os.access says yes to root everywhere (/proc too): try the file itself
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        raise CompileError(f"--out {out}: cannot write there ({exc.strerror})") from None
+    if not existed:
+        path.unlink(missing_ok=True)
 
 
 def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, stack: int = 1) -> CompiledTransformer:

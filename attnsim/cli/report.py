@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from attnsim.cli.commands import EXIT_FAILED, command, positive_float, positive_int
-from attnsim.report.build import ReportConfig, build_report
+from attnsim.report.build import ReportConfig, build_report, selects_anything
 
 
 class ReportError(ValueError):
@@ -60,6 +60,8 @@ def report(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
+    if not selects_anything(args.only):
+        raise ReportError(f"--only {args.only!r} matches no construction, no obligation and not U")
     prepare_out(args.out)
     cfg = ReportConfig(
         out=args.out,

@@ -1,4 +1,6 @@
-"""`attnsim simulate`: build a random layer T, run the universal simulator U on it, report error and cost."""
+"""`attnsim simulate`: build a random layer T (or load a saved torch module), run the universal
+simulator U on it, report the error (against the reference T, or against torch's slow and fast
+paths) and the cost."""
 
 from __future__ import annotations
 
@@ -13,34 +15,97 @@ import numpy as np
 
 from attnsim.cli.commands import command, nonneg_int, positive_int
 from attnsim.simulator.errors import SimulatorError
-from attnsim.simulator.reference import NORMS, TransformerLayer
-from attnsim.simulator.universal import UniversalSimulator
+from attnsim.simulator.reference import NORMS, TransformerLayer, import_torch
+from attnsim.simulator.torch_compare import compare_torch
+from attnsim.simulator.universal import VARIANTS, UniversalSimulator
+
+CAPACITY = ("max_len", "d_model", "heads", "d_head")
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-len", type=positive_int, required=True, help="capacity N (longest input)")
-    p.add_argument("--d-model", type=positive_int, required=True, help="capacity D (model width)")
-    p.add_argument("--heads", type=positive_int, required=True, help="capacity H (attention heads)")
-    p.add_argument("--d-head", type=positive_int, required=True, help="capacity K (head width)")
+    p.add_argument("--max-len", type=positive_int, help="capacity N (longest input); required without --torch")
+    p.add_argument("--d-model", type=positive_int, help="capacity D (model width); required without --torch")
+    p.add_argument("--heads", type=positive_int, help="capacity H (attention heads); required without --torch")
+    p.add_argument("--d-head", type=positive_int, help="capacity K (head width); required without --torch")
     p.add_argument("--d-ff", type=positive_int, default=None, help="capacity F (FFN width); omit for attention only")
     p.add_argument("--n", type=positive_int, default=None, help="tokens in the random input (default: max-len)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="random seed for T and X")
-    p.add_argument("--norm", choices=NORMS, default="none")
+    p.add_argument(
+        "--norm",
+        choices=NORMS,
+        default="none",
+        help="LayerNorm placement: none, post (torch's default) or pre (norm_first=True) (default: none)",
+    )
     p.add_argument("--residual", action="store_true", help="residual connections")
-    p.add_argument("--activation", choices=("relu", "gelu"), default="relu")
+    p.add_argument("--activation", choices=("relu", "gelu"), default="relu", help="FFN activation (default: relu)")
+    p.add_argument("--variant", choices=VARIANTS, default="compact", help="U's schedule (default: compact)")
+    p.add_argument(
+        "--torch",
+        metavar="FILE",
+        default=None,
+        help="simulate a module saved with torch.save (a TransformerEncoderLayer, TransformerEncoder or "
+        "MultiheadAttention; a pickle: only files you trust) on a random input of --n tokens (default 4), "
+        "and print U against torch's slow and fast paths",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
-@command("simulate", _args)
+def _validate(args: argparse.Namespace) -> str | None:
+    missing = [f"--{c.replace('_', '-')}" for c in CAPACITY if getattr(args, c) is None]
+    if args.torch is None and missing:
+        return f"the capacity needs {', '.join(missing)} (or --torch FILE)"
+    if args.torch is not None and not missing:
+        return "--torch FILE sets the capacity from the module; drop --max-len, --d-model, --heads, --d-head"
+    return None
+
+
+def _simulate_torch(args: argparse.Namespace) -> int:
+    """U against torch's slow and fast paths on a saved module (compare_torch)."""
+    torch = import_torch()
+    try:
+        module = torch.load(args.torch, weights_only=False)
+    except (OSError, RuntimeError, EOFError, ValueError) as exc:  # a missing file, not a torch file...
+        raise SimulatorError(f"--torch {args.torch}: cannot load ({' '.join(str(exc).split())})") from None
+    if not isinstance(module, torch.nn.Module):
+        raise SimulatorError(f"--torch {args.torch}: holds a {type(module).__name__}, not a torch module")
+    module.eval()
+    d = next((p.shape[-1] for n, p in module.named_parameters() if n.endswith("in_proj_weight")), None)
+    if d is None:
+        raise SimulatorError(f"--torch {args.torch}: {type(module).__name__} has no attention in_proj_weight")
+    n = 4 if args.n is None else args.n
+    x = np.random.default_rng(args.seed + 1).normal(size=(1, n, int(d)))
+    c = compare_torch(module, x)
+    out = {
+        "module": type(module).__name__,
+        "n": n,
+        "capacity": list(c.capacity),
+        "u": c.u.refused or "ran",
+        "torch_slow": c.slow.refused or "ran",
+        "torch_fast": c.fast.refused or "ran",
+        "u_vs_torch_slow": c.u_vs_slow,
+        "u_vs_torch_fast": c.u_vs_fast,
+        "torch_slow_vs_fast": c.slow_vs_fast,
+    }
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        for k, v in out.items():
+            print(f"{k:>18}: {v:.3g}" if isinstance(v, float) else f"{k:>18}: {v}")
+    return 0 if c.u.refused is None else 1
+
+
+@command("simulate", _args, _validate)
 def simulate(args: argparse.Namespace) -> int:
-    """Run U on a random T and print the max abs error against the reference, the cost, time and memory."""
+    """Run U on a random T (or a saved torch module) and print its error, the cost, time and memory."""
+    if args.torch is not None:
+        return _simulate_torch(args)
     n = args.max_len if args.n is None else args.n
     if n < 1 or n > args.max_len:
         raise SimulatorError(f"--n = {n} must be within 1..max-len = {args.max_len}")
     log = lambda msg: print(msg, file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     log(f"building U for capacity N={args.max_len} D={args.d_model} H={args.heads} K={args.d_head} F={args.d_ff}")
-    u = UniversalSimulator(args.max_len, args.d_model, args.heads, args.d_head, args.d_ff)
+    u = UniversalSimulator(args.max_len, args.d_model, args.heads, args.d_head, args.d_ff, variant=args.variant)
     build = time.perf_counter() - t0
     T = TransformerLayer.random(
         args.d_model,
@@ -64,8 +129,9 @@ def simulate(args: argparse.Namespace) -> int:
     c = u.cost()
     out = {
         "capacity": c["capacity"],
+        "variant": args.variant,
         "n": n,
-        "max_abs_error": err,
+        "max_abs_error": err,  # against the reference T (attnsim's NumPy layer); --torch compares with torch
         "layers": c["layers"],
         "heads": c["heads"],
         "mlp_depth": c["mlp_depth"],

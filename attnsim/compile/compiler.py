@@ -39,6 +39,7 @@ from attnsim.compile.model import (
     Head,
     Layer,
     ReluStage,
+    ScoreBound,
     Stage,
     as_number,
     obj,
@@ -112,6 +113,7 @@ class HeadB:
     margin: Fraction
     forms: list[str]
     values: list[tuple[Form, int]] = field(default_factory=list)
+    bound: tuple[Form, Fraction, Fraction, str] | None = None  # a scored head's score form, lo, hi, label
 
 
 def _fkey(f: Form) -> tuple[tuple[int, Fraction], ...]:
@@ -264,8 +266,11 @@ class Compiler:
             r = Realized(r.form, self.hints[node.label], r.origin)
         else:
             known = H.declared(node, self.N)  # the builder's own declaration (U's pointer...)
+            bounds = H.declared_bounds(node)  # or its bounds (U's attention logits)
             if known is not None:
                 r = Realized(r.form, D.Domain.of(known), r.origin)
+            elif bounds is not None:
+                r = Realized(r.form, D.Interval(*bounds).domain(), r.origin)
         self.real[fp] = r
         return r
 
@@ -636,6 +641,8 @@ class Compiler:
         gap = min(spacing if spacing is not None else Fraction(1), Fraction(1))
         forms = [*forms, f"score {self.name(node.score) if node.score else '?'} in [{dom.lo}, {dom.hi}], lam {lam}"]
         hb = HeadB(f"{self.name(node.selector)}|scored:{name}", "scored", layer, cols, gap, forms)
+        if not dom.finite:  # a real interval: the run checks every key's score lies in it
+            hb.bound = (score.form, dom.lo, dom.hi, self.name(node.score) if node.score else name)
         self.heads[(layer, f"scored:{id(node)}")] = hb
         d = self.new_dim(name, (layer, 0))
         hb.values.append((value, d))
@@ -684,7 +691,11 @@ class Compiler:
                     wv[:, j] = vec(vf)
                     wo[j, od] = 1
                 gap = hb.margin / 2 if hb.kind == "aggregate" else hb.margin  # scored: its margin is its gap
-                heads.append(Head(hb.name, hb.kind, wq, wk, wv, wo, hb.margin, gap, hb.forms))
+                bound = None
+                if hb.bound is not None:
+                    bform, lo, hi, label = hb.bound
+                    bound = ScoreBound(vec(bform), lo, hi, label)
+                heads.append(Head(hb.name, hb.kind, wq, wk, wv, wo, hb.margin, gap, hb.forms, bound))
             stages = []
             depths = sorted({it.depth for it in self.items if it.layer == li})
             for dp in depths:

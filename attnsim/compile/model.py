@@ -50,6 +50,31 @@ def as_number(x: Fraction | int) -> Fraction | int:
 
 
 @dataclass
+class ScoreBound:
+    """A value-scored head's declared score range: every key's score ``x @ W`` must lie in
+    [lo, hi], where the compiled max is exact (checked by ``forward``, which refuses other inputs)."""
+
+    W: np.ndarray  # (d,): the score as a form over the residual dimensions
+    lo: Fraction
+    hi: Fraction
+    label: str
+
+    def check(self, head: str, x: np.ndarray) -> None:
+        """Raise a one-line :class:`CompileError` if a token's score (rows 1.., not BOS) is outside."""
+        s = x[:, 1:, :] @ self.W
+        bad = ~((s >= self.lo) & (s <= self.hi)) if s.dtype == object else ~(
+            (s >= float(self.lo)) & (s <= float(self.hi))
+        )
+        if bad.any():
+            b, p = (int(i) for i in np.argwhere(bad)[0])
+            v = s[b, p]
+            raise CompileError(
+                f"head {head}: score {self.label} = {float(v):.6g} at position {p} is outside [{self.lo}, {self.hi}], "
+                f"where the compiled max is exact; compile with domains={{{self.label!r}: Interval(lo, hi)}} wider"
+            )
+
+
+@dataclass
 class Head:
     """One attention head: score = (x W_Q).(x W_K); ``gap`` separates maximal from other scores."""
 
@@ -62,6 +87,7 @@ class Head:
     margin: Fraction
     gap: Fraction
     forms: list[str] = field(default_factory=list)
+    bound: ScoreBound | None = None
 
 
 @dataclass
@@ -372,6 +398,8 @@ class CompiledTransformer:
             if li > 0:
                 add = np.zeros(x.shape)
                 for h in lyr.heads:
+                    if h.bound is not None:
+                        h.bound.check(h.name, x)
                     add = add + self.attend(h, x, False, beta)[0]
                 x = x + add
                 if keep:
@@ -418,7 +446,13 @@ class CompiledTransformer:
             "notes": self.notes,
             "layers": [],
         }
-        for nm, m in self.matrices():
+        bounds = [  # the scored heads' range checks: saved beside the weights, not counted among them
+            (f"L{li}.H{hi}.bound", h.bound.W)
+            for li, lyr in enumerate(self.layers)
+            for hi, h in enumerate(lyr.heads)
+            if h.bound is not None
+        ]
+        for nm, m in [*self.matrices(), *bounds]:
             arrays[nm] = m.astype(np.float64)
             m2 = m.reshape(m.shape[0], -1) if m.ndim == 2 else m.reshape(1, -1)
             r, c = np.nonzero(np.array([[v != 0 for v in row] for row in m2], dtype=bool).reshape(m2.shape))
@@ -428,7 +462,16 @@ class CompiledTransformer:
             meta["layers"].append(
                 {
                     "heads": [
-                        {"name": h.name, "kind": h.kind, "margin": str(h.margin), "gap": str(h.gap), "forms": h.forms}
+                        {
+                            "name": h.name,
+                            "kind": h.kind,
+                            "margin": str(h.margin),
+                            "gap": str(h.gap),
+                            "forms": h.forms,
+                            "bound": None
+                            if h.bound is None
+                            else {"lo": str(h.bound.lo), "hi": str(h.bound.hi), "label": h.bound.label},
+                        }
                         for h in lyr.heads
                     ],
                     "mlp": [
@@ -480,6 +523,14 @@ class CompiledTransformer:
                     margin=Fraction(hm["margin"]),
                     gap=Fraction(hm["gap"]),
                     forms=hm["forms"],
+                    bound=None
+                    if hm.get("bound") is None
+                    else ScoreBound(
+                        mat(f"L{li}.H{hi}.bound"),
+                        Fraction(hm["bound"]["lo"]),
+                        Fraction(hm["bound"]["hi"]),
+                        hm["bound"]["label"],
+                    ),
                 )
                 for hi, hm in enumerate(lm["heads"])
             ]
@@ -604,6 +655,8 @@ class _ExactRun:
             if li > 0:
                 acc, ad = obj(n.shape), 1
                 for h in lyr.heads:
+                    if h.bound is not None:
+                        h.bound.check(h.name, self.fractions(n, d))
                     nq, _ = self.mm(n, d, h.W_Q)
                     nk, _ = self.mm(n, d, h.W_K)
                     s = nq @ np.swapaxes(nk, 1, 2)

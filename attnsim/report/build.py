@@ -145,6 +145,18 @@ def torch_fixture_series() -> tuple[list[tuple[str, list[int], list[float]]], li
     return [("U vs torch fixtures (float64)", xs, ys)], notes
 
 
+def selects_anything(only: str | None) -> bool:
+    """Whether ``--only`` names a construction, U or an obligation (else the report would be empty)."""
+    if not only:
+        return True
+    only = only.rstrip("*")
+    if only.startswith(("sim", "U", "theorem")) or "simulator".startswith(only):
+        return True
+    return any(n.startswith(only.split("/")[0]) for n in registry.constructions()) or bool(
+        registry.select(only, include_deep=True)
+    )
+
+
 def build_report(
     cfg: ReportConfig, step: Step | None = None, plan: Callable[[int], None] | None = None
 ) -> ReportResult:
@@ -307,7 +319,7 @@ def _markdown(
         "![cost](cost.png)",
         "",
         "Layers count attention layers (an attention sublayer plus its MLP); `length` costs one layer as in the "
-        "paper. Paper counts come from each construction's `paper_cost` (paper-notes.md).",
+        "paper. Paper counts come from each construction's `paper_cost` (its docstring cites the paper's count).",
         "",
         "| construction | size | layers (ours / paper) | heads per layer (ours) | heads per layer (paper) "
         "| positions |",
@@ -361,6 +373,8 @@ def _markdown(
             det = r.detail.replace("|", "\\|").replace("\n", " ")[:120]
             b = "" if r.bound is None else str(r.bound)
             L.append(f"| `{r.id}` | {r.method} | {b} | **{r.status}** | {r.seconds:.2f} | {det} |")
+    elif cfg.verify:
+        L.append(f"No obligation matches `--only {cfg.only}`." if cfg.only else "No obligation ran.")
     else:
         L.append("Not run (`--no-verify`).")
     if soft:

@@ -119,10 +119,11 @@ def error_figure(
     ax.set_xlabel("size (every scaled dimension = size; U: max_len = d_model)")
     ax.set_ylabel("max |ours - NumPy| / max(1, |NumPy|)")
     ax.set_title("Error against NumPy linear algebra (cf. the paper's Figure 2)")
-    ax.legend(fontsize=6.5, loc="upper left", ncol=2, framealpha=0.9)
+    # below the axes, and the file cropped to what is drawn: inside, the legend hid curves or was cut
+    ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3, framealpha=0.9)
     ax.grid(True, which="major", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -189,7 +190,8 @@ def cost_figure(sweeps: dict[str, list[Point]], path: Path, simulator: Sequence[
             lo, hi = min(positive), max(positive)
             ax.set_yscale("log")
             ax.set_ylim(lo / 4, hi * max(10.0, (hi / lo) ** 0.9))
-            ax.legend(fontsize=6, loc="upper left", ncol=2, framealpha=0.9)
+            # under its panel: inside, the legends covered the panels
+            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, framealpha=0.9)
         ax.set_xlabel("size (every scaled dimension; U: max_len = d_model)")
         ax.set_ylabel(ylabels[k])
         ax.set_title(titles[k])
@@ -207,7 +209,7 @@ def cost_figure(sweeps: dict[str, list[Point]], path: Path, simulator: Sequence[
             )
     fig.suptitle("Cost against size: ours (markers, solid/dashed) beside the paper's counts (x, dotted)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # every label and legend inside the file
     plt.close(fig)
     return path
 

@@ -4,7 +4,8 @@ A plain NumPy / SymPy reference, row-vector convention ``y = x @ W``:
 
 * multi-head attention: for head h, Q_h = Z W_q[h] + b_q[h] (same for K, V),
   A_h = softmax(scale * Q_h K_h^T) row-wise, attn = concat_h(A_h V_h) W_o + b_o;
-* optional residual connections, optional FFN ``act(Z W1 + b1) W2 + b2`` (ReLU or GELU, erf form);
+* optional residual connections, optional FFN ``act(Z W1 + b1) W2 + b2`` (ReLU, GELU in erf form,
+  or ``"gelu_tanh"``: torch's ``GELU(approximate="tanh")``, which U's program does not carry);
 * LayerNorm placement ``"none"``, ``"post"`` (torch's default) or ``"pre"`` (``norm_first=True``),
   with torch's semantics (biased variance, ``eps`` inside the square root).
 
@@ -14,7 +15,7 @@ A plain NumPy / SymPy reference, row-vector convention ``y = x @ W``:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,7 +27,7 @@ from attnsim.simulator.errors import SimulatorError
 from attnsim.simulator.masks import AttentionMask, attention_mask, split_key_padding
 
 NORMS = ("none", "post", "pre")
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 
 
 def _is_object(*arrs: Any) -> bool:
@@ -57,9 +58,9 @@ def _as(x: Any, what: str, shape: tuple[int, ...] | None = None, allow_symbolic:
 
 
 def _fn(name: str, x: np.ndarray) -> np.ndarray:
-    """exp / sqrt / erf elementwise, float64 or SymPy."""
+    """exp / sqrt / erf / tanh elementwise, float64 or SymPy."""
     if x.dtype == object:
-        f = {"exp": sp.exp, "sqrt": sp.sqrt, "erf": sp.erf}[name]
+        f = {"exp": sp.exp, "sqrt": sp.sqrt, "erf": sp.erf, "tanh": sp.tanh}[name]
         return np.vectorize(f, otypes=[object])(x)
     if name == "erf":
         return np.vectorize(math.erf, otypes=[np.float64])(x)
@@ -112,6 +113,53 @@ def _training_dropout(module: Any, nn: Any) -> str:
         if m.training and p > 0:
             return f"p = {p:g} ({name or 'self'})"
     return ""
+
+
+def import_torch() -> Any:
+    """The torch module, or a one-line error saying how to install it."""
+    try:
+        import torch
+    except ImportError:
+        raise SimulatorError(
+            "from_torch needs PyTorch: install the optional extra with pip install 'attnsim[torch]'"
+        ) from None
+    return torch
+
+
+def _float64_state(module: Any) -> dict[str, np.ndarray]:
+    """The module's state dict in float64 (bfloat16 / float16 / float32 weights convert exactly)."""
+    out = {}
+    for k, v in module.state_dict().items():
+        if not v.is_floating_point():
+            raise SimulatorError(f"from_torch: parameter {k} has dtype {v.dtype}, not a float dtype")
+        out[k] = v.detach().cpu().to(dtype=import_torch().float64).numpy()
+    return out
+
+
+def _check_attention(mha: Any, where: str) -> None:
+    """Refuse, in one line naming the option, a MultiheadAttention T does not simulate."""
+    if not mha._qkv_same_embed_dim:
+        raise SimulatorError(f"from_torch: {where}MultiheadAttention with kdim/vdim != embed_dim is unsupported")
+    if mha.bias_k is not None:
+        raise SimulatorError(f"from_torch: {where}MultiheadAttention with add_bias_kv=True is unsupported")
+    if mha.add_zero_attn:
+        raise SimulatorError(f"from_torch: {where}MultiheadAttention with add_zero_attn=True is unsupported")
+
+
+def _activation_of(layer: Any, torch: Any) -> str:
+    """T's name for an encoder layer's activation: relu, gelu (erf) or gelu_tanh; else a one-line error."""
+    fn, F, nn = layer.activation, torch.nn.functional, torch.nn
+    if fn is F.relu or isinstance(fn, nn.ReLU):
+        return "relu"
+    if fn is F.gelu:
+        return "gelu"
+    if isinstance(fn, nn.GELU):
+        if fn.approximate == "tanh":
+            return "gelu_tanh"
+        if fn.approximate == "none":
+            return "gelu"
+        raise SimulatorError(f"from_torch: GELU(approximate={fn.approximate!r}) is unsupported")
+    raise SimulatorError(f"from_torch: activation {fn!r} is unsupported; T has relu, gelu and GELU(approximate='tanh')")
 
 
 @dataclass(eq=False)
@@ -230,10 +278,14 @@ class TransformerLayer:
     def ffn(self, z: np.ndarray) -> np.ndarray:
         """act(z W1 + b1) W2 + b2."""
         u = z @ self.w1 + self.b1
+        sym = u.dtype == object
         if self.activation == "relu":
             a = _relu(u)
+        elif self.activation == "gelu_tanh":  # torch's GELU(approximate="tanh"), same constants
+            c = sp.sqrt(2 / sp.pi) if sym else math.sqrt(2.0 / math.pi)
+            a = u * (1 + _fn("tanh", c * (u + sp.Float(0.044715) * u**3 if sym else u + 0.044715 * u**3))) / 2
         else:
-            a = u * (1 + _fn("erf", u / (sp.sqrt(2) if u.dtype == object else math.sqrt(2.0)))) / 2
+            a = u * (1 + _fn("erf", u / (sp.sqrt(2) if sym else math.sqrt(2.0)))) / 2
         return a @ self.w2 + self.b2
 
     def __call__(
@@ -433,14 +485,16 @@ class TransformerLayer:
 
     @staticmethod
     def from_torch(module: Any) -> TransformerLayer:
-        """From a ``torch.nn.MultiheadAttention`` or ``torch.nn.TransformerEncoderLayer``."""
-        try:
-            import torch
-        except ImportError:
-            raise SimulatorError(
-                "from_torch needs PyTorch: install the optional extra with pip install 'attnsim[torch]'"
-            ) from None
+        """From a ``torch.nn.MultiheadAttention`` or ``torch.nn.TransformerEncoderLayer`` (any float
+        dtype: the weights are read exactly into float64); an option T does not simulate is refused
+        in one line naming it (a whole ``nn.TransformerEncoder``: :class:`TorchEncoder`)."""
+        torch = import_torch()
         nn = torch.nn
+        if isinstance(module, nn.TransformerEncoder):
+            raise SimulatorError(
+                "from_torch takes one layer; for a whole nn.TransformerEncoder use TorchEncoder.from_torch "
+                "(or U.run_stack(encoder, X)), which also reads its final norm"
+            )
         if not isinstance(module, (nn.MultiheadAttention, nn.TransformerEncoderLayer)):
             raise SimulatorError(
                 f"from_torch takes nn.MultiheadAttention or nn.TransformerEncoderLayer, got {type(module).__name__}"
@@ -452,29 +506,147 @@ class TransformerLayer:
                 "(eval semantics) does not simulate: call .eval() or set dropout=0"
             )
         if isinstance(module, nn.MultiheadAttention):
-            if not module._qkv_same_embed_dim or module.bias_k is not None or module.add_zero_attn:
-                raise SimulatorError("MultiheadAttention with kdim/vdim, bias_k/bias_v or add_zero_attn is unsupported")
-            return TransformerLayer.from_state_dict(module.state_dict(), n_heads=module.num_heads)
-        if isinstance(module, nn.TransformerEncoderLayer):
-            act = getattr(module, "activation_relu_or_gelu", None)
-            fn = module.activation
-            if act == 2 or fn is torch.nn.functional.gelu or isinstance(fn, nn.GELU):
-                activation = "gelu"
-            elif act == 1 or fn is torch.nn.functional.relu or isinstance(fn, nn.ReLU):
-                activation = "relu"
-            else:
-                raise SimulatorError(f"unsupported activation {fn!r}; use relu or gelu")
-            if module.norm1.eps != module.norm2.eps:
-                raise SimulatorError("norm1 and norm2 have different eps")
-            return TransformerLayer.from_state_dict(
-                module.state_dict(),
-                n_heads=module.self_attn.num_heads,
-                norm_first=bool(module.norm_first),
-                activation=activation,
-                eps=float(module.norm1.eps),
-            )
-        raise AssertionError("unreachable")  # pragma: no cover
+            _check_attention(module, "")
+            return TransformerLayer.from_state_dict(_float64_state(module), n_heads=module.num_heads)
+        _check_attention(module.self_attn, "self_attn: ")
+        for nm in ("linear1", "linear2"):
+            if not isinstance(getattr(module, nm, None), nn.Linear):
+                raise SimulatorError(f"from_torch: {nm} is {type(getattr(module, nm, None)).__name__}, not nn.Linear")
+        sd = _float64_state(module)
+        d = int(module.self_attn.embed_dim)
+        for nm in ("norm1", "norm2"):
+            ln = getattr(module, nm, None)
+            if not isinstance(ln, nn.LayerNorm):
+                raise SimulatorError(
+                    f"from_torch: {nm} is {type(ln).__name__}, not nn.LayerNorm; T has LayerNorm at both places"
+                )
+            if tuple(ln.normalized_shape) != (d,):
+                raise SimulatorError(f"from_torch: {nm} normalizes shape {tuple(ln.normalized_shape)}, not ({d},)")
+            if not ln.elementwise_affine:  # LayerNorm(elementwise_affine=False): weight 1, bias 0
+                sd[f"{nm}.weight"] = np.ones(d)
+        if module.norm1.eps != module.norm2.eps:
+            eps1, eps2 = module.norm1.eps, module.norm2.eps
+            raise SimulatorError(f"from_torch: norm1.eps = {eps1} and norm2.eps = {eps2} differ")
+        return TransformerLayer.from_state_dict(
+            sd,
+            n_heads=module.self_attn.num_heads,
+            norm_first=bool(module.norm_first),
+            activation=_activation_of(module, torch),
+            eps=float(module.norm1.eps),
+        )
 
     def with_options(self, **kw: Any) -> TransformerLayer:
         """A copy with some fields replaced (e.g. ``norm="pre"``)."""
         return replace(self, **kw)
+
+
+def _norm_layer(ln: Any, d: int, torch: Any) -> TransformerLayer:
+    """A LayerNorm as a layer T whose attention is exactly 0 (zero weights): post-norm of X + 0 = LN(X)."""
+    if not isinstance(ln, torch.nn.LayerNorm):
+        raise SimulatorError(f"from_torch: the encoder's norm is {type(ln).__name__}, not nn.LayerNorm or None")
+    if tuple(ln.normalized_shape) != (d,):
+        shape = tuple(ln.normalized_shape)
+        raise SimulatorError(f"from_torch: the encoder's norm normalizes shape {shape}, not ({d},)")
+    sd = _float64_state(ln)
+    return TransformerLayer(
+        w_q=np.zeros((1, d, 1)),
+        w_k=np.zeros((1, d, 1)),
+        w_v=np.zeros((1, d, 1)),
+        w_o=np.zeros((1, d)),
+        residual=True,
+        norm="post",
+        ln1_weight=sd.get("weight", np.ones(d)),
+        ln1_bias=sd.get("bias", np.zeros(d)),
+        eps=float(ln.eps),
+        meta={"torch": "final norm"},
+    )
+
+
+StackRunner = Callable[..., np.ndarray]
+
+
+@dataclass(frozen=True, eq=False)
+class TorchEncoder:
+    """A whole ``torch.nn.TransformerEncoder``: its layers as Ts, its final ``norm`` (None, or a layer
+    T whose attention is zero, so U runs it as one more pass), and the module itself, asked at run
+    time whether torch would take its nested-tensor path.
+
+    On that path (eval, no grad, fast path enabled, ``enable_nested_tensor``, a left-aligned
+    ``src_key_padding_mask``, no ``mask``) torch drops the padded tokens, runs the layers on the
+    rest and returns zeros on the padded rows (then the final norm); a float padding mask counts
+    every nonzero entry as padding there.  :meth:`run` reproduces that; elsewhere the padded rows
+    hold their values, as torch's slow path gives them."""
+
+    layers: tuple[TransformerLayer, ...]
+    final_norm: TransformerLayer | None
+    module: Any
+
+    @staticmethod
+    def from_torch(module: Any) -> TorchEncoder:
+        """Read an ``nn.TransformerEncoder``; a layer or norm T does not simulate is refused in one line."""
+        torch = import_torch()
+        if not isinstance(module, torch.nn.TransformerEncoder):
+            raise SimulatorError(f"TorchEncoder.from_torch takes nn.TransformerEncoder, got {type(module).__name__}")
+        layers = []
+        for i, lyr in enumerate(module.layers):
+            try:
+                layers.append(TransformerLayer.from_torch(lyr))
+            except SimulatorError as exc:
+                raise SimulatorError(f"layer {i}: {exc}") from None
+        if not layers:
+            raise SimulatorError("the encoder has no layers")
+        norm = None if module.norm is None else _norm_layer(module.norm, layers[0].d_model, torch)
+        return TorchEncoder(tuple(layers), norm, module)
+
+    def nested_padding(self, x_ndim: int, src_mask: Any, src_key_padding_mask: Any) -> np.ndarray | None:
+        """The (B, n) bool mask of the rows torch's nested-tensor path returns as zeros (None when
+        torch 2.x would not take that path now: the conditions of ``TransformerEncoder.forward``)."""
+        torch = import_torch()
+        m, first = self.module, self.module.layers[0]
+        if src_key_padding_mask is None or src_mask is not None or x_ndim != 3:
+            return None
+        if not (torch.backends.mha.get_fastpath_enabled() and getattr(m, "use_nested_tensor", False)):
+            return None
+        if first.training or torch.is_autocast_enabled():
+            return None
+        if torch.is_grad_enabled() and any(p.requires_grad for p in m.parameters()):
+            return None
+        pad = src_key_padding_mask
+        pad = pad.detach().cpu().numpy() if hasattr(pad, "detach") else np.asarray(pad)
+        valid = ~pad if pad.dtype == bool else pad == 0  # torch: logical_not of the (float) mask
+        left_aligned = all(np.array_equal(row, np.sort(row)[::-1]) for row in valid)
+        if getattr(m, "mask_check", True) and not left_aligned:  # torch keeps the padded tensor
+            return None
+        return np.asarray(~valid, dtype=bool)
+
+    def run(
+        self,
+        stack: StackRunner,
+        X: Any,
+        *,
+        src_mask: Any = None,
+        is_causal: bool = False,
+        src_key_padding_mask: Any = None,
+        **kw: Any,
+    ) -> np.ndarray:
+        """The encoder's output, each stack of layers run by ``stack(layers, X, **masks)`` (U's
+        ``run_stack`` or the reference), padded rows as torch's current path gives them."""
+        x = np.asarray(X)
+        zeroed = self.nested_padding(x.ndim, src_mask, src_key_padding_mask)
+        if zeroed is None:
+            layers = [*self.layers, *([self.final_norm] if self.final_norm else [])]
+            masks = {"src_mask": src_mask, "is_causal": is_causal, "src_key_padding_mask": src_key_padding_mask}
+            return stack(layers, X, **masks, **kw)
+        y = stack(list(self.layers), X, src_mask=None, is_causal=is_causal, src_key_padding_mask=zeroed, **kw)
+        y = np.where(zeroed[..., None], 0.0, y)
+        return y if self.final_norm is None else stack([self.final_norm], y, **kw)
+
+    def __call__(self, X: Any, **masks: Any) -> np.ndarray:
+        """The reference: the layers' Ts one after the other (same mask rules as :meth:`run`)."""
+
+        def reference(layers: list[TransformerLayer], x: Any, **kw: Any) -> np.ndarray:
+            for T in layers:
+                x = T(x, **kw)
+            return np.asarray(x)
+
+        return self.run(reference, X, **masks)

@@ -58,11 +58,19 @@ from attnsim.rasp.schedule import Cost, cost
 from attnsim.simulator.errors import SimulatorError
 from attnsim.simulator.masks import attention_mask, split_key_padding
 from attnsim.simulator.record import GATES, HEADER, InputMap
-from attnsim.simulator.reference import TransformerLayer
+from attnsim.simulator.reference import TorchEncoder, TransformerLayer
 from attnsim.symbolic.execute import Enumeration
 
 VARIANTS = ("compact", "shallow")
+LOGIT_BOUND = 10**4  # |attention logit| the program declares for its compiled form (compile_domains widens it)
+GATED_ACTIVATIONS = ("relu", "gelu")  # the activations U's MLP selects between by the record's gelu gate
 SEQ = E.Var("seq_len")
+
+
+def _is_torch_encoder(m: Any) -> bool:
+    """True for a ``torch.nn.TransformerEncoder`` (recognized without importing torch)."""
+    name = "torch.nn.modules.transformer.TransformerEncoder"
+    return any(f"{c.__module__}.{c.__name__}" == name for c in type(m).__mro__)
 
 
 @dataclass(frozen=True)
@@ -350,7 +358,8 @@ class UniversalSimulator:
         key_ok = self._below("mask.keys", PV, lambda cs: cs["j"], n_b, lambda c, s: c["j"] < s["n"])
         hints.declare(blk_at, (0, 1))  # the encoding writes 0/1 flags there (for the compiler)
         allowed = hints.declare(mul(key_ok, C.apply("affine", blk_at, params=(-1, 1))).named("attn.allowed"), (0, 1))
-        logit = add(mul(s_at, g["scale"]), add_at).named("attn.logit")
+        # the row max below is a value-scored head: compiled, it is exact for logits within these bounds
+        logit = hints.declare_bounds(add(mul(s_at, g["scale"]), add_at).named("attn.logit"), -LOGIT_BOUND, LOGIT_BOUND)
 
         # 4. the row max of the allowed logits: one value-scored head ------------------------------
         def row_id(p: E.Expr) -> E.Expr:
@@ -605,6 +614,11 @@ class UniversalSimulator:
         cap = self.capacity
         if not isinstance(T, TransformerLayer):
             raise SimulatorError(f"T must be a TransformerLayer, got {type(T).__name__}")
+        if T.d_ff is not None and T.activation not in GATED_ACTIVATIONS:  # the record's gate would read ReLU
+            raise SimulatorError(
+                f"activation {T.activation!r} (torch's GELU(approximate='tanh')) is not in U's program, "
+                f"which carries {' and '.join(GATED_ACTIVATIONS)}; run the reference T instead"
+            )
         checks = [
             ("n (tokens)", n, "max_len"),
             ("d_model", T.d_model, "d_model"),
@@ -746,7 +760,7 @@ class UniversalSimulator:
 
     def run(
         self,
-        T: TransformerLayer,
+        T: TransformerLayer | Any,
         X: Any,
         *,
         src_mask: Any = None,
@@ -758,14 +772,21 @@ class UniversalSimulator:
 
         X has shape (n, d_model) or (B, n, d_model), batch first; U's program reads one sequence,
         so a batch runs each element on its own (with its row of ``src_key_padding_mask``) and
-        stacks the results to (B, n, d_model)."""
+        stacks the results to (B, n, d_model).  T may be a torch module (read by ``from_torch``; an
+        ``nn.TransformerEncoder`` runs as :meth:`run_stack` does)."""
+        if not isinstance(T, TransformerLayer) and hasattr(T, "state_dict"):
+            T = T if _is_torch_encoder(T) else TransformerLayer.from_torch(T)
+        if not isinstance(T, TransformerLayer):
+            return self.run_stack(
+                T, X, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask, backend=backend
+            )
         return self.run_stack(
             [T], X, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask, backend=backend
         )
 
     def run_stack(
         self,
-        layers: Sequence[TransformerLayer],
+        layers: Sequence[TransformerLayer] | TorchEncoder | Any,
         X: Any,
         *,
         src_mask: Any = None,
@@ -776,7 +797,13 @@ class UniversalSimulator:
         """Depth by looping: run the same program m times on <T1..Tm, X>; equals Tm(...T1(X)).
 
         X has shape (n, d_model) or (B, n, d_model), batch first (each element runs on its own);
-        the masks apply to every layer, as in torch's ``nn.TransformerEncoder``."""
+        the masks apply to every layer, as in torch's ``nn.TransformerEncoder``.  ``layers`` may be
+        an ``nn.TransformerEncoder`` or a :class:`TorchEncoder`: its final norm runs as one more
+        pass, and padded rows are zeros where torch's nested-tensor path would give zeros."""
+        if isinstance(layers, TorchEncoder) or _is_torch_encoder(layers):
+            enc = layers if isinstance(layers, TorchEncoder) else TorchEncoder.from_torch(layers)
+            masks = {"src_mask": src_mask, "is_causal": is_causal, "src_key_padding_mask": src_key_padding_mask}
+            return enc.run(self.run_stack, X, **masks, backend=backend)
         layers = list(layers)
         if not layers:
             raise SimulatorError("need at least one layer")
@@ -806,10 +833,11 @@ class UniversalSimulator:
         """Every stage's values (and selector matrices when small), by label."""
         return engine_trace(self.program, self.encode(T, X), backend)
 
-    def compile_domains(self, logit_bound: float = 1e4) -> dict[str, Any]:
-        """What ``attnsim.compile(U.program, ...)`` needs: a bound on the attention logits, which the
-        row-max head scores its keys by (the compiled max is exact under hard attention for every
-        logit in [-logit_bound, logit_bound]; inputs with larger logits are outside the weights)."""
+    def compile_domains(self, logit_bound: float = LOGIT_BOUND) -> dict[str, Any]:
+        """A ``domains=`` for ``attnsim.compile(U.program, ...)`` with another bound on the attention
+        logits, which the row-max head scores its keys by (the compiled max is exact under hard
+        attention for every logit in [-logit_bound, logit_bound]; the compiled model refuses
+        inputs with larger logits).  The program itself declares ``LOGIT_BOUND``."""
 
         return {"attn.logit": Interval(-logit_bound, logit_bound)}
 
@@ -858,4 +886,4 @@ class UniversalSimulator:
         return {"max_abs_error": err, "seconds": secs, "peak_bytes": peak}
 
 
-__all__ = ["GATES", "HEADER", "SEQ", "VARIANTS", "Mask", "UniversalSimulator"]
+__all__ = ["GATED_ACTIVATIONS", "GATES", "HEADER", "LOGIT_BOUND", "SEQ", "VARIANTS", "Mask", "UniversalSimulator"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import signal
 import threading
 import time
 import uuid
@@ -39,6 +40,7 @@ from attnsim.verify.cache import code_version, solver_versions
 from attnsim.verify.mutation.plan import mutant_budget
 from attnsim.verify.mutation.run import MutantResult, _child
 from attnsim.verify.runner import CROSS_CHECK_BUDGET, SmtOptions, _check, _result
+from attnsim.verify.sigint import children_deaf_to_sigint
 
 INSTALL = 'pip install "attnsim[dask]"'
 Ref = str | bytes  # a registered obligation's id, or a cloudpickled obligation
@@ -68,6 +70,30 @@ def _context() -> Any:
         ctx.set_forkserver_preload(["attnsim.preload"])  # by name: the catalogue lives above the harness
         _CTX.append(ctx)
     return _CTX[0]
+
+
+def _abandon_cluster() -> None:
+    """After a Ctrl-C inside LocalCluster's start: kill its processes now, and drop Dask's exit
+    hook, which would try to close the half-started cluster and print a traceback."""
+    import atexit
+
+    from distributed.deploy import spec
+
+    atexit.unregister(spec.close_clusters)
+    for child in mp.active_children():
+        child.kill()
+
+
+def deaf_forkserver() -> None:
+    """Start this process's forkserver with SIGINT ignored (kept across its exec): every process it
+    forks, and every process those start, ignores Ctrl-C, which this process handles."""
+    from multiprocessing import forkserver
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def start_forkserver() -> None:
@@ -263,28 +289,40 @@ def connect(address: str) -> Iterator[Any]:
     import logging
 
     with contextlib.ExitStack() as stack:
-        if n is not None:
-            # workers may start processes (the slots); no statistical profiler competing with the checks
-            cfg = {"distributed.worker.daemon": False, "distributed.worker.profile.enabled": False}
-            stack.enter_context(dask.config.set(cfg))
-            cluster = stack.enter_context(
-                LocalCluster(
-                    n_workers=n,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=None,
-                    silence_logs=logging.ERROR,
-                )
-            )
-            client = stack.enter_context(Client(cluster))
-        else:
-            try:
-                client = stack.enter_context(Client(address, timeout="20s"))
-            except (OSError, ValueError) as exc:
-                raise SchedulerError(f"--scheduler {address}: cannot reach a Dask scheduler ({exc})") from None
-        if n is None:  # a local cluster's workers are this interpreter's children: same code and solvers
-            _same_versions(client)
-        client.run(start_forkserver)
+        # the cluster's processes (and the forkservers they start) never see Ctrl-C: this process stops them
+        with children_deaf_to_sigint():
+            if n is not None:
+                # workers may start processes (the slots); no statistical profiler competing with the checks
+                cfg: dict[str, bool | str] = {
+                    "distributed.worker.daemon": False,
+                    "distributed.worker.profile.enabled": False,
+                    # the nannies fork from a forkserver that ignores SIGINT, as their children then do
+                    "distributed.worker.multiprocessing-method": "forkserver",
+                }
+                stack.enter_context(dask.config.set(cfg))
+                deaf_forkserver()
+                try:
+                    cluster = stack.enter_context(
+                        LocalCluster(
+                            n_workers=n,
+                            threads_per_worker=1,
+                            processes=True,
+                            dashboard_address=None,
+                            silence_logs=logging.ERROR,
+                        )
+                    )
+                except KeyboardInterrupt:
+                    _abandon_cluster()
+                    raise
+                client = stack.enter_context(Client(cluster))
+            else:
+                try:
+                    client = stack.enter_context(Client(address, timeout="20s"))
+                except (OSError, ValueError) as exc:
+                    raise SchedulerError(f"--scheduler {address}: cannot reach a Dask scheduler ({exc})") from None
+            if n is None:  # a local cluster's workers are this interpreter's children: same code and solvers
+                _same_versions(client)
+            client.run(start_forkserver)
         yield client
 
 

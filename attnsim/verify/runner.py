@@ -17,6 +17,7 @@ from typing import Any
 
 from attnsim.proofs import smtlib
 from attnsim.proofs.obligation import Obligation, Outcome, Result, status_of
+from attnsim.verify.sigint import children_deaf_to_sigint
 
 CROSS_CHECK_BUDGET = 120.0  # seconds a worker may spend on cvc5 after an obligation's own timeout
 CVC5_BUDGET = 90.0  # seconds of cvc5 per obligation (the rest of its queries: not checked); < CROSS_CHECK_BUDGET
@@ -99,7 +100,8 @@ class _Slot:
     def __init__(self, ctx: Any, obs: Sequence[Obligation], timeout: float, smt: SmtOptions | None) -> None:
         self.conn, child = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=_worker, args=(obs, timeout, smt, child), daemon=True)
-        self.proc.start()
+        with children_deaf_to_sigint():  # Ctrl-C reaches the parent only, which stops the workers
+            self.proc.start()
         child.close()
         self.task: int | None = None
         self.t0 = 0.0

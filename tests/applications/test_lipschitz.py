@@ -97,8 +97,11 @@ def test_bad_inputs() -> None:
 def test_points_outside_the_domain_are_refused() -> None:
     """Issue 15: the approximation theorem holds on its domain only; sin on [-pi, pi] at x = 10 is an error."""
     net = applications.lipschitz_approximator(math.sin, 1.0, 0.01, (-math.pi, math.pi))
-    with pytest.raises(ConstructionError, match=r"coordinate 0 = 10 is outside the domain \[-3.14159, 3.14159\]"):
+    with pytest.raises(ConstructionError, match=r"coordinate 0 = 10.0 is outside the domain \[-3.141592653589793, "):
         net.run(np.array([10.0]))
+    # just past the bound: the point and the bound print differently (issue 30 item 12: both were 3.14159)
+    with pytest.raises(ConstructionError, match=r"= 3.141592654589793 is outside the domain \[-3.141592653589793, "):
+        net.run(np.array([math.pi + 1e-9]))
     with pytest.raises(ConstructionError, match="outside the domain"):
         net.network(np.array([[-4.0]]))
     with pytest.raises(ConstructionError, match="outside the domain"):

@@ -19,6 +19,16 @@ def test_compile_lemma_writes_npz(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert list(ct.forward([1, 2, 3, 4, 5, 6])) == [1, 4, 2, 5, 3, 6]
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc (a directory no file can be made in)")
+def test_an_unwritable_out_is_refused_before_compiling(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 30 item 10: --out is checked first (as root, os.access says /proc is writable: the
+    check must try the file), so nothing is compiled or printed before the one-line error."""
+    assert main(["compile", "matmul", "2", "3", "2", "--out", "/proc/x.npz", "-q"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip() == "attnsim compile: error: --out /proc/x.npz: cannot write there (No such file or directory)"
+
+
 def test_compile_classic_and_u(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compile", "reverse", "--max-len", "5", "--vocab", "5"]) == 0
     assert "layers 2" in capsys.readouterr().out

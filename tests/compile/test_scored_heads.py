@@ -3,12 +3,15 @@ version within the derived bound (T - 1) e^{-beta g} R (attnsim.compile.soft.ran
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim.compile import CompileError, soft
+from attnsim import TransformerLayer, UniversalSimulator
+from attnsim.compile import CompiledTransformer, CompileError, soft
 from attnsim.compile.compiler import compile_program
 from attnsim.rasp import core as C
 from attnsim.rasp import evaluate
@@ -66,3 +69,30 @@ def test_softmax_version_within_the_derived_bound() -> None:
 def test_range_bound_formula() -> None:
     assert soft.range_bound(1.0, 1, 5.0, 0.0) == 0.0  # one key: softmax is hard
     assert soft.range_bound(0.5, 9, 2.0, 4.0) == pytest.approx(8 * np.exp(-2.0) * 2.0)
+
+
+def test_compiled_u_checks_its_declared_logit_domain(tmp_path: Path) -> None:
+    """Issue 30 item 2: U's program declares |attn.logit| <= LOGIT_BOUND; its compiled form refuses,
+    in one line naming the head and the value, an input whose logits leave that range (U.run is
+    right there), also after save/load; a wider domains= compiles a model that runs it.  Without
+    the check (the mutation: the bound dropped) the compiled forward is silently wrong."""
+    U = UniversalSimulator(max_len=3, d_model=2, n_heads=1, d_head=2, d_ff=2)
+    T = TransformerLayer.random(d_model=2, n_heads=1, d_head=2, d_ff=2, seed=0)
+    X = np.random.default_rng(1).normal(size=(2, 2))
+    ct = compile_program(U.program, max_len=U.positions())
+    big = T.with_options(scale=1e5)  # logits up to ~2.4e4
+    seq = U.encode(big, X)
+    assert np.max(np.abs(U.run(big, X) - big(X))) <= 1e-15  # measured 1.4e-17
+    msg = r"^head attn\.max\.allowed\|scored:attn\.max: score attn\.logit = -23878\.2 at position 0 is outside "
+    with pytest.raises(CompileError, match=msg + r"\[-10000, 10000\], where the compiled max is exact; .*wider$"):
+        ct.forward(seq)
+    with pytest.raises(CompileError, match=msg):
+        CompiledTransformer.load(ct.save(tmp_path / "u.npz")).forward(seq)
+    for lyr in ct.layers:  # the mutation: no check
+        for h in lyr.heads:
+            h.bound = None
+    with np.errstate(all="ignore"):
+        unchecked = U.decode(ct.forward(seq, exact=False), 2, 2)
+    assert not np.max(np.abs(unchecked - big(X))) <= 1e-3  # measured: NaN on the second row
+    wide = compile_program(U.program, max_len=U.positions(), domains=U.compile_domains(1e7))
+    assert np.max(np.abs(U.decode(wide.forward(seq), 2, 2) - big(X))) <= 1e-15  # measured 1.4e-17

@@ -39,6 +39,23 @@ def test_report_cli_writes_files(tmp_path: Path) -> None:
     assert "Not run" in (tmp_path / "report.md").read_text(encoding="utf-8")
 
 
+def test_only_matching_nothing_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 30 item 9: `report --only nomatch` exits 2 in one line (it wrote an empty report, exit 0)."""
+    assert main(["report", "--out", str(tmp_path), "--only", "nomatch"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "attnsim report: error: --only 'nomatch' matches no construction, no obligation and not U"
+    assert not (tmp_path / "report.md").exists()
+
+
+def test_verify_section_says_why_it_is_empty(tmp_path: Path) -> None:
+    """Section (d) says "--no-verify" only when that flag was given (issue 30 item 9); the report
+    cites no file outside the repository (paper-notes.md is not in it)."""
+    res = build_report(ReportConfig(out=tmp_path, quick=True, only="relu/nosuch", sizes=(2,), simulator_sizes=()))
+    md = res.markdown.read_text(encoding="utf-8")
+    assert "No obligation matches `--only relu/nosuch`." in md and "--no-verify" not in md
+    assert "paper-notes" not in md
+
+
 def test_families_rebuild_their_examples() -> None:
     """Every scalable family's recovered factory rebuilds its registered example (same layout)."""
     fams, _ = D.families()
@@ -81,6 +98,9 @@ def test_identical_curves_are_merged_and_named() -> None:
     st: dict[str, object] = {}
     got = group_identical([("det", [2, 4], [1.0, 2.0], st), ("inverse", [2, 4], [1.0, 2.0], st), ("x", [2], [1.0], st)])
     assert [g[0] for g in got] == ["det = inverse", "x"]
+    # curves that differ anywhere stay apart (issue 30 item 13: merging them must fail this test)
+    apart = group_identical([("det", [2, 4], [1.0, 2.0], st), ("inverse", [2, 4], [1.0, 2.5], st)])
+    assert [g[0] for g in apart] == ["det", "inverse"]
 
 
 def test_error_figure_marks_off_scale_values(tmp_path: Path) -> None:

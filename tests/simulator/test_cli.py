@@ -1,6 +1,7 @@
 """`attnsim simulate` (Corollary 6.1 at a chosen capacity): JSON on stdout, progress on stderr."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +46,37 @@ def test_simulate_over_capacity(capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["simulate", "--max-len", "2", "--d-model", "2", "--heads", "1", "--d-head", "1", "--n", "3"])
     assert rc == 2
     assert "--n = 3" in capsys.readouterr().err
+
+
+def test_simulate_a_saved_torch_layer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 30 item 11: a layer saved with torch.save is simulated from the shell, and U is
+    compared with torch's slow and fast paths (not with attnsim's own reference)."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, batch_first=True, dtype=torch.float64)
+    torch.save(layer, tmp_path / "layer.pt")
+    assert main(["simulate", "--torch", str(tmp_path / "layer.pt"), "--n", "3", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["module"] == "TransformerEncoderLayer" and data["capacity"] == [3, 4, 2, 2, 6]
+    assert data["u_vs_torch_slow"] <= 1e-13  # measured 4.4e-16
+    tanh = torch.nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, activation=torch.nn.GELU(approximate="tanh"))
+    torch.save(tanh, tmp_path / "tanh.pt")
+    assert main(["simulate", "--torch", str(tmp_path / "tanh.pt"), "--json"]) == 1  # U refuses, in the record
+    assert json.loads(capsys.readouterr().out)["u"].startswith("activation 'gelu_tanh'")
+    assert main(["simulate", "--torch", str(tmp_path / "missing.pt")]) == 2
+    assert "cannot load" in capsys.readouterr().err
+
+
+def test_simulate_options_and_their_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    """--variant runs the shallow schedule; the capacity is required without --torch, in one line."""
+    args = ["simulate", "--max-len", "3", "--d-model", "2", "--heads", "1", "--d-head", "2", "--json"]
+    assert main([*args, "--variant", "shallow"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["variant"] == "shallow" and data["layers"] == 6 and data["max_abs_error"] <= 1e-14
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--max-len", "3"])
+    assert exc.value.code == 2
+    assert "the capacity needs --d-model, --heads, --d-head (or --torch FILE)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    assert "LayerNorm placement: none, post (torch's default) or pre" in " ".join(capsys.readouterr().out.split())

@@ -22,7 +22,7 @@ def test_fixture_matches_torch(name: str) -> None:
 def test_reference_matches_every_fixture(name: str) -> None:
     """The reference T, given the fixture's masks as torch was, equals torch's output."""
     errs = check_fixture(name, simulator=False)
-    assert errs["reference"] <= 1e-12, errs  # measured: <= 1.3e-15 over all 14 fixtures
+    assert errs["reference"] <= 1e-13, errs  # measured: <= 1.3e-15 over all 14 fixtures
 
 
 def test_fixture_contents() -> None:

@@ -143,7 +143,7 @@ def test_mask_arguments_are_keyword_only_and_default_to_none() -> None:
     """torch's names, keyword only; with no mask (or is_causal=False) T is the unmasked layer."""
     T = TransformerLayer.random(4, 2, 2, d_ff=3, seed=0, residual=True, norm="post")
     x = np.random.default_rng(1).normal(size=(3, 4))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"takes 2 positional arguments but 3 were given"):
         T(x, np.zeros((3, 3), bool))  # type: ignore[misc]
     none = {"src_mask": None, "is_causal": False, "src_key_padding_mask": None}
     assert np.array_equal(T(x, **none), T(x))

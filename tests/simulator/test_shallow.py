@@ -75,7 +75,7 @@ def test_masks_and_batches() -> None:
         want = T(X, **kw)
         got = U.run(T, X, **kw)
         assert got.shape == (3, 4, 3)
-        assert np.max(np.abs(got - want)) <= 1e-12, kw  # measured <= 2e-15
+        assert np.max(np.abs(got - want)) <= 2e-13, kw  # measured <= 2e-15
 
 
 def test_stack() -> None:

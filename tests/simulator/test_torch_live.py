@@ -142,4 +142,4 @@ def test_masks_against_torch(data: tuple[np.ndarray, dict], variant: tuple[bool,
             want = layer(torch.from_numpy(x), **targs).numpy()
     finally:
         torch.backends.mha.set_fastpath_enabled(True)
-    assert np.max(np.abs(got - want)) <= 1e-12  # measured: <= 8.9e-16 over 224 such examples
+    assert np.max(np.abs(got - want)) <= 1e-13  # measured: <= 8.9e-16 over 224 such examples

@@ -276,8 +276,9 @@ def test_logits_spread_above_1418_are_exact_by_the_row_max() -> None:
         X = np.array([[top, 0.0], [0.0, 0.0], [-top, 0.0]])
         want = T(X)
         assert np.all(np.isfinite(want))
-        assert np.max(np.abs(u.run(T, X) - want)) <= 1e-12  # measured 0 and 0
-        assert np.max(np.abs(u.run_stack([T, T], X) - T(T(X)))) <= 1e-12
+        assert np.max(np.abs(u.run(T, X) - want)) <= 1e-13  # measured 5.9e-16 and 4.4e-16
+        # measured 3.9e-13 and 4.7e-13: the second pass's logits reach 1600, its inputs' rounding moves them
+        assert np.max(np.abs(u.run_stack([T, T], X) - T(T(X)))) <= 5e-11
 
 
 def test_overflow_is_a_one_line_error_never_a_nan() -> None:

@@ -16,6 +16,7 @@ from attnsim.proofs.obligation import Obligation
 from attnsim.verify.mutation.plan import Job, mutant_budget
 from attnsim.verify.mutation.run import MutantResult, _child
 from attnsim.verify.runner import run_all
+from attnsim.verify.sigint import children_deaf_to_sigint
 
 
 def run_jobs(
@@ -42,7 +43,8 @@ def run_jobs(
                 continue
             parent, child = ctx.Pipe(duplex=False)
             proc = ctx.Process(target=_child, args=(m, job.obligations, job.example, timeout, child), daemon=True)
-            proc.start()
+            with children_deaf_to_sigint():  # Ctrl-C reaches the parent only, which stops the children
+                proc.start()
             child.close()
             budget = mutant_budget(job, timeout)
             running[idx] = (proc, parent, time.perf_counter(), budget)

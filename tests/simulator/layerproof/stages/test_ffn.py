@@ -249,5 +249,5 @@ def test_an_activation_moves_out_only_flags_every_term_carries() -> None:
     assert activation("relu", g * x + g * y) == g * (x + y + sp.Abs(x + y)) / 2
     assert activation("relu", g * x + y) == (g * x + y + sp.Abs(g * x + y)) / 2  # y unguarded: g stays inside
     assert activation("gelu", g * k * x) == g * k * x * (1 + sp.erf(x / sp.sqrt(2))) / 2
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^exp is not an activation \(relu, gelu\)$"):
         activation("exp", x)

@@ -1,0 +1,163 @@
+"""U against torch itself, on a user's module: torch's slow path, its inference fast path, U.
+
+torch 2.x runs ``nn.TransformerEncoderLayer`` / ``nn.TransformerEncoder`` /
+``nn.MultiheadAttention`` on two paths that do not always agree (docs/torch.md): the documented
+*slow* path (taken when grad is enabled and the weights require it, or the fast path is
+disabled) and the *fast* path of inference (eval + no_grad).  :func:`compare_torch` runs both,
+and U on the module as :meth:`UniversalSimulator.run` reads it, and returns the three pairwise
+max-abs differences as a typed record; a path that raises (torch refusing ``is_causal`` without
+a mask, U refusing an option it does not simulate) is recorded with its one-line message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from attnsim.simulator.errors import SimulatorError
+from attnsim.simulator.reference import TorchEncoder, TransformerLayer, import_torch
+from attnsim.simulator.universal import UniversalSimulator
+
+
+@dataclass(frozen=True)
+class PathResult:
+    """One way of computing the module's output: the output, or the one-line reason it has none."""
+
+    name: str
+    output: np.ndarray | None
+    refused: str | None = None
+
+
+@dataclass(frozen=True)
+class TorchComparison:
+    """U, torch's slow path and torch's fast path on one input, and their max-abs differences
+    (None where a path refused)."""
+
+    slow: PathResult
+    fast: PathResult
+    u: PathResult
+    capacity: tuple[int, int, int, int, int | None]
+
+    @staticmethod
+    def _diff(a: PathResult, b: PathResult) -> float | None:
+        if a.output is None or b.output is None:
+            return None
+        return float(np.max(np.abs(a.output - b.output)))
+
+    @property
+    def u_vs_slow(self) -> float | None:
+        return self._diff(self.u, self.slow)
+
+    @property
+    def u_vs_fast(self) -> float | None:
+        return self._diff(self.u, self.fast)
+
+    @property
+    def slow_vs_fast(self) -> float | None:
+        return self._diff(self.slow, self.fast)
+
+    def lines(self) -> list[str]:
+        """The comparison as printable lines (the record stays the result)."""
+        out = []
+        for p in (self.u, self.slow, self.fast):
+            out.append(f"{p.name:>10}: " + ("ran" if p.refused is None else f"refused: {p.refused}"))
+        diffs = (("U vs slow", self.u_vs_slow), ("U vs fast", self.u_vs_fast), ("slow vs fast", self.slow_vs_fast))
+        for nm, v in diffs:
+            out.append(f"{nm:>12}: " + ("-" if v is None else f"{v:.3g}"))
+        return out
+
+
+def _layers_of(module: Any) -> list[TransformerLayer]:
+    torch = import_torch()
+    if isinstance(module, torch.nn.TransformerEncoder):
+        enc = TorchEncoder.from_torch(module)
+        return [*enc.layers, *([enc.final_norm] if enc.final_norm else [])]
+    return [TransformerLayer.from_torch(module)]
+
+
+@contextlib.contextmanager
+def _path(fast: bool) -> Iterator[None]:
+    """torch's fast path (fast path enabled, no_grad) or its slow path (fast path disabled, grad on)."""
+    torch = import_torch()
+    before = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(fast)
+    try:
+        with torch.set_grad_enabled(not fast):
+            yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(before)
+
+
+def _run(name: str, fn: Callable[[], np.ndarray]) -> PathResult:
+    """The path's output, or its refusal: any exception torch raises (its fast path crashes with an
+    AttributeError on LayerNorm(elementwise_affine=False)) or U's one-line SimulatorError."""
+    try:
+        return PathResult(name, fn())
+    except SimulatorError as exc:
+        return PathResult(name, None, str(exc))
+    except Exception as exc:  # torch's own refusal or failure, recorded as one line
+        return PathResult(name, None, f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+
+
+def compare_torch(
+    module: Any,
+    X: Any,
+    *,
+    src_mask: Any = None,
+    is_causal: bool = False,
+    src_key_padding_mask: Any = None,
+) -> TorchComparison:
+    """Run ``module`` (eval mode; an encoder layer, a whole encoder or a MultiheadAttention) on
+    X (B, n, d), batch first, on torch's slow and fast paths, and U (at the smallest capacity
+    holding the module) on the same input; masks as torch takes them (NumPy or torch)."""
+    torch = import_torch()
+    x = np.asarray(X, dtype=np.float64)
+    if x.ndim != 3:
+        raise SimulatorError(f"X must have shape (B, n, d_model), batch first, got {x.shape}")
+    dtype = next(module.parameters()).dtype
+    as_t = lambda m: None if m is None else (m if hasattr(m, "detach") else torch.from_numpy(np.asarray(m)))
+    masks = {"src_mask": as_t(src_mask), "is_causal": is_causal, "src_key_padding_mask": as_t(src_key_padding_mask)}
+    is_mha = isinstance(module, torch.nn.MultiheadAttention)
+
+    def run_torch() -> np.ndarray:
+        xt = torch.from_numpy(x).to(dtype)
+        if is_mha:
+            pad = masks["src_key_padding_mask"]
+            out = module(xt, xt, xt, attn_mask=masks["src_mask"], key_padding_mask=pad, need_weights=False)[0]
+        elif isinstance(module, torch.nn.TransformerEncoder):
+            pad = masks["src_key_padding_mask"]
+            out = module(xt, mask=masks["src_mask"], src_key_padding_mask=pad, is_causal=is_causal or None)
+        else:
+            out = module(xt, **masks)
+        return np.asarray(out.detach().to(torch.float64).numpy())
+
+    def slow() -> np.ndarray:
+        with _path(fast=False):
+            return run_torch()
+
+    def fast() -> np.ndarray:
+        with _path(fast=True):
+            return run_torch()
+
+    layers = _layers_of(module)
+    cap = (
+        x.shape[1],
+        max(T.d_model for T in layers),
+        max(T.n_heads for T in layers),
+        max(T.d_head for T in layers),
+        max([T.d_ff for T in layers if T.d_ff is not None], default=None),
+    )
+
+    def run_u() -> np.ndarray:
+        U = UniversalSimulator(*cap)
+        with _path(fast=False):  # U follows torch's documented path (padded rows kept, as there)
+            return U.run(module, x, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+
+    return TorchComparison(_run("torch slow", slow), _run("torch fast", fast), _run("U", run_u), cap)
+
+
+__all__ = ["PathResult", "TorchComparison", "compare_torch"]
