@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -143,7 +143,6 @@ class SpecCase:
     atol: float = 0.0
     small: int = 3
     extra_ids: str = ""
-    fixed: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def spec(self) -> specs.Spec:
@@ -534,7 +533,6 @@ def size_plan(case: SpecCase, constants: set[int], rng: np.random.Generator) -> 
             plan.append({**small(), s: v})
     out: list[Sizes] = []
     for sz in plan:
-        sz = {**sz, **case.fixed}
         if not case.valid(sz):
             sz = case.repair(sz)
         if case.valid(sz) and sz not in out:
