@@ -21,6 +21,7 @@ from attnsim.lemmas.softmax import CONSTRUCTIONS as SOFTMAX
 from attnsim.lemmas.softmax import masked_softmax_obligations, softmax_obligations
 from attnsim.proofs import language, registry
 from attnsim.simulator import obligations as simulator
+from attnsim.verify import spec_check
 
 
 def make_registrations() -> None:
@@ -56,6 +57,8 @@ def make_registrations() -> None:
         simulator.simulator_obligations,
         simulator.shallow_obligations,
     )
+    # every specification against an independent textbook formula (what the all-sizes proofs trust)
+    registry.register((), spec_check.spec_obligations)
 
 
 def load() -> None:

@@ -24,7 +24,7 @@ def constants_compared(diff: Any) -> set[int]:
     return {v for v in out if v >= 1}
 
 
-def _program_constants(con: Any) -> set[int]:
+def program_constants(con: Any) -> set[int]:
     """Integers that index expressions or size-valued constants of the program compare with (+-1)."""
     out: set[int] = set()
     for e in con.size_exprs():
@@ -43,7 +43,7 @@ def with_counterexample(
     program and spec differ (this refutes; it never proves)."""
     names = sorted(con.free_sizes)
     rng = np.random.default_rng(0)
-    special = (special or set()) | _program_constants(con)
+    special = (special or set()) | program_constants(con)
     values = sorted(set(range(1, cap + 1)) | special)
     combos = list(itertools.product(values, repeat=len(names)))
     rng.shuffle(combos)
@@ -77,4 +77,4 @@ def with_counterexample(
     return out
 
 
-__all__ = ["constants_compared", "with_counterexample"]
+__all__ = ["constants_compared", "program_constants", "with_counterexample"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -126,3 +128,101 @@ def test_cli_resume_with_smt2_is_a_usage_error(tmp_path: Path, capsys: pytest.Ca
     with pytest.raises(SystemExit) as exc:
         main(["verify", "--only", "transpose/", "--resume", "--smt2", str(tmp_path)])
     assert exc.value.code == 2 and "--resume with --smt2" in capsys.readouterr().err
+
+
+# -- the cache proven honest (issue 26, part 8): a changed source or solver reuses nothing, an
+# -- unknown is never reused as decisive
+
+
+@pytest.fixture
+def package_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A temporary copy of the package's sources, hashed by ``code_version`` instead of the real one."""
+    copy = tmp_path / "attnsim"
+    shutil.copytree(C._PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "*.npz"))
+    monkeypatch.setattr(C, "_PACKAGE", copy)
+    C.code_version.cache_clear()
+    yield copy
+    C.code_version.cache_clear()  # the real package's hash again for the tests that follow
+
+
+def _run_logged(log: Path, cache_dir: Path, obs: list[Obligation]) -> tuple[list[Result], int, int]:
+    """Resume a campaign over ``obs``: its results, how many were reused and how many ran."""
+    with open_campaign(jobs=1, cache_dir=cache_dir, resume=True) as camp:
+        res = camp.obligations(obs)
+        assert camp.cache is not None
+        return res, camp.cache.reused, camp.ran
+
+
+def test_every_source_file_is_in_the_code_version(package_copy: Path) -> None:
+    """Changing the bytes of any one source file (same name, same length) changes the hash: a key
+    of file names (or sizes) alone would reuse a proof of other code."""
+    base = C.code_version()
+    files = sorted(package_copy.rglob("*.py"))
+    assert len(files) > 50
+    for path in files:
+        text = path.read_bytes()
+        if not text:
+            continue
+        flipped = bytes([text[0] ^ 0x01]) + text[1:]  # one byte, the length kept
+        path.write_bytes(flipped)
+        C.code_version.cache_clear()
+        try:
+            assert C.code_version() != base, f"editing {path.relative_to(package_copy)} left the code version"
+        finally:
+            path.write_bytes(text)
+    C.code_version.cache_clear()
+    assert C.code_version() == base  # restored: the same hash again (the hash is of the contents)
+
+
+def test_an_edited_source_reuses_nothing(tmp_path: Path, package_copy: Path) -> None:
+    """A campaign cached, one source file edited (a comment appended to symbolic/sums.py, the Sum
+    normal form's rules): every obligation runs again, nothing is reused."""
+    log = tmp_path / "log"
+    obs = [_logged(log, i) for i in range(4)]
+    _, reused, ran = _run_logged(log, tmp_path / "cache", obs)
+    assert (reused, ran) == (0, 4)
+    _, reused, ran = _run_logged(log, tmp_path / "cache", obs)
+    assert (reused, ran) == (4, 0)  # unchanged code: everything reused (the test can fail both ways)
+    target = package_copy / "symbolic" / "sums.py"
+    target.write_text(target.read_text() + "\n# edited\n")
+    C.code_version.cache_clear()
+    _, reused, ran = _run_logged(log, tmp_path / "cache", obs)
+    assert (reused, ran) == (0, 4)
+    assert log.read_text().split().count("t/exact/ok0") == 2
+
+
+def test_a_changed_solver_version_reuses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same code with another z3 (or cvc5, sympy, numpy, Python): every obligation runs again."""
+    log = tmp_path / "log"
+    obs = [_logged(log, i) for i in range(3)]
+    assert _run_logged(log, tmp_path / "cache", obs)[1:] == (0, 3)
+    real = C.solver_versions()
+    for name in real:
+        changed = {**real, name: real[name] + ".changed"}
+        monkeypatch.setattr(C, "solver_versions", lambda changed=changed: changed)
+        assert _run_logged(log, tmp_path / "cache", obs)[1:] == (0, 3), f"a new {name} reused a result"
+    monkeypatch.setattr(C, "solver_versions", lambda: real)
+    assert _run_logged(log, tmp_path / "cache", obs)[1:] == (3, 0)
+
+
+def test_an_unknown_is_never_reused_as_decisive(tmp_path: Path) -> None:
+    """An obligation that answers unknown is written to the cache but rerun on every resume; the
+    same for a mutant whose survival rests on an unknown obligation."""
+    log = tmp_path / "log"
+
+    def undecided(t: float) -> Outcome:
+        with open(log, "a") as f:
+            f.write("undecided\n")
+        return Outcome.unknown("z3 says unknown")
+
+    obs = [Obligation("t/z3-instance/undecided", "t", "x", "z3-instance", undecided, statement="u"), _logged(log, 0)]
+    for _ in range(3):
+        res, reused, ran = _run_logged(log, tmp_path / "cache", obs)
+        assert res[0].status == "unknown" and ran >= 1 and reused <= 1
+    assert log.read_text().split().count("undecided") == 3  # run every time
+    assert log.read_text().split().count("t/exact/ok0") == 1  # the decisive one reused
+    stored = [json.loads(f.read_text())["result"] for f in (tmp_path / "cache").glob("*.json")]
+    assert any(r["status"] == "unknown" for r in stored)  # kept on disk, for the record only
+    survived = {"killed": False, "equivalent": False, "claim_only": False, "detail": "unknown: t/z3-instance/u"}
+    assert not C.reusable_mutant(survived)
+    assert C.reusable_mutant({**survived, "detail": "every obligation held"})
