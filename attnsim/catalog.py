@@ -13,6 +13,7 @@ from attnsim.applications import obligations as applications
 from attnsim.compile import obligations as compiled
 from attnsim.lemmas import cofactor, faddeev, faddeev_steps, kernel
 from attnsim.lemmas import obligations as lemmas
+from attnsim.lemmas.base import input_domain_obligations
 from attnsim.lemmas.maxmin import CONSTRUCTIONS as MAXMIN  # by name: the package re-exports the functions
 from attnsim.lemmas.maxmin import maxmin_obligations
 from attnsim.lemmas.relu import CONSTRUCTIONS as RELU
@@ -48,6 +49,8 @@ def make_registrations() -> None:
         applications.efficient_obligations,
         applications.lipschitz_obligations,
     )
+    # every declared operand domain (a premise of an all-sizes proof) enforced by the run's input check
+    registry.register((), input_domain_obligations)
     # executable extraction: every registered construction compiled to weights
     registry.register((), compiled.compile_obligations)
     # the universal simulator U (Theorem 6, Corollary 6.1, Theorem 9, Corollary 9.1, hierarchy, stacks)

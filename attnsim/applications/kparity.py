@@ -40,12 +40,6 @@ from attnsim.symbolic.execute import Enumeration
 PAPER_REF = "Application (k-PARITY)"
 
 
-def _check_binary(x: np.ndarray, backend: str = "numpy") -> None:
-    for v in np.asarray(x, dtype=object).reshape(-1):
-        if not (v == 0 or v == 1):
-            raise ConstructionError(f"parity takes binary tokens (0 or 1), got {v!r}")
-
-
 def parity_spec(x: Any, subset: Iterable[int] | None = None) -> int:
     """The task itself: (sum of x_s, s in subset) mod 2 (all positions when subset is None)."""
     v = [int(t) for t in np.asarray(x, dtype=object).reshape(-1)]
@@ -135,7 +129,6 @@ def _parity(length: int | C.Size, sub: tuple[int, ...], everything: bool) -> Con
         out_shape=(n,),
         intents=[intent],
         paper_cost={"layers": None, "heads": None, "note": "no construction given (claimed deterministic)"},
-        check_inputs=_check_binary,
         specification=specs.PARITY.at(length=n) if everything else None,
         binary=("x",),
     )

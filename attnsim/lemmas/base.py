@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import inspect
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, TypeVar
@@ -19,6 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 import sympy as sp
 
+from attnsim.proofs import registry
 from attnsim.proofs.intents import Intent, check_intent, prove_layout, z3_method
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
@@ -149,6 +152,7 @@ class Construction:
             intents=intents,
             out_shape=None if self.out_shape is None else tuple(_bound_value(b, x) for x in self.out_shape),
             paper_cost=None if self.paper_cost is None else {k: _bound_value(b, v) for k, v in self.paper_cost.items()},
+            scalars=tuple((name, lo, b.expr(E.lift(up)), coord) for name, lo, up, coord in self.scalars),
         )
         for pre in self.preconditions:
             bpre = b.expr(pre)
@@ -213,9 +217,30 @@ class Construction:
             if a.shape != want:
                 raise ConstructionError(f"{self.name}: operand {nm} must have shape {want}, got {a.shape}")
             out.append(a)
+        self._check_domain(out)
         if self.check_inputs is not None:
             self.check_inputs(*out, backend=backend)
         return out
+
+    def _check_domain(self, operands: Sequence[np.ndarray]) -> None:
+        """The declared operand domain (``scalars``, ``binary``), enforced: the same declaration is
+        a premise of the all-sizes proof, so the run refuses exactly what the proof assumes away."""
+        by = dict(zip(self.inputs, operands, strict=True))
+        for name, lo, upper, _ in self.scalars:
+            v = by[name].reshape(-1)[0]
+            hi = _num_value(upper)
+            if not (_is_integer(v) and lo <= int(v) <= hi):
+                raise ConstructionError(
+                    f"{self.name}: operand {name} must be an integer in {lo}..{hi} (a premise of its all-sizes "
+                    f"proof), got {v}"
+                )
+        for name in self.binary:
+            bad = [v for v in by[name].reshape(-1) if not (_is_integer(v) and int(v) in (0, 1))]
+            if bad:
+                raise ConstructionError(
+                    f"{self.name}: operand {name} takes binary tokens, 0 or 1 (a premise of its all-sizes proof), "
+                    f"got {bad[0]!r}"
+                )
 
     def encode(self, *operands: Any, backend: str = "numpy") -> np.ndarray:
         """The token sequence holding the operands."""
@@ -305,6 +330,24 @@ class VectorConstruction(Construction):
                 a = a.reshape(1, -1)
             fixed.append(a)
         return super()._operands(fixed, backend)
+
+
+def _is_integer(v: Any) -> bool:
+    """An integer value in any backend: a finite float equal to its floor, a Fraction over 1, a SymPy Integer."""
+    if isinstance(v, sp.Basic):
+        return bool(v.is_Integer)
+    if isinstance(v, Fraction):
+        return v.denominator == 1
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(f) and f == math.floor(f)
+
+
+def _num_value(e: Any) -> int:
+    """A bound size expression's value (an int as it is)."""
+    return int(e.evaluate(C.size_bindings(e))) if isinstance(e, E.Expr) else int(e)
 
 
 def _bound_value(b: Binder, v: Any) -> Any:
@@ -582,3 +625,71 @@ __all__ = [
     "layout_obligation",
     "standard_obligations",
 ]
+
+
+# -- the declared operand domain, probed ---------------------------------------------------------
+DOMAIN_SIZES = (1, 2, 3, 7)  # every size parameter at each of these values
+
+
+def _probes(lo: int, hi: int) -> list[tuple[float, bool]]:
+    """Values around the declared range [lo, hi] of an integer operand, each with whether it is inside."""
+    out = [(lo - 1, False), (lo, True), (lo + 0.5, False), (hi, True), (hi + 1, False), (hi - 0.5, False)]
+    out += [(-1.0, False), (math.nan, False), (math.inf, False), (-math.inf, False), ((lo + hi) // 2, True)]
+    return out
+
+
+BINARY_PROBES = ((0.0, True), (1.0, True), (2.0, False), (-1.0, False), (0.5, False), (math.nan, False))
+
+
+def _domain_check(example: Callable[[], object], timeout: float) -> Outcome:
+    """Each declared operand domain probed at every size of :data:`DOMAIN_SIZES`: the run accepts a
+    value exactly when the declaration (the proof's premise) says it is inside."""
+    con = example()
+    if not isinstance(con, Construction) or con.built_by is None:
+        return Outcome.bad(f"{con!r:.80}: not built by @sized, so its domain cannot be probed at other sizes")
+    module, fname, args = con.built_by
+    factory = getattr(importlib.import_module(module), fname)
+    n = 0
+    for size in DOMAIN_SIZES:
+        call = {p: size if isinstance(a, C.Size) and a.value is None else a for p, a in args}
+        at = factory(**call)
+        base = {nm: np.zeros(at.layout[nm].shape) for nm in at.inputs}
+        cases: list[tuple[str, float, bool]] = []
+        for name, lo, upper, _ in at.scalars:
+            base[name] = np.full(at.layout[name].shape, float(lo))
+            cases += [(name, v, inside) for v, inside in _probes(lo, _num_value(upper))]
+        cases += [(name, v, inside) for name in at.binary for v, inside in BINARY_PROBES]
+        for name, v, inside in cases:
+            ops = dict(base)
+            ops[name] = np.full(at.layout[name].shape, v)
+            try:
+                at.encode(*(ops[nm] for nm in at.inputs))
+                accepted = True
+            except ConstructionError:
+                accepted = False
+            if accepted != inside:
+                what = "accepts" if accepted else "refuses"
+                return Outcome.bad(
+                    f"{fname}({', '.join(f'{p}={v}' for p, v in call.items() if v is not None)}): the input check "
+                    f"{what} {name} = {v}, which its declared domain (the proof's premise) puts "
+                    f"{'outside' if accepted else 'inside'}"
+                )
+            n += 1
+    return Outcome.good(f"{n} probes at sizes {DOMAIN_SIZES}: accepted exactly inside the declared domain")
+
+
+def input_domain_obligations() -> Iterable[Obligation]:
+    """``exact``, one per construction that declares an operand domain (``scalars``, ``binary``)."""
+    for name, (ref, example) in registry.constructions().items():
+        con = example()
+        if isinstance(con, Construction) and (con.scalars or con.binary):
+            yield Obligation(
+                f"{name}/exact/input-domain",
+                name,
+                ref,
+                "exact",
+                functools.partial(_domain_check, example),
+                statement="the run's input check refuses exactly what the all-sizes proof's premises exclude "
+                "(declared scalars: integers in their range; binary operands: 0 or 1), probed at and around "
+                f"each bound, at sizes {DOMAIN_SIZES}",
+            )
