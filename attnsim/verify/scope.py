@@ -25,9 +25,11 @@ def _sizes_in(oid: str) -> int | None:
 
 
 def _not_run(name: str, skipped: Sequence[Obligation]) -> str:
-    """The deep all-sizes obligations of a construction that this run skipped, as a note."""
+    """The all-sizes (deep) and kernel (no coqc) obligations of a construction that this run skipped, as a note."""
     ids = [o.id for o in skipped if o.construction == name and o.method == "all-sizes"]
-    return f"; all-sizes obligations not run: {', '.join(ids)} (run --deep to check)" if ids else ""
+    kernel = [o.id for o in skipped if o.construction == name and o.method == "kernel"]
+    note = f"; all-sizes obligations not run: {', '.join(ids)} (run --deep to check)" if ids else ""
+    return note + (f"; kernel obligations not run: {', '.join(kernel)} (coqc not installed)" if kernel else "")
 
 
 def scope_summary(results: Sequence[Result], skipped: Sequence[Obligation] = ()) -> list[tuple[str, str, str]]:

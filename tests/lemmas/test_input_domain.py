@@ -44,7 +44,7 @@ def test_masked_softmax_refuses_exactly_what_its_premise_excludes(cols: int, n: 
 def test_parity_refuses_a_non_binary_token(token: float) -> None:
     x = np.zeros((1, 4))
     x[0, 1] = token
-    with pytest.raises(ConstructionError, match="takes binary tokens|NaN or inf"):
+    with pytest.raises(ConstructionError, match=r"takes binary tokens|NaN or inf"):
         kparity.parity(4).run(x)
 
 

@@ -51,3 +51,19 @@ def test_pool_survives_timeouts_and_dead_workers() -> None:
     assert [r.status for r in res] == ["unknown", "failed", *["passed"] * 6]
     assert res[0].detail == "timeout after 0.5 s"
     assert "worker died" in res[1].detail
+
+
+def test_without_coqc_the_kernel_obligations_are_not_run_and_never_proved(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28: without coqc a default run says the kernel rows were not run (exit 0 on the rest);
+    asking for the kernel obligations alone is a one-line usage error naming the install."""
+    import shutil
+
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    assert main(["verify", "--only", "relu/", "-j", "1"]) == 0
+    out = capsys.readouterr()
+    assert "kernel obligation(s) not run: coqc not installed" in out.err
+    assert "kernel obligations not run: relu/kernel" in out.out and "relu/kernel" not in out.out.split("scope")[0]
+    assert main(["verify", "--only", "kernel", "-j", "1"]) == 2
+    assert "need coqc, which is not installed: apt-get install coq" in capsys.readouterr().err
