@@ -194,4 +194,4 @@ class ResultCache:
 
 def result_from(d: Mapping[str, Any]) -> Result:
     """A stored obligation result back as a :class:`Result`."""
-    return Result(**{k: d[k] for k in Result.__dataclass_fields__})
+    return Result(**{k: d[k] for k in Result.__dataclass_fields__ if k in d})  # rows cached before a field existed
