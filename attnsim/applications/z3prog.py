@@ -17,6 +17,7 @@ from typing import Any
 
 import z3
 
+from attnsim.proofs import solver_work, z3sel
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -105,9 +106,13 @@ def prove_for_all_inputs(
     spec: Callable[[list[Any]], list[Any]],
     domain: Callable[[Any], Any] | None = None,
     timeout: float = 10.0,
+    rlimit: int | None = None,
 ) -> Outcome:
     """Prove out_i == spec(x)_i for every position i and every integer input x of ``length``
-    satisfying ``domain`` (a per-token constraint; none = all integers)."""
+    satisfying ``domain`` (a per-token constraint; none = all integers).
+
+    The domain is first shown non-empty by a model; the query's budget is ``rlimit`` Z3 units
+    (``timeout`` seconds is only a safety net)."""
     xs = [z3.Int(f"x{i}") for i in range(length)]
     side: list[Any] = []
     try:
@@ -115,18 +120,19 @@ def prove_for_all_inputs(
     except NotSupported as exc:
         return Outcome.bad(str(exc))
     want = spec(xs)
-    s = z3.Solver()
-    s.set("timeout", int(timeout * 1000))
-    s.add(*side)
-    if domain is not None:
-        s.add(*[domain(x) for x in xs])
-    s.add(z3.Or([o != w for o, w in zip(out, want, strict=True)]))
-    res = s.check()
+    premises = [*side, *([domain(x) for x in xs] if domain is not None else [])]
+    env = {str(x): x for x in xs}
+    pc = z3sel.premises_check(premises, (), env, timeout)  # the domain is not empty: shown by a model
+    refused = pc.refusal()
+    if refused is not None:
+        return refused
+    facts = [*premises, z3.Or([o != w for o, w in zip(out, want, strict=True)])]
+    s = solver_work.isolated(facts, rlimit or solver_work.QUERY_RLIMIT, seconds=timeout)
+    res = solver_work.check(s)
     scope = "every integer input" if domain is None else "every input in the domain"
     if res == z3.unsat:
-        return Outcome.good(f"unsat: output == spec at all {length} positions for {scope} of length {length}")
+        return Outcome(True, f"unsat: output == spec at all {length} positions for {scope} of length {length}", pc)
     if res == z3.sat:
-        m = s.model()
-        cex = [m.eval(x, model_completion=True) for x in xs]
-        return Outcome.bad(f"counterexample x = {cex}")
-    return Outcome.unknown(f"z3 unknown ({s.reason_unknown()})")
+        cex = [dict(solver_work.model_of(s, list(env), env))[str(x)] for x in xs]
+        return Outcome(False, f"counterexample x = {cex}", pc)
+    return Outcome(None, f"z3 unknown ({s.reason_unknown()}; rlimit budget {rlimit or solver_work.QUERY_RLIMIT})", pc)

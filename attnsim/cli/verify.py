@@ -133,19 +133,28 @@ def _summary_rows(results: Sequence[Any]) -> list[dict[str, Any]]:
                 "unknown": 0,
                 "conditional": 0,
                 "seconds": 0.0,
+                "units": 0,
             },
         )
         row["obligations"] += 1
         row[r.status] += 1
         row["seconds"] = round(row["seconds"] + r.seconds, 3)
+        row["units"] += r.units
     return list(rows.values())
+
+
+def units_text(units: int) -> str:
+    """Z3 resource units, short: 1.9M, 840k, 0 (the reproducible measure of a check's solver work)."""
+    if units >= 1_000_000:
+        return f"{units / 1_000_000:.1f}M"
+    return f"{units / 1000:.0f}k" if units >= 1000 else str(units)
 
 
 def _obligation_table(results: Sequence[Any], title: str, terminal: bool) -> Table:
     table = Table(title=title)
     width = max((len(r.id) for r in results), default=2)
     table.add_column("id", no_wrap=True, min_width=width)  # ids stay whole: never folded
-    for col in ("method", "bound", "status", "s"):
+    for col in ("method", "bound", "status", "s", "Z3 units"):
         table.add_column(col, no_wrap=True)
     table.add_column("detail", overflow="fold")
     colors = {"proved": "green", "passed": "cyan", "conditional": "magenta", "failed": "bold red", "unknown": "yellow"}
@@ -156,6 +165,7 @@ def _obligation_table(results: Sequence[Any], title: str, terminal: bool) -> Tab
             "" if r.bound is None else str(r.bound),
             f"[{colors[r.status]}]{r.status}[/]",
             f"{r.seconds:.2f}",
+            units_text(r.units),
             escape(clip(r.detail, 160) if terminal else " ".join(r.detail.split())),
         )
     return table
@@ -271,7 +281,7 @@ def verify(args: argparse.Namespace) -> int:
     bad = [r for r in results if r.status in ("failed", "unknown")]
     counts = Counter(r.status for r in results)
     count_line = ", ".join(f"{counts[k]} {k}" for k in ("proved", "passed", "conditional", "failed", "unknown"))
-    count_line += f"; {len(results)} obligations in {total:.1f} s"
+    count_line += f"; {len(results)} obligations in {total:.1f} s, {units_text(sum(r.units for r in results))} Z3 units"
     if args.json:
         if args.summary:
             data: Any = {
@@ -287,7 +297,7 @@ def verify(args: argparse.Namespace) -> int:
         title = f"attnsim {__version__}: proof obligations"
         if args.summary:
             table = Table(title=f"{title}, per construction")
-            for col in ("construction", "obligations", "proved", "passed", "failed", "unknown", "s"):
+            for col in ("construction", "obligations", "proved", "passed", "failed", "unknown", "s", "Z3 units"):
                 table.add_column(col, no_wrap=True, justify="left" if col == "construction" else "right")
             for row in _summary_rows(results):
                 bad_row = row["failed"] or row["unknown"]
@@ -297,6 +307,7 @@ def verify(args: argparse.Namespace) -> int:
                     f"[{'bold red' if row['failed'] else 'default'}]{row['failed']}[/]",
                     f"[{'yellow' if row['unknown'] else 'default'}]{row['unknown']}[/]",
                     f"[{'bold' if bad_row else 'default'}]{row['seconds']:.1f}[/]",
+                    units_text(row["units"]),
                 )
             out.print(table)
         if args.failures_only or args.summary:

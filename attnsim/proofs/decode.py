@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,8 +46,8 @@ import sympy as sp
 import sympy.tensor.tensor  # SymPy imports it lazily on the first Add (0.4 s): do it once, at import
 import z3
 
-from attnsim.proofs import smtlib, z3sel
-from attnsim.proofs.obligation import Outcome
+from attnsim.proofs import smtlib, solver_work, z3sel
+from attnsim.proofs.obligation import Outcome, PremiseCheck
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
@@ -552,8 +551,12 @@ def prove(
     ``check(values)`` re-evaluates a model on the original formulas (True: a real
     counterexample); without it a model is re-evaluated on ``assumptions`` and ``goal``.
     """
-    t0 = time.perf_counter()
+    clock = solver_work.Stopwatch()
     mins = dict(minimum or {})
+    pc = _premises(assumptions, decode, dict(coords or {}), mins, timeout)
+    refused = pc.refusal()
+    if refused is not None:
+        return refused
     cases: list[list[tuple[str, Block | None]]] = [[]]
     for d in decode:
         opts: list[tuple[str, Block | None]] = [(d.var, b) for b in d.blocks]
@@ -564,9 +567,9 @@ def prove(
     rewrites = 0
     names: list[str] = []
     for case in cases:
-        left = timeout - (time.perf_counter() - t0)
+        left = timeout - clock.elapsed()
         if left <= 0:
-            return Outcome.unknown(f"timeout after {len(names)} of {len(cases)} cases")
+            return Outcome(None, f"timeout after {len(names)} of {len(cases)} cases (CPU seconds)", pc)
         res, info = _prove_case(goal, assumptions, case, decode, mins, left, dict(coords or {}))
         used |= info["used"]
         rewrites += info["rewrites"]
@@ -578,22 +581,21 @@ def prove(
             if real:
                 told = explain(vals) if explain else ""
                 shown = ", ".join(f"{k}={v}" for k, v in sorted(vals.items()))
-                return Outcome.bad(f"counterexample ({label}): {told or shown}")
-            return Outcome.unknown(f"case {label}: Z3 model does not violate the original formulas (rewrite bug?)")
+                return Outcome(False, f"counterexample ({label}): {told or shown}", pc)
+            return Outcome(None, f"case {label}: Z3 model does not violate the original formulas (rewrite bug?)", pc)
         if res != "unsat":
-            return Outcome.unknown(f"case {label}: z3 {res}")
+            return Outcome(None, f"case {label}: z3 {res}", pc)
         names.append(label)
     if decode:
         used.add("block-decode")
-    vac = _vacuous(assumptions, decode, dict(coords or {}), mins, timeout - (time.perf_counter() - t0))
-    if vac is not None:
-        return vac
     lemmas = ", ".join(LEMMAS[n].id for n in sorted(used))
     shapes = [x for d in decode for b in d.blocks for x in (b.offset, b.rows, b.cols, b.stack)]
     szs = sorted(_sizes_of(goal, *assumptions, *shapes, *(coords or {}).values()))
-    return Outcome.good(
+    return Outcome(
+        True,
         f"unsat in {len(cases)} case(s) ({'; '.join(names)}), {rewrites} div/mod rewrites; "
-        f"holds for all sizes ({', '.join(szs) or 'no sizes'}); lemmas: {lemmas or 'none'}"
+        f"holds for all sizes ({', '.join(szs) or 'no sizes'}); lemmas: {lemmas or 'none'}",
+        pc,
     )
 
 
@@ -667,18 +669,19 @@ def _prove_case(
     return res, {"used": used, "rewrites": ctx.rewrites, "model": vals}
 
 
-def _vacuous(
+def _premises(
     assumptions: Sequence[E.Expr],
     decode: Sequence[Decode],
     coords: Mapping[str, E.Expr],
     mins: Mapping[str, int],
     timeout: float,
-) -> Outcome | None:
-    """None when the top-level premises admit a value (a small witness, else Z3 says sat).
+) -> PremiseCheck:
+    """The top-level premises shown satisfiable (a small witness by evaluation, else Z3's model),
+    empty, or undecided: the proof's first step (issue 26, item 4).
 
     Premises: the assumptions, each decoded variable's ranges (and block, when ``cover``),
     every coordinate in [0, extent), every size at least its minimum.  Unsatisfiable premises
-    prove anything: the proof fails "vacuous"; undecided, it is unknown."""
+    prove anything: the proof fails "vacuous"; undecided, it is unknown (never "not vacuous")."""
     hyps = [*assumptions, *(r for d in decode for r in d.ranges)]
     for d in decode:
         if d.cover and d.blocks:
@@ -699,35 +702,48 @@ def _vacuous(
             ok = np.ones(1, dtype=bool)
             for h in hyps:
                 ok = ok & (np.asarray(h.evaluate(env)) != 0)
-            if np.any(ok):
-                return None
+            hits = np.flatnonzero(np.broadcast_to(ok, (12 ** len(free),)))
+            if hits.size:
+                at = int(hits[0])
+                model = {n: int(env[n]) for n in sizes} | {v: int(env[v][at]) for v in free}
+                return solver_work.record_premises(PremiseCheck("sat", tuple(sorted(model.items()))))
         except (E.ExprError, ZeroDivisionError):
             continue
     for base in (1, 2, 3):  # a witness by Z3 at small fixed sizes: the free variables' problem is then linear
-        if _premises_check(hyps, sizes, free, mins, 1.0, at=base)[0] == z3.sat:
-            return None
-    res, why = _premises_check(hyps, sizes, free, mins, min(max(timeout, 0.5), 5.0))
-    if res == z3.sat:
-        return None
-    if res == z3.unsat:
-        return Outcome.bad("vacuous: the premises (assumptions, query region, size minimums) admit no values")
-    return Outcome.unknown(f"premises not shown satisfiable (z3 {why})")
+        pc = _premises_check(hyps, sizes, free, mins, timeout, at=base, rlimit=solver_work.PREMISE_RLIMIT // 5)
+        if pc.status == "sat":
+            return solver_work.record_premises(pc)
+    return solver_work.record_premises(_premises_check(hyps, sizes, free, mins, timeout))
 
 
 def _premises_check(
-    hyps: Sequence[E.Expr], sizes: set[str], free: Sequence[str], mins: Mapping[str, int], seconds: float, at: int = 0
-) -> tuple[Any, str]:
+    hyps: Sequence[E.Expr],
+    sizes: set[str],
+    free: Sequence[str],
+    mins: Mapping[str, int],
+    seconds: float,
+    at: int = 0,
+    rlimit: int | None = None,
+) -> PremiseCheck:
     """Z3 on the premises ``hyps``: each size at least its minimum, or, with ``at``, fixed to
-    max(minimum, at); (the answer, the reason when unknown)."""
+    max(minimum, at); budgeted ``rlimit`` units (default the premise budget)."""
     sized = {n: z3.IntVal(max(mins.get(n, 1), at)) if at else z3.Int(n) for n in sizes}
+    env = {**sized, **{v: z3.Int(v) for v in free}}
     side: list[Any] = []
-    tr = E.Z3Translator({**sized, **{v: z3.Int(v) for v in free}}, side)
-    s = z3.Solver()
-    s.set("timeout", max(1, int(seconds * 1000)))
+    tr = E.Z3Translator(env, side)
     floor = [] if at else [sized[n] >= mins.get(n, 1) for n in sizes]
-    s.add(*floor, *[tr.boolean(h) for h in hyps], *side)
-    res = s.check()
-    return res, s.reason_unknown() if res == z3.unknown else ""
+    s = solver_work.isolated(
+        [*floor, *[tr.boolean(h) for h in hyps], *side], rlimit or solver_work.PREMISE_RLIMIT, seconds=seconds
+    )
+    res = solver_work.check(s)
+    if res == z3.sat:
+        vals = dict(solver_work.model_of(s, [n for n in env if not at or n in free], env))
+        vals.update({n: max(mins.get(n, 1), at) for n in sizes} if at else {})
+        return PremiseCheck("sat", tuple(sorted(vals.items())))
+    if res == z3.unsat:
+        return PremiseCheck("unsat")
+    why = s.reason_unknown()
+    return PremiseCheck("unknown", reason="out of its rlimit budget" if why == "canceled" else why)
 
 
 def _subst(e: E.Expr, m: Mapping[str, E.Expr], memo: dict[int, E.Expr] | None = None) -> E.Expr:
@@ -772,34 +788,25 @@ def _free_vars(*exprs: E.Expr) -> set[str]:
     return out
 
 
-def _isolated_solver(facts: Sequence[Any], seconds: float, seed: int) -> z3.Solver:
-    """A solver over ``facts`` in a Z3 context of its own, with Z3's random seed ``seed``: its
-    answer does not depend on what this process asked Z3 before."""
-    ctx = z3.Context()
-    s = z3.Solver(ctx=ctx)
-    s.set("timeout", max(1, int(seconds * 1000)))
-    s.set("random_seed", seed)
-    s.add(*[f.translate(ctx) for f in facts])
-    return s
-
-
 def _check_with_restarts(facts: Sequence[Any], seconds: float) -> tuple[z3.Solver, Any]:
-    """Z3 on ``facts`` within ``seconds``: attempts with random seeds 0, 1, 2, ..., the first given
-    1 s and each next one twice as long, the last the time left; the first decided answer counts.
+    """Z3 on ``facts``: attempts with random seeds 0, 1, 2, ..., each in a fresh context, the first
+    given :data:`~attnsim.proofs.solver_work.RESTART_FIRST` rlimit units and each next one twice
+    as many, all together at most :data:`~attnsim.proofs.solver_work.RESTART_TOTAL`; the first
+    decided answer counts.  Budgets in units, not seconds: the same seeds and limits give the
+    same answer on an idle or a busy machine (``seconds`` is only a wall-clock net).
 
-    On these nonlinear queries Z3's time is heavy-tailed in its seed and state: maxmin's
+    On these nonlinear queries Z3's work is heavy-tailed in its seed and state: maxmin's
     partner-embedded intent is proved in 0.2 s with 4 of 6 seeds and undecided after 20 s with the
     other 2; in the shared main context the shallow U's spread.wk gather intent took 0.3-1 s alone and
     over 40 s after three other intents in one process."""
-    deadline = time.perf_counter() + seconds
-    slice_, seed = 1.0, 0
+    left, slice_, seed = solver_work.RESTART_TOTAL, solver_work.RESTART_FIRST, 0
     while True:
-        left = deadline - time.perf_counter()
         last = left <= 2 * slice_
-        s = _isolated_solver(facts, left if last else slice_, seed)
-        res = s.check()
+        s = solver_work.isolated(facts, left if last else slice_, seed, seconds=seconds)
+        res = solver_work.check(s)
         if res != z3.unknown or last:
             return s, res
+        left -= slice_
         slice_, seed = 2 * slice_, seed + 1
 
 
@@ -834,9 +841,9 @@ def _z3(
     lin = _LinearTranslator(env, lin_side, lower=lower)
     lin_facts = formulas(lin, lin_side)
     if lin.products:
-        s = _isolated_solver([*lin_facts, *lin.bounds], min(timeout, 1.0), seed=0)
+        s = solver_work.isolated([*lin_facts, *lin.bounds], solver_work.RESTART_FIRST, seconds=timeout)
         text = smtlib.text_of(s)
-        if s.check() == z3.unsat:
+        if solver_work.check(s) == z3.unsat:
             smtlib.record(text, "unsat")
             return "unsat", {}
     side: list[Any] = []
@@ -848,11 +855,11 @@ def _z3(
     if res == z3.sat:
         m = s.model()
         # prefer a small counterexample: the same query with every size <= 2, 3, 4, 8
-        s.set("timeout", 1000)
+        s.set("rlimit", solver_work.RESTART_FIRST)
         for cap in (2, 3, 4, 8):
             s.push()
             s.add(*[env[n] <= cap for n in sizes if n in env])
-            if s.check() == z3.sat:
+            if solver_work.check(s) == z3.sat:
                 m = s.model()
                 s.pop()
                 break

@@ -8,12 +8,11 @@ inside the sequence.  Every construction's obligations call these.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from attnsim.proofs import decode, z3sel
+from attnsim.proofs import decode, solver_work, z3sel
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -66,7 +65,7 @@ def check_intent(intent: Intent, layout: Layout, *, timeout: float = 10.0, bound
 
     if bound is not None:
         return plain_z3(timeout, bound)
-    t0 = time.perf_counter()
+    clock = solver_work.Stopwatch()
     out = decode.prove_intent(
         s_expr,
         intent.intent,
@@ -76,9 +75,9 @@ def check_intent(intent: Intent, layout: Layout, *, timeout: float = 10.0, bound
         minimum=dict(intent.minimum),
         timeout=timeout,
     )
-    if out is not None and out.ok is not None:
-        return out
-    left = timeout - (time.perf_counter() - t0)
+    if out is not None and (out.ok is not None or out.premises is None or out.premises.status != "sat"):
+        return out  # decided, or its premises not shown satisfiable: no fallback after that
+    left = timeout - clock.elapsed()
     if left <= 0.05:
         return out or Outcome.unknown("timeout")
     plain = plain_z3(left, None)
@@ -117,11 +116,11 @@ def prove_layout(
     """
     p1, p2 = E.Var("p1"), E.Var("p2")
     blocks = list(layout)
-    t0 = time.perf_counter()
+    clock = solver_work.Stopwatch()
     used: set[str] = set()
 
     def left() -> float:
-        return max(0.05, timeout - (time.perf_counter() - t0))
+        return max(0.05, timeout - clock.elapsed())
 
     def run(goal: E.Expr, *decodes: decode.Decode, explain: Any = None) -> Outcome:
         res = decode.prove(goal, decode=list(decodes), minimum=minimum, timeout=left(), explain=explain)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 METHODS = ("all-sizes", "kernel", "z3-parametric", "z3-instance", "z3-bounded", "sympy", "exact", "numeric", "sampled")
 STATUSES = ("proved", "passed", "conditional", "failed", "unknown")
@@ -39,11 +39,34 @@ class ObligationError(ValueError):
 
 
 @dataclass(frozen=True)
+class PremiseCheck:
+    """Whether a proof's premises admit a value, decided before the proof (issue 26, item 4).
+
+    ``sat`` with a ``model`` (a witness: the proof then goes on), ``unsat`` (the premises are
+    empty: any claim would follow, so the proof fails "vacuous") or ``unknown`` (the obligation is
+    unknown: an undecided vacuity check is never read as "not vacuous")."""
+
+    status: Literal["sat", "unsat", "unknown"]
+    model: tuple[tuple[str, int], ...] = ()
+    reason: str = ""
+
+    def refusal(self) -> Outcome | None:
+        """None when the proof may go on (sat); else the outcome the proof must return."""
+        if self.status == "sat":
+            return None
+        if self.status == "unsat":
+            return Outcome(False, "vacuous: the premises (assumptions, region, size minimums) admit no values", self)
+        return Outcome(None, f"premises not shown satisfiable (z3 {self.reason or 'unknown'})", self)
+
+
+@dataclass(frozen=True)
 class Outcome:
-    """What a check returns: ok (True/False/None for unknown) and a detail string."""
+    """What a check returns: ok (True/False/None for unknown), a detail string, and the premise
+    check its proof started with (None when the check is no proof over premises)."""
 
     ok: bool | None
     detail: str = ""
+    premises: PremiseCheck | None = None
 
     @staticmethod
     def good(detail: str = "") -> Outcome:
@@ -94,6 +117,12 @@ class Result:
     seconds: float
     detail: str
     requires: tuple[str, ...] = field(default=())
+    units: int = 0  # Z3 resource units (rlimit count) the check used: reproducible, unlike seconds
+    queries: int = 0  # Z3 checks asked
+    exhausted: int = 0  # of which stopped by their rlimit budget (answer unknown)
+    largest: int = 0  # the most units one decided query used
+    premises: str = ""  # the first premise check's status: sat / unsat / unknown ("" when none ran)
+    premise_model: dict[str, int] | None = None  # its witness when sat
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -10,6 +10,9 @@ for (q, k, sizes) where they differ:
 * ``sat``    -> failed, with the counterexample (sizes, q, k, and what they stand for);
 * ``unknown``-> unknown (never proved).
 
+Before that, the premises are shown satisfiable by a model (kept in the outcome): a proof
+under empty premises fails "vacuous", and one whose premises are undecided is unknown.
+
 div/mod become fresh quotient/remainder variables (see :class:`attnsim.rasp.expr.Z3Translator`).
 This direct translation decides bounded claims and small parametric ones; parametric selector
 intents go through :mod:`attnsim.proofs.decode` first (positions decoded into matrix
@@ -23,8 +26,8 @@ from typing import Any
 
 import z3
 
-from attnsim.proofs import smtlib
-from attnsim.proofs.obligation import Outcome
+from attnsim.proofs import smtlib, solver_work
+from attnsim.proofs.obligation import Outcome, PremiseCheck
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 
@@ -80,11 +83,15 @@ def prove(
     timeout: float = 10.0,
     free: Sequence[str] = (),
     explain: Callable[[dict[str, int]], str] | None = None,
+    rlimit: int | None = None,
 ) -> Outcome:
     """Prove ``assumptions -> goal`` for all integer values of the variables.
 
     Size variables are >= 1 (or ``minimum[name]``); with ``bound`` every size is also <= bound.
     ``free`` names other integer variables (positions); all are universally quantified.
+    The premises are first shown satisfiable (:func:`premises_check`): unsat fails "vacuous",
+    unknown is unknown.  The query's budget is ``rlimit`` units (default
+    :data:`attnsim.proofs.solver_work.QUERY_RLIMIT`); ``timeout`` seconds is only a safety net.
     """
     sizes = size_names(goal, *assumptions)
     names = set(goal.variables())
@@ -93,49 +100,82 @@ def prove(
     env = {n: z3.Int(n) for n in names}
     side: list[Any] = []
     tr = E.Z3Translator(env, side)
-    s = z3.Solver()
-    s.set("timeout", int(timeout * 1000))
+    premises: list[Any] = []
     for n in sizes:
-        s.add(env[n] >= (minimum or {}).get(n, 1))
+        premises.append(env[n] >= (minimum or {}).get(n, 1))
         if bound is not None:
-            s.add(env[n] <= bound)
-    for a in assumptions:
-        s.add(tr.boolean(a))
-    premises = list(s.assertions())
+            premises.append(env[n] <= bound)
+    premises += [tr.boolean(a) for a in assumptions]
     g = tr.boolean(goal)
-    s.add(z3.Not(z3.And(g, tr.defined())))  # a divisor <= 0 anywhere refutes: never assumed away
-    s.add(*side)
+    # first the premises, shown satisfiable by a model: else the proof would prove anything
+    pc = premises_check(premises, list(side), env, timeout)
+    refused = pc.refusal()
+    if refused is not None:
+        return refused
+    facts = [*premises, z3.Not(z3.And(g, tr.defined())), *side]  # a divisor <= 0 anywhere refutes
+    s = solver_work.isolated(facts, rlimit or solver_work.QUERY_RLIMIT, seconds=timeout)
     text = smtlib.text_of(s)
-    res = s.check()
+    res = solver_work.check(s)
     smtlib.record(text, str(res))
     scope = f"every size <= {bound}" if bound is not None else "all sizes"
     if res == z3.unsat:
-        vac = vacuity(premises, side, timeout)
-        if vac:
-            return Outcome.bad(f"vacuous: {vac}")
-        return Outcome.good(f"unsat: holds for {scope} ({', '.join(sorted(sizes)) or 'no sizes'})")
+        return Outcome(True, f"unsat: holds for {scope} ({', '.join(sorted(sizes)) or 'no sizes'})", pc)
     if res == z3.sat:
-        m = s.model()
-        vals = {n: m.eval(v, model_completion=True).as_long() for n, v in env.items()}
+        vals = dict(solver_work.model_of(s, list(env), env))
         shown = ", ".join(f"{k}={v}" for k, v in sorted(vals.items()))
         extra = f"; {explain(vals)}" if explain else ""
-        return Outcome.bad(f"counterexample: {shown}{extra}")
-    return Outcome.unknown(f"z3 unknown ({s.reason_unknown()})")
+        return Outcome(False, f"counterexample: {shown}{extra}", pc)
+    return Outcome(None, f"z3 unknown ({_reason(s)})", pc)
 
 
-def vacuity(premises: Sequence[Any], side: Sequence[Any] = (), timeout: float = 10.0) -> str:
-    """Non-empty (the reason) when the premises of a proof admit no values at all.
+def _reason(s: z3.Solver) -> str:
+    """Z3's reason for an unknown, saying so when the query ran out of its rlimit budget."""
+    why = s.reason_unknown()
+    return "out of its rlimit budget" if why in ("canceled", "max. resource limit exceeded") else why
 
-    A proof under unsatisfiable premises proves any claim; such a proof fails "vacuous".  The
-    side conditions of div/mod (quotient and remainder definitions) always have a solution once
-    their divisors are >= 1, so they are checked together with the premises."""
-    s = z3.Solver()
-    s.set("timeout", max(1, int(min(timeout, 5.0) * 1000)))
-    s.add(*premises, *side)
-    res = s.check()
+
+def premises_check(
+    premises: Sequence[Any],
+    side: Sequence[Any] = (),
+    env: Mapping[str, Any] | None = None,
+    timeout: float = 10.0,
+    rlimit: int | None = None,
+) -> PremiseCheck:
+    """Are the premises satisfiable?  sat (with a model over ``env``'s names), unsat, or unknown.
+
+    The side conditions of div/mod (quotient and remainder definitions) always have a solution
+    once their divisors are >= 1, so they are checked together with the premises.  The check is
+    kept in the current :data:`attnsim.proofs.solver_work.METER`."""
+    s = solver_work.isolated([*premises, *side], rlimit or solver_work.PREMISE_RLIMIT, seconds=timeout)
+    res = solver_work.check(s)
+    if res == z3.sat:
+        model = solver_work.model_of(s, list(env or {}), dict(env or {}))
+        return solver_work.record_premises(PremiseCheck("sat", model))
     if res == z3.unsat:
-        return "the premises (assumptions, region, size minimums) admit no values"
-    return ""
+        return solver_work.record_premises(PremiseCheck("unsat"))
+    return solver_work.record_premises(PremiseCheck("unknown", reason=_reason(s)))
+
+
+def check_premises(
+    assumptions: Sequence[E.Expr],
+    *,
+    minimum: Mapping[str, int] | None = None,
+    bound: int | None = None,
+    timeout: float = 10.0,
+) -> PremiseCheck:
+    """:func:`premises_check` of expressions: each size >= its minimum (<= ``bound`` if given) and
+    every assumption."""
+    sizes = size_names(*assumptions)
+    names: set[str] = set()
+    for a in assumptions:
+        names |= a.variables()
+    env = {n: z3.Int(n) for n in names}
+    side: list[Any] = []
+    tr = E.Z3Translator(env, side)
+    premises = [env[n] >= (minimum or {}).get(n, 1) for n in sizes]
+    premises += [env[n] <= bound for n in sizes] if bound is not None else []
+    premises += [tr.boolean(a) for a in assumptions]
+    return premises_check(premises, side, env, timeout)
 
 
 def prove_selector(

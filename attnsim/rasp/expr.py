@@ -12,7 +12,7 @@ the Z3 translation assumes when it introduces quotient/remainder variables.
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -388,7 +388,16 @@ def _truth(x: Any) -> Any:
     return int(x != 0)
 
 
-_fresh = itertools.count()
+def _quotient_name(a: Any, b: Any) -> str:
+    """The name of (a div b, a mod b) for two Z3 terms: a digest of the terms themselves.
+
+    Named by content, not by a process-wide counter: the same query then has the same text (and
+    Z3 the same work, in rlimit units) however many queries the process asked before (issue 27);
+    two translators feeding one solver give the same (a, b) the same quotient, which its side
+    conditions define uniquely (floor division, b >= 1), and distinct pairs distinct names."""
+    return hashlib.sha1(f"{a.sexpr()}|{b.sexpr()}".encode()).hexdigest()[:20]
+
+
 
 
 @dataclass
@@ -442,7 +451,7 @@ class Z3Translator:
             return z3.If(a >= b, a, b)
         key = (render(e.a), render(e.b))
         if key not in self.cache:
-            n = next(_fresh)
+            n = _quotient_name(a, b)
             q, r = z3.Int(f"q!{n}"), z3.Int(f"r!{n}")
             self.side.append(z3.Implies(b >= 1, z3.And(a == q * b + r, r >= 0, r < b)))
             self.divisors.append(b)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -290,6 +291,106 @@ def numeric_check(
     return check
 
 
+WIDE_SCALE = 0.37  # a non-default attention scale (the default is 1 / sqrt(d_head))
+
+
+@dataclass(frozen=True)
+class WideCase:
+    """A float64 run of U past capacity 32 (issue 27): which variant, capacity, true sizes, masks."""
+
+    tag: str
+    variant: str
+    capacity: tuple[int, int, int, int, int]
+    sizes: tuple[int, int, int, int, int | None]
+    masks: str  # "causal" (is_causal + key padding) or "float" (a float src_mask + key padding)
+    options: tuple[tuple[str, Any], ...] = ()
+
+
+# Chosen to stay cheap (CPU seconds measured on this 2-core machine, 2026-12-03): the compact U at
+# capacity 64 runs in 1.0 s, at capacity 128 (n = 100) in 2.0 s; the shallow U's spread grid grows
+# as N^2 D^2 (N = 40, D = 34 took 12 s), so its two cases take N > 32 and D > 32 apart (0.6 s, 0.2 s).
+WIDE_CASES = (
+    WideCase(
+        "cap64-d36-k10-causal",
+        "compact",
+        (64, 40, 2, 12, 16),
+        (40, 36, 2, 10, 12),
+        "causal",
+        (("residual", True), ("norm", "post"), ("activation", "relu")),
+    ),
+    WideCase(
+        "cap128-d34-k9-float-mask",
+        "compact",
+        (128, 36, 2, 10, 8),
+        (100, 34, 2, 9, 8),
+        "float",
+        (("residual", True), ("norm", "pre"), ("activation", "gelu")),
+    ),
+    WideCase(
+        "cap34-k9-causal",
+        "shallow",
+        (34, 6, 1, 9, 2),
+        (34, 5, 1, 9, 2),
+        "causal",
+        (("residual", True), ("norm", "post"), ("activation", "relu")),
+    ),
+    WideCase(
+        "d33-k9-float-mask",
+        "shallow",
+        (4, 34, 1, 9, 2),
+        (4, 33, 1, 9, 2),
+        "float",
+        (("residual", False), ("norm", "none"), ("activation", "relu")),
+    ),
+)
+
+
+def wide_check(case: WideCase, tol: float = 1e-10) -> Callable[[float], Outcome]:
+    """float64 U against the independent reference past capacity 32: d_model > 32 or N > 32,
+    d_head > 8, a non-default scale, masks (causal or a float src_mask, with key padding) at n > 32.
+
+    Bugs that only show past 32 (a scale squared when d_model > 32, a key-mask coordinate off by
+    one when N > 32, T's scale wrong when d_head > 8) passed every capacity <= 32 check (issue 27)."""
+
+    def check(timeout: float) -> Outcome:
+        u = _u(*case.capacity, variant=case.variant)
+        n, d, h, k, f = case.sizes
+        T = TransformerLayer.random(d, h, k, f, seed=11, **dict(case.options)).with_options(scale=WIDE_SCALE)
+        rng = np.random.default_rng(5)
+        x = rng.normal(size=(n, d))
+        pad = np.zeros(n, dtype=bool)
+        pad[-max(1, n // 16) :] = True  # the last keys padded (blocked for every query), most keys left
+        masks: dict[str, Any] = {"src_key_padding_mask": pad}
+        if case.masks == "causal":
+            masks["is_causal"] = True
+        else:
+            masks["src_mask"] = rng.normal(scale=0.5, size=(n, n))
+        err = float(np.max(np.abs(u.run(T, x, **masks) - T(x, **masks))))
+        what = f"n={n}, d={d}, h={h}, d_head={k}, scale {WIDE_SCALE:g}, {case.masks} mask + key padding"
+        if err <= tol:
+            return Outcome.good(f"{what}: max abs error {err:.3g} <= {tol:g}")
+        return Outcome.bad(f"{what}: max abs error {err:.3g} > {tol:g}")
+
+    return check
+
+
+def wide_obligations(variant: str) -> Iterable[Obligation]:
+    """The past-capacity-32 float64 runs of one variant (in the default run: a few seconds in all)."""
+    prefix = CID if variant == "compact" else SHALLOW
+    for case in WIDE_CASES:
+        if case.variant != variant:
+            continue
+        yield Obligation(
+            f"{prefix}/numeric/{case.tag}",
+            CID,
+            COR61,
+            "numeric",
+            wide_check(case),
+            f"float64 {variant} U at capacity (N, D, H, K, F) = {case.capacity} vs the reference: d_model > 32 or "
+            f"N > 32, d_head > 8, scale {WIDE_SCALE:g}, {case.masks} mask + key padding, max abs error <= 1e-10",
+        )
+
+
 def stack_check(tol: float, variant: str = "compact") -> Callable[[float], Outcome]:
     def check(timeout: float) -> Outcome:
         u = _u(8, 8, 2, 4, 16, variant=variant)
@@ -559,6 +660,7 @@ def simulator_obligations() -> Iterable[Obligation]:
         numeric_check(cap32, (7, 20, 3, 5, 33), {"residual": True, "norm": "post", "activation": "gelu"}, 1e-10),
         "capacity-32 U simulates n=7, d=20, h=3, d_head=5, d_ff=33 within 1e-10",
     )
+    yield from wide_obligations("compact")
     yield Obligation(
         f"{CID}/numeric/stack-3-layers",
         CID,
@@ -614,6 +716,7 @@ def shallow_obligations() -> Iterable[Obligation]:
         masked_key_check(v),
         "causal mask, a blocked key's logit 3,646 above the allowed one: U == T(X) within 1e-12",
     )
+    yield from wide_obligations(v)
     for name, it in u.intents:
         stmt = f"{it.statement} (stage {name.rsplit('.', 1)[0]} of shallow U, {u.fingerprint})"
         yield Obligation(

@@ -23,7 +23,7 @@ import sympy as sp
 
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import prove_layout
-from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.proofs.obligation import Obligation, Outcome, PremiseCheck
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.symbolic.counterexample import constants_compared, with_counterexample
@@ -93,9 +93,9 @@ def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: 
             ex.coords[internal(name)] = extent
     h, i, j = coords
     try:
-        vacuous = _vacuous(ex)
-        if vacuous:
-            return Outcome.bad(f"vacuous: {vacuous}"), set()
+        refused = _premises(ex).refusal()
+        if refused is not None:
+            return refused, set()
 
         lay = prove_layout(con.layout, ex.left(), minimum=ex.minimum)  # operands read where they are encoded
         if lay.ok is not True:
@@ -240,12 +240,11 @@ def internal(coord: str) -> str:
     return coord.replace("_", "!", 1)
 
 
-def _vacuous(ex: Executor) -> str:
-    """Non-empty when the premises, size minimums and output region admit no instance."""
-    goal = E.Const(0).eq(1)
+def _premises(ex: Executor) -> PremiseCheck:
+    """The premises, size minimums and output region, shown satisfiable by a model (sat), empty
+    (unsat: the proof fails "vacuous") or undecided (unknown: the proof is unknown)."""
     extent = [E.Const(0) < ext for ext in ex.coords.values()]
-    out = z3sel.prove(goal, [*ex.premises, *extent], minimum=ex.minimum, timeout=max(0.5, ex.left()))
-    return "the premises admit no sizes" if out.ok is True else ""
+    return z3sel.check_premises([*ex.premises, *extent], minimum=ex.minimum, timeout=max(0.5, ex.left()))
 
 
 # -- the obligation -----------------------------------------------------------------------------

@@ -1,4 +1,28 @@
-"""Per-obligation time budgets: the default ``--timeout`` of each method, deep ones included.
+"""Budgets: Z3 work per query (deciding), and per-obligation time as the outer safety net.
+
+**Solver work decides** (issue 27).  Every Z3 query of the proof kit runs in a fresh context with
+an ``rlimit`` (:mod:`attnsim.proofs.solver_work`), so the same commit gives the same answers on an
+idle and on a loaded machine.  The limits, from the default run measured on 2026-12-03 (1,120
+obligations, 0 unknown, `attnsim verify --json`, Z3 4.15 / z3-solver 5.4.1, load average ~14):
+
+===============================  ============  ===================================================
+query                            rlimit units  measured use (decided queries)
+===============================  ============  ===================================================
+one plain query (z3sel, z3prog)  60 M          the largest decided query of the run: 3.5 M
+a premise (vacuity) check        5 M           (within the same 3.5 M maximum)
+decoding prover, seeded restarts 4 M, doubled  total 120 M per query; the largest: 3.5 M (U's
+                                               shallow eps/ffn/d/scale gathers, first seed)
+===============================  ============  ===================================================
+
+Per obligation: 143 M units in all, the most 19.2 M (``linformer/all-sizes/lemma``, 302 queries).
+``attnsim verify`` prints the units per obligation, ``--json`` carries them (``units``,
+``queries``, ``exhausted``: queries stopped by their rlimit, ``largest``).
+
+**Time is the safety net only.**  The seconds below are what ``--timeout`` replaces; the runner
+counts them in the worker's CPU seconds (``/proc``), so a loaded machine does not stop a check
+that an idle one finishes, and in-process loops (decoding cases, the symbolic executor) count CPU
+seconds too.  The SymPy and Sum-normal-form work has no step budget yet: its limit is these CPU
+seconds (still a safety net that a load does not move, unlike wall time).
 
 One timeout for everything either starves the slow deep obligations (the whole-U SymPy ones
 take 9-24 s on this project's 2-core machine, so a flat 10 s left them *unknown*) or lets a

@@ -205,6 +205,6 @@ class ResultCache:
 
 def result_from(d: Mapping[str, Any]) -> Result:
     """A stored obligation result back as a :class:`Result`."""
-    fields = {k: d[k] for k in Result.__dataclass_fields__ if k in d}
+    fields = {k: d[k] for k in Result.__dataclass_fields__ if k in d}  # rows cached before a field existed
     fields["requires"] = tuple(fields.get("requires", ()))
     return Result(**fields)

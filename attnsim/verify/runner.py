@@ -1,6 +1,9 @@
 """Running obligations: a pool of forked, reused worker processes, hard timeouts.
 
-A check that exceeds its timeout is killed and reported ``unknown`` (never proved).
+A check's budget is solver work (Z3 ``rlimit`` units, see :mod:`attnsim.proofs.solver_work`),
+metered per obligation into its result.  The timeout is only the outer safety net, counted in
+the worker's CPU seconds where the platform tells them (``/proc``), else in wall seconds: a check
+that exceeds it is killed and reported ``unknown`` (never proved).
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from attnsim.proofs import smtlib
+from attnsim.proofs import smtlib, solver_work
 from attnsim.proofs.obligation import Obligation, Outcome, Result, status_of
+from attnsim.proofs.solver_work import WorkMeter
 from attnsim.verify.sigint import children_deaf_to_sigint
 
 CROSS_CHECK_BUDGET = 120.0  # seconds a worker may spend on cvc5 after an obligation's own timeout
+WALL_NET_FACTOR = 10.0  # a worker stuck without using CPU is killed after this many times its timeout, in wall seconds
 CVC5_BUDGET = 90.0  # seconds of cvc5 per obligation (the rest of its queries: not checked); < CROSS_CHECK_BUDGET
 
 
@@ -35,8 +40,18 @@ class SmtOptions:
 def run_inline(ob: Obligation, timeout: float, smt: SmtOptions | None = None) -> Result:
     """Run one obligation in this process (no hard timeout; Z3 checks honour ``timeout``)."""
     t0 = time.perf_counter()
-    out = _check(ob, timeout, smt)
-    return _result(ob, out, time.perf_counter() - t0)
+    out, meter = _metered(ob, timeout, smt)
+    return _result(ob, out, time.perf_counter() - t0, meter)
+
+
+def _metered(ob: Obligation, timeout: float, smt: SmtOptions | None) -> tuple[Outcome, WorkMeter]:
+    """The obligation's outcome and the solver work it used (units, queries, premise checks)."""
+    meter = WorkMeter()
+    token = solver_work.METER.set(meter)
+    try:
+        return _check(ob, timeout, smt), meter
+    finally:
+        solver_work.METER.reset(token)
 
 
 def _check(ob: Obligation, timeout: float, smt: SmtOptions | None = None) -> Outcome:
@@ -69,7 +84,9 @@ def _check(ob: Obligation, timeout: float, smt: SmtOptions | None = None) -> Out
     return Outcome(out.ok, f"{out.detail}; {col.summary()}")
 
 
-def _result(ob: Obligation, out: Outcome, seconds: float) -> Result:
+def _result(ob: Obligation, out: Outcome, seconds: float, meter: WorkMeter | None = None) -> Result:
+    meter = meter or WorkMeter()
+    first = out.premises or meter.first_premises()
     return Result(
         ob.id,
         ob.construction,
@@ -80,7 +97,22 @@ def _result(ob: Obligation, out: Outcome, seconds: float) -> Result:
         round(seconds, 4),
         out.detail,
         ob.requires,
+        units=meter.units,
+        queries=meter.queries,
+        exhausted=meter.exhausted,
+        largest=meter.largest,
+        premises=first.status if first is not None else "",
+        premise_model=dict(first.model) if first is not None and first.status == "sat" else None,
     )
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (Linux ``/proc``), None where not available."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _worker(obs: Sequence[Obligation], timeout: float, smt: SmtOptions | None, conn: Connection) -> None:
@@ -90,8 +122,8 @@ def _worker(obs: Sequence[Obligation], timeout: float, smt: SmtOptions | None, c
         if idx is None:
             return
         t0 = time.perf_counter()
-        out = _check(obs[idx], timeout, smt)
-        conn.send((idx, out.ok, out.detail, time.perf_counter() - t0))
+        out, meter = _metered(obs[idx], timeout, smt)
+        conn.send((idx, out, meter, time.perf_counter() - t0))
 
 
 class _Slot:
@@ -105,6 +137,20 @@ class _Slot:
         child.close()
         self.task: int | None = None
         self.t0 = 0.0
+        self.cpu0: float | None = None
+
+    def start(self, task: int) -> None:
+        """Hand the worker an obligation; its clock starts (CPU seconds when /proc tells them)."""
+        self.task, self.t0 = task, time.perf_counter()
+        self.cpu0 = cpu_seconds(self.proc.pid or 0)
+        self.conn.send(task)
+
+    def used(self) -> float:
+        """Seconds the current obligation has used: the worker's CPU time, else wall time."""
+        now = cpu_seconds(self.proc.pid or 0) if self.cpu0 is not None else None
+        if now is None or self.cpu0 is None:
+            return time.perf_counter() - self.t0
+        return now - self.cpu0
 
     def stop(self, kill: bool = False) -> None:
         if kill:
@@ -144,6 +190,7 @@ def run_all(
     pending = list(range(len(obs)))
     pending.reverse()
     results: dict[int, Result] = {}
+    cross = smt is not None and smt.cross_check
     slots = [_Slot(ctx, obs, timeout, smt) for _ in range(min(jobs, max(1, len(obs))))]
 
     def finish(i: int, r: Result) -> None:
@@ -155,8 +202,7 @@ def run_all(
         while len(results) < len(obs):
             for sl in slots:
                 if sl.task is None and pending:
-                    sl.task, sl.t0 = pending.pop(), time.perf_counter()
-                    sl.conn.send(sl.task)
+                    sl.start(pending.pop())
             busy = [sl for sl in slots if sl.task is not None]
             ready = mp.connection.wait([sl.conn for sl in busy], timeout=0.05)
             for k, sl in enumerate(slots):
@@ -167,14 +213,16 @@ def run_all(
                 died = f"worker died (exit code {sl.proc.exitcode})"
                 if sl.conn in ready:
                     try:
-                        idx, ok, detail, secs = sl.conn.recv()
-                        finish(idx, _result(ob, Outcome(ok, detail), secs))
+                        idx, out, meter, secs = sl.conn.recv()
+                        finish(idx, _result(ob, out, secs, meter))
                         sl.task = None
                         continue
                     except (EOFError, OSError):
                         finish(task, _result(ob, Outcome.bad(died), elapsed))
-                elif elapsed > timeout + 0.5 + (CROSS_CHECK_BUDGET if smt is not None and smt.cross_check else 0):
-                    finish(task, _result(ob, Outcome.unknown(f"timeout after {timeout:g} s"), elapsed))
+                elif sl.used() > (limit := timeout + 0.5 + (CROSS_CHECK_BUDGET if cross else 0)) or (
+                    elapsed > WALL_NET_FACTOR * limit
+                ):
+                    finish(task, _result(ob, Outcome.unknown(f"timeout after {timeout:g} s (safety net)"), elapsed))
                 elif sl.proc.is_alive():
                     continue
                 else:

@@ -1,0 +1,136 @@
+"""Z3 queries budgeted in solver work (``rlimit``), each in a context of its own, and metered.
+
+Seconds make verdicts depend on the machine's load: a query decided in 3 s alone ran out of a
+10 s budget beside other processes (issue 27).  Z3's ``rlimit`` counts resource units (roughly:
+solver steps) and stops a check after the given number of them, whatever the clock says; the
+same query in a fresh context with the same seed uses the same units on any run and any load.
+So every deciding query of the proof kit goes through :func:`check`:
+
+* a fresh ``z3.Context`` (the answer does not depend on what the process asked Z3 before);
+* ``rlimit`` set (the query's budget in units, :data:`QUERY_RLIMIT` unless the caller says);
+* the units it used added to :data:`METER` when one is set (the runner sets one per obligation,
+  and ``attnsim verify`` prints and ``--json`` carries the total).
+
+Wall or CPU time is only the outer safety net (the runner's ``--timeout``).  Which budgets, and
+the measured use they rest on: :mod:`attnsim.verify.budgets`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from attnsim.proofs.obligation import PremiseCheck
+
+QUERY_RLIMIT = 60_000_000  # one plain query (a lemma, a bounded selector, a linear abstraction)
+PREMISE_RLIMIT = 5_000_000  # a vacuity check (premises satisfiable?)
+RESTART_FIRST = 4_000_000  # the decoding prover's first seeded attempt; each next one twice as many
+RESTART_TOTAL = 120_000_000  # the decoding prover's seeded attempts of one query, all together
+SAFETY_FACTOR = 20.0  # Z3's own wall-clock timeout: this many times the caller's timeout (a net only)
+
+
+@dataclass
+class WorkMeter:
+    """The solver work of one obligation: units used, queries asked, queries out of budget, the
+    premise checks made (in order)."""
+
+    units: int = 0
+    queries: int = 0
+    exhausted: int = 0
+    largest: int = 0  # the most units one decided query used (what a budget must cover)
+    premises: list[PremiseCheck] = field(default_factory=list)
+
+    def first_premises(self) -> PremiseCheck | None:
+        """The first premise check (the obligation's own, before any sub-proof's)."""
+        return self.premises[0] if self.premises else None
+
+
+METER: contextvars.ContextVar[WorkMeter | None] = contextvars.ContextVar("attnsim_work_meter", default=None)
+
+
+def isolated(facts: Sequence[Any], rlimit: int, seed: int = 0, seconds: float | None = None) -> z3.Solver:
+    """A solver over ``facts`` in a fresh Z3 context, budgeted ``rlimit`` units, Z3 seed ``seed``.
+
+    ``seconds``: a wall-clock net (times :data:`SAFETY_FACTOR`) that should never be what stops
+    a check on a working machine."""
+    ctx = z3.Context()
+    s = z3.Solver(ctx=ctx)
+    s.set("rlimit", max(1, int(rlimit)))
+    s.set("random_seed", seed)
+    if seconds is not None:
+        s.set("timeout", max(1, int(seconds * SAFETY_FACTOR * 1000)))
+    s.add(*[f.translate(ctx) for f in facts])
+    return s
+
+
+def units_of(solver: z3.Solver) -> int:
+    """The resource units the solver's context has used so far (Z3's ``rlimit count``)."""
+    st = solver.statistics()
+    return int(st.get_key_value("rlimit count")) if "rlimit count" in st.keys() else 0
+
+
+def check(solver: z3.Solver) -> Any:
+    """``solver.check()``, its units added to :data:`METER`; a check stopped by its rlimit is
+    counted as exhausted (its answer is ``unknown``, reason ``canceled``)."""
+    before = units_of(solver)
+    res = solver.check()
+    used = units_of(solver) - before
+    meter = METER.get()
+    if meter is not None:
+        meter.units += used
+        meter.queries += 1
+        if res == z3.unknown:
+            meter.exhausted += 1
+        else:
+            meter.largest = max(meter.largest, used)
+    return res
+
+
+def record_premises(pc: PremiseCheck) -> PremiseCheck:
+    """Keep a premise check in the current meter (the obligation's result carries the first)."""
+    meter = METER.get()
+    if meter is not None:
+        meter.premises.append(pc)
+    return pc
+
+
+def model_of(solver: z3.Solver, names: Sequence[str], env: dict[str, Any]) -> tuple[tuple[str, int], ...]:
+    """The values of ``names`` (``env``'s Z3 constants, translated to the solver's context) in its model."""
+    m = solver.model()
+    out = []
+    for n in sorted(names):
+        v = m.eval(env[n].translate(solver.ctx), model_completion=True)
+        out.append((n, v.as_long()))
+    return tuple(out)
+
+
+class Stopwatch:
+    """CPU seconds of this process since creation: the in-process safety net (a busy machine
+    slows the wall clock, not the CPU time a check uses)."""
+
+    def __init__(self) -> None:
+        self.t0 = time.process_time()
+
+    def elapsed(self) -> float:
+        return time.process_time() - self.t0
+
+
+__all__ = [
+    "METER",
+    "PREMISE_RLIMIT",
+    "QUERY_RLIMIT",
+    "RESTART_FIRST",
+    "RESTART_TOTAL",
+    "Stopwatch",
+    "WorkMeter",
+    "check",
+    "isolated",
+    "model_of",
+    "record_premises",
+    "units_of",
+]

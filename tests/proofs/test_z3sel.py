@@ -1,0 +1,40 @@
+"""Vacuity decided or unknown in plain Z3 proofs (issue 26, item 4).
+
+Backs every z3-parametric / z3-bounded obligation of paper_map.md: a proof first shows its
+premises satisfiable by a model; empty premises fail "vacuous", undecided ones leave it unknown.
+"""
+
+from __future__ import annotations
+
+from attnsim.proofs import z3sel
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+
+
+def test_a_false_claim_under_an_undecided_nonlinear_premise_is_not_proved() -> None:
+    """x^3 = 2 y^3 has no solution in sizes (>= 1), and Z3 cannot show it: (x > 50 or y > 50) is
+    unknown, never "holds for all sizes" (it was: the main query is unsat, the vacuity check
+    undecided and read as "not vacuous")."""
+    x, y = C.Size("x"), C.Size("y")
+    out = z3sel.prove((x > 50) | (y > 50), [(x * x * x).eq(2 * y * y * y)])
+    assert out.ok is None, out.detail
+    assert out.premises is not None and out.premises.status == "unknown"
+
+
+def test_premises_are_shown_satisfiable_by_a_model_kept_in_the_outcome() -> None:
+    """sat -> the proof goes on, with the witness; unsat -> vacuous (failed)."""
+    n = C.Size("n")
+    out = z3sel.prove(n + 1 > n, [n > 4])
+    assert out.ok is True and out.premises is not None and out.premises.status == "sat"
+    assert dict(out.premises.model)["n"] > 4
+    x = E.Var("x")
+    empty = z3sel.prove(x.eq(5), [x < 0, x > 0])
+    assert empty.ok is False and empty.detail.startswith("vacuous")
+    assert empty.premises is not None and empty.premises.status == "unsat"
+
+
+def test_check_premises_decides_plainly_empty_premises() -> None:
+    """A size below its minimum: unsat (not 'not vacuous')."""
+    n = C.Size("n")
+    assert z3sel.check_premises([n < 1]).status == "unsat"
+    assert z3sel.check_premises([n < 3], minimum={"n": 2}).status == "sat"
