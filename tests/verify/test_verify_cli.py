@@ -15,7 +15,7 @@ def test_verify_json_only(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and len(data) == 2
     assert set(data[0]) == {
-        *("id", "construction", "paper_ref", "method", "bound", "status", "seconds", "detail"),
+        *("id", "construction", "paper_ref", "method", "bound", "status", "seconds", "detail", "requires"),
         *("units", "queries", "exhausted", "largest", "premises", "premise_model"),
     }
     assert all(d["status"] == "proved" for d in data)
