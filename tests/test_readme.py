@@ -34,3 +34,21 @@ def test_compile_run_decode_export_example(tmp_path: Path, monkeypatch: pytest.M
     T, X, Y = env["T"], env["X"], env["Y"]
     assert np.max(np.abs(np.asarray(Y) - T(X))) <= 1e-12  # type: ignore[operator]
     assert (tmp_path / "matmul.npz").is_file()
+
+
+def test_readme_is_short_and_keeps_the_set_up_commands() -> None:
+    """A README read in five minutes (issue 25: at most 10 kB), with the two set-up commands that
+    CI (.ci/run) runs, verbatim."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.encode("utf-8")) <= 10_000
+    assert "pip install . && attnsim verify" in text
+    assert 'pip install ".[test]" && pytest' in text
+
+
+def test_readme_links_resolve() -> None:
+    """Every relative link of the README names a file of the repository."""
+    text = README.read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text)
+    assert links
+    missing = {p for p in links if not (README.parent / p).exists()}
+    assert missing <= {"docs/torch.md"}, missing  # docs/torch.md: written on another branch, merged later

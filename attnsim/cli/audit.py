@@ -1,14 +1,17 @@
 """`attnsim audit`: check that paper_map.md and the code agree, in both directions.
 
-paper_map.md is a markdown table (the first table in the file whose header has the columns
-below). Free prose is allowed in every cell; **references are exactly the text inside
-backticks** in three columns, and each must have the column's syntax (a malformed reference is
-itself an error, so a typo cannot silently turn into prose):
+paper_map.md holds one section per paper result: a ``## result`` heading, then the labelled
+fields below, each a top-level bullet ``- **label:** text`` whose text may go on in indented
+lines or sub-bullets (``  - item``). Everything before the first ``## `` heading is free prose.
+Each field appears exactly once per section; any other line in a section is an error, so a typo
+cannot silently turn into prose. Free prose is allowed in every field; **references are exactly
+the text inside backticks** in three fields, and each must have the field's syntax (a malformed
+reference is itself an error):
 
 =================  =========================================================================
-column             backticked reference syntax
+field              backticked reference syntax
 =================  =========================================================================
-``construction``   ``package.module:attr`` or ``package.module:Class.attr`` (must import and
+``code``           ``package.module:attr`` or ``package.module:Class.attr`` (must import and
                    resolve to an attribute)
 ``obligations``    an obligation id ``construction/method/detail`` (must be registered), or a
                    family ``prefix*`` (``*`` only at the end; must match at least one registered
@@ -18,10 +21,11 @@ column             backticked reference syntax
                    (must be collected by pytest; a parametrized test is named without ``[...]``)
 =================  =========================================================================
 
-Coverage, the other direction: every registered obligation (deep ones included) must match
-some reference, and every registered construction must have a row that references its
-obligations *and* names at least one resolved ``module:attr``. ``attnsim audit`` exits 0 only
-when there is nothing dangling, malformed or missing.
+Backticks in ``statement`` and ``beyond / short`` are prose. Coverage, the other direction:
+every registered obligation (deep ones included) must match some reference, and every
+registered construction must have a section that references its obligations *and* names at
+least one resolved ``module:attr``. ``attnsim audit`` exits 0 only when there is nothing
+dangling, malformed or missing.
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ from typing import Any
 from attnsim.cli.commands import command
 from attnsim.proofs import registry
 
-COLUMNS = ("result", "statement", "construction", "obligations", "tests", "beyond / short of the paper")
+FIELDS = ("statement", "code", "obligations", "tests", "beyond / short")
+SECTION = re.compile(r"^## +(\S.*?)\s*$")
+FIELD = re.compile(r"^- \*\*([^*]+):\*\*(.*)$")
 REF = re.compile(r"`([^`]+)`")
 FUNC = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 OBLIG = re.compile(r"^[\w.+\-]+(/[\w.+\-=,]+)*(/?\*)?$")
@@ -48,12 +54,12 @@ METHODS_AFTER = re.compile(r"^\s*\(([^)]*)\)")
 
 
 class AuditError(ValueError):
-    """The map cannot be read at all (no file, no table, wrong header)."""
+    """The map cannot be read at all (no file, no result section)."""
 
 
 @dataclass
-class Row:
-    """One row of the map: its result name, line number and the references of each column."""
+class Section:
+    """One result section of the map: its name, heading line and the references of each field."""
 
     line: int
     result: str
@@ -76,10 +82,10 @@ class Problem:
 
 @dataclass
 class AuditReport:
-    """The audit's outcome: rows read, references checked, problems found."""
+    """The audit's outcome: sections read, references checked, problems found."""
 
     map_path: str
-    rows: int
+    sections: int
     references: dict[str, int]
     covered: dict[str, int]
     problems: list[Problem]
@@ -92,7 +98,7 @@ class AuditReport:
         return {
             "ok": self.ok,
             "map": self.map_path,
-            "rows": self.rows,
+            "sections": self.sections,
             "references": self.references,
             "covered": self.covered,
             "problems": [asdict(p) for p in self.problems],
@@ -100,59 +106,76 @@ class AuditReport:
 
 
 # -- parsing ---------------------------------------------------------------------------------
-def _cells(line: str) -> list[str]:
-    s = line.strip()
-    if s.startswith("|"):
-        s = s[1:]
-    if s.endswith("|"):
-        s = s[:-1]
-    # a literal pipe inside a cell is written \|
-    parts = re.split(r"(?<!\\)\|", s)
-    return [p.strip().replace("\\|", "|") for p in parts]
-
-
-def parse_map(text: str) -> list[Row]:
-    """The rows of the first table whose header is :data:`COLUMNS` (case-insensitive)."""
-    lines = text.splitlines()
-    start = None
-    for i, line in enumerate(lines):
-        if line.strip().startswith("|") and [c.lower() for c in _cells(line)] == list(COLUMNS):
-            start = i
-            break
-    if start is None:
-        raise AuditError(f"no table with the header | {' | '.join(COLUMNS)} |")
-    if start + 1 >= len(lines) or not re.match(r"^\s*\|?[\s:|-]+\|?\s*$", lines[start + 1]):
-        raise AuditError(f"line {start + 2}: the header must be followed by a |---| separator row")
-    rows: list[Row] = []
-    for i in range(start + 2, len(lines)):
-        line = lines[i]
-        if not line.strip().startswith("|"):
-            break
-        cells = _cells(line)
-        if len(cells) != len(COLUMNS):
-            rows.append(Row(i + 1, cells[0] if cells else "?", malformed=[("row", f"{len(cells)} cells")]))
+def _fields(section: Section, body: list[tuple[int, str]]) -> dict[str, str]:
+    """The text of each labelled field of one section (continuation lines joined by newlines);
+    a line outside a field, an unknown label or a repeated one is recorded as malformed."""
+    text: dict[str, list[str]] = {}
+    current: str | None = None
+    for lineno, line in body:
+        if not line.strip():
             continue
-        row = Row(i + 1, cells[0])
-        for ref in REF.findall(cells[2]):
-            if FUNC.match(ref):
-                row.functions.append(ref)
+        m = FIELD.match(line)
+        if m:
+            label = m.group(1).strip().lower()
+            if label not in FIELDS:
+                section.malformed.append(("section", f"line {lineno}: unknown field **{m.group(1)}:**"))
+                current = None
+            elif label in text:
+                section.malformed.append(("section", f"line {lineno}: field **{label}:** given twice"))
+                current = None
             else:
-                row.malformed.append(("construction", ref))
-        for m in REF.finditer(cells[3]):
-            ref = m.group(1)
-            if not OBLIG.match(ref) or ref.count("/") < 1 or "*" in ref[:-1]:
-                row.malformed.append(("obligations", ref))
-                continue
-            after = METHODS_AFTER.match(cells[3][m.end() :])
-            methods = tuple(sorted(x.strip() for x in after.group(1).split(",") if x.strip())) if after else None
-            row.obligations.append((ref, methods))
-        for ref in REF.findall(cells[4]):
-            if TEST.match(ref):
-                row.tests.append(ref)
-            else:
-                row.malformed.append(("tests", ref))
-        rows.append(row)
-    return rows
+                current = label
+                text[label] = [m.group(2)]
+        elif line[:1].isspace() and current is not None:
+            text[current].append(line)
+        else:
+            section.malformed.append(("section", f"line {lineno}: text outside a field: {line.strip()[:60]}"))
+    for label in FIELDS:
+        if label not in text:
+            section.malformed.append(("section", f"no **{label}:** field"))
+    return {label: "\n".join(lines) for label, lines in text.items()}
+
+
+def _references(section: Section, fields: dict[str, str]) -> None:
+    """Classify the backticked references of the code, obligations and tests fields."""
+    for ref in REF.findall(fields.get("code", "")):
+        if FUNC.match(ref):
+            section.functions.append(ref)
+        else:
+            section.malformed.append(("code", ref))
+    obligations = fields.get("obligations", "")
+    for m in REF.finditer(obligations):
+        ref = m.group(1)
+        if not OBLIG.match(ref) or ref.count("/") < 1 or "*" in ref[:-1]:
+            section.malformed.append(("obligations", ref))
+            continue
+        after = METHODS_AFTER.match(obligations[m.end() :])
+        methods = tuple(sorted(x.strip() for x in after.group(1).split(",") if x.strip())) if after else None
+        section.obligations.append((ref, methods))
+    for ref in REF.findall(fields.get("tests", "")):
+        if TEST.match(ref):
+            section.tests.append(ref)
+        else:
+            section.malformed.append(("tests", ref))
+
+
+def parse_map(text: str) -> list[Section]:
+    """The result sections of the map: every ``## `` heading and the fields under it."""
+    heads = [(i, m.group(1)) for i, line in enumerate(text.splitlines()) if (m := SECTION.match(line))]
+    if not heads:
+        raise AuditError(
+            "no result section: the map needs `## result` headings, each with the fields "
+            + ", ".join(f"**{f}:**" for f in FIELDS)
+        )
+    lines = text.splitlines()
+    sections: list[Section] = []
+    for k, (start, name) in enumerate(heads):
+        stop = heads[k + 1][0] if k + 1 < len(heads) else len(lines)
+        section = Section(start + 1, name)
+        body = [(i + 1, lines[i]) for i in range(start + 1, stop)]
+        _references(section, _fields(section, body))
+        sections.append(section)
+    return sections
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -221,9 +244,9 @@ def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) ->
     if not map_path.is_file():
         raise AuditError(f"no map at {map_path} (pass --map PATH/paper_map.md)")
     root = root or map_path.resolve().parent
-    rows = parse_map(map_path.read_text(encoding="utf-8"))
+    sections = parse_map(map_path.read_text(encoding="utf-8"))
     # start pytest's collection first: it runs in a subprocess while the imports are checked here
-    test_refs = [(row, t) for row in rows for t in row.tests]
+    test_refs = [(sec, t) for sec in sections for t in sec.tests]
     files = sorted({t.split("::")[0] for _, t in test_refs})
     present = [f for f in files if (root / f).is_file()]
     proc = None
@@ -235,57 +258,60 @@ def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) ->
     obs = registry.all_obligations(include_deep=True)
     cons = registry.constructions()
 
-    def add(kind: str, ref: str, detail: str, row: Row | None = None) -> None:
-        problems.append(Problem(kind, ref, detail, row.line if row else None, row.result if row else ""))
+    def add(kind: str, ref: str, detail: str, sec: Section | None = None) -> None:
+        problems.append(Problem(kind, ref, detail, sec.line if sec else None, sec.result if sec else ""))
 
     covered: set[str] = set()
-    row_resolves: dict[int, bool] = {}
-    for row in rows:
-        for col, ref in row.malformed:
-            add("malformed", ref, f"not a valid {col} reference (see `attnsim audit --help`)", row)
+    resolves: dict[int, bool] = {}
+    for sec in sections:
+        for where, ref in sec.malformed:
+            if where == "section":
+                add("malformed", sec.result, f"{ref} (see `attnsim audit --help`)", sec)
+            else:
+                add("malformed", ref, f"not a valid {where} reference (see `attnsim audit --help`)", sec)
         ok_funcs = 0
-        for ref in row.functions:
+        for ref in sec.functions:
             why = resolve(ref)
             if why:
-                add("dangling-function", ref, why, row)
+                add("dangling-function", ref, why, sec)
             else:
                 ok_funcs += 1
-        row_resolves[row.line] = ok_funcs > 0
-        for ref, methods in row.obligations:
+        resolves[sec.line] = ok_funcs > 0
+        for ref, methods in sec.obligations:
             hit = [o for o in obs if _matches(ref, o.id)]
             if not hit:
-                add("dangling-obligation", ref, "matches no registered obligation", row)
+                add("dangling-obligation", ref, "matches no registered obligation", sec)
                 continue
             covered.update(o.id for o in hit)
             have = tuple(sorted({o.method for o in hit}))
             if methods is None:
-                add("method-missing", ref, f"state its methods after it: ({', '.join(have)})", row)
+                add("method-missing", ref, f"state its methods after it: ({', '.join(have)})", sec)
             elif methods != have:
-                add("method-mismatch", ref, f"map says ({', '.join(methods)}), registry has ({', '.join(have)})", row)
+                add("method-mismatch", ref, f"map says ({', '.join(methods)}), registry has ({', '.join(have)})", sec)
     # tests
     if check_tests and test_refs:
         ids, errors = _collected(proc) if proc is not None else (set(), "")
         if errors:
             add("collection-error", " ".join(present), errors.strip().splitlines()[-1] if errors.strip() else "?")
-        for row, t in test_refs:
+        for sec, t in test_refs:
             f = t.split("::")[0]
             if f not in present:
-                add("dangling-test", t, f"no file {f}", row)
+                add("dangling-test", t, f"no file {f}", sec)
             elif not is_collected(t, ids):
-                add("dangling-test", t, "pytest does not collect it", row)
+                add("dangling-test", t, "pytest does not collect it", sec)
     # coverage
     for o in obs:
         if o.id not in covered:
-            add("missing-obligation", o.id, f"registered ({o.method}, {o.paper_ref}) but in no row")
+            add("missing-obligation", o.id, f"registered ({o.method}, {o.paper_ref}) but in no section")
     for name in cons:
-        rows_for = [r for r in rows if any(ref.split("/")[0] == name for ref, _ in r.obligations)]
-        if not rows_for:
-            add("missing-construction", name, "registered construction named in no row's obligations")
-        elif not any(row_resolves[r.line] for r in rows_for):
-            add("missing-construction", name, "its rows name no module:function that resolves")
+        naming = [sec for sec in sections if any(ref.split("/")[0] == name for ref, _ in sec.obligations)]
+        if not naming:
+            add("missing-construction", name, "registered construction named in no section's obligations")
+        elif not any(resolves[sec.line] for sec in naming):
+            add("missing-construction", name, "its sections name no module:function that resolves")
     refs = {
-        "functions": sum(len(r.functions) for r in rows),
-        "obligations": sum(len(r.obligations) for r in rows),
+        "functions": sum(len(sec.functions) for sec in sections),
+        "obligations": sum(len(sec.obligations) for sec in sections),
         "tests": len(test_refs),
     }
     cov = {
@@ -293,7 +319,7 @@ def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) ->
         "obligations_registered": len(obs),
         "constructions_registered": len(cons),
     }
-    return AuditReport(str(map_path), len(rows), refs, cov, problems)
+    return AuditReport(str(map_path), len(sections), refs, cov, problems)
 
 
 def default_map() -> Path:
@@ -342,14 +368,14 @@ def audit_cmd(args: argparse.Namespace) -> int:
     out = Console(width=max(140, Console().width))
     if rep.problems:
         table = Table(title=f"paper_map.md audit: {len(rep.problems)} problem(s)")
-        for col in ("kind", "reference", "line", "row", "detail"):
+        for col in ("kind", "reference", "line", "section", "detail"):
             table.add_column(col, overflow="fold")
         for p in rep.problems:
             table.add_row(f"[red]{p.kind}[/]", p.ref, "" if p.line is None else str(p.line), p.result, p.detail[:200])
         out.print(table)
     r, c = rep.references, rep.covered
     out.print(
-        f"{rep.rows} rows; {r['functions']} functions, {r['obligations']} obligation refs, {r['tests']} tests; "
+        f"{rep.sections} sections; {r['functions']} functions, {r['obligations']} obligation refs, {r['tests']} tests; "
         f"{c['obligations']}/{c['obligations_registered']} obligations and "
         f"{c['constructions_registered']} constructions registered: "
         + ("[green]clean[/]" if rep.ok else f"[bold red]{len(rep.problems)} problem(s)[/]")

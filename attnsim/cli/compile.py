@@ -262,7 +262,7 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--repeats", type=positive_int, default=3, help="timed forward runs per batch, fastest kept")
     p.add_argument("--json", action="store_true", help="print the rows and the machine as JSON")
-    p.add_argument("--markdown", action="store_true", help="print the table as Markdown (the README's)")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown (docs/compile.md describes it)")
 
 
 def _compare_validate(args: argparse.Namespace) -> str | None:

@@ -262,7 +262,7 @@ def cells(r: dict[str, Any]) -> list[str]:
 
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
-    """The table as Markdown (the README's)."""
+    """The table as Markdown (docs/compile.md describes its columns)."""
     out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     out += ["| " + " | ".join(cells(r)) + " |" for r in rows]
     return "\n".join(out)

@@ -319,7 +319,9 @@ def _markdown(
         "![cost](cost.png)",
         "",
         "Layers count attention layers (an attention sublayer plus its MLP); `length` costs one layer as in the "
-        "paper. Paper counts come from each construction's `paper_cost` (its docstring cites the paper's count).",
+        "paper. Paper counts come from each construction's `paper_cost`: our reading of the paper "
+        "(D. Dutta et al., [arXiv:2506.18739](https://arxiv.org/abs/2506.18739)) and the authors' RASP scripts; "
+        "the repository's paper_map.md says which statements are paraphrased.",
         "",
         "| construction | size | layers (ours / paper) | heads per layer (ours) | heads per layer (paper) "
         "| positions |",

@@ -54,7 +54,7 @@ def test_ours_against_the_intended_functions() -> None:
     }
     for r in rows:
         assert r["checked"] == sum(5**n for n in range(1, 6)) and r["inputs"] == "all 3,905"
-        if r["program"] == "sort_unique":  # a sort on distinct tokens only (README's known limit)
+        if r["program"] == "sort_unique":  # a sort on distinct tokens only (a known limit: docs/compile.md)
             assert r["wrong_distinct"] == 0 and r["checked_distinct"] == 325 and r["wrong"] > 0
             assert r["first_wrong"] == {"input": [1, 1], "got": [1, 0], "want": [1, 1]}
         else:

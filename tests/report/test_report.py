@@ -27,6 +27,7 @@ def test_report_on_a_tiny_subset(tmp_path: Path) -> None:
         assert (tmp_path / img).is_file(), img
     assert "| transpose | 4 | 16 | 0 | == (0) |" in md  # bit-exact float64, equal in Fractions
     assert "`transpose/z3-parametric/gather`" in md
+    assert "arXiv:2506.18739" in md and "paper-notes" not in md  # cites what a reader can open
     assert res.verify_counts.get("failed", 0) == 0
     data = json.loads((tmp_path / "data.json").read_text(encoding="utf-8"))
     assert [p["size"] for p in data["sweeps"]["transpose"]] == [2, 4]
