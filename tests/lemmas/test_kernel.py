@@ -4,12 +4,15 @@
 * a wrong program fails its kernel obligation (transpose reading one row late; a matmul whose
   average misses one key), and an Admitted proof fails it;
 * the differential test: the exported term, evaluated by ``vm_compute`` over MathComp's rationals,
-  equals the Python exact engine at every position, at 3 sizes for every exported construction the
-  exact engine can run (all but softmax, whose exp is irrational).
+  equals the Python exact engine at every position, at 3 sizes for every exported construction;
+  softmax and masked softmax (whose exp is irrational) with exp instantiated on both sides by the
+  same rational stand-in (Semantics.v's evaluator takes exp as a parameter ``expf``; the exact
+  engine's ``exp`` primitive is patched for the test only), and a different stand-in is rejected.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -26,10 +29,12 @@ from attnsim.lemmas.kernel import THEOREMS, KernelTheorem, coq_sources, kernel_c
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.maxmin import maxmin
 from attnsim.lemmas.relu import relu
+from attnsim.lemmas.softmax import masked_softmax, softmax
 from attnsim.lemmas.transpose import transpose
 from attnsim.proofs.coq import CoqProgram, export_program, module_text
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp import primitives as P
 from attnsim.rasp.engine import evaluate
 
 COQC = shutil.which("coqc")
@@ -150,15 +155,19 @@ def _seq(vs: Any) -> str:
     return "[:: " + "; ".join(_q(Fraction(v)) for v in vs) + "]"
 
 
-def _differential_file(module: str, cases: list[tuple[str, list[Fraction], list[Fraction]]]) -> str:
+def _differential_file(
+    module: str, cases: list[tuple[str, list[Fraction], list[Fraction]]], expf: str = "(fun _ => 0)"
+) -> str:
+    """``expf``: the Coq term (rat -> rat) the evaluator's exp parameter is instantiated with."""
     lines = [
         "From mathcomp Require Import all_ssreflect all_algebra.",
         "From Coq Require Import ZArith.",
         f"From Attnsim Require Import Semantics {module}.",
         "Local Open Scope ring_scope.",
         "Definition q (n d : Z) : rat := zR rat_realFieldType n / zR rat_realFieldType d.",
+        f"Definition expf : rat -> rat := {expf}.",
         "Definition run (p : sop) (x : seq rat) : seq rat :=",
-        "  [seq eval (R := rat_realFieldType) (fun _ => 0) p x i | i <- iota 0 (size x)].",
+        "  [seq eval (R := rat_realFieldType) expf p x i | i <- iota 0 (size x)].",
     ]
     for i, (call, xs, ys) in enumerate(cases):
         lines.append(f"Lemma agrees{i} : (run ({call}) {_seq(xs)} == {_seq(ys)}) = true.")
@@ -180,10 +189,16 @@ def _coq_accepts(tmp: Path, export: str, programs: list[CoqProgram], diff: str) 
     return res
 
 
-def _case(con: Construction, call: str, seed: int) -> tuple[str, list[Fraction], list[Fraction]]:
+def _case(
+    con: Construction, call: str, seed: int, scalars: dict[str, int] | None = None
+) -> tuple[str, list[Fraction], list[Fraction]]:
+    """Random half-integer operands (an operand named in ``scalars`` takes that integer value)."""
     rng = np.random.default_rng(seed)
     halves = np.vectorize(lambda v: Fraction(int(v), 2), otypes=[object])
     ops = [halves(rng.integers(-6, 7, size=con.layout[n].shape)) for n in con.inputs]
+    for i, n in enumerate(con.inputs):
+        if scalars and n in scalars:
+            ops[i] = np.full(con.layout[n].shape, Fraction(scalars[n]), dtype=object)
     x = con.encode(*ops, backend="exact")
     y = evaluate(con.program, x, "exact")
     return call, list(x), list(y)
@@ -255,7 +270,7 @@ DIFFERENTIAL.append(
         ],
     )
 )
-# softmax has no exact (Fraction) run to compare with: exp is irrational (the exact engine refuses it).
+# softmax: exp is irrational (the exact engine refuses it); see the stand-in differential test below.
 
 
 @needs_coq
@@ -277,3 +292,78 @@ def test_differential_coq_equals_python_exact(
     bad.mkdir()
     res = _coq_accepts(bad, export, programs(), _differential_file(export, [(call, xs, wrong)]))
     assert res.returncode != 0
+
+
+# -- softmax, masked softmax: the same rational stand-in for exp on both sides ---------------------------
+# Semantics.v's evaluator takes exp as a parameter (expf; the kernel theorems hold for any expf, the
+# expR corollaries fix it): Coq instantiates it with a rational function, and the Python exact engine
+# runs with the exp primitive's (absent) exact implementation patched to the same function.  x^2 + 1 is
+# positive everywhere, so every row sum is >= 1 and the divisions are defined on any input.
+EXP_STANDIN_COQ = "(fun v : rat => v * v + 1)"
+
+
+def _exp_standin(x: Fraction) -> Fraction:
+    return x * x + 1
+
+
+def _exp_other(x: Fraction) -> Fraction:  # a different stand-in, for the failing check
+    return x * x + 2
+
+
+def _with_exact_exp(monkeypatch: pytest.MonkeyPatch, fn: Callable[[Fraction], Fraction]) -> None:
+    """The exact engine's ``exp`` is ``fn`` until the test ends (production's has no exact value)."""
+    monkeypatch.setitem(P._REGISTRY, "exp", dataclasses.replace(P.get("exp"), exact=fn))
+
+
+CaseSpec = tuple[Callable[[], Construction], str, dict[str, int] | None]
+DIFFERENTIAL_EXP: list[tuple[str, str, Callable[[], list[CoqProgram]], list[CaseSpec]]] = [
+    (
+        "softmax",
+        "Export_softmax",
+        _theorem("softmax").programs,
+        [
+            (lambda: softmax(1, 1, 1), "softmax_heads_prog 1 1 1", None),
+            (lambda: softmax(2, 3, 1), "softmax_heads_prog 2 3 1", None),
+            (lambda: softmax(2, 2, 2), "softmax_heads_prog 2 2 2", None),
+        ],
+    ),
+    (
+        "softmax-masked",
+        "Export_masked_softmax",
+        _theorem("softmax-masked").programs,
+        [
+            (lambda: masked_softmax(1, 1, 1), "masked_softmax_heads_prog 1 1 1", {"n": 1}),
+            (lambda: masked_softmax(2, 3, 1), "masked_softmax_heads_prog 2 3 1", {"n": 2}),
+            (lambda: masked_softmax(2, 3, 2), "masked_softmax_heads_prog 2 3 2", {"n": 3}),
+        ],
+    ),
+]
+
+
+@needs_coq
+@pytest.mark.parametrize("name, export, programs, cases", DIFFERENTIAL_EXP, ids=[d[0] for d in DIFFERENTIAL_EXP])
+def test_differential_softmax_with_rational_exp(
+    name: str,
+    export: str,
+    programs: Callable[[], list[CoqProgram]],
+    cases: list[CaseSpec],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert P.get("exp").exact is None  # production behaviour: exp has no exact value (patched below, test only)
+    _with_exact_exp(monkeypatch, _exp_standin)
+    built = [_case(make(), call, seed, scalars) for seed, (make, call, scalars) in enumerate(cases)]
+    for _, xs, ys in built:  # one value per position, and the result block is not all zero
+        assert len(ys) == len(xs) and any(y != 0 for y in ys)
+    res = _coq_accepts(tmp_path, export, programs(), _differential_file(export, built, EXP_STANDIN_COQ))
+    assert res.returncode == 0, res.stdout + res.stderr
+    # the comparison can fail: the Python side with a different stand-in (x^2 + 2) is rejected by Coq
+    _with_exact_exp(monkeypatch, _exp_other)
+    make, call, scalars = cases[-1]
+    other = _case(make(), call, len(cases) - 1, scalars)
+    assert other[1] == built[-1][1] and other[2] != built[-1][2]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    res = _coq_accepts(bad, export, programs(), _differential_file(export, [other], EXP_STANDIN_COQ))
+    assert res.returncode != 0  # rejected at `vm_compute. reflexivity.`, not by a compile error elsewhere
+    assert 'Differential.v", line 10' in res.stderr and 'Unable to unify "true" with "false"' in res.stderr
