@@ -75,25 +75,30 @@ class BenchResult:
         return d
 
 
-def _median_time(fn: Callable[[], Any], repeats: int, min_sample: float = 0.002) -> float:
-    """Median seconds per call over ``repeats`` samples; fast calls are looped (as timeit's
-    autorange does) so that one sample lasts at least ``min_sample`` seconds."""
+def _median(fn: Callable[[], Any], repeats: int, min_sample: float, clock: Callable[[], float]) -> float:
+    """Median ``clock`` seconds per call over ``repeats`` samples; fast calls are looped (as
+    timeit's autorange does) so that one sample lasts at least ``min_sample`` seconds."""
     loops = 1
     while True:
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(loops):
             fn()
-        dt = time.perf_counter() - t0
+        dt = clock() - t0
         if dt >= min_sample or loops >= 10_000:
             break
         loops *= 10
     times = [dt / loops]
     for _ in range(repeats - 1):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(loops):
             fn()
-        times.append((time.perf_counter() - t0) / loops)
+        times.append((clock() - t0) / loops)
     return statistics.median(times)
+
+
+def _median_time(fn: Callable[[], Any], repeats: int, min_sample: float = 0.002) -> float:
+    """Median wall seconds per call (``time.perf_counter``)."""
+    return _median(fn, repeats, min_sample, time.perf_counter)
 
 
 def _fmt_s(x: float) -> str:
@@ -359,24 +364,9 @@ class TargetRow:
 
 
 def _median_cpu(fn: Callable[[], Any], repeats: int, min_sample: float = 0.02) -> float:
-    """Median CPU seconds per call (``time.process_time``); fast calls are looped so that one
-    sample lasts at least ``min_sample`` seconds of CPU."""
-    loops = 1
-    while True:
-        t0 = time.process_time()
-        for _ in range(loops):
-            fn()
-        dt = time.process_time() - t0
-        if dt >= min_sample or loops >= 10_000:
-            break
-        loops *= 10
-    times = [dt / loops]
-    for _ in range(repeats - 1):
-        t0 = time.process_time()
-        for _ in range(loops):
-            fn()
-        times.append((time.process_time() - t0) / loops)
-    return statistics.median(times)
+    """Median CPU seconds per call (``time.process_time``, all threads): the figure to compare on
+    a shared machine."""
+    return _median(fn, repeats, min_sample, time.process_time)
 
 
 def elementwise_ns(n: int = 1 << 20, repeats: int = 7) -> float:
