@@ -32,7 +32,7 @@ from attnsim import TransformerLayer, UniversalSimulator
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "measurements.md"
-STATUSES = ("proved", "passed", "failed", "unknown")
+STATUSES = ("proved", "passed", "conditional", "failed", "unknown")
 # (max_len N, d_model D, n_heads H, d_head K, d_ff F): small to moderate capacities
 CAPACITIES = ((2, 2, 1, 1, 2), (3, 3, 2, 2, 3), (4, 4, 2, 2, 8), (8, 8, 2, 4, 16))
 COMPILED_CAPACITY = (3, 3, 2, 2, 3)
