@@ -112,7 +112,7 @@ def test_render_counts_rows_by_status_and_method() -> None:
     page = m.render(run, [cost], comp, None, "0123abc")
     assert "**3 obligations** in **12.3 s**" in page
     assert "| proved | 1 |" in page and "| unknown | 1 |" in page and "| failed | 0 |" in page
-    assert "| z3-parametric | 1 | 0 | 0 | 1 | 2 |" in page
+    assert "| z3-parametric | 1 | 0 | 0 | 0 | 1 | 2 |" in page
     assert "| `b/z3-parametric/z` | z3-parametric | unknown | 10.0 | timeout |" in page  # named, not just counted
     assert "| compact | (2, 2, 1, 1, 2) | 7 | 1/2 | 55 |" in page
     assert "| 136 | 343 | 405,083 | 19,929 | 6.9e-17 | 1.2e-16 |" in page
