@@ -140,9 +140,11 @@ def status_of(method: str, outcome: Outcome) -> str:
 def settle(results: Sequence[Result]) -> list[Result]:
     """The results with each conclusion whose premises do not all hold marked ``conditional``.
 
-    A premise holds when it is proved or passed among ``results`` (this run, or the cache for the
-    same code); one not run, unknown, failed or itself conditional leaves the conclusion conditional
-    (chains settle to a fixpoint).  The detail names each premise and its status."""
+    A premise holds when it is proved (for a proving conclusion) or proved or passed (for a
+    checked one) among ``results`` (this run, or the cache for the same code): a premise checked
+    only at stated instances (``passed``) does not make an all-sizes conclusion proved.  One not
+    run, unknown, failed or itself conditional leaves the conclusion conditional (chains settle to
+    a fixpoint).  The detail names each premise and its status."""
     out = list(results)
     status = {r.id: r.status for r in out}
     changed = True
@@ -151,7 +153,8 @@ def settle(results: Sequence[Result]) -> list[Result]:
         for i, r in enumerate(out):
             if r.status not in HOLDS or not r.requires:
                 continue
-            missing = [q for q in r.requires if status.get(q) not in HOLDS]
+            holds = ("proved",) if r.method in PROVING else HOLDS
+            missing = [q for q in r.requires if status.get(q) not in holds]
             if missing:
                 why = ", ".join(f"{q} ({status.get(q, 'not run')})" for q in missing)
                 out[i] = replace(r, status="conditional", detail=f"conditional on {why}; {r.detail}")

@@ -90,8 +90,28 @@ def all_obligations(include_deep: bool = True) -> list[Obligation]:
             unknown = [q for q in ob.requires if q not in seen]
             if unknown:
                 raise ObligationError(f"{ob.id} requires {', '.join(unknown)}: no such obligation")
+        _refuse_circular_premises(seen)
         _CACHE = list(seen.values())
     return [o for o in _CACHE if include_deep or not o.deep]
+
+
+def _refuse_circular_premises(obs: dict[str, Obligation]) -> None:
+    """A conclusion may not rest on itself, directly or through others (it would settle proved)."""
+    state: dict[str, int] = {}
+
+    def visit(oid: str, path: list[str]) -> None:
+        state[oid] = 1
+        for q in obs[oid].requires:
+            if state.get(q) == 1:
+                chain = [*path, oid, q]
+                raise ObligationError(f"circular premises: {' -> '.join(chain[chain.index(q) :])}")
+            if q not in state:
+                visit(q, [*path, oid])
+        state[oid] = 2
+
+    for oid in obs:
+        if oid not in state:
+            visit(oid, [])
 
 
 def by_id(oid: str) -> Obligation:

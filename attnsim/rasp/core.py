@@ -158,8 +158,22 @@ def shape_text(e: E.Expr) -> str:
     program does not depend on what its size symbols were called (``transpose(3, 5)`` and
     ``transpose(Size("r"), Size("c")).bind(r=3, c=5)`` are one program); unbound sizes keep their
     names (they are the program's parameters)."""
-    bound = {n.name: n.value for n in E.nodes(e) if isinstance(n, Size) and n.value is not None}
-    return E.render(e.substitute(bound) if bound else e)
+    return E.render(_values_inline(e))
+
+
+def _values_inline(e: E.Expr) -> E.Expr:
+    """``e`` with each bound Size node (and only those: not an unbound size or a variable of the
+    same name) replaced by its value."""
+    if isinstance(e, Size):
+        return E.Const(e.value) if e.value is not None else e
+    if isinstance(e, (E.Var, E.Const)):
+        return e
+    if isinstance(e, E.Not):
+        return E.Not(_values_inline(e.a))
+    if isinstance(e, E.If):
+        return E.If(_values_inline(e.cond), _values_inline(e.a), _values_inline(e.b))
+    assert isinstance(e, E.BinOp)
+    return E.BinOp(e.op, _values_inline(e.a), _values_inline(e.b))
 
 
 def _param_render(p: Param) -> str:

@@ -12,6 +12,7 @@ a counterexample (:mod:`attnsim.symbolic.counterexample`).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import time
@@ -296,7 +297,22 @@ def _built(con: Any) -> str:
         for b in con.layout.blocks
     )
     intents = ",".join(it.selector.fingerprint for it in con.intents)
-    return f"program {con.program.fingerprint}; layout {blocks}; out {con.output} {con.out_shape}; intents {intents}"
+    scalars = ",".join(f"{n}:{lo}..{_num(up)}@{c}" for n, lo, up, c in con.scalars)
+    spec = getattr(con.specification, "name", None)
+    return (
+        f"program {con.program.fingerprint}; layout {blocks} length {_num(con.layout.length)}; inputs {con.inputs}; "
+        f"out {con.output} {con.out_shape}; intents {intents}; domain {scalars} binary {con.binary}; "
+        f"exact {con.exact}; spec {spec}; check {_qualname(con.check_inputs)}; reference {_qualname(con.reference_fn)}"
+    )
+
+
+def _qualname(fn: Any) -> str:
+    """A callable by the code it runs (a partial by its function and arguments), for comparison."""
+    if fn is None:
+        return "none"
+    if isinstance(fn, functools.partial):
+        return f"{_qualname(fn.func)}{fn.args}{sorted(fn.keywords.items())}"
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
 
 
 def _num(e: Any) -> str:
@@ -310,7 +326,7 @@ def build_obligation(cid: str, paper_ref: str, makes: Sequence[Callable[[], Any]
     their own (a branch on a size's value, a wrapper) fails here, naming the instance."""
 
     def check(timeout: float) -> Outcome:
-        n = 0
+        n = built = 0
         for make in makes:
             sym = make()
             if sym.built_by is None:
@@ -324,6 +340,7 @@ def build_obligation(cid: str, paper_ref: str, makes: Sequence[Callable[[], Any]
                 direct = bound = None
                 try:
                     direct = _built(factory(**call))
+                    built += 1
                 except ValueError as exc:
                     direct = f"refused: {type(exc).__name__}"
                 try:
@@ -334,7 +351,12 @@ def build_obligation(cid: str, paper_ref: str, makes: Sequence[Callable[[], Any]
                     why = _first_difference(direct, bound)
                     return Outcome.bad(f"{shown}: the integer call is not the bound symbolic build ({why})")
                 n += 1
-        return Outcome.good(f"{n} integer calls equal the bound symbolic build (program, layout, output, intents)")
+        if built == 0:
+            return Outcome.bad("every listed instance was refused: no integer call was built, so nothing was compared")
+        return Outcome.good(
+            f"{n} integer calls ({built} built, the rest refused alike) equal the bound symbolic build (program, "
+            "layout, inputs, output, intents, domain, spec, input check, reference)"
+        )
 
     return Obligation(
         f"{cid}/exact/one-build-{detail}",

@@ -7,6 +7,7 @@ symbolic build, so the program a user runs with integers must be that build, bou
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 from collections.abc import Callable
@@ -89,3 +90,18 @@ def test_an_int_never_reaches_a_factory_body() -> None:
     with pytest.raises(ConstructionError, match="must be decorated with @sized"):
         size_args(rows=3)
     assert set(size_args(rows=Size("rows"), heads=None)) == {"rows", "heads"}
+
+
+def test_an_integer_path_that_drops_the_input_check_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review finding: the comparison covers more than the program: an integer call whose input check
+    (or spec, domain, reference) differs from the proved build's fails, naming it."""
+    real = softmax_module.softmax
+
+    @functools.wraps(real)
+    def no_check(rows: Any, cols: Any, heads: Any = None, *, stable: bool = False) -> Construction:
+        con = real(rows, cols, heads, stable=stable)
+        return dataclasses.replace(con, check_inputs=None) if isinstance(cols, int) else con
+
+    monkeypatch.setattr(softmax_module, "softmax", no_check)
+    out = registry.by_id("softmax/exact/one-build-lemma").check(60.0)
+    assert out.ok is False and "check none" in out.detail

@@ -68,3 +68,26 @@ def test_a_requirement_naming_no_obligation_is_refused(monkeypatch: pytest.Monke
     monkeypatch.setattr(registry, "_CACHE", None)
     with pytest.raises(ObligationError, match="requires no/such/thing: no such obligation"):
         registry.all_obligations()
+
+
+def test_a_premise_checked_only_at_instances_does_not_make_an_all_sizes_conclusion_proved() -> None:
+    """The stack's base case is exact at one capacity: with every other premise proved, the
+    all-sizes induction is still conditional (review finding: 'passed' is not a proof)."""
+    out = settle(
+        [
+            _r("s/all-sizes/frame", "proved"),
+            _r("s/exact/base-case", "passed", method="exact"),
+            _r("s/all-sizes/stack", "proved", ("s/all-sizes/frame", "s/exact/base-case")),
+        ]
+    )
+    assert out[2].status == "conditional" and "s/exact/base-case (passed)" in out[2].detail
+
+
+@pytest.mark.parametrize("cycle", [("a/all-sizes/x",), ("b/all-sizes/y", "a/all-sizes/x")])
+def test_circular_premises_are_refused(monkeypatch: pytest.MonkeyPatch, cycle: tuple[str, ...]) -> None:
+    a = Obligation("a/all-sizes/x", "a", "r", "all-sizes", lambda t: Outcome.good(), requires=(cycle[0],))
+    b = Obligation("b/all-sizes/y", "b", "r", "all-sizes", lambda t: Outcome.good(), requires=("a/all-sizes/x",))
+    monkeypatch.setattr(registry, "_PROVIDERS", [lambda: [a, b]])
+    monkeypatch.setattr(registry, "_CACHE", None)
+    with pytest.raises(ObligationError, match="circular premises"):
+        registry.all_obligations()

@@ -50,3 +50,14 @@ def test_division_by_nonpositive_is_an_error() -> None:
 
 def test_render_is_readable() -> None:
     assert E.render(_reflected(E.Var("n"))) == "(((p mod n) * n) + (p div n))"
+
+
+def test_a_fingerprint_writes_only_bound_sizes_as_values() -> None:
+    """Review finding: a bound and an unbound size of one name, or an argument named like a bound
+    size, must not collide with constants (the fingerprint identifies the program)."""
+    from attnsim.rasp import core as C
+    from attnsim.rasp import expr as E
+
+    assert C.shape_text(C.Size("n", 3) + C.Size("n")) == "(3 + n)"
+    fn = C.IndexFn(E.Var("x0") + C.Size("x0", 2), ("x0",))
+    assert fn.fingerprint != C.IndexFn(E.Const(2) + E.Const(2), ("x0",)).fingerprint
