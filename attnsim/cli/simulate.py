@@ -9,7 +9,6 @@ import json
 import resource
 import sys
 import time
-import tracemalloc
 
 import numpy as np
 
@@ -119,19 +118,13 @@ def simulate(args: argparse.Namespace) -> int:
     )
     x = np.random.default_rng(args.seed + 1).normal(size=(n, args.d_model))
     log(f"running U on {u.positions()} positions")
-    tracemalloc.start()
-    t1 = time.perf_counter()
-    y = u.run(T, x)
-    run_s = time.perf_counter() - t1
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    err = float(np.max(np.abs(y - T(x))))
+    m = u.measure(T, x)  # one timed run: seconds, peak traced bytes, max error against T
     c = u.cost()
     out = {
         "capacity": c["capacity"],
         "variant": args.variant,
         "n": n,
-        "max_abs_error": err,  # against the reference T (attnsim's NumPy layer); --torch compares with torch
+        "max_abs_error": m["max_abs_error"],  # against the reference T; --torch compares with torch
         "layers": c["layers"],
         "heads": c["heads"],
         "mlp_depth": c["mlp_depth"],
@@ -140,8 +133,8 @@ def simulate(args: argparse.Namespace) -> int:
         "positions_formula": str(c["closed_form"]["positions"]),
         "fingerprint": u.fingerprint,
         "build_seconds": build,
-        "run_seconds": run_s,
-        "peak_traced_mb": peak / 2**20,
+        "run_seconds": m["seconds"],
+        "peak_traced_mb": m["peak_bytes"] / 2**20,
         "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
     if args.json:
