@@ -18,7 +18,7 @@ from typing import Any
 import z3
 
 from attnsim.proofs import solver_work, z3sel
-from attnsim.proofs.obligation import Outcome
+from attnsim.proofs.obligation import Outcome, Scope
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 
@@ -130,9 +130,14 @@ def prove_for_all_inputs(
     s = solver_work.isolated(facts, rlimit or solver_work.QUERY_RLIMIT, seconds=timeout)
     res = solver_work.check(s)
     scope = "every integer input" if domain is None else "every input in the domain"
+    fixed = Scope()  # one length, no size symbol: a fixed instance
     if res == z3.unsat:
-        return Outcome(True, f"unsat: output == spec at all {length} positions for {scope} of length {length}", pc)
+        told = f"unsat: output == spec at all {length} positions for {scope} of length {length}"
+        return Outcome(True, told, pc, scope=fixed)
     if res == z3.sat:
-        cex = [dict(solver_work.model_of(s, list(env), env))[str(x)] for x in xs]
-        return Outcome(False, f"counterexample x = {cex}", pc)
-    return Outcome(None, f"z3 unknown ({s.reason_unknown()}; rlimit budget {rlimit or solver_work.QUERY_RLIMIT})", pc)
+        model = solver_work.model_of(s, list(env), env)
+        cex = [dict(model)[str(x)] for x in xs]
+        return Outcome(False, f"counterexample x = {cex}", pc, scope=fixed, counterexample=model)
+    why = s.reason_unknown()
+    told = f"z3 unknown ({why}; rlimit budget {rlimit or solver_work.QUERY_RLIMIT})"
+    return Outcome(None, told, pc, scope=fixed, cause="timeout" if why == "timeout" else "")

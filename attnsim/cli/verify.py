@@ -192,29 +192,23 @@ def _smt_options(args: argparse.Namespace) -> Any:
 
 
 def smt_summary(results: Sequence[Any], smt: Any) -> str:
-    """One line: deciding queries exported / confirmed by cvc5 / left unknown / disagreements."""
-    import re
-
-    total = confirmed = unknown = skipped = 0
-    seconds = 0.0
-    disagree = []
-    for r in results:
-        m = re.search(r"cvc5: (\d+) of (\d+) deciding queries confirmed, (\d+) unknown, ([\d.]+) s", r.detail)
-        skipped += int(u[1]) if (u := re.search(r"(\d+) not checked \(cvc5 budget\)", r.detail)) else 0
-        e = re.search(r"(\d+) deciding quer(?:y|ies) exported", r.detail)
-        if m:
-            confirmed, total, unknown = confirmed + int(m[1]), total + int(m[2]), unknown + int(m[3])
-            seconds += float(m[4])
-        elif e:
-            total += int(e[1])
-        if "DISAGREE" in r.detail:
-            disagree.append(r.id)
+    """One line: deciding queries exported (premise checks among them) / confirmed by cvc5 / left
+    unknown / disagreements, summed from each result's typed ``second_solver`` record."""
+    stats = [(r.id, r.second_solver) for r in results if r.second_solver is not None]
+    total = sum(s.exported for _, s in stats)
+    checks = sum(s.premise_checks for _, s in stats)
+    confirmed = sum(s.confirmed for _, s in stats)
+    unknown = sum(s.unknown for _, s in stats)
+    skipped = sum(s.unchecked for _, s in stats)
+    seconds = sum(s.seconds for _, s in stats)
+    disagree = [rid for rid, s in stats if s.disagree]
     where = f" written to {smt.directory}" if smt.directory is not None else ""
     if not smt.cross_check:
-        return f"{total} deciding Z3 queries{where}"
+        return f"{total} deciding Z3 queries ({checks} premise checks){where}"
     shown = f" ({', '.join(disagree[:5])})" if disagree else ""
     return (
-        f"cross-check: {total} deciding Z3 queries{where}; cvc5 confirmed {confirmed}, unknown {unknown}, "
+        f"cross-check: {total} deciding Z3 queries ({checks} premise checks){where}; cvc5 confirmed {confirmed}, "
+        f"unknown {unknown}, "
         f"not checked {skipped} (each obligation's cvc5 budget), "
         f"disagreed on {len(disagree)}{shown}; cvc5 time {seconds:.1f} s (summed over workers, apart from "
         "the obligations' own times)"

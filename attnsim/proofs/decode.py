@@ -36,7 +36,6 @@ as a counterexample in matrix coordinates; anything else is ``unknown``, never p
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +46,7 @@ import sympy.tensor.tensor  # SymPy imports it lazily on the first Add (0.4 s): 
 import z3
 
 from attnsim.proofs import smtlib, solver_work, z3sel
-from attnsim.proofs.obligation import Outcome, PremiseCheck
+from attnsim.proofs.obligation import Outcome, PremiseCheck, Scope
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
@@ -569,7 +568,7 @@ def prove(
     for case in cases:
         left = timeout - clock.elapsed()
         if left <= 0:
-            return Outcome(None, f"timeout after {len(names)} of {len(cases)} cases (CPU seconds)", pc)
+            return Outcome(None, f"timeout after {len(names)} of {len(cases)} cases (CPU seconds)", pc, cause="timeout")
         res, info = _prove_case(goal, assumptions, case, decode, mins, left, dict(coords or {}))
         used |= info["used"]
         rewrites += info["rewrites"]
@@ -581,21 +580,25 @@ def prove(
             if real:
                 told = explain(vals) if explain else ""
                 shown = ", ".join(f"{k}={v}" for k, v in sorted(vals.items()))
-                return Outcome(False, f"counterexample ({label}): {told or shown}", pc)
+                cex = tuple(sorted(vals.items()))
+                return Outcome(False, f"counterexample ({label}): {told or shown}", pc, counterexample=cex)
             return Outcome(None, f"case {label}: Z3 model does not violate the original formulas (rewrite bug?)", pc)
         if res != "unsat":
-            return Outcome(None, f"case {label}: z3 {res}", pc)
+            return Outcome(None, f"case {label}: z3 {res}", pc, cause="timeout" if res == "timeout" else "")
         names.append(label)
     if decode:
         used.add("block-decode")
     lemmas = ", ".join(LEMMAS[n].id for n in sorted(used))
     shapes = [x for d in decode for b in d.blocks for x in (b.offset, b.rows, b.cols, b.stack)]
     szs = sorted(_sizes_of(goal, *assumptions, *shapes, *(coords or {}).values()))
+    scope = Scope(tuple(szs))
     return Outcome(
         True,
         f"unsat in {len(cases)} case(s) ({'; '.join(names)}), {rewrites} div/mod rewrites; "
-        f"holds for all sizes ({', '.join(szs) or 'no sizes'}); lemmas: {lemmas or 'none'}",
+        f"holds for {scope.text()}; lemmas: {lemmas or 'none'}",
         pc,
+        scope=scope,
+        lemmas=tuple(sorted(used)),
     )
 
 
@@ -1072,11 +1075,6 @@ def normalize(
     return out, frozenset(ctx.used)
 
 
-def lemmas_in(detail: str) -> list[str]:
-    """Names of the lemmas of :data:`LEMMAS` that a proof's detail string says it used."""
-    return sorted(set(re.findall(r"rasp/z3-parametric/([\w-]+)", detail)) & set(LEMMAS))
-
-
 def lemma_outcome(name: str, timeout: float = 10.0) -> Outcome:
     """Prove one lemma of :data:`LEMMAS` with plain Z3."""
 
@@ -1091,7 +1089,6 @@ __all__ = [
     "describe_position",
     "key_blocks",
     "lemma_outcome",
-    "lemmas_in",
     "normalize",
     "prove",
     "prove_intent",

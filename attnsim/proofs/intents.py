@@ -9,7 +9,7 @@ inside the sequence.  Every construction's obligations call these.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from attnsim.proofs import decode, solver_work, z3sel
@@ -79,10 +79,10 @@ def check_intent(intent: Intent, layout: Layout, *, timeout: float = 10.0, bound
         return out  # decided, or its premises not shown satisfiable: no fallback after that
     left = timeout - clock.elapsed()
     if left <= 0.05:
-        return out or Outcome.unknown("timeout")
+        return out or Outcome(None, "timeout", cause="timeout")
     plain = plain_z3(left, None)
     if plain.ok is None and out is not None:
-        return Outcome.unknown(f"{out.detail}; plain Z3: {plain.detail}")
+        return replace(out, cause=out.cause or plain.cause).retold(f"{out.detail}; plain Z3: {plain.detail}", ok=None)
     return plain
 
 
@@ -117,38 +117,39 @@ def prove_layout(
     p1, p2 = E.Var("p1"), E.Var("p2")
     blocks = list(layout)
     clock = solver_work.Stopwatch()
-    used: set[str] = set()
+    proven = Outcome(True)  # the facts of every sub-proof so far (scope, lemmas), joined
 
     def left() -> float:
         return max(0.05, timeout - clock.elapsed())
 
     def run(goal: E.Expr, *decodes: decode.Decode, explain: Any = None) -> Outcome:
+        nonlocal proven
         res = decode.prove(goal, decode=list(decodes), minimum=minimum, timeout=left(), explain=explain)
-        used.update(decode.lemmas_in(res.detail))
+        proven = proven.joined(res, ok=True)
         return res
 
     for a_ix, a in enumerate(blocks):
         one = decode.Decode("p1", (a,), cover=True)
         res = run((p1 >= 0) & (p1 < layout.length), one)
         if res.ok is not True:
-            return Outcome(res.ok, f"block {a.name} leaves the sequence: {res.detail}")
+            return res.retold(f"block {a.name} leaves the sequence: {res.detail}")
         # injective: equal positions of in-range coordinates have equal coordinates
         c1, c2 = (tuple(E.Var(f"{n}{s}") for n in ("h", "i", "j")) for s in (1, 2))
         ext = {f"{n}{s}": x for s in (1, 2) for n, x in zip(("h", "i", "j"), (a.stack, a.rows, a.cols), strict=True)}
         same = a.position(c1[1], c1[2], c1[0]).eq(a.position(c2[1], c2[2], c2[0]))
         goal = E.Not(same) | (c1[0].eq(c2[0]) & c1[1].eq(c2[1]) & c1[2].eq(c2[2]))
         res = decode.prove(goal, coords=ext, minimum=minimum, timeout=left())
-        used.update(decode.lemmas_in(res.detail))
+        proven = proven.joined(res, ok=True)
         if res.ok is not True:
-            return Outcome(res.ok, f"block {a.name} not injective: {res.detail}")
+            return res.retold(f"block {a.name} not injective: {res.detail}")
         for b in blocks[a_ix + 1 :]:
             if b.channel != a.channel:
                 continue
             res = run(E.Not(p1.eq(p2)), one, decode.Decode("p2", (b,), cover=True), explain=_overlap(a, b, describe))
             if res.ok is not True:
-                return Outcome(res.ok, f"blocks {a.name} and {b.name} overlap: {res.detail}")
-    lemmas = ", ".join(decode.LEMMAS[n].id for n in sorted(used))
-    return Outcome.good(
+                return res.retold(f"blocks {a.name} and {b.name} overlap: {res.detail}")
+    lemmas = ", ".join(decode.LEMMAS[n].id for n in proven.lemmas)
+    return proven.retold(
         f"{len(blocks)} blocks injective, disjoint and in range for all sizes (decoded coordinates; lemmas: {lemmas})"
     )
 

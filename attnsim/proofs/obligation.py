@@ -16,7 +16,14 @@ numeric         float64 against a reference, within a stated tolerance          
 sampled         random points                                                    passed
 ==============  ===============================================================  ==========
 
-``unknown`` (a Z3 ``unknown``, a timeout) is never counted as proved.  An obligation whose
+``unknown`` (a Z3 ``unknown``, a timeout) is never counted as proved.
+
+A check's :class:`Outcome` is a typed record (issue 26, item 6): besides the human ``detail`` it
+carries what the proof established, each in a field of its own (the premise check and its model,
+the :class:`Scope` of sizes, a counterexample, the :class:`NormalForm` of both sides, the
+:class:`Premise` records it states, the lemmas it used, why it stopped, the second solver's
+:class:`SecondSolver` tally), and :class:`Result` copies them into the JSON row.  No code reads
+those facts back out of ``detail``: it is prose for a reader.  An obligation whose
 conclusion rests on others declares them (``requires``); it is ``conditional`` (never counted as
 proved, never a failure of its own) until every one of them is proved or passed in the same
 results (:func:`settle`): a run that skips a premise says so instead of claiming the conclusion.
@@ -24,18 +31,110 @@ results (:func:`settle`): a run that skips a premise says so instead of claiming
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 METHODS = ("all-sizes", "kernel", "z3-parametric", "z3-instance", "z3-bounded", "sympy", "exact", "numeric", "sampled")
 STATUSES = ("proved", "passed", "conditional", "failed", "unknown")
 HOLDS = ("proved", "passed")  # a premise holds only with one of these statuses
 PROVING = ("all-sizes", "kernel", "z3-parametric", "z3-instance", "z3-bounded", "sympy")
+# the keys of a JSON row (Result.as_dict) that carry an outcome's typed facts: every row has each
+STRUCTURED = (
+    "premises",
+    "premise_model",
+    "scope",
+    "counterexample",
+    "normal_forms",
+    "stated",
+    "padding",
+    "lemmas",
+    "cause",
+    "second_solver",
+)
 
 
 class ObligationError(ValueError):
     """An obligation was registered wrongly (unknown method, duplicate id...)."""
+
+
+Cause = Literal["", "timeout", "worker lost", "divisor not shown > 0"]
+CAUSES: tuple[Cause, ...] = ("", "timeout", "worker lost", "divisor not shown > 0")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The sizes a proof quantifies over: every value of ``sizes`` (each at least its minimum), or,
+    with ``bound``, every value up to it.  No sizes at all: the proof is about a fixed instance."""
+
+    sizes: tuple[str, ...] = ()
+    bound: int | None = None
+
+    def text(self) -> str:
+        """``all sizes (n, m)``, ``every size <= 6 (n)`` or ``all sizes (no sizes)``."""
+        over = f"every size <= {self.bound}" if self.bound is not None else "all sizes"
+        return f"{over} ({', '.join(self.sizes) or 'no sizes'})"
+
+    def joined(self, other: Scope | None) -> Scope:
+        """The scope of a conjunction: the sizes of both; bounded by the smaller bound if either is."""
+        if other is None:
+            return self
+        bounds = [b for b in (self.bound, other.bound) if b is not None]
+        return Scope(tuple(sorted(set(self.sizes) | set(other.sizes))), min(bounds) if bounds else None)
+
+
+@dataclass(frozen=True)
+class Premise:
+    """A premise a proof states (it holds on the construction's domain, e.g. an input check
+    enforces it): its text, the cases it was used in (every case when empty), and ``unproven`` when
+    it is about the program's own values and no step proved it (the claim is then not proven)."""
+
+    text: str
+    cases: tuple[str, ...] = ()
+    unproven: bool = False
+
+    def shown(self) -> str:
+        """The premise as printed: its text, its cases joined by `` | ``."""
+        return f"{self.text} (cases {' | '.join(self.cases)})" if self.cases else self.text
+
+
+@dataclass(frozen=True)
+class PaddingValue:
+    """A proof's statement that the node ``label`` holds the padding value ``value`` on the rows past
+    the true size, the value of the representative node ``rep`` there."""
+
+    label: str
+    value: str
+    rep: str
+
+
+@dataclass(frozen=True)
+class NormalForm:
+    """program == spec at one case (``case``, "" when unsplit): the spec's entry and the program's
+    value as executed, and the normal form each reached (equal: the proof; else the difference)."""
+
+    spec: str
+    program: str
+    spec_normal: str
+    program_normal: str
+    case: str = ""
+
+
+@dataclass(frozen=True)
+class SecondSolver:
+    """What happened to the obligation's solver queries outside Z3: how many were exported as
+    SMT-LIB (``premise_checks`` of them vacuity checks), and with ``--cross-check`` what cvc5 said:
+    confirmed, unknown, not checked (its budget ran out) and the disagreements (each fails the
+    obligation)."""
+
+    exported: int = 0
+    premise_checks: int = 0
+    cross_checked: bool = False
+    confirmed: int = 0
+    unknown: int = 0
+    unchecked: int = 0
+    disagree: tuple[str, ...] = ()
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -56,17 +155,70 @@ class PremiseCheck:
             return None
         if self.status == "unsat":
             return Outcome(False, "vacuous: the premises (assumptions, region, size minimums) admit no values", self)
-        return Outcome(None, f"premises not shown satisfiable (z3 {self.reason or 'unknown'})", self)
+        cause: Cause = "timeout" if self.reason == "timeout" else ""
+        return Outcome(None, f"premises not shown satisfiable (z3 {self.reason or 'unknown'})", self, cause=cause)
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a check returns: ok (True/False/None for unknown), a detail string, and the premise
-    check its proof started with (None when the check is no proof over premises)."""
+    """What a check returns: ok (True/False/None for unknown), a detail string for a reader, and
+    the typed facts of the proof (none of them is ever parsed out of ``detail``):
+
+    * ``premises``: the premise check it started with (None when the check is no proof over premises);
+    * ``scope``: the sizes it quantifies over (None when it does not say);
+    * ``counterexample``: the values refuting it (sizes, positions), when refuted by a model;
+    * ``normal_forms``: program == spec, both sides' normal forms (one per case);
+    * ``stated``: the premises it states (on the domain, or unproven on the program's own values);
+    * ``padding``: the padding values it proves (whole-layer stages);
+    * ``lemmas``: the names of the lemmas of :data:`attnsim.proofs.decode.LEMMAS` it used;
+    * ``cause``: why it stopped when that is not the claim's fault (a timeout, a lost worker, a
+      divisor not shown > 0);
+    * ``second_solver``: the export and cvc5 tally (set by the runner)."""
 
     ok: bool | None
     detail: str = ""
     premises: PremiseCheck | None = None
+    scope: Scope | None = None
+    counterexample: tuple[tuple[str, int], ...] | None = None
+    normal_forms: tuple[NormalForm, ...] = ()
+    stated: tuple[Premise, ...] = ()
+    padding: tuple[PaddingValue, ...] = ()
+    lemmas: tuple[str, ...] = ()
+    cause: Cause = ""
+    second_solver: SecondSolver | None = None
+
+    def __post_init__(self) -> None:
+        if self.cause not in CAUSES:
+            raise ValueError(f"unknown cause {self.cause!r}; use one of {CAUSES}")
+
+    @property
+    def timed_out(self) -> bool:
+        """True when the check stopped because it ran out of time (not a Z3 ``unknown`` of its own)."""
+        return self.cause == "timeout"
+
+    def retold(self, detail: str, ok: bool | Literal["same"] | None = "same") -> Outcome:
+        """The same facts told with another ``detail`` (and, if given, another ``ok``): what a caller
+        that wraps a sub-proof's outcome returns, so that no typed fact is lost on the way."""
+        return replace(self, detail=detail, ok=self.ok if ok == "same" else ok)
+
+    def joined(self, other: Outcome, ok: bool | Literal["same"] | None = "same", detail: str | None = None) -> Outcome:
+        """``self`` and ``other`` as one conclusion (both hold): scopes joined, lemmas, stated premises,
+        padding values and normal forms of both; ``self``'s premise check, counterexample and cause
+        first.  ``ok`` and ``detail`` default to ``self``'s."""
+        scope = self.scope.joined(other.scope) if self.scope is not None else other.scope
+        return replace(
+            self,
+            ok=self.ok if ok == "same" else ok,
+            detail=self.detail if detail is None else detail,
+            premises=self.premises or other.premises,
+            scope=scope,
+            counterexample=self.counterexample if self.counterexample is not None else other.counterexample,
+            normal_forms=(*self.normal_forms, *other.normal_forms),
+            stated=_unique((*self.stated, *other.stated)),
+            padding=_unique((*self.padding, *other.padding)),
+            lemmas=tuple(sorted(set(self.lemmas) | set(other.lemmas))),
+            cause=self.cause or other.cause,
+        )
 
     @staticmethod
     def good(detail: str = "") -> Outcome:
@@ -79,6 +231,14 @@ class Outcome:
     @staticmethod
     def unknown(detail: str) -> Outcome:
         return Outcome(None, detail)
+
+
+_T = TypeVar("_T")
+
+
+def _unique(items: tuple[_T, ...]) -> tuple[_T, ...]:
+    """``items`` in order, each once."""
+    return tuple(dict.fromkeys(items))
 
 
 @dataclass(frozen=True)
@@ -123,9 +283,65 @@ class Result:
     largest: int = 0  # the most units one decided query used
     premises: str = ""  # the first premise check's status: sat / unsat / unknown ("" when none ran)
     premise_model: dict[str, int] | None = None  # its witness when sat
+    # the outcome's typed facts (see Outcome), copied so that every JSON row carries them
+    scope: Scope | None = None
+    counterexample: dict[str, int] | None = None
+    normal_forms: tuple[NormalForm, ...] = ()
+    stated: tuple[Premise, ...] = ()
+    padding: tuple[PaddingValue, ...] = ()
+    lemmas: tuple[str, ...] = ()
+    cause: str = ""
+    second_solver: SecondSolver | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> Result:
+        """A row of :meth:`as_dict` (e.g. read back from the cache) as a Result, its records typed again;
+        a key the row lacks (written before the field existed) takes the field's default."""
+        f = {k: d[k] for k in Result.__dataclass_fields__ if k in d}
+        f["requires"] = tuple(f.get("requires", ()))
+        if f.get("scope") is not None:
+            f["scope"] = Scope(tuple(f["scope"]["sizes"]), f["scope"]["bound"])
+        f["normal_forms"] = tuple(NormalForm(**x) for x in f.get("normal_forms", ()))
+        f["stated"] = tuple(Premise(x["text"], tuple(x["cases"]), x["unproven"]) for x in f.get("stated", ()))
+        f["padding"] = tuple(PaddingValue(**x) for x in f.get("padding", ()))
+        f["lemmas"] = tuple(f.get("lemmas", ()))
+        if f.get("second_solver") is not None:
+            two = f["second_solver"]
+            f["second_solver"] = SecondSolver(**{**two, "disagree": tuple(two["disagree"])})
+        return Result(**f)
+
+    @staticmethod
+    def of(ob: Obligation, out: Outcome, seconds: float, **work: Any) -> Result:
+        """The row of obligation ``ob`` whose check gave ``out`` in ``seconds``; ``work``: the solver
+        work fields (units, queries, exhausted, largest) and the first premise check's when the
+        outcome has none."""
+        metered: PremiseCheck | None = work.pop("first_premises", None)
+        first = out.premises or metered
+        return Result(
+            ob.id,
+            ob.construction,
+            ob.paper_ref,
+            ob.method,
+            ob.bound,
+            status_of(ob.method, out),
+            round(seconds, 4),
+            out.detail,
+            ob.requires,
+            premises=first.status if first is not None else "",
+            premise_model=dict(first.model) if first is not None and first.status == "sat" else None,
+            scope=out.scope,
+            counterexample=dict(out.counterexample) if out.counterexample is not None else None,
+            normal_forms=out.normal_forms,
+            stated=out.stated,
+            padding=out.padding,
+            lemmas=out.lemmas,
+            cause=out.cause,
+            second_solver=out.second_solver,
+            **work,
+        )
 
 
 def status_of(method: str, outcome: Outcome) -> str:

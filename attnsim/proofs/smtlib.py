@@ -1,9 +1,9 @@
 """The deciding Z3 queries as SMT-LIB 2: exported to files, and re-checked by cvc5.
 
 Every Z3 step that decides a proof (an ``unsat`` that proves, a ``sat`` that refutes) is
-recorded through :data:`SINK` when one is set: the query's text is taken with
-``Solver.to_smt2()`` *before* ``check()`` (after it, Z3 adds ``model-add`` lines other solvers
-reject), with the answer Z3 gave.  ``attnsim verify --smt2 DIR`` writes each as a standalone
+recorded through :data:`SINK` when one is set, with its kind (:data:`KINDS`): the query's text is
+taken with ``Solver.to_smt2()`` *before* ``check()`` (after it, Z3 adds ``model-add`` lines other
+solvers reject), with the answer Z3 gave.  ``attnsim verify --smt2 DIR`` writes each as a standalone
 ``.smt2`` file with a comment ``; expected: unsat``; ``attnsim verify --cross-check`` gives each
 to cvc5: an opposite answer fails the obligation, cvc5's ``unknown`` is counted and reported,
 neither pass nor fail.
@@ -18,9 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SINK: contextvars.ContextVar[Callable[[Any, str], None] | None] = contextvars.ContextVar(
+from attnsim.proofs.obligation import SecondSolver
+
+SINK: contextvars.ContextVar[Callable[[Any, str, str], None] | None] = contextvars.ContextVar(
     "attnsim_smt_sink", default=None
 )
+KINDS = ("query", "premises")  # a deciding query of a proof; a premise (vacuity) check
 
 
 def wanted() -> bool:
@@ -33,11 +36,13 @@ def text_of(solver: Any) -> str | None:
     return solver.to_smt2() if wanted() else None
 
 
-def record(text: str | None, answer: str) -> None:
-    """Hand a decided query (``answer`` sat or unsat) to the sink."""
+def record(text: str | None, answer: str, kind: str = "query") -> None:
+    """Hand a decided query (``answer`` sat or unsat) of ``kind`` (see :data:`KINDS`) to the sink."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown query kind {kind!r}; use one of {KINDS}")
     sink = SINK.get()
     if sink is not None and text is not None and answer in ("sat", "unsat"):
-        sink(text, answer)
+        sink(text, answer, kind)
 
 
 def standalone(text: str, expected: str, note: str = "") -> str:
@@ -79,21 +84,23 @@ class Collector:
     cross_check: bool = False
     timeout: float = 10.0
     count: int = 0
+    premise_checks: int = 0  # of count, the premise (vacuity) checks
     confirmed: int = 0
     unknown: int = 0
     seconds: float = 0.0
     unchecked: int = 0
     disagreements: list[str] = field(default_factory=list)
-    queued: list[tuple[int, str, str]] = field(default_factory=list)
+    queued: list[tuple[int, str, str, str]] = field(default_factory=list)
 
-    def __call__(self, text: str, answer: str) -> None:
+    def __call__(self, text: str, answer: str, kind: str = "query") -> None:
         self.count += 1
-        full = standalone(text, answer, self.prefix)
+        self.premise_checks += kind == "premises"
+        full = standalone(text, answer, f"{self.prefix} ({kind})")
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
             (self.directory / f"{self.prefix}-{self.count:03d}.smt2").write_text(full)
         if self.cross_check:
-            self.queued.append((self.count, full, answer))  # checked after the proof: its time is not the proof's
+            self.queued.append((self.count, full, answer, kind))  # checked after the proof: its time is not the proof's
 
     def run_cross_check(self, budget: float = 90.0) -> None:
         """Give every recorded query to cvc5 (after the proof ran, so that its budget is its own), each
@@ -102,7 +109,7 @@ class Collector:
         import time
 
         t0 = time.perf_counter()
-        for n, full, answer in self.queued:
+        for n, full, answer, kind in self.queued:
             left = budget - (time.perf_counter() - t0)
             if left <= 0.5:
                 self.unchecked += 1
@@ -113,13 +120,29 @@ class Collector:
             elif got == "unknown":
                 self.unknown += 1
             else:
-                self.disagreements.append(f"query {n}: z3 {answer}, cvc5 {got}")
+                self.disagreements.append(f"query {n} ({kind}): z3 {answer}, cvc5 {got}")
         self.queued.clear()
         self.seconds += time.perf_counter() - t0
 
+    def stats(self) -> SecondSolver:
+        """The tally as the typed record an outcome carries (what ``verify`` sums, never its text)."""
+        return SecondSolver(
+            exported=self.count,
+            premise_checks=self.premise_checks,
+            cross_checked=self.cross_check,
+            confirmed=self.confirmed,
+            unknown=self.unknown,
+            unchecked=self.unchecked,
+            disagree=tuple(self.disagreements),
+            seconds=round(self.seconds, 4),
+        )
+
     def summary(self) -> str:
         if not self.cross_check:
-            return f"{self.count} deciding quer{'y' if self.count == 1 else 'ies'} exported"
+            return (
+                f"{self.count} deciding quer{'y' if self.count == 1 else 'ies'} exported "
+                f"({self.premise_checks} premise check(s))"
+            )
         head = f"cvc5: {self.confirmed} of {self.count} deciding queries confirmed, {self.unknown} unknown"
         head += f", {self.seconds:.2f} s"
         if self.unchecked:
@@ -134,4 +157,4 @@ def safe_name(oid: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", oid)
 
 
-__all__ = ["SINK", "Collector", "cvc5_answer", "record", "safe_name", "standalone", "text_of", "wanted"]
+__all__ = ["KINDS", "SINK", "Collector", "cvc5_answer", "record", "safe_name", "standalone", "text_of", "wanted"]

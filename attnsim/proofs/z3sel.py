@@ -27,7 +27,7 @@ from typing import Any
 import z3
 
 from attnsim.proofs import smtlib, solver_work
-from attnsim.proofs.obligation import Outcome, PremiseCheck
+from attnsim.proofs.obligation import Outcome, PremiseCheck, Scope
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 
@@ -117,15 +117,17 @@ def prove(
     text = smtlib.text_of(s)
     res = solver_work.check(s)
     smtlib.record(text, str(res))
-    scope = f"every size <= {bound}" if bound is not None else "all sizes"
+    scope = Scope(tuple(sorted(sizes)), bound)
     if res == z3.unsat:
-        return Outcome(True, f"unsat: holds for {scope} ({', '.join(sorted(sizes)) or 'no sizes'})", pc)
+        return Outcome(True, f"unsat: holds for {scope.text()}", pc, scope=scope)
     if res == z3.sat:
-        vals = dict(solver_work.model_of(s, list(env), env))
+        model = solver_work.model_of(s, list(env), env)
+        vals = dict(model)
         shown = ", ".join(f"{k}={v}" for k, v in sorted(vals.items()))
         extra = f"; {explain(vals)}" if explain else ""
-        return Outcome(False, f"counterexample: {shown}{extra}", pc)
-    return Outcome(None, f"z3 unknown ({_reason(s)})", pc)
+        return Outcome(False, f"counterexample: {shown}{extra}", pc, scope=scope, counterexample=model)
+    why = _reason(s)
+    return Outcome(None, f"z3 unknown ({why})", pc, scope=scope, cause="timeout" if why == "timeout" else "")
 
 
 def _reason(s: z3.Solver) -> str:

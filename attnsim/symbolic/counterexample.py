@@ -6,6 +6,7 @@ refute a construction, never prove one.
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -70,9 +71,12 @@ def with_counterexample(
         diff = np.argwhere(np.asarray(got != want) if backend == "exact" else ~np.isclose(got, want, rtol=0, atol=1e-9))
         if len(diff):
             ix = tuple(int(x) for x in diff[0])
-            return Outcome.bad(
-                f"{out.detail}; counterexample at {', '.join(f'{k}={v}' for k, v in sizes.items())}: "
-                f"{con.output}{list(ix)} = {got[ix]} but the spec gives {want[ix]}"
+            return replace(
+                out,
+                ok=False,
+                detail=f"{out.detail}; counterexample at {', '.join(f'{k}={v}' for k, v in sizes.items())}: "
+                f"{con.output}{list(ix)} = {got[ix]} but the spec gives {want[ix]}",
+                counterexample=tuple(sorted(sizes.items())),
             )
     return out
 

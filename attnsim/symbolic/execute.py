@@ -152,7 +152,7 @@ class Executor:
     def left(self) -> float:
         left = self.timeout - (time.process_time() - self.started)
         if left <= 0:
-            raise ExecutionFailed(Outcome.unknown(f"timeout after {len(self.steps)} proven steps"))
+            raise ExecutionFailed(Outcome(None, f"timeout after {len(self.steps)} proven steps", cause="timeout"))
         return left
 
     def _attempt(self, goal: E.Expr, what: str, decode_k: bool = False) -> Outcome:
@@ -166,7 +166,7 @@ class Executor:
             goal, self.premises, decode=dec, coords=dict(self.coords), minimum=self.minimum, timeout=self.left()
         )
         if out.ok is True:
-            self.lemmas |= set(decode.lemmas_in(out.detail))
+            self.lemmas |= set(out.lemmas)
             self.steps.append(what)
         return out
 
@@ -174,7 +174,7 @@ class Executor:
         """``premises -> goal`` proven, or ExecutionFailed (refuted or not decided)."""
         out = self._attempt(goal, what, decode_k)
         if out.ok is not True:
-            raise ExecutionFailed(Outcome(out.ok, f"{what}: {out.detail}"))
+            raise ExecutionFailed(out.retold(f"{what}: {out.detail}"))
 
     def holds(self, goal: E.Expr) -> bool:
         """``premises -> goal`` proven; False when not shown."""
@@ -279,7 +279,7 @@ class Executor:
         """A divisor not shown > 0: no claim (a subclass searching for a counterexample may go on)."""
         assert isinstance(node.fn, C.Prim)
         what = f"{node.label}: operand {sp.sstr(operand)} of {node.fn.name} not shown > 0"
-        raise ExecutionFailed(Outcome.unknown(what))
+        raise ExecutionFailed(Outcome(None, what, cause="divisor not shown > 0"))
 
     @property
     def signs(self) -> Signs:

@@ -24,13 +24,13 @@ import sympy as sp
 
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import prove_layout
-from attnsim.proofs.obligation import Obligation, Outcome, PremiseCheck
+from attnsim.proofs.obligation import NormalForm, Obligation, Outcome, Premise, PremiseCheck, Scope
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.symbolic.counterexample import constants_compared, with_counterexample
 from attnsim.symbolic.execute import ExecutionFailed, Executor, sym
 from attnsim.symbolic.if_then_else import Ite
-from attnsim.symbolic.sums import equal_by_normal_form
+from attnsim.symbolic.sums import normal_forms
 
 
 def prove_program_equals_spec(con: Any, timeout: float = 10.0) -> Outcome:
@@ -47,17 +47,19 @@ def prove_program_equals_spec(con: Any, timeout: float = 10.0) -> Outcome:
     split = dict(con.cases)
     residues = [dict(zip(split, rs, strict=True)) for rs in itertools.product(*(range(m) for m in split.values()))]
     shown = []
+    proven = Outcome(True)  # the typed facts of every case, joined
     for case in residues:
         left = timeout - (time.perf_counter() - t0)
         out, special = _prove_case(con, case, split, max(left, 0.05))
         if out.ok is not True:
             where = ", ".join(f"{c} = {split[c]} t_{c} + {s}" for c, s in case.items())
-            out = Outcome(out.ok, f"case {where}: {out.detail}" if case else out.detail)
-            if out.ok is False and "counterexample" in out.detail:
+            out = out.retold(f"case {where}: {out.detail}" if case else out.detail)
+            if out.ok is False and out.counterexample is not None:
                 return out
             return with_counterexample(con, out, special=special)
+        proven = proven.joined(out)
         shown.append(out.detail)
-    return Outcome.good(" || ".join(shown) if len(shown) > 1 else shown[0])
+    return proven.retold(" || ".join(shown) if len(shown) > 1 else shown[0])
 
 
 def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: float) -> tuple[Outcome, set[int]]:
@@ -94,13 +96,14 @@ def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: 
             ex.coords[internal(name)] = extent
     h, i, j = coords
     try:
-        refused = _premises(ex).refusal()
+        pc = _premises(ex)
+        refused = pc.refusal()
         if refused is not None:
             return refused, set()
 
         lay = prove_layout(con.layout, ex.left(), minimum=ex.minimum)  # operands read where they are encoded
         if lay.ok is not True:
-            return Outcome(lay.ok, f"layout: {lay.detail}"), set()
+            return lay.retold(f"layout: {lay.detail}"), set()
         ex.steps.append("the layout is injective, disjoint and in range")
         got = ex.value(con.program, out.position(i, j, h))
     except ExecutionFailed as exc:
@@ -114,27 +117,37 @@ def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: 
                 f"the output block is {E.render(out.stack)} x {E.render(out.rows)} x {E.render(out.cols)} but the "
                 f"spec's shape is {tuple(spec_shape)}"
             ), set()
-    same, shown, diff = _equal_in_every_scalar_case(con, got, want, ex)
+    same, shown, diff, forms = _equal_in_every_scalar_case(con, got, want, ex)
     if same:
         lem = ", ".join(f"rasp/z3-parametric/{n}" for n in sorted(ex.lemmas)) or "none"
         domain = ", ".join(f"{n} >= {v}" for n, v in sorted(ex.minimum.items()) if v != 1)
         pre = ", ".join(E.render(p) for p in ex.premises)
         scope = "all sizes" + (f" with {domain}" if domain else "") + (f" under {pre}" if pre else "")
-        return Outcome.good(  # the formula proven, not only the statement's text: the spec's entry as executed
+        return Outcome(  # the formula proven, not only the statement's text: the spec's entry as executed
+            True,
             f"program == spec ({con.specification.spec.statement}) for {scope}: the spec's entry "
-            f"{sp.sstr(want)} and the program's value {shown}; {len(ex.steps)} Z3 step(s); lemmas: {lem}"
+            f"{sp.sstr(want)} and the program's value {shown}; {len(ex.steps)} Z3 step(s); lemmas: {lem}",
+            pc,
+            scope=Scope(tuple(sorted(con.free_sizes))),
+            normal_forms=forms,
+            stated=tuple(Premise(E.render(p)) for p in ex.premises),
+            lemmas=tuple(sorted(ex.lemmas)),
         ), set()
-    return Outcome.unknown(f"normal forms differ: program - spec = {shown}"), constants_compared(diff)
+    differ = Outcome(None, f"normal forms differ: program - spec = {shown}", pc, normal_forms=forms)
+    return differ, constants_compared(diff)
 
 
-def _equal_in_every_scalar_case(con: Any, got: Any, want: Any, ex: Executor) -> tuple[bool, str, Any]:
+def _equal_in_every_scalar_case(
+    con: Any, got: Any, want: Any, ex: Executor
+) -> tuple[bool, str, Any, tuple[NormalForm, ...]]:
     """Decide got == want, splitting on each declared scalar operand (see ``Construction.scalars``).
 
     Sizes become positive symbols and coordinates non-negative ones (their domain).  A scalar s with
     lo <= s <= X (X a size) compared with coordinate c < X is split into two cases that cover every
     admissible (s, c, X): s = c + 1 + u, X = s + v (c < s); or s = lo + u, c = s + w, X = c + 1 + v
     (c >= s); u, v, w >= 0.  SymPy's assumptions then decide each comparison, and the normal form's
-    truncation rule may use X - s >= 0."""
+    truncation rule may use X - s >= 0.  Also the normal forms of both sides, per case (up to the first
+    case that differs)."""
     base: dict[Any, Any] = ex.signs.size_symbols()
     for name in ex.coords:
         base[sp.Symbol(name, integer=True)] = sp.Symbol(name, integer=True, nonnegative=True)
@@ -145,7 +158,7 @@ def _equal_in_every_scalar_case(con: Any, got: Any, want: Any, ex: Executor) -> 
         x = base.get(sp.Symbol(upper.name, integer=True)) if isinstance(upper, C.Size) else None
         c = base.get(sp.Symbol(internal(coord), integer=True))
         if x is None or c is None:
-            return False, f"scalar {name}: its bound {upper} or coordinate {coord} is not a symbol here", sp.nan
+            return False, f"scalar {name}: its bound {upper} or coordinate {coord} is not a symbol here", sp.nan, ()
         u, v, w = (sp.Symbol(f"{name}!{t}", integer=True, nonnegative=True) for t in "uvw")
         below = {s: c + 1 + u, x: c + 1 + u + v}
         above = {s: lo + u, c: lo + u + w, x: lo + u + w + 1 + v}
@@ -155,17 +168,19 @@ def _equal_in_every_scalar_case(con: Any, got: Any, want: Any, ex: Executor) -> 
             for what, new in ((f"{coord} < {name}", below), (f"{coord} >= {name}", above))
         ]
     shown = []
+    forms: list[NormalForm] = []
     for tag, subst in cases:  # one case, with no substitution, when no scalar is declared
         where = f"case {tag}: " if tag else ""
         g, w = got.xreplace(subst), want.xreplace(subst)
         bad = _possibly_negative_sum(w)
         if bad is not None:  # SymPy's Sum over hi < lo - 1 is not empty (Karr): the spec means range()
-            return False, f"{where}the spec's sum {sp.sstr(bad)} is not shown to have length >= 0", sp.nan
-        same, text, diff = equal_by_normal_form(g, w)
-        if not same:
-            return False, f"{where}{text}", diff
-        shown.append(f"[{tag}] {text}" if tag else text)
-    return True, " ".join(shown), 0
+            return False, f"{where}the spec's sum {sp.sstr(bad)} is not shown to have length >= 0", sp.nan, (*forms,)
+        ng, nw, diff = normal_forms(g, w)
+        forms.append(NormalForm(sp.sstr(w), sp.sstr(g), sp.sstr(nw), sp.sstr(ng), tag))
+        if diff != 0:
+            return False, f"{where}{sp.sstr(diff)}", diff, (*forms,)
+        shown.append(f"[{tag}] both normalize to {sp.sstr(ng)}" if tag else f"both normalize to {sp.sstr(ng)}")
+    return True, " ".join(shown), 0, (*forms,)
 
 
 def _declarations_not_enforced(con: Any) -> str:
@@ -262,6 +277,7 @@ def spec_obligation(
     def check(timeout: float) -> Outcome:
         t0 = time.perf_counter()
         parts = []
+        proven = Outcome(True)  # the typed facts of every build's proof, joined
         for make in makes:
             con = make()
             if not con.free_sizes:
@@ -269,8 +285,9 @@ def spec_obligation(
             out = prove_program_equals_spec(con, timeout=max(0.05, timeout - (time.perf_counter() - t0)))
             if out.ok is not True:
                 return out
+            proven = proven.joined(out)
             parts.append(f"[{', '.join(sorted(con.free_sizes))}] {out.detail}")
-        return Outcome.good(" | ".join(parts))
+        return proven.retold(" | ".join(parts))
 
     return Obligation(f"{cid}/all-sizes/{detail}", cid, paper_ref, "all-sizes", check, statement=statement)
 

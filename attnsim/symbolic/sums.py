@@ -195,15 +195,21 @@ def _canonical_sum(body: Any, limits: list[tuple[Any, Any, Any]]) -> Any:
     return best
 
 
-def equal_by_normal_form(a: Any, b: Any) -> tuple[bool, str, Any]:
-    """(True, the common normal form, 0) when a - b normalizes to 0; else (False, shown, the difference)."""
+def normal_forms(a: Any, b: Any) -> tuple[Any, Any, Any]:
+    """The normal forms of ``a`` and ``b`` and their difference (0 when they are equal)."""
     na, nb = normal_form(a), normal_form(b)
     diff = sp.expand(na - nb)
     if diff != 0:  # rule 6: a positive power of a 0/1 flag is the flag (expand makes [c] [c] = [c]^2)
         diff = sp.expand(_flag_powers(diff))
+    return na, nb, diff
+
+
+def equal_by_normal_form(a: Any, b: Any) -> tuple[bool, str, Any]:
+    """(True, the common normal form, 0) when a - b normalizes to 0; else (False, shown, the difference)."""
+    na, _, diff = normal_forms(a, b)
     if diff == 0:
         return True, f"both normalize to {sp.sstr(na)}", diff
     return False, sp.sstr(diff), diff
 
 
-__all__ = ["bound_symbol", "equal_by_normal_form", "normal_form", "simplify_conditions"]
+__all__ = ["bound_symbol", "equal_by_normal_form", "normal_form", "normal_forms", "simplify_conditions"]

@@ -86,7 +86,7 @@ def timeout_for(ob: Obligation, override: float | None) -> float:
 
 def is_timeout(r: Result) -> bool:
     """True when the result is unknown because the check ran out of time (not a Z3 ``unknown``)."""
-    return r.status == "unknown" and "timeout" in r.detail.lower()
+    return r.status == "unknown" and r.cause == "timeout"
 
 
 def suggested_timeout(ob: Obligation, used: float) -> float:

@@ -38,7 +38,7 @@ from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Result
 
 DEFAULT_DIR = ".attnsim-cache"
-FORMAT = 1  # bump when the layout of a stored file changes
+FORMAT = 2  # bump when the layout of a stored file changes (2: the outcome's typed facts, issue 26 item 6)
 _PACKAGE = Path(__file__).resolve().parents[1]  # attnsim/
 
 
@@ -150,7 +150,7 @@ def reusable_obligation(r: Mapping[str, Any]) -> bool:
     """A decisive result of the check itself: proved, passed, or failed other than by a lost worker."""
     if r["status"] in ("proved", "passed"):
         return True
-    return r["status"] == "failed" and not str(r["detail"]).startswith("worker died")
+    return r["status"] == "failed" and r.get("cause") != "worker lost"
 
 
 def reusable_mutant(r: Mapping[str, Any]) -> bool:
@@ -204,7 +204,5 @@ class ResultCache:
 
 
 def result_from(d: Mapping[str, Any]) -> Result:
-    """A stored obligation result back as a :class:`Result`."""
-    fields = {k: d[k] for k in Result.__dataclass_fields__ if k in d}  # rows cached before a field existed
-    fields["requires"] = tuple(fields.get("requires", ()))
-    return Result(**fields)
+    """A stored obligation result back as a :class:`Result` (its typed records rebuilt)."""
+    return Result.from_dict(d)

@@ -152,7 +152,7 @@ def _serve(conn: Connection, lifeline: Connection) -> None:
             out = Outcome.bad(f"the worker cannot load obligation {ref!r:.80}: {type(exc).__name__}: {exc}")
         else:
             out = _check(ob, timeout, smt)
-        conn.send((out.ok, out.detail, time.perf_counter() - t0))
+        conn.send((out, time.perf_counter() - t0))  # the whole typed outcome, not only its text
 
 
 class _Slot:
@@ -181,8 +181,8 @@ def _slot() -> _Slot:
     return sl
 
 
-def _in_slot(ref: Ref, timeout: float, smt: SmtOptions | None) -> tuple[bool | None, str, float]:
-    """Run one obligation in this worker thread's slot, under a hard ``timeout``: (ok, detail, seconds)."""
+def _in_slot(ref: Ref, timeout: float, smt: SmtOptions | None) -> tuple[Outcome, float]:
+    """Run one obligation in this worker thread's slot, under a hard ``timeout``: (outcome, seconds)."""
     sl = _slot()
     t0 = time.perf_counter()
     try:
@@ -195,8 +195,8 @@ def _in_slot(ref: Ref, timeout: float, smt: SmtOptions | None) -> tuple[bool | N
     died = False
     if sl.conn.poll(limit):
         try:
-            ok, detail, secs = sl.conn.recv()
-            return ok, detail, secs
+            out, secs = sl.conn.recv()
+            return out, secs
         except (EOFError, OSError):  # the slot's end of the pipe closed: it died
             died = True
     elapsed = time.perf_counter() - t0
@@ -204,11 +204,11 @@ def _in_slot(ref: Ref, timeout: float, smt: SmtOptions | None) -> tuple[bool | N
     sl.kill()
     _LOCAL.slot = None
     if not died:
-        return None, f"timeout after {timeout:g} s", elapsed
-    return False, f"worker died (exit code {sl.proc.exitcode})", elapsed
+        return Outcome(None, f"timeout after {timeout:g} s", cause="timeout"), elapsed
+    return Outcome(False, f"worker died (exit code {sl.proc.exitcode})", cause="worker lost"), elapsed
 
 
-def obligations_task(batch: list[tuple[Ref, float]], smt: SmtOptions | None) -> list[tuple[bool | None, str, float]]:
+def obligations_task(batch: list[tuple[Ref, float]], smt: SmtOptions | None) -> list[tuple[Outcome, float]]:
     """One Dask task: a few obligations (ref, timeout), one after the other, each under its own hard timeout."""
     return [_in_slot(ref, timeout, smt) for ref, timeout in batch]
 
@@ -389,9 +389,10 @@ def run_obligations(
             try:
                 outs = fut.result()
             except Exception as exc:
-                outs = [(False, f"worker died: {type(exc).__name__}: {exc}", 0.0)] * len(batch)
-            for i, (ok, detail, secs) in zip(batch, outs, strict=True):
-                r = explain_timeout(_result(obs[i], Outcome(ok, detail), secs), obs[i], timeouts[i])
+                lost = Outcome(False, f"worker died: {type(exc).__name__}: {exc}", cause="worker lost")
+                outs = [(lost, 0.0)] * len(batch)
+            for i, (out, secs) in zip(batch, outs, strict=True):
+                r = explain_timeout(_result(obs[i], out, secs), obs[i], timeouts[i])
                 results[i] = r
                 if on_done:
                     on_done(i, r)

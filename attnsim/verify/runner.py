@@ -13,13 +13,13 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from attnsim.proofs import smtlib, solver_work
-from attnsim.proofs.obligation import Obligation, Outcome, Result, status_of
+from attnsim.proofs.obligation import Obligation, Outcome, Result
 from attnsim.proofs.solver_work import WorkMeter
 from attnsim.verify.sigint import children_deaf_to_sigint
 
@@ -72,37 +72,31 @@ def _check(ob: Obligation, timeout: float, smt: SmtOptions | None = None) -> Out
     finally:
         if token is not None:
             smtlib.SINK.reset(token)
-    if ob.method == "z3-parametric" and out.ok is True and "no sizes" in out.detail:
-        out = Outcome.bad(
-            f"labelled z3-parametric, but the proof mentions no size (a fixed instance: z3-instance): {out.detail}"
+    if ob.method == "z3-parametric" and out.ok is True and out.scope is not None and not out.scope.sizes:
+        out = out.retold(
+            f"labelled z3-parametric, but the proof mentions no size (a fixed instance: z3-instance): {out.detail}",
+            ok=False,
         )
     if col is None or col.count == 0:
         return out
     col.run_cross_check(CVC5_BUDGET)
+    told = replace(out, second_solver=col.stats())
     if col.disagreements:
-        return Outcome.bad(f"{out.detail}; {col.summary()}")
-    return Outcome(out.ok, f"{out.detail}; {col.summary()}")
+        return told.retold(f"{out.detail}; {col.summary()}", ok=False)
+    return told.retold(f"{out.detail}; {col.summary()}")
 
 
 def _result(ob: Obligation, out: Outcome, seconds: float, meter: WorkMeter | None = None) -> Result:
     meter = meter or WorkMeter()
-    first = out.premises or meter.first_premises()
-    return Result(
-        ob.id,
-        ob.construction,
-        ob.paper_ref,
-        ob.method,
-        ob.bound,
-        status_of(ob.method, out),
-        round(seconds, 4),
-        out.detail,
-        ob.requires,
+    return Result.of(
+        ob,
+        out,
+        seconds,
         units=meter.units,
         queries=meter.queries,
         exhausted=meter.exhausted,
         largest=meter.largest,
-        premises=first.status if first is not None else "",
-        premise_model=dict(first.model) if first is not None and first.status == "sat" else None,
+        first_premises=meter.first_premises(),
     )
 
 
@@ -218,15 +212,16 @@ def run_all(
                         sl.task = None
                         continue
                     except (EOFError, OSError):
-                        finish(task, _result(ob, Outcome.bad(died), elapsed))
+                        finish(task, _result(ob, Outcome(False, died, cause="worker lost"), elapsed))
                 elif sl.used() > (limit := timeout + 0.5 + (CROSS_CHECK_BUDGET if cross else 0)) or (
                     elapsed > WALL_NET_FACTOR * limit
                 ):
-                    finish(task, _result(ob, Outcome.unknown(f"timeout after {timeout:g} s (safety net)"), elapsed))
+                    stopped = Outcome(None, f"timeout after {timeout:g} s (safety net)", cause="timeout")
+                    finish(task, _result(ob, stopped, elapsed))
                 elif sl.proc.is_alive():
                     continue
                 else:
-                    finish(task, _result(ob, Outcome.bad(died), elapsed))
+                    finish(task, _result(ob, Outcome(False, died, cause="worker lost"), elapsed))
                 sl.stop(kill=True)
                 slots[k] = _Slot(ctx, obs, timeout, smt)
     finally:

@@ -29,8 +29,10 @@ def test_cross_check_confirms_and_catches_a_disagreement() -> None:
     col(text, "unsat")
     col(text, "sat")  # as if Z3 had said sat: cvc5 says unsat
     col.run_cross_check()
-    assert col.confirmed == 1 and col.disagreements == ["query 2: z3 sat, cvc5 unsat"]
+    assert col.confirmed == 1 and col.disagreements == ["query 2 (query): z3 sat, cvc5 unsat"]
     assert "DISAGREE" in col.summary()
+    stats = col.stats()  # the typed tally verify sums (never the summary's text)
+    assert (stats.exported, stats.confirmed, stats.disagree) == (2, 1, ("query 2 (query): z3 sat, cvc5 unsat",))
 
 
 def test_a_disagreement_fails_the_obligation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

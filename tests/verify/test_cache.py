@@ -52,22 +52,24 @@ def test_key_changes_with_timeout_statement_and_program() -> None:
 
 
 def test_only_decisive_results_are_reused(tmp_path: Path) -> None:
-    """unknown (a timeout) and a lost worker say nothing about the claim: they are rerun."""
+    """unknown (a timeout) and a lost worker say nothing about the claim: they are rerun.  A lost
+    worker is the row's typed ``cause``, never read out of its detail text."""
     cache = C.ResultCache(tmp_path)
     ok = {"status": "proved", "detail": "unsat"}
-    for status, detail, reused in [
-        ("proved", "unsat", True),
-        ("failed", "differs at 0", True),
-        ("unknown", "timeout after 1 s", False),
-        ("failed", "worker died (exit code -9)", False),
+    for status, detail, cause, reused in [
+        ("proved", "unsat", "", True),
+        ("failed", "differs at 0", "", True),
+        ("unknown", "timeout after 1 s", "timeout", False),
+        ("failed", "worker died (exit code -9)", "worker lost", False),
+        ("failed", "the text says worker died, the cause does not", "", True),
     ]:
         key = {"id": f"{status}/{detail}"}
-        cache.put(key, {"status": status, "detail": detail})
+        cache.put(key, {"status": status, "detail": detail, "cause": cause})
         assert (cache.get(key, C.reusable_obligation) is not None) is reused
     assert cache.get({"id": "never stored"}, C.reusable_obligation) is None
     # plain JSON on disk; a damaged file is ignored, never trusted
     files = sorted(tmp_path.glob("*.json"))
-    assert len(files) == 4 and all(json.loads(f.read_text())["key"]["id"] for f in files)
+    assert len(files) == 5 and all(json.loads(f.read_text())["key"]["id"] for f in files)
     key = {"id": "damaged"}
     cache.put(key, ok)
     cache.path(key).write_text("{not json")

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from attnsim.cli.main import main
-from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.proofs.obligation import STRUCTURED, Obligation, Outcome
 from attnsim.verify.runner import run_all
 
 
@@ -16,9 +16,11 @@ def test_verify_json_only(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and len(data) == 2
     assert set(data[0]) == {
         *("id", "construction", "paper_ref", "method", "bound", "status", "seconds", "detail", "requires"),
-        *("units", "queries", "exhausted", "largest", "premises", "premise_model"),
+        *("units", "queries", "exhausted", "largest"),
+        *STRUCTURED,  # the outcome's typed facts (issue 26, item 6)
     }
     assert all(d["status"] == "proved" for d in data)
+    assert all(d["scope"]["sizes"] and d["scope"]["bound"] is None and d["cause"] == "" for d in data)
     # the solver work is carried (issue 27) and each proof's premises were shown satisfiable (issue 26)
     assert all(d["units"] > 0 and d["queries"] >= 2 and d["exhausted"] == 0 for d in data)
     assert all(d["premises"] == "sat" and d["premise_model"] for d in data)

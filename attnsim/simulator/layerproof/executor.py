@@ -130,7 +130,7 @@ class LayerExecutor(GatherCases, Truncation, Positivity, IntentListing):
             if out.ok is not None:  # proven or refuted: the same goal gets the same answer (not a timeout)
                 self.proofs[key] = out
         if out.ok is True:
-            self.lemmas |= set(decode.lemmas_in(out.detail))
+            self.lemmas |= set(out.lemmas)
             self.steps.append(what)
         return out
 

@@ -159,7 +159,7 @@ def prove_frame(u: Any, timeout: float = 60.0) -> Outcome:
         try:
             got = ex.value(u.program, POSITION)
         except ExecutionFailed as exc:
-            return Outcome(exc.outcome.ok, f"{case.what}: {exc.outcome.detail}")
+            return exc.outcome.retold(f"{case.what}: {exc.outcome.detail}")
         want = case.want()
         if sp.expand(sym_subs(got) - sym_subs(want)) != 0:
             at = witness(u, case, got, want)

@@ -64,7 +64,7 @@ class IntentListing(FrameExecutor):
         proof = self.selector_is_its_intent(it)
         if proof.ok is not True:
             raise ExecutionFailed(
-                Outcome(proof.ok, f"{sel.label}: the selector is not shown to be its intent: {proof.detail}")
+                proof.retold(f"{sel.label}: the selector is not shown to be its intent: {proof.detail}")
             )
         self.steps.append(f"{sel.label}: the selector is its intent {it.name} (decoding prover, all sizes)")
         ln = self.con.layout.length
@@ -84,8 +84,8 @@ class IntentListing(FrameExecutor):
             timeout=min(self.left(), self.step_cap),
         )
         if out.ok is not True:
-            raise ExecutionFailed(Outcome(out.ok, f"{what}: {out.detail}"))
-        self.lemmas |= set(decode.lemmas_in(out.detail))
+            raise ExecutionFailed(out.retold(f"{what}: {out.detail}"))
+        self.lemmas |= set(out.lemmas)
         self.steps.append(what)
 
 

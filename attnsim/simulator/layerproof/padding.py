@@ -14,7 +14,7 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.proofs.obligation import Outcome
+from attnsim.proofs.obligation import Outcome, PaddingValue
 from attnsim.rasp import expr as E
 from attnsim.simulator.layerproof.cut import Cut
 from attnsim.simulator.layerproof.encoder_spec import SIZE
@@ -79,7 +79,7 @@ def prove_padding(
             got = flag_form(ex.value(node, pos))
             ref = got if rep.label == goal.label else flag_form(ex.value(rnode, rpos))
         except ExecutionFailed as exc:
-            return Outcome(exc.outcome.ok, f"{what0} ({what}): {exc.outcome.detail}")
+            return exc.outcome.retold(f"{what0} ({what}): {exc.outcome.detail}")
         stray = sorted(str(x) for x in sp.sympify(ref).free_symbols & others)
         if stray:
             return Outcome.bad(
@@ -96,10 +96,12 @@ def prove_padding(
                 return Outcome.bad(f"{what0} ({what}): not 0 where {a} >= {t}: {shown[:300]}")
         done.append(what)
     read = f"; premises: the proven stages {', '.join(sorted({c.stage for c in cut_map.values()}))}" if cut_map else ""
-    return Outcome.good(
+    return Outcome(
+        True,
         f"at every padding row i >= n of {goal.grid.name} (the other coordinates in the region), U's {goal.label} "
         f"== {goal.padded}({', '.join(goal.args)}), the value of {rep.label} there (the arguments' only)"
-        f"{''.join(f' [{a} < {t}]' for a, t in goal.guard)}; cases {'; '.join(done)}{read}"
+        f"{''.join(f' [{a} < {t}]' for a, t in goal.guard)}; cases {'; '.join(done)}{read}",
+        padding=(PaddingValue(goal.label, goal.padded, rep.label),),
     )
 
 

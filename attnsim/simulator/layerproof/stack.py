@@ -86,7 +86,7 @@ def place_facts() -> list[tuple[str, E.Expr]]:
 
 def _prove(goal: E.Expr, assume: Sequence[E.Expr], what: str, left: float) -> Outcome:
     out = decode.prove(goal, assume, timeout=max(0.5, left))
-    return Outcome(out.ok, f"{what}: {out.detail}")
+    return out.retold(f"{what}: {out.detail}")
 
 
 def map_goals(u: Any) -> list[tuple[str, E.Expr, list[E.Expr]]]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnsim.proofs.obligation import Outcome
+from attnsim.proofs.obligation import Outcome, Premise
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Layout
@@ -163,8 +163,8 @@ def prove_stage(
         try:
             got = ex.value(node, pos)
         except ExecutionFailed as exc:
-            failed = Outcome(exc.outcome.ok, f"{goal.stage} ({what}): {exc.outcome.detail}")
-            if not past_divisors_search or exc.outcome.ok is not None or "not shown > 0" not in exc.outcome.detail:
+            failed = exc.outcome.retold(f"{goal.stage} ({what}): {exc.outcome.detail}")
+            if not past_divisors_search or exc.outcome.ok is not None or exc.outcome.cause != "divisor not shown > 0":
                 return failed
             # a divisor not shown > 0: search for a counterexample where U's divisors are > 0
             found = past_divisors(ex, node, pos, goal, cs, case, statement, witnesses, what)
@@ -195,7 +195,8 @@ def prove_stage(
         if ex.padding_used:
             padded.append(what)
     region = ", ".join(f"{a} < {t}" for a, t in goal.below)
-    return Outcome.good(
+    return Outcome(
+        True,
         f"for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (eps > 0): "
         f"at every entry ({', '.join(grid.axes)}) of {grid.name} with {region or 'any coordinates'}, U's "
         f"{goal.label} == its statement; cases {'; '.join(done)}; {steps} Z3/normal-form step(s)"
@@ -212,7 +213,8 @@ def prove_stage(
             f"{goal.part} with those intermediates given)"
             if spec_over
             else ""
-        )
+        ),
+        stated=tuple(Premise(w.text) for w in witnesses),
     )
 
 

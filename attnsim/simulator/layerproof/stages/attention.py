@@ -132,7 +132,7 @@ def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome
     rep = goals(u)[0]
     left = max(0.5, timeout - (time.perf_counter() - t0))
     pad = prove_padding(u, goal, rep, [{"pre": 0}, {"pre": 1}], left, cuts=cuts)
-    return pad if pad.ok is not True else Outcome.good(f"{out.detail}; {pad.detail}")
+    return pad if pad.ok is not True else out.joined(pad, detail=f"{out.detail}; {pad.detail}")
 
 
 ATTENTION = Stage("attention", goals, ("scores",), prove)

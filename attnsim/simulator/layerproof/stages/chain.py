@@ -15,13 +15,12 @@ to one representative node.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from attnsim.proofs.intents import prove_layout
-from attnsim.proofs.obligation import Outcome
+from attnsim.proofs.obligation import Outcome, Premise
 from attnsim.simulator.layerproof.cut import Cut
 from attnsim.simulator.layerproof.stage_proof import setup
 from attnsim.simulator.layerproof.stages import Stage
@@ -37,34 +36,31 @@ ORDER: tuple[Stage, ...] = (SCORES, ATTENTION, FFN, OUTPUT, WRITE)
 UNPROVEN = "NOT PROVEN: "  # how :func:`premises` marks a premise on U's own values that no stage proved
 
 
-def premises(detail: str) -> list[str]:
-    """The premises a stage's Outcome states (``premise: ...`` or ``premise (cases ...): ...``, up
-    to the next ``;``; the cases a premise was used in kept, separated by `` | ``), not the proven
-    stages it read (those are discharged by the chain).  A premise the stage states as
-    ``unproven premise`` (on U's own values, not on its input) is marked :data:`UNPROVEN`."""
-    out = []
-    for unproven, cases, text in re.findall(r"(unproven )?premise(?: \(cases ([^)]*)\))?: ([^;]+)", detail):
-        if text.startswith("the proven stages"):
-            continue
-        said = f"{text} (cases {cases.replace('; ', ' | ')})" if cases else text
-        out.append(UNPROVEN + said if unproven else said)
-    return out
+def premises(out: Outcome) -> list[str]:
+    """The premises a stage's Outcome states (its typed ``stated`` records, each with the cases it was
+    used in, joined by `` | ``), not the proven stages it read (those are discharged by the chain).
+    A premise stated ``unproven`` (on U's own values, not on its input) is marked :data:`UNPROVEN`."""
+    return [_shown(p) for p in out.stated]
 
 
-def padding_proven(goal: Cut, detail: str, reps: dict[str, str]) -> str:
-    """Why ``detail`` does not prove the goal's padding value, or "" when it does (the goal has none,
-    or ``detail`` states ``U's <label> == <padded>(...), the value of <rep> there`` with the same
-    representative for every goal of the name, recorded in ``reps``)."""
+def _shown(p: Premise) -> str:
+    """A premise as printed, marked :data:`UNPROVEN` when it is."""
+    return UNPROVEN + p.shown() if p.unproven else p.shown()
+
+
+def padding_proven(goal: Cut, out: Outcome, reps: dict[str, str]) -> str:
+    """Why ``out`` does not prove the goal's padding value, or "" when it does (the goal has none, or
+    ``out`` states (a :class:`~attnsim.proofs.obligation.PaddingValue`) that U's ``goal.label`` holds
+    ``goal.padded`` there, the value of a representative node, the same for every goal of the name,
+    recorded in ``reps``)."""
     if not goal.padded:
         return ""
-    m = re.search(
-        rf"U's {re.escape(goal.label)} == {re.escape(goal.padded)}\([^)]*\), the value of (\S+) there", detail
-    )
-    if m is None:
+    said = [v for v in out.padding if v.label == goal.label and v.value == goal.padded]
+    if not said:
         return f"its padding value {goal.padded} is not proven"
-    rep = reps.setdefault(goal.padded, m.group(1))
-    if rep != m.group(1):
-        return f"its padding value {goal.padded} is proven as {m.group(1)}'s, the name's is {rep}'s"
+    rep = reps.setdefault(goal.padded, said[0].rep)
+    if rep != said[0].rep:
+        return f"its padding value {goal.padded} is proven as {said[0].rep}'s, the name's is {rep}'s"
     return ""
 
 
@@ -79,10 +75,10 @@ def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outc
     left = lambda: max(0.5, timeout - (time.perf_counter() - t0))
     lay = prove_layout(setup(u)[0].layout, left(), describe=u.map.describe)
     if lay.ok is not True:
-        return Outcome(lay.ok, f"layout: {lay.detail}")
+        return lay.retold(f"layout: {lay.detail}")
     done = [f"layout {time.perf_counter() - t0:.1f} s"]
     proven: dict[str, Cut] = {}
-    stated: list[str] = []
+    stated: list[Premise] = []
     reps: dict[str, str] = {}  # padding value name -> the node it is proven to be (padding_proven)
     for st in stages:
         cuts = {lb: c for lb, c in proven.items() if c.stage in st.requires}
@@ -92,11 +88,11 @@ def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outc
             out = st.prove(u, goal, cuts, left())
             if out.ok is not True:
                 so_far = f" (proven before it: {'; '.join(done)})"
-                return Outcome(out.ok, f"stage {st.name}, {goal.label}: {out.detail}{so_far}")
-            why = padding_proven(goal, out.detail, reps)
+                return out.retold(f"stage {st.name}, {goal.label}: {out.detail}{so_far}")
+            why = padding_proven(goal, out, reps)
             if why:
                 return Outcome.bad(f"stage {st.name}, {goal.label}: {why} (proven before it: {'; '.join(done)})")
-            stated += [p for p in premises(out.detail) if p not in stated]
+            stated += [p for p in out.stated if p not in stated]
         proven.update({g.label: g for g in goals})
         done.append(f"{st.name} {time.perf_counter() - t1:.1f} s ({len(goals)} goal(s))")
     claim = (
@@ -107,13 +103,13 @@ def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outc
     )
     text = (
         "for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (eps > 0): "
-        f"{claim}; {'; '.join(done)}" + "".join(f"; premise: {p}" for p in stated)
+        f"{claim}; {'; '.join(done)}" + "".join(f"; premise: {_shown(p)}" for p in stated)
     )
-    gaps = [p for p in stated if p.startswith(UNPROVEN)]
+    gaps = [p for p in stated if p.unproven]
     if gaps:  # a premise on U's own values: the claim holds only where it does, so it is not proven
         why = f"every goal proven, but under {len(gaps)} premise(s) on U's own values not proven"
-        return Outcome.unknown(f"{why}: {text}")
-    return Outcome.good(text)
+        return Outcome(None, f"{why}: {text}", stated=tuple(stated))
+    return Outcome(True, text, stated=tuple(stated))
 
 
 __all__ = ["ORDER", "UNPROVEN", "padding_proven", "premises", "prove_layer"]

@@ -34,7 +34,7 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.proofs.obligation import Outcome
+from attnsim.proofs.obligation import Outcome, Premise
 from attnsim.simulator.layerproof.cut import Cut, part_cut
 from attnsim.simulator.layerproof.encoder_spec import SIZE
 from attnsim.simulator.layerproof.padding import prove_padding
@@ -109,12 +109,14 @@ def prove(
     if pad.ok is not True:
         return pad
     split = sorted({k for c in cases or CASES[goal.name] for k in c})
-    both = ""
+    both: tuple[Premise, ...] = ()
     if {"pre", "post"} <= set(split):
-        both = "; premise: pre and post are not both 1 (TransformerLayer enforces it)"
-    return Outcome.good(
-        f"{out.detail}; {pad.detail}{both}; the options other than {', '.join(split)} and the scalars scale, "
-        "eps stay symbols (any value, eps > 0)"
+        both = (Premise("pre and post are not both 1 (TransformerLayer enforces it)"),)
+    told = "".join(f"; premise: {p.text}" for p in both)
+    return out.joined(pad).joined(
+        Outcome(True, stated=both),
+        detail=f"{out.detail}; {pad.detail}{told}; the options other than {', '.join(split)} and the scalars "
+        "scale, eps stay symbols (any value, eps > 0)",
     )
 
 

@@ -58,7 +58,7 @@ def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome
         return out
     left = max(0.5, timeout - (time.perf_counter() - t0))
     pad = prove_padding(u, goal, goal, [{"pre": 0}, {"pre": 1}], left, cuts=cuts)
-    return pad if pad.ok is not True else Outcome.good(f"{out.detail}; {pad.detail}")
+    return pad if pad.ok is not True else out.joined(pad, detail=f"{out.detail}; {pad.detail}")
 
 
 SCORES = Stage("scores", goals, (), prove)

@@ -6,7 +6,6 @@ with every size <= :data:`BOUNDED_SIZE` and at each instance's sizes, labelled B
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 
@@ -62,5 +61,5 @@ def _prove_per_size(
 
 
 def _scope(res: Outcome) -> str:
-    m = re.search(r"holds for (.*)$", res.detail)
-    return m.group(1) if m else res.detail
+    """The sizes a proof holds for, from its typed scope (its detail when it states none)."""
+    return res.scope.text() if res.scope is not None else res.detail

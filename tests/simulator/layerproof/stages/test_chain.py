@@ -11,18 +11,19 @@ from typing import Any
 import pytest
 
 from attnsim import UniversalSimulator
-from attnsim.proofs.obligation import Outcome
+from attnsim.proofs.obligation import Outcome, PaddingValue, Premise
 from attnsim.simulator.layerproof.cut import Cut
 from attnsim.simulator.layerproof.stages import Stage, output
 from attnsim.simulator.layerproof.stages.chain import ORDER, premises, prove_layer
 from attnsim.simulator.layerproof.stages.write import WRITE
 
 
-def _granted(detail: str) -> Stage:
-    """A stand-in for the output stage that grants its goal (to test the chaining alone)."""
+def _granted(detail: str, stated: tuple[Premise, ...] = ()) -> Stage:
+    """A stand-in for the output stage that grants its goal (to test the chaining alone), stating
+    ``stated`` as its typed premises."""
 
     def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
-        return Outcome.good(detail)
+        return Outcome(True, detail, stated=stated)
 
     return Stage("output", output.goals, (), prove)
 
@@ -35,23 +36,28 @@ def test_the_order_is_the_layers_and_each_stage_reads_the_one_before() -> None:
 
 
 def test_write_chained_after_a_granted_output_is_proven_and_collects_premises() -> None:
-    out = prove_layer(
-        UniversalSimulator.over_symbolic_capacity(), 120, stages=(_granted("ok; premise: a stated premise"), WRITE)
-    )
+    """The premises are the stages' typed records: a detail that only *says* "premise: ..." states none."""
+    stated = (Premise("a stated premise"),)
+    out = prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=(_granted("ok", stated), WRITE))
     assert out.ok is True, out.detail
     assert "layout" in out.detail and "write" in out.detail and "NOT the whole layer" in out.detail
-    assert premises(out.detail) == ["a stated premise"]
+    assert premises(out) == ["a stated premise"] and out.stated == stated
+    assert "; premise: a stated premise" in out.detail
+    told = prove_layer(
+        UniversalSimulator.over_symbolic_capacity(), 120, stages=(_granted("ok; premise: only text"), WRITE)
+    )
+    assert told.ok is True and premises(told) == [], told.detail
 
 
 def test_a_premise_used_in_some_cases_is_collected_with_its_cases() -> None:
-    """A stage may state a premise for some of its cases as ``premise (cases ...): ...`` (cases joined
-    by ``; ``): collected whole, with its cases, and again from the chain's own Outcome."""
+    """A stage may state a premise for some of its cases: collected whole, with its cases, and again
+    in the chain's own Outcome."""
     text = "at a padding row, a stated value (a premise used in some cases only)"
-    detail = f"ok; premise (cases ffn = 1, post = 1; ffn = 1, residual = 1, post = 1): {text}; stated over Y1"
-    (got,) = premises(detail)
+    stated = (Premise(text, ("ffn = 1, post = 1", "ffn = 1, residual = 1, post = 1")),)
+    (got,) = premises(Outcome(True, stated=stated))
     assert got == f"{text} (cases ffn = 1, post = 1 | ffn = 1, residual = 1, post = 1)", got
-    out = prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=(_granted(detail), WRITE))
-    assert out.ok is True and premises(out.detail) == [got], out.detail
+    out = prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=(_granted("ok", stated), WRITE))
+    assert out.ok is True and premises(out) == [got], out.detail
 
 
 def test_an_unproven_premise_on_us_own_values_leaves_the_layer_unknown() -> None:
@@ -60,9 +66,9 @@ def test_an_unproven_premise_on_us_own_values_leaves_the_layer_unknown() -> None
     from attnsim.simulator.layerproof.stages.chain import UNPROVEN
 
     text = "at a padding row i >= n the nodes hold one value"  # a premise on U's values, as a stage states it
-    detail = f"ok; unproven premise (cases ffn = 1, post = 1): {text}"
-    assert premises(detail) == [f"{UNPROVEN}{text} (cases ffn = 1, post = 1)"]
-    out = prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=(_granted(detail), WRITE))
+    stated = (Premise(text, ("ffn = 1, post = 1",), unproven=True),)
+    assert premises(Outcome(True, stated=stated)) == [f"{UNPROVEN}{text} (cases ffn = 1, post = 1)"]
+    out = prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=(_granted("ok", stated), WRITE))
     assert out.ok is None and out.detail.startswith("every goal proven, but under 1 premise(s) on U's own values"), (
         out.detail
     )
@@ -77,11 +83,12 @@ def test_a_padding_value_is_accepted_only_where_its_proof_states_it() -> None:
     from attnsim.simulator.layerproof.stages.chain import padding_proven
 
     padded = lambda u: [dataclasses.replace(g, padded="Y~") for g in output.goals(u)]
-    granted = Stage("output", padded, (), lambda u, goal, cuts, timeout: Outcome.good("ok"))
+    text = "ok; U's Y == Y~(i, e), the value of Y there (the arguments' only)"  # said, not stated
+    granted = Stage("output", padded, (), lambda u, goal, cuts, timeout: Outcome.good(text))
     out = prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=(granted, WRITE))
     assert out.ok is False and out.detail.startswith("stage output, Y: its padding value Y~ is not proven"), out.detail
-    said = "ok; U's Y == Y~(i, e), the value of Y there (the arguments' only)"
-    stated = Stage("output", padded, (), lambda u, goal, cuts, timeout: Outcome.good(said))
+    said = Outcome(True, text, padding=(PaddingValue("Y", "Y~", "Y"),))
+    stated = Stage("output", padded, (), lambda u, goal, cuts, timeout: said)
     assert prove_layer(UniversalSimulator.over_symbolic_capacity(), 120, stages=(stated, WRITE)).ok is True
     (goal,) = padded(UniversalSimulator.over_symbolic_capacity())
     reps = {"Y~": "out.Y1"}
