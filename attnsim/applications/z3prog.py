@@ -17,7 +17,7 @@ from typing import Any
 
 import z3
 
-from attnsim.proofs import solver_work, z3sel
+from attnsim.proofs import smtlib, solver_work, z3sel
 from attnsim.proofs.obligation import Outcome, Scope
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -128,7 +128,9 @@ def prove_for_all_inputs(
         return refused
     facts = [*premises, z3.Or([o != w for o, w in zip(out, want, strict=True)])]
     s = solver_work.isolated(facts, rlimit or solver_work.QUERY_RLIMIT, seconds=timeout)
+    text = smtlib.text_of(s)  # exported like every deciding query (the second solver sees it)
     res = solver_work.check(s)
+    smtlib.record(text, str(res))
     scope = "every integer input" if domain is None else "every input in the domain"
     fixed = Scope()  # one length, no size symbol: a fixed instance
     if res == z3.unsat:

@@ -709,6 +709,7 @@ def _premises(
             if hits.size:
                 at = int(hits[0])
                 model = {n: int(env[n]) for n in sizes} | {v: int(env[v][at]) for v in free}
+                _export_witness(hyps, model)
                 return solver_work.record_premises(PremiseCheck("sat", tuple(sorted(model.items()))))
         except (E.ExprError, ZeroDivisionError):
             continue
@@ -738,7 +739,9 @@ def _premises_check(
     s = solver_work.isolated(
         [*floor, *[tr.boolean(h) for h in hyps], *side], rlimit or solver_work.PREMISE_RLIMIT, seconds=seconds
     )
+    text = smtlib.text_of(s)
     res = solver_work.check(s)
+    smtlib.record(text, str(res), "premises")
     if res == z3.sat:
         vals = dict(solver_work.model_of(s, [n for n in env if not at or n in free], env))
         vals.update({n: max(mins.get(n, 1), at) for n in sizes} if at else {})
@@ -747,6 +750,20 @@ def _premises_check(
         return PremiseCheck("unsat")
     why = s.reason_unknown()
     return PremiseCheck("unknown", reason="out of its rlimit budget" if why == "canceled" else why)
+
+
+def _export_witness(hyps: Sequence[E.Expr], model: Mapping[str, int]) -> None:
+    """When queries are exported: the premises with a witness found by evaluation, as a query Z3
+    answers (sat), so that the second solver sees every premise check, this one too."""
+    if not smtlib.wanted():
+        return
+    env = {n: z3.Int(n) for n in model}
+    side: list[Any] = []
+    tr = E.Z3Translator(env, side)
+    facts = [*[env[n] == v for n, v in model.items()], *[tr.boolean(h) for h in hyps], *side]
+    s = solver_work.isolated(facts, solver_work.PREMISE_RLIMIT)
+    text = smtlib.text_of(s)
+    smtlib.record(text, str(solver_work.check(s)), "premises")
 
 
 def _subst(e: E.Expr, m: Mapping[str, E.Expr], memo: dict[int, E.Expr] | None = None) -> E.Expr:

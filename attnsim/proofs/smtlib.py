@@ -1,9 +1,12 @@
 """The deciding Z3 queries as SMT-LIB 2: exported to files, and re-checked by cvc5.
 
-Every Z3 step that decides a proof (an ``unsat`` that proves, a ``sat`` that refutes) is
+Every Z3 step that decides a proof (an ``unsat`` that proves, a ``sat`` that refutes) and every
+premise (vacuity) check that decides (``sat``: the premises admit a value; ``unsat``: vacuous) is
 recorded through :data:`SINK` when one is set, with its kind (:data:`KINDS`): the query's text is
 taken with ``Solver.to_smt2()`` *before* ``check()`` (after it, Z3 adds ``model-add`` lines other
-solvers reject), with the answer Z3 gave.  ``attnsim verify --smt2 DIR`` writes each as a standalone
+solvers reject), with the answer Z3 gave.  What is *not* a solver query, and so is never exported,
+is the reasoning done in Python (the rewriting before a query, the Sum normal form): see
+``docs/trusted-base.md``.  ``attnsim verify --smt2 DIR`` writes each as a standalone
 ``.smt2`` file with a comment ``; expected: unsat``; ``attnsim verify --cross-check`` gives each
 to cvc5: an opposite answer fails the obligation, cvc5's ``unknown`` is counted and reported,
 neither pass nor fail.

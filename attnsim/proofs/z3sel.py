@@ -147,9 +147,12 @@ def premises_check(
 
     The side conditions of div/mod (quotient and remainder definitions) always have a solution
     once their divisors are >= 1, so they are checked together with the premises.  The check is
-    kept in the current :data:`attnsim.proofs.solver_work.METER`."""
+    kept in the current :data:`attnsim.proofs.solver_work.METER`, and exported (kind ``premises``)
+    when it decides."""
     s = solver_work.isolated([*premises, *side], rlimit or solver_work.PREMISE_RLIMIT, seconds=timeout)
+    text = smtlib.text_of(s)
     res = solver_work.check(s)
+    smtlib.record(text, str(res), "premises")
     if res == z3.sat:
         model = solver_work.model_of(s, list(env or {}), dict(env or {}))
         return solver_work.record_premises(PremiseCheck("sat", model))

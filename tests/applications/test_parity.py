@@ -1,6 +1,7 @@
 """Application (k-PARITY): parity and sparse parity in one layer, proven exhaustively and by Z3."""
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +14,9 @@ from attnsim.applications.kparity import parity, parity_spec
 from attnsim.applications.obligations import _parity_mod2_check
 from attnsim.applications.z3prog import prove_for_all_inputs
 from attnsim.lemmas.base import ConstructionError, intent_obligations
+from attnsim.proofs import registry
 from attnsim.rasp import core as C
+from attnsim.verify.runner import SmtOptions, run_inline
 
 
 def test_parity_public_api_and_cost() -> None:
@@ -107,3 +110,14 @@ def test_parity_spec_matches_the_reference() -> None:
     for bits in ([1, 0, 1, 1, 0], [0, 0, 0], [1]):
         con = parity(len(bits))
         assert np.array_equal(con.spec(np.array(bits), backend="exact"), con.reference(np.array(bits), backend="exact"))
+
+
+def test_the_bounded_z3_obligation_exports_its_queries(tmp_path: Path) -> None:
+    """parity/z3-bounded/unrolled reaches the second solver (issue 26, item 9: it exported nothing):
+    per length a premise check (the binary domain is not empty) and the deciding query."""
+    (ob,) = registry.select("parity/z3-bounded/unrolled")
+    r = run_inline(ob, 60, SmtOptions(tmp_path))
+    assert r.status == "proved" and r.second_solver is not None, r.detail
+    assert (r.second_solver.exported, r.second_solver.premise_checks) == (12, 6)
+    texts = [f.read_text() for f in tmp_path.glob("*.smt2")]
+    assert sum(t.startswith("; expected: unsat") for t in texts) == 6 and len(texts) == 12

@@ -36,16 +36,22 @@ def test_cross_check_confirms_and_catches_a_disagreement() -> None:
 
 
 def test_a_disagreement_fails_the_obligation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """sat against unsat fails the obligation, whatever Z3 said; the files carry '; expected: unsat'."""
+    """sat against unsat fails the obligation, whatever Z3 said; the files carry '; expected: unsat'.
+    The premise (vacuity) check is exported too, and re-checked (issue 26, item 9)."""
     n = C.Size("n")
     ob = Obligation("t/z3-parametric/x", "t", "Proposition 1", "z3-parametric", lambda t: z3sel.prove(n + 1 > n))
     good = run_inline(ob, 10, SmtOptions(tmp_path, cross_check=True))
-    assert good.status == "proved" and "cvc5: 1 of 1 deciding queries confirmed" in good.detail
-    files = list(tmp_path.glob("*.smt2"))
-    assert len(files) == 1 and files[0].read_text().startswith("; expected: unsat")
+    assert good.status == "proved" and "cvc5: 2 of 2 deciding queries confirmed" in good.detail
+    two = good.second_solver
+    assert two is not None and (two.exported, two.premise_checks, two.confirmed, two.disagree) == (2, 1, 2, ())
+    texts = sorted(f.read_text() for f in tmp_path.glob("*.smt2"))
+    assert len(texts) == 2
+    assert texts[0].startswith("; expected: sat\n; t_z3-parametric_x (premises)")
+    assert texts[1].startswith("; expected: unsat\n; t_z3-parametric_x (query)")
     monkeypatch.setattr(smtlib, "cvc5_answer", lambda text, timeout=10.0: "sat")
     bad = run_inline(ob, 10, SmtOptions(None, cross_check=True))
     assert bad.status == "failed" and "DISAGREE" in bad.detail
+    assert bad.second_solver is not None and len(bad.second_solver.disagree) == 1
 
 
 def test_a_vacuous_proof_fails() -> None:

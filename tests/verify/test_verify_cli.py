@@ -2,6 +2,7 @@
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,24 @@ def test_verify_json_only(capsys: pytest.CaptureFixture[str]) -> None:
     # the solver work is carried (issue 27) and each proof's premises were shown satisfiable (issue 26)
     assert all(d["units"] > 0 and d["queries"] >= 2 and d["exhausted"] == 0 for d in data)
     assert all(d["premises"] == "sat" and d["premise_model"] for d in data)
+
+
+def test_every_json_row_carries_the_structured_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every row, whatever its method, has every structured key; program == spec's row carries the
+    normal forms of both sides, its scope, lemmas and premise model, and with --smt2 the count of
+    exported queries, its premise (vacuity) checks among them (issue 26, items 6 and 9)."""
+    code = main(["verify", "--only", "softmax/all-sizes/lemma", "--json", "-j", "1", "--smt2", str(tmp_path)])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and all(set(STRUCTURED) <= set(d) for d in data)
+    (lemma,) = data
+    assert lemma["scope"]["sizes"] == ["cols", "heads", "rows"] and "block-decode" in lemma["lemmas"]
+    assert len(lemma["normal_forms"]) == 2  # one build per size set: (rows, cols) and (heads, rows, cols)
+    assert all(f["spec_normal"] == f["program_normal"] for f in lemma["normal_forms"])
+    two = lemma["second_solver"]
+    assert two["exported"] > two["premise_checks"] > 0  # the vacuity checks reach the second solver too
+    files = list(tmp_path.glob("softmax_all-sizes_lemma-*.smt2"))
+    assert len(files) == two["exported"]
+    assert sum("(premises)" in f.read_text().splitlines()[1] for f in files) == two["premise_checks"]
 
 
 def test_verify_only_without_a_match_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
