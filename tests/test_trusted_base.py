@@ -1,0 +1,53 @@
+"""The trusted base in Python is named, with line counts generated from the sources (issue 26,
+item 9): docs/trusted-base-lines.md is benchmarks/trusted_base.py's output for the current tree,
+and every file it counts exists.
+
+Backs the "what remains trusted" paragraph of README.md and docs/proofs.md.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("trusted_base", ROOT / "benchmarks" / "trusted_base.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["trusted_base"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_page_is_the_scripts_output_for_these_sources() -> None:
+    """Stale counts fail: rerun `python benchmarks/trusted_base.py` after editing a counted file."""
+    tb = _script()
+    assert tb.PAGE.read_text(encoding="utf-8") == tb.render(), "rerun: python benchmarks/trusted_base.py"
+
+
+def test_the_counted_steps_are_the_python_reasoning_the_docs_name() -> None:
+    tb = _script()
+    files = {f for _, fs in tb.STEPS for f in fs}
+    assert all((ROOT / f).is_file() for f in files)
+    for named in ("attnsim/symbolic/sums.py", "attnsim/symbolic/sumsplit.py", "attnsim/proofs/decode.py"):
+        assert named in files
+    doc = (ROOT / "docs" / "trusted-base.md").read_text(encoding="utf-8")
+    assert "[trusted-base-lines.md](trusted-base-lines.md)" in doc
+    assert "trusted-base.md" in (ROOT / "docs" / "proofs.md").read_text(encoding="utf-8")
+
+
+def test_code_lines_leave_out_blanks_comments_and_docstrings(tmp_path: Path) -> None:
+    tb = _script()
+    src = (
+        '"""Module doc,\non two lines."""\n\n# a comment\n'
+        'def f(x):\n    """Doc."""\n    return (x +\n        1)  # why\n'
+    )
+    (tmp_path / "m.py").write_text(src)
+    tb.ROOT = tmp_path
+    c = tb.count(tmp_path / "m.py")
+    assert (c.lines, c.code) == (8, 3)  # def, return, its continuation
