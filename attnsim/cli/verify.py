@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import shutil
 import sys
 import time
 from collections import Counter
@@ -29,14 +28,14 @@ from attnsim.cli.commands import (
     positive_int,
 )
 from attnsim.proofs import registry
-from attnsim.proofs.obligation import settle
+from attnsim.proofs.obligation import NOT_PROVED, settle
 from attnsim.verify.budgets import DEFAULT_TIMEOUT, is_timeout, run_budgeted
 from attnsim.verify.cache import DEFAULT_DIR
 from attnsim.verify.campaign import open_campaign
 from attnsim.verify.dask_runner import parse_local
 from attnsim.verify.mutation.report import run_cli
 from attnsim.verify.runner import SmtOptions
-from attnsim.verify.scope import print_scope
+from attnsim.verify.scope import print_scope, runnable, skipped_rows
 from attnsim.version import __version__
 
 
@@ -77,8 +76,14 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where results are stored as JSON, each as soon as it is known (default with --resume: .attnsim-cache)",
     )
-    p.add_argument("--summary", action="store_true", help="one row per construction, then the failures only")
-    p.add_argument("--failures-only", action="store_true", help="only the failed and unknown obligations")
+    p.add_argument(
+        "--summary", action="store_true", help="one row per construction, then the failed, unknown and conditional rows"
+    )
+    p.add_argument(
+        "--failures-only",
+        action="store_true",
+        help="only the failed, unknown and conditional obligations (conditional: not proved, no failure: exit 0)",
+    )
 
 
 def _verify_validate(args: argparse.Namespace) -> str | None:
@@ -231,9 +236,8 @@ def verify(args: argparse.Namespace) -> int:
         raise UsageError(
             f"no obligation matches {args.only!r} (an id prefix, e.g. `matmul/` or `matmul/z3-parametric`)"
         )
-    without_coq = [o for o in obs if o.method == "kernel"] if shutil.which("coqc") is None else []
-    if without_coq:  # not run, never proved: said once, and listed as not run in the scope table
-        obs = [o for o in obs if o.method != "kernel"]
+    obs, without_coq = runnable(obs)
+    if without_coq:  # not run, never proved: said once, a skipped JSON row each, listed as not run in the scope
         err.print(f"{len(without_coq)} kernel obligation(s) not run: coqc not installed ({COQ_INSTALL})")
         if not obs:
             raise UsageError(f"the kernel obligations need coqc, which is not installed: {COQ_INSTALL}")
@@ -273,18 +277,19 @@ def verify(args: argparse.Namespace) -> int:
     results = settle(results)  # a conclusion whose premises did not all hold in this run: conditional
     total = time.perf_counter() - t0
     bad = [r for r in results if r.status in ("failed", "unknown")]
+    shown = [r for r in results if r.status in NOT_PROVED]  # --failures-only: conditional is not proved either
     counts = Counter(r.status for r in results)
     count_line = ", ".join(f"{counts[k]} {k}" for k in ("proved", "passed", "conditional", "failed", "unknown"))
     count_line += f"; {len(results)} obligations in {total:.1f} s, {units_text(sum(r.units for r in results))} Z3 units"
     if args.json:
         if args.summary:
             data: Any = {
-                "counts": dict(counts),
+                "counts": dict(counts + Counter(r.status for r in skipped_rows(without_coq))),
                 "constructions": _summary_rows(results),
-                "not_ok": [r.as_dict() for r in bad],
+                "not_ok": [r.as_dict() for r in shown],
             }
         else:
-            data = [r.as_dict() for r in (bad if args.failures_only else results)]
+            data = [r.as_dict() for r in (shown if args.failures_only else [*results, *skipped_rows(without_coq)])]
         print(json.dumps(data, indent=1))
     else:
         out = out_console()
@@ -305,10 +310,10 @@ def verify(args: argparse.Namespace) -> int:
                 )
             out.print(table)
         if args.failures_only or args.summary:
-            if bad:
-                out.print(_obligation_table(bad, f"{title}: failed or unknown", out.is_terminal))
+            if shown:
+                out.print(_obligation_table(shown, f"{title}: failed, unknown or conditional", out.is_terminal))
             else:
-                out.print("no obligation failed or stayed unknown")
+                out.print("no obligation failed, stayed unknown or is conditional")
         else:
             out.print(_obligation_table(results, title, out.is_terminal))
 

@@ -18,6 +18,20 @@ sampled         random points                                                   
 
 ``unknown`` (a Z3 ``unknown``, a timeout) is never counted as proved.
 
+==============  ===============================================================================
+status          meaning
+==============  ===============================================================================
+proved          a proving method (above) succeeded
+passed          a checking method (exact, numeric, sampled) succeeded
+conditional     succeeded, but a required obligation did not hold in the same results (:func:`settle`)
+failed          refuted, or the check crashed: exit 1
+unknown         undecided (a Z3 ``unknown``, a timeout): exit 1
+skipped         not run, its tool absent (a kernel obligation without ``coqc``): never proved, no failure
+==============  ===============================================================================
+
+Only ``failed`` and ``unknown`` make ``attnsim verify`` exit 1; ``conditional`` rows are not
+proved either, and ``verify --failures-only`` shows them with the other two (:data:`NOT_PROVED`).
+
 A check's :class:`Outcome` is a typed record (issue 26, item 6): besides the human ``detail`` it
 carries what the proof established, each in a field of its own (the premise check and its model,
 the :class:`Scope` of sizes, a counterexample, the :class:`NormalForm` of both sides, the
@@ -36,7 +50,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
 METHODS = ("all-sizes", "kernel", "z3-parametric", "z3-instance", "z3-bounded", "sympy", "exact", "numeric", "sampled")
-STATUSES = ("proved", "passed", "conditional", "failed", "unknown")
+STATUSES = ("proved", "passed", "conditional", "failed", "unknown", "skipped")
+NOT_PROVED = ("failed", "unknown", "conditional")  # rows that ran and do not hold: `verify --failures-only`
 HOLDS = ("proved", "passed")  # a premise holds only with one of these statuses
 PROVING = ("all-sizes", "kernel", "z3-parametric", "z3-instance", "z3-bounded", "sympy")
 # the keys of a JSON row (Result.as_dict) that carry an outcome's typed facts: every row has each
@@ -312,6 +327,11 @@ class Result:
             two = f["second_solver"]
             f["second_solver"] = SecondSolver(**{**two, "disagree": tuple(two["disagree"])})
         return Result(**f)
+
+    @staticmethod
+    def skipped(ob: Obligation, why: str) -> Result:
+        """The row of obligation ``ob`` that was not run (``why``: its tool is absent): ``skipped``."""
+        return Result(ob.id, ob.construction, ob.paper_ref, ob.method, ob.bound, "skipped", 0.0, why, ob.requires)
 
     @staticmethod
     def of(ob: Obligation, out: Outcome, seconds: float, **work: Any) -> Result:

@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 
 from attnsim.proofs import registry
-from attnsim.proofs.obligation import settle
+from attnsim.proofs.obligation import STATUSES, settle
 from attnsim.report import data as D
 from attnsim.report import figures as F
 from attnsim.verify.budgets import run_budgeted
+from attnsim.verify.scope import runnable, skipped_rows
 from attnsim.version import __version__
 
 Step = Callable[[str], None]
@@ -237,9 +238,12 @@ def build_report(
     # (d) verify
     verify_rows: list[Any] = []
     if cfg.verify:
-        obs = registry.select(cfg.only, include_deep=cfg.deep and not cfg.quick)
+        obs, not_run = runnable(registry.select(cfg.only, include_deep=cfg.deep and not cfg.quick))
+        if not_run:  # as verify does: not run, never proved, said so; a skipped row each
+            res.skipped.append(f"{len(not_run)} kernel obligation(s) not run: coqc not installed")
         say(f"verify ({len(obs)} obligations)")
-        verify_rows = settle(run_budgeted(obs, jobs=cfg.jobs, timeout=cfg.timeout))
+        verify_rows = settle(run_budgeted(obs, jobs=cfg.jobs, timeout=cfg.timeout)) if obs else []
+        verify_rows += skipped_rows(not_run)
         per: dict[str, dict[str, int]] = {}
         for r in verify_rows:
             per.setdefault(r.construction, {}).setdefault(r.status, 0)
@@ -364,7 +368,7 @@ def _markdown(
         L += [
             "![verify](verify.png)",
             "",
-            ", ".join(f"{c.get(s, 0)} {s}" for s in ("proved", "passed", "failed", "unknown"))
+            ", ".join(f"{c.get(s, 0)} {s}" for s in STATUSES)
             + f"; {len(verify_rows)} obligations"
             + ("" if cfg.deep and not cfg.quick else " (deep ones not run: `attnsim report --deep` runs them)"),
             "",

@@ -237,16 +237,25 @@ def selector_figure(
     return path
 
 
+# every status of attnsim.proofs.obligation.STATUSES, with its colour in the verify figure
+VERIFY_STATUSES = {
+    "proved": "tab:green",
+    "passed": "tab:cyan",
+    "conditional": "tab:purple",
+    "failed": "tab:red",
+    "unknown": "gold",
+    "skipped": "tab:gray",
+}
+
+
 def verify_figure(counts: dict[str, dict[str, int]], path: Path) -> Path:
     """Obligations per construction, stacked by status."""
     names = list(counts)
-    statuses = ("proved", "passed", "failed", "unknown")
-    colors = {"proved": "tab:green", "passed": "tab:cyan", "failed": "tab:red", "unknown": "gold"}
     fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * len(names) + 2), 3.8))
     bottom = np.zeros(len(names))
-    for s in statuses:
+    for s, color in VERIFY_STATUSES.items():
         vals = np.array([counts[n].get(s, 0) for n in names], dtype=float)
-        ax.bar(names, vals, bottom=bottom, label=s, color=colors[s])
+        ax.bar(names, vals, bottom=bottom, label=s, color=color)
         bottom += vals
     ax.set_ylabel("obligations")
     ax.set_title("attnsim verify: obligations by construction and status")

@@ -10,12 +10,30 @@ fixed instances or sampled.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from attnsim.proofs.obligation import Obligation, Outcome, Result
 
 Algebra = Callable[[float], Outcome]
+
+
+# -- what this machine cannot run -----------------------------------------------------------------
+NO_COQC = "not run: coqc not installed"
+
+
+def runnable(obs: Sequence[Obligation]) -> tuple[list[Obligation], list[Obligation]]:
+    """(to run, not run here): without ``coqc`` the kernel obligations are not run (never proved),
+    as ``attnsim verify`` and ``attnsim report`` both say."""
+    if shutil.which("coqc") is not None:
+        return list(obs), []
+    return [o for o in obs if o.method != "kernel"], [o for o in obs if o.method == "kernel"]
+
+
+def skipped_rows(obs: Sequence[Obligation]) -> list[Result]:
+    """A ``skipped`` row for each obligation :func:`runnable` left out (every id stays in the JSON)."""
+    return [Result.skipped(o, NO_COQC) for o in obs]
 
 
 # -- the scope line of `attnsim verify` ----------------------------------------------------------

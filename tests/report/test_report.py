@@ -131,3 +131,40 @@ def test_refused_float_result_is_plotted_and_named() -> None:
     fam = next(f for f in D.families()[0] if f.name == "det")
     (pt,) = D.sweep(fam, sizes=(64,), budget=60.0, seed=0)
     assert pt.error is not None and pt.error > 1e-6 and "refused" in pt.note
+
+
+def test_without_coqc_the_report_skips_the_kernel_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 26 review: without coqc, `attnsim report` treats the kernel rows as `verify` does: not run,
+    said so (a `skipped` row and a note), never a failure: exit 0 (it exited 1 on the kernel's unknown)."""
+    import shutil
+
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    assert main(["report", "--out", str(tmp_path), "--quick", "--only", "relu/kernel"]) == 0
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "| `relu/kernel/Relu` | kernel |  | **skipped** |" in md
+    assert "1 kernel obligation(s) not run: coqc not installed" in md
+    assert "coqc not installed" in capsys.readouterr().out  # the skipped note, on the terminal too
+
+
+def test_report_counts_every_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 26 review: a conditional row is counted (and drawn) like every other status, not dropped."""
+    from attnsim.proofs import registry
+    from attnsim.proofs.obligation import STATUSES, Obligation, Outcome
+    from attnsim.report import build
+    from attnsim.report import figures as F
+
+    obs = [
+        Obligation("relu/exact/fine", "relu", "x", "exact", lambda t: Outcome.good("fine")),
+        Obligation("relu/exact/rests", "relu", "x", "exact", lambda t: Outcome.good(), requires=("relu/exact/gone",)),
+    ]
+    monkeypatch.setattr(registry, "select", lambda prefix=None, include_deep=False: obs)
+    drawn: list[dict[str, dict[str, int]]] = []
+    monkeypatch.setattr(build.F, "verify_figure", lambda per, path: drawn.append(per) or path)
+    res = build_report(ReportConfig(out=tmp_path, quick=True, only="relu", sizes=(2,), simulator_sizes=(), jobs=1))
+    md = res.markdown.read_text(encoding="utf-8")
+    assert res.verify_counts == {"passed": 1, "conditional": 1}
+    assert "0 proved, 1 passed, 1 conditional, 0 failed, 0 unknown" in md
+    assert drawn == [{"relu": {"passed": 1, "conditional": 1}}]
+    assert set(STATUSES) <= set(F.VERIFY_STATUSES)  # the figure has a colour for each

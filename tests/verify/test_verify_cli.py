@@ -102,3 +102,54 @@ def test_without_coqc_the_kernel_obligations_are_not_run_and_never_proved(
     assert "kernel obligations not run: relu/kernel" in out.out and "relu/kernel" not in out.out.split("scope")[0]
     assert main(["verify", "--only", "kernel", "-j", "1"]) == 2
     assert "need coqc, which is not installed: apt-get install coq" in capsys.readouterr().err
+
+
+def _fake_run(monkeypatch: pytest.MonkeyPatch, obs: list[Obligation]) -> None:
+    import attnsim.proofs.registry as reg
+
+    monkeypatch.setattr(reg, "select", lambda prefix=None, include_deep=False: obs)
+
+
+FINE = Obligation("fake/exact/fine", "fake", "x", "exact", lambda t: Outcome.good("fine"))
+RESTS = Obligation("fake/exact/rests", "fake", "x", "exact", lambda t: Outcome.good(), requires=("fake/exact/gone",))
+KERNEL = Obligation("fake/kernel/Fake", "fake", "x", "kernel", lambda t: Outcome.good("checked by coqc"))
+WRONG = Obligation("fake/exact/wrong", "fake", "x", "exact", lambda t: Outcome.bad("differs"))
+
+
+def test_failures_only_shows_the_conditional_rows(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 26 review: a conditional row is not a failure (exit 0) but not proved either: --failures-only
+    shows it, as it shows failed and unknown rows, and its --help says so."""
+    _fake_run(monkeypatch, [FINE, RESTS])
+    assert main(["verify", "-j", "1", "--failures-only", "--json"]) == 0
+    assert [(d["id"], d["status"]) for d in json.loads(capsys.readouterr().out)] == [(RESTS.id, "conditional")]
+    assert main(["verify", "-j", "1", "--failures-only"]) == 0
+    out = capsys.readouterr().out
+    assert RESTS.id in out and FINE.id not in out
+    with pytest.raises(SystemExit):
+        main(["verify", "--help"])
+    assert "only the failed, unknown and conditional obligations" in " ".join(capsys.readouterr().out.split())
+
+
+def test_without_coqc_the_json_has_a_skipped_row_per_kernel_obligation(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 26 review: a JSON consumer sees every obligation id; a kernel row not run for want of coqc
+    is `skipped` (never proved, no failure): the exit codes are those of the obligations that ran."""
+    import shutil
+
+    from attnsim.proofs.obligation import HOLDS, STATUSES
+
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    _fake_run(monkeypatch, [FINE, KERNEL])
+    assert main(["verify", "-j", "1", "--json"]) == 0
+    rows = {d["id"]: d for d in json.loads(capsys.readouterr().out)}
+    assert set(rows) == {FINE.id, KERNEL.id}
+    assert rows[KERNEL.id]["status"] == "skipped" and "coqc not installed" in rows[KERNEL.id]["detail"]
+    assert set(STRUCTURED) <= set(rows[KERNEL.id]) and "skipped" in STATUSES and "skipped" not in HOLDS
+    assert main(["verify", "-j", "1", "--json", "--summary"]) == 0
+    assert json.loads(capsys.readouterr().out)["counts"] == {"passed": 1, "skipped": 1}
+    _fake_run(monkeypatch, [FINE, KERNEL, WRONG])
+    assert main(["verify", "-j", "1", "--json"]) == 1
+    assert {d["id"]: d["status"] for d in json.loads(capsys.readouterr().out)}[KERNEL.id] == "skipped"
