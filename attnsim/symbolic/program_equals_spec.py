@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import itertools
 import time
 from collections.abc import Callable, Sequence
@@ -336,6 +337,19 @@ def _num(e: Any) -> str:
     return C.shape_text(e) if isinstance(e, E.Expr) else str(e)
 
 
+def public_factories(module: str, name: str) -> list[tuple[str, Callable[..., Any]]]:
+    """The factory ``name`` of ``module`` by each name a user may call it: the package's re-export
+    (``attnsim.lemmas.softmax``, what users call) when the package has one, and the defining
+    module's attribute (``attnsim.lemmas.softmax.softmax``) when that is another object."""
+    defining = getattr(importlib.import_module(module), name)
+    package = module.rpartition(".")[0]
+    public = getattr(importlib.import_module(package), name, None) if package else None
+    out = [] if public is None or inspect.ismodule(public) else [(f"{package}.{name}", public)]
+    if not out or out[0][1] is not defining:
+        out.append((f"{module}.{name}", defining))
+    return out
+
+
 def build_obligation(cid: str, paper_ref: str, makes: Sequence[Callable[[], Any]], detail: str = "lemma") -> Obligation:
     """``exact``: the integer call of a construction's public factory is the symbolic build the
     all-sizes proof reads, bound, at every listed instance (:func:`build_instances`): the program,
@@ -344,16 +358,18 @@ def build_obligation(cid: str, paper_ref: str, makes: Sequence[Callable[[], Any]
 
     def check(timeout: float) -> Outcome:
         n = built = 0
+        names: list[str] = []
         for make in makes:
             sym = make()
             if sym.built_by is None:
                 return Outcome.bad(f"{sym.name}: built without @sized, so an integer call may take a path of its own")
             module, name, args = sym.built_by
-            factory = getattr(importlib.import_module(module), name)
             params = sorted(a.name for _, a in args if isinstance(a, C.Size) and a.value is None)
-            for values in build_instances(params):  # sizes that are not parameters (an offset) stay unbound
+            for (called, factory), values in itertools.product(public_factories(module, name), build_instances(params)):
+                # sizes that are not parameters (an offset) stay unbound
                 call = {p: values.get(a.name, a) if isinstance(a, C.Size) and a.value is None else a for p, a in args}
-                shown = f"{name}({', '.join(f'{p}={v}' for p, v in call.items() if v is not None)})"
+                shown = f"{called}({', '.join(f'{p}={v}' for p, v in call.items() if v is not None)})"
+                names += [called] if called not in names else []
                 direct = bound = None
                 try:
                     direct = _built(factory(**call))
@@ -371,8 +387,8 @@ def build_obligation(cid: str, paper_ref: str, makes: Sequence[Callable[[], Any]
         if built == 0:
             return Outcome.bad("every listed instance was refused: no integer call was built, so nothing was compared")
         return Outcome.good(
-            f"{n} integer calls ({built} built, the rest refused alike) equal the bound symbolic build (program, "
-            "layout, inputs, output, intents, domain, spec, input check, reference)"
+            f"{n} integer calls of {', '.join(names)} ({built} built, the rest refused alike) equal the bound "
+            "symbolic build (program, layout, inputs, output, intents, domain, spec, input check, reference)"
         )
 
     return Obligation(
@@ -409,5 +425,6 @@ __all__ = [
     "build_obligation",
     "internal",
     "prove_program_equals_spec",
+    "public_factories",
     "spec_obligation",
 ]

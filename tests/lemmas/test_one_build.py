@@ -105,3 +105,18 @@ def test_an_integer_path_that_drops_the_input_check_fails(monkeypatch: pytest.Mo
     monkeypatch.setattr(softmax_module, "softmax", no_check)
     out = registry.by_id("softmax/exact/one-build-lemma").check(60.0)
     assert out.ok is False and "check none" in out.detail
+
+
+def test_the_public_name_users_call_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 26 review: the check calls the factory by the name users call (``attnsim.lemmas.softmax``,
+    the package's re-export), not only through its defining module: a bug behind the public name alone
+    fails softmax/exact/one-build-lemma, naming that name."""
+    real = softmax_module.softmax
+
+    @functools.wraps(real)
+    def public_bug(rows: Any, cols: Any, heads: Any = None, *, stable: bool = False) -> Construction:
+        return real(rows, cols, heads, stable=not stable if isinstance(cols, int) and cols >= 70 else stable)
+
+    monkeypatch.setattr(lemmas, "softmax", public_bug)
+    out = registry.by_id("softmax/exact/one-build-lemma").check(60.0)
+    assert out.ok is False and "attnsim.lemmas.softmax(rows=" in out.detail and "cols=71" in out.detail
