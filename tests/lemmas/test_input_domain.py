@@ -62,3 +62,16 @@ def test_every_declared_domain_has_its_probe() -> None:
         con = example()
         if getattr(con, "scalars", ()) or getattr(con, "binary", ()):
             assert f"{name}/exact/input-domain" in ids
+
+
+def test_an_exact_path_that_stops_requiring_an_integer_fails_verify(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 26 review: the probes run in the exact backend (Fractions) too: an input check that accepts
+    n = 3/2 as a Fraction only (the float64 path still refusing 1.5) fails the input-domain obligation."""
+    from fractions import Fraction
+
+    real = base._is_integer
+    monkeypatch.setattr(base, "_is_integer", lambda v: isinstance(v, Fraction) or real(v))
+    with pytest.raises(ConstructionError):  # the float64 path is unchanged
+        lemmas.masked_softmax(2, 3).run(np.zeros((2, 3)), [[1.5]])
+    out = registry.by_id("softmax-masked/exact/input-domain").check(60.0)
+    assert out.ok is False and "accepts n = 3/2 (exact backend)" in out.detail
