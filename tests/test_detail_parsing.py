@@ -21,9 +21,7 @@ INSPECTING = {
     *("startswith", "endswith", "find", "rfind", "index", "rindex", "count", "lower", "upper", "casefold"),
     *("partition", "rpartition", "split", "rsplit", "splitlines", "strip", "isdigit"),
 }
-# a mutant's row (not a proof's outcome) still says "unknown:" / "worker died" in its detail; it is
-# read here to decide whether a cached mutant result is decisive (issue 26 item 6 is about proofs)
-ALLOWED = {("verify/cache.py", "reusable_mutant")}
+ALLOWED: set[tuple[str, str]] = set()  # (module, function) pairs that may parse a detail: none
 
 
 def _is_detail(node: ast.AST) -> bool:

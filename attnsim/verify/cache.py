@@ -38,7 +38,8 @@ from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Result
 
 DEFAULT_DIR = ".attnsim-cache"
-FORMAT = 2  # bump when the layout of a stored file changes (2: the outcome's typed facts, issue 26 item 6)
+FORMAT = 3  # bump when the layout of a stored file changes (2: the outcome's typed facts, issue 26 item 6;
+# 3: a mutant's typed cause)
 _PACKAGE = Path(__file__).resolve().parents[1]  # attnsim/
 
 
@@ -154,11 +155,11 @@ def reusable_obligation(r: Mapping[str, Any]) -> bool:
 
 
 def reusable_mutant(r: Mapping[str, Any]) -> bool:
-    """Killed, proven equivalent, claim-only, or survived with every obligation decided and its worker alive."""
+    """Killed, proven equivalent, claim-only, or survived with every obligation decided and its worker
+    alive: no typed ``cause`` (an unknown obligation, a lost worker, over budget, a worker error)."""
     if r["killed"] or r["equivalent"] or r["claim_only"]:
         return True
-    detail = str(r["detail"])
-    return not any(s in detail for s in ("unknown:", "worker died", "worker over budget", "worker error"))
+    return r.get("cause", "not recorded") == ""  # a stored survivor without a cause is not trusted
 
 
 class ResultCache:

@@ -25,7 +25,7 @@ from attnsim.verify.budgets import run_budgeted, timeout_for
 from attnsim.verify.mutation.pool import confirm_killers, run_jobs
 from attnsim.verify.mutation.run import MutantResult
 
-_MUTANT_FIELDS = ("killed", "by", "equivalent", "proof", "detail", "seconds", "applied", "claim_only")
+_MUTANT_FIELDS = ("killed", "by", "equivalent", "proof", "detail", "seconds", "applied", "claim_only", "cause")
 
 
 @dataclasses.dataclass

@@ -38,7 +38,7 @@ from attnsim.proofs.obligation import Obligation, Outcome, Result
 from attnsim.verify.budgets import explain_timeout
 from attnsim.verify.cache import code_version, solver_versions
 from attnsim.verify.mutation.plan import mutant_budget
-from attnsim.verify.mutation.run import MutantResult, _child
+from attnsim.verify.mutation.run import MutantResult, _child, worker_error
 from attnsim.verify.runner import CROSS_CHECK_BUDGET, SmtOptions, _check, _result
 from attnsim.verify.sigint import children_deaf_to_sigint
 
@@ -224,7 +224,7 @@ def _mutant_child(
         obs = [known[i] for i in ids]
         example = registry.constructions()[name][1]
     except Exception as exc:
-        conn.send((False, None, False, None, f"worker error {type(exc).__name__}: {exc}", 0, False))
+        conn.send(worker_error(exc))
         conn.close()
         return
     _child(mutant, obs, example, timeout, conn)
@@ -233,7 +233,7 @@ def _mutant_child(
 def mutant_task(name: str, ids: list[str], mutant: Any, timeout: float, budget: float) -> tuple[Any, ...]:
     """Run one mutant in a child process of this worker, killed after ``budget`` seconds.
 
-    Returns (killed, by, equivalent, proof, detail, applied, claim_only, seconds)."""
+    Returns (killed, by, equivalent, proof, detail, applied, claim_only, cause, seconds)."""
     ctx = _context()
     parent, child = ctx.Pipe(duplex=False)
     lifeline, keep = ctx.Pipe(duplex=False)
@@ -248,9 +248,9 @@ def mutant_task(name: str, ids: list[str], mutant: Any, timeout: float, budget: 
                 return (*parent.recv(), time.perf_counter() - t0)
             except (EOFError, OSError):
                 proc.join(timeout=5)
-                return (False, None, False, None, f"worker died (exit {proc.exitcode})", 0, False, 0.0)
+                return (False, None, False, None, f"worker died (exit {proc.exitcode})", 0, False, "worker lost", 0.0)
         proc.kill()
-        return (False, None, False, None, f"worker over budget ({budget:.0f} s)", 0, False, 0.0)
+        return (False, None, False, None, f"worker over budget ({budget:.0f} s)", 0, False, "over budget", 0.0)
     finally:
         proc.join(timeout=5)
         parent.close()
@@ -435,12 +435,12 @@ def run_mutants(
             i = futures[fut]
             m = todo[i][1]
             try:
-                killed, by, eq, proof, detail, applied, claim, secs = fut.result()
+                killed, by, eq, proof, detail, applied, claim, cause, secs = fut.result()
             except Exception as exc:
-                killed, by, eq, proof, detail, applied, claim, secs = (
-                    False, None, False, None, f"worker died: {type(exc).__name__}: {exc}", 0, False, 0.0
+                killed, by, eq, proof, detail, applied, claim, cause, secs = (
+                    False, None, False, None, f"worker died: {type(exc).__name__}: {exc}", 0, False, "worker lost", 0.0
                 )  # fmt: skip
-            finish(i, MutantResult(m, killed, by, eq, proof, detail, secs, applied, claim))
+            finish(i, MutantResult(m, killed, by, eq, proof, detail, secs, applied, claim, cause))
     finally:
         client.cancel([f for f in futures if not f.done()])
     return [results[i] for i in range(len(todo))]

@@ -225,6 +225,18 @@ def test_an_unknown_is_never_reused_as_decisive(tmp_path: Path) -> None:
     assert log.read_text().split().count("t/exact/ok0") == 1  # the decisive one reused
     stored = [json.loads(f.read_text())["result"] for f in (tmp_path / "cache").glob("*.json")]
     assert any(r["status"] == "unknown" for r in stored)  # kept on disk, for the record only
-    survived = {"killed": False, "equivalent": False, "claim_only": False, "detail": "unknown: t/z3-instance/u"}
+    survived = {"killed": False, "equivalent": False, "claim_only": False, "cause": "unknown", "detail": "-"}
     assert not C.reusable_mutant(survived)
-    assert C.reusable_mutant({**survived, "detail": "every obligation held"})
+    assert C.reusable_mutant({**survived, "cause": ""})
+
+
+def test_a_mutant_result_is_reused_by_its_typed_cause_never_its_detail() -> None:
+    """Issue 26 review: whether a survivor is decisive is its typed ``cause`` (an unknown obligation, a
+    lost worker, one over budget or in error), never a phrase of its detail text."""
+    from attnsim.verify.mutation.run import MUTANT_CAUSES
+
+    survived = {"killed": False, "equivalent": False, "claim_only": False, "cause": "", "detail": "unknown: died"}
+    assert C.reusable_mutant(survived)  # the prose is not read
+    assert MUTANT_CAUSES[0] == "" and len(MUTANT_CAUSES) > 1
+    for cause in MUTANT_CAUSES[1:]:
+        assert not C.reusable_mutant({**survived, "cause": cause, "detail": "reworded"}), cause

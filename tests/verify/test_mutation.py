@@ -349,3 +349,26 @@ def test_a_moved_scratch_block_is_equivalent_by_the_spec_only_with_an_all_sizes_
         m for m in mutants_of("consumer-matmul", make) if m.op == "offset:+1" and "block out:" in m.description
     )
     assert run_mutant(out, [*exact, spec], make, timeout=20).killed  # the output block moved: decoded elsewhere
+
+
+def test_a_survivor_says_why_it_is_undecided_in_a_typed_cause() -> None:
+    """Issue 26 review: a mutant that survived on an unknown obligation, or whose worker died, carries a
+    typed cause (what --resume reads to rerun it), not only a phrase of its detail."""
+    import os
+
+    from attnsim.proofs.obligation import Outcome
+
+    flip = next(m for m in mutants_of("ident", _identity) if m.op == "cmp:!=")
+
+    def builds(out: Outcome) -> Callable[[float], Outcome]:
+        return lambda t: (_identity(), out)[1]
+
+    undecided = Obligation("ident/exact/u", "ident", "x", "exact", builds(Outcome.unknown("z3: unknown")))
+    dies = Obligation("ident/exact/d", "ident", "x", "exact", lambda t: os._exit(3))  # type: ignore[arg-type,return-value]
+    fine = Obligation("ident/exact/f", "ident", "x", "exact", builds(Outcome.good()))
+    got = [
+        run_jobs([Job("ident", _identity, [ob], [flip], 1)], workers=1, timeout=5, confirm=False)[0]
+        for ob in (undecided, dies, fine)
+    ]
+    assert [r.cause for r in got] == ["unknown", "worker lost", ""], [r.detail for r in got]
+    assert not any(r.killed for r in got)

@@ -14,7 +14,7 @@ from typing import Any
 
 from attnsim.proofs.obligation import Obligation
 from attnsim.verify.mutation.plan import Job, mutant_budget
-from attnsim.verify.mutation.run import MutantResult, _child
+from attnsim.verify.mutation.run import MutantCause, MutantResult, _child
 from attnsim.verify.runner import run_all
 from attnsim.verify.sigint import children_deaf_to_sigint
 
@@ -54,16 +54,16 @@ def run_jobs(
             elapsed = time.perf_counter() - t0
             if conn.poll():
                 try:
-                    killed, by, eq, proof, detail, applied, claim = conn.recv()
-                    r = MutantResult(m, killed, by, eq, proof, detail, elapsed, applied, claim)
+                    killed, by, eq, proof, detail, applied, claim, cause = conn.recv()
+                    r = MutantResult(m, killed, by, eq, proof, detail, elapsed, applied, claim, cause)
                 except EOFError:
-                    r = MutantResult(m, False, None, False, None, f"worker died (exit {proc.exitcode})", elapsed)
+                    r = _lost(m, f"worker died (exit {proc.exitcode})", "worker lost", elapsed)
                 done.append((idx, r))
             elif not proc.is_alive():
-                done.append((idx, MutantResult(m, False, None, False, None, f"worker died (exit {proc.exitcode})")))
+                done.append((idx, _lost(m, f"worker died (exit {proc.exitcode})", "worker lost")))
             elif elapsed > budget:
                 proc.kill()
-                done.append((idx, MutantResult(m, False, None, False, None, f"worker over budget ({budget:.0f} s)")))
+                done.append((idx, _lost(m, f"worker over budget ({budget:.0f} s)", "over budget")))
         for idx, r in done:
             proc, conn, _, _ = running.pop(idx)
             conn.close()
@@ -77,6 +77,11 @@ def run_jobs(
     if confirm:
         confirm_killers(out, jobs, timeout, lambda obs, t: run_all(obs, jobs=workers, timeout=t))
     return out
+
+
+def _lost(m: Any, detail: str, cause: MutantCause, seconds: float = 0.0) -> MutantResult:
+    """The result of a mutant whose worker gave no answer: survived, undecided by ``cause``."""
+    return MutantResult(m, False, None, False, None, detail, seconds, cause=cause)
 
 
 def confirm_killers(

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Literal
 
 from attnsim.lemmas.base import Construction
 from attnsim.proofs import z3sel
@@ -43,6 +43,11 @@ _METHOD_RANK = {
 }
 _LARGE = 64  # an obligation whose id names sizes with a product above this runs after all others
 
+# why a survivor is undecided (never read from its detail): an obligation stayed unknown, its worker
+# died, ran over its budget or raised; "" when every obligation it ran was decided
+MutantCause = Literal["", "unknown", "worker lost", "over budget", "worker error"]
+MUTANT_CAUSES: tuple[MutantCause, ...] = ("", "unknown", "worker lost", "over budget", "worker error")
+
 
 @dataclass
 class MutantResult:
@@ -57,6 +62,11 @@ class MutantResult:
     seconds: float = 0.0
     applied: int = 0
     claim_only: bool = False  # refuted, but the program is unchanged: a broken claim, not a killed program mutant
+    cause: MutantCause = ""  # why the run left it undecided (see MUTANT_CAUSES): --resume reruns it then
+
+    def __post_init__(self) -> None:
+        if self.cause not in MUTANT_CAUSES:
+            raise ValueError(f"unknown mutant cause {self.cause!r}; use one of {MUTANT_CAUSES}")
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON record of ``attnsim verify --mutants --json``."""
@@ -188,7 +198,15 @@ def run_mutant(m: Mutant, obs: Sequence[Obligation], example: Callable[[], Any],
     if not equivalent:
         notes.append(why)
     return MutantResult(
-        m, False, None, equivalent, why if equivalent else None, "; ".join(notes), time.perf_counter() - t0, applied
+        m,
+        False,
+        None,
+        equivalent,
+        why if equivalent else None,
+        "; ".join(notes),
+        time.perf_counter() - t0,
+        applied,
+        cause="unknown" if unknown else "",
     )
 
 
@@ -265,7 +283,13 @@ def _child(m: Mutant, obs: Sequence[Obligation], example: Callable[[], Any], tim
     sys.unraisablehook = _quiet_timeouts
     try:
         r = run_mutant(m, obs, example, timeout)
-        conn.send((r.killed, r.by, r.equivalent, r.proof, r.detail, r.applied, r.claim_only))
+        conn.send((r.killed, r.by, r.equivalent, r.proof, r.detail, r.applied, r.claim_only, r.cause))
     except BaseException as exc:  # report, never hang the parent
-        conn.send((False, None, False, None, f"worker error {type(exc).__name__}: {exc}", 0, False))
+        conn.send(worker_error(exc))
     conn.close()
+
+
+def worker_error(exc: BaseException) -> tuple[Any, ...]:
+    """What a mutant's child sends when it fails itself: (killed, by, equivalent, proof, detail,
+    applied, claim_only, cause), the cause ``worker error``."""
+    return (False, None, False, None, f"worker error {type(exc).__name__}: {exc}", 0, False, "worker error")
