@@ -25,7 +25,15 @@ import pytest
 
 from attnsim.lemmas.base import Construction
 from attnsim.lemmas.forms import consumer_matmul, gathered_transpose
-from attnsim.lemmas.kernel import THEOREMS, KernelTheorem, coq_sources, kernel_check, parse_assumptions
+from attnsim.lemmas.kernel import (
+    THEOREMS,
+    KernelTheorem,
+    _compiled_base,
+    _coqc,
+    coq_sources,
+    kernel_check,
+    parse_assumptions,
+)
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.maxmin import maxmin
 from attnsim.lemmas.relu import relu
@@ -175,18 +183,24 @@ def _differential_file(
     return "\n".join(lines) + "\n"
 
 
-def _coq_accepts(tmp: Path, export: str, programs: list[CoqProgram], diff: str) -> subprocess.CompletedProcess[str]:
+def _coq_export(tmp: Path, export: str, programs: list[CoqProgram]) -> Path:
+    """``tmp`` holding the compiled semantics (compiled once per process, as the obligation does) and
+    the export of ``programs`` compiled against it: differential files are then compiled beside it."""
     assert COQC is not None
-    shutil.copy(coq_sources() / "Semantics.v", tmp / "Semantics.v")
+    base = _compiled_base(COQC, coq_sources(), 300.0)
+    assert isinstance(base, Path), base
+    shutil.copy(base / "Semantics.vo", tmp / "Semantics.vo")
     (tmp / f"{export}.v").write_text(module_text(programs))
-    (tmp / "Differential.v").write_text(diff)
-    for name in ("Semantics", export, "Differential"):
-        res = subprocess.run(
-            [COQC, "-w", "none", "-Q", ".", "Attnsim", f"{name}.v"], cwd=tmp, capture_output=True, text=True
-        )
-        if res.returncode != 0:
-            return res
-    return res
+    res = _coqc(COQC, tmp, export, 300.0)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return tmp
+
+
+def _coq_accepts(build: Path, name: str, diff: str) -> subprocess.CompletedProcess[str]:
+    """coqc on the differential file ``name``.v (text ``diff``) in a build made by :func:`_coq_export`."""
+    assert COQC is not None
+    (build / f"{name}.v").write_text(diff)
+    return _coqc(COQC, build, name, 300.0)
 
 
 def _case(
@@ -283,15 +297,15 @@ def test_differential_coq_equals_python_exact(
     tmp_path: Path,
 ) -> None:
     built = [_case(make(), call, seed) for seed, (make, call) in enumerate(cases)]
-    res = _coq_accepts(tmp_path, export, programs(), _differential_file(export, built))
+    build = _coq_export(tmp_path, export, programs())
+    res = _coq_accepts(build, "Differential", _differential_file(export, built))
     assert res.returncode == 0, res.stdout + res.stderr
     # the comparison can fail: one output value changed is rejected by Coq
     call, xs, ys = built[-1]
     wrong = [*ys[:-1], ys[-1] + 1]
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    res = _coq_accepts(bad, export, programs(), _differential_file(export, [(call, xs, wrong)]))
+    res = _coq_accepts(build, "Wrong", _differential_file(export, [(call, xs, wrong)]))
     assert res.returncode != 0
+    assert 'Wrong.v", line 10' in res.stderr and 'Unable to unify "true" with "false"' in res.stderr
 
 
 # -- softmax, masked softmax: the same rational stand-in for exp on both sides ---------------------------
@@ -355,15 +369,14 @@ def test_differential_softmax_with_rational_exp(
     built = [_case(make(), call, seed, scalars) for seed, (make, call, scalars) in enumerate(cases)]
     for _, xs, ys in built:  # one value per position, and the result block is not all zero
         assert len(ys) == len(xs) and any(y != 0 for y in ys)
-    res = _coq_accepts(tmp_path, export, programs(), _differential_file(export, built, EXP_STANDIN_COQ))
+    build = _coq_export(tmp_path, export, programs())
+    res = _coq_accepts(build, "Differential", _differential_file(export, built, EXP_STANDIN_COQ))
     assert res.returncode == 0, res.stdout + res.stderr
     # the comparison can fail: the Python side with a different stand-in (x^2 + 2) is rejected by Coq
     _with_exact_exp(monkeypatch, _exp_other)
     make, call, scalars = cases[-1]
     other = _case(make(), call, len(cases) - 1, scalars)
     assert other[1] == built[-1][1] and other[2] != built[-1][2]
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    res = _coq_accepts(bad, export, programs(), _differential_file(export, [other], EXP_STANDIN_COQ))
+    res = _coq_accepts(build, "Wrong", _differential_file(export, [other], EXP_STANDIN_COQ))
     assert res.returncode != 0  # rejected at `vm_compute. reflexivity.`, not by a compile error elsewhere
-    assert 'Differential.v", line 10' in res.stderr and 'Unable to unify "true" with "false"' in res.stderr
+    assert 'Wrong.v", line 10' in res.stderr and 'Unable to unify "true" with "false"' in res.stderr
