@@ -19,6 +19,7 @@ from attnsim.rasp import core as C
 from attnsim.simulator import obligations as sim_obligations
 from attnsim.simulator import record
 from attnsim.simulator.obligations import WIDE_CASES
+from attnsim.simulator.program import UniversalProgram
 from attnsim.simulator.universal import UniversalSimulator
 from attnsim.verify.runner import run_inline
 
@@ -49,28 +50,28 @@ def test_the_wide_runs_pass_on_the_real_u() -> None:
 
 
 def test_a_logit_scale_squared_only_when_d_model_exceeds_32_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    orig = UniversalSimulator._common
+    orig = UniversalProgram._common
 
-    def squared(self: UniversalSimulator) -> None:
+    def squared(self: UniversalProgram) -> None:
         orig(self)
         if _capacity(self, "d_model") > 32:
             self._g["scale"] = C.apply("mul", self._g["scale"], self._g["scale"])
 
-    monkeypatch.setattr(UniversalSimulator, "_common", squared)
+    monkeypatch.setattr(UniversalProgram, "_common", squared)
     failed = [r.id for r in _wide_results() if r.status == "failed"]
     assert failed and all(c in " ".join(failed) for c in ("cap64", "cap128", "d33")), failed
 
 
 def test_a_key_mask_coordinate_off_by_one_only_past_capacity_32_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    orig = UniversalSimulator._gather
+    orig = UniversalProgram._gather
 
-    def shifted(self: UniversalSimulator, name: str, src: Any, onto: Any, coords: Any, **kw: Any) -> C.SOp:
+    def shifted(self: UniversalProgram, name: str, src: Any, onto: Any, coords: Any, **kw: Any) -> C.SOp:
         if name == "mask.blocked" and _capacity(self, "max_len") > 32:
             inner = coords
             coords = lambda cs: {**inner(cs), "j": inner(cs)["j"] + 1}
         return orig(self, name, src, onto, coords, **kw)
 
-    monkeypatch.setattr(UniversalSimulator, "_gather", shifted)
+    monkeypatch.setattr(UniversalProgram, "_gather", shifted)
     failed = [r.id for r in _wide_results() if r.status == "failed"]
     assert all(c in " ".join(failed) for c in ("cap64", "cap128", "cap34")), failed
 
