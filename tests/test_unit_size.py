@@ -38,7 +38,6 @@ KNOWN: dict[str, int] = {
     "attnsim/verify/spec_check.py:_cases": 239,
     "attnsim/simulator/obligations.py:simulator_obligations": 167,
     "attnsim/symbolic/specs.py:encoder_layer_parts": 146,
-    "attnsim/simulator/layerproof/stage_proof.py:prove_stage": 119,
     "attnsim/report/build.py:build_report": 113,
     "attnsim/report/build.py:_markdown": 113,
     "attnsim/cli/verify.py:verify": 106,

@@ -56,15 +56,14 @@ def test_without_the_padding_values_a_post_norm_row_is_not_proven() -> None:
     is right wherever its divisors are > 0)."""
     import dataclasses
 
-    from attnsim.simulator.layerproof.stage_proof import prove_stage
+    from attnsim.simulator.layerproof.stage_proof import StageProofOptions, prove_stage
     from attnsim.simulator.layerproof.stages import ffn, output
 
     u = UniversalSimulator.over_symbolic_capacity()
     cuts = {c.label: dataclasses.replace(c, padded="") for c in ffn.goals(u)}
     (goal,) = output.goals(u)
-    out = prove_stage(
-        u, goal, POST, 600, cuts=cuts, spec_over=output.OVER, flags=True, step_cap=120.0, past_divisors_search=True
-    )
+    options = StageProofOptions(flags=True, step_cap=120.0, past_divisors_search=True)
+    out = prove_stage(u, goal, POST, 600, cuts=cuts, spec_over=output.OVER, options=options)
     assert out.ok is None and "not shown > 0" in out.detail and "pad[" in out.detail, out.detail
 
 
