@@ -20,7 +20,6 @@ from attnsim.simulator import obligations as sim_obligations
 from attnsim.simulator import record
 from attnsim.simulator.obligations import WIDE_CASES
 from attnsim.simulator.program import UniversalProgram
-from attnsim.simulator.universal import UniversalSimulator
 from attnsim.verify.runner import run_inline
 
 
@@ -40,9 +39,11 @@ def _wide_results() -> list[Result]:
     return [run_inline(registry.by_id(i), 60.0) for i in ids]
 
 
-def _capacity(u: UniversalSimulator, name: str) -> int:
-    v = u.capacity[name]
-    return v if isinstance(v, int) else 0  # symbolic capacity: the bug stays out of the Z3 builds
+def _capacity(u: UniversalProgram, size: str) -> int:
+    """The capacity size ``size`` (N, D, ...) the program is built for; 0 when symbolic (the bug
+    stays out of the Z3 builds)."""
+    v = getattr(u, size)
+    return v.value if isinstance(v, C.Size) and v.value is not None else 0
 
 
 def test_the_wide_runs_pass_on_the_real_u() -> None:
@@ -54,7 +55,7 @@ def test_a_logit_scale_squared_only_when_d_model_exceeds_32_fails(monkeypatch: p
 
     def squared(self: UniversalProgram) -> None:
         orig(self)
-        if _capacity(self, "d_model") > 32:
+        if _capacity(self, "D") > 32:
             self._g["scale"] = C.apply("mul", self._g["scale"], self._g["scale"])
 
     monkeypatch.setattr(UniversalProgram, "_common", squared)
@@ -66,7 +67,7 @@ def test_a_key_mask_coordinate_off_by_one_only_past_capacity_32_fails(monkeypatc
     orig = UniversalProgram._gather
 
     def shifted(self: UniversalProgram, name: str, src: Any, onto: Any, coords: Any, **kw: Any) -> C.SOp:
-        if name == "mask.blocked" and _capacity(self, "max_len") > 32:
+        if name == "mask.blocked" and _capacity(self, "N") > 32:
             inner = coords
             coords = lambda cs: {**inner(cs), "j": inner(cs)["j"] + 1}
         return orig(self, name, src, onto, coords, **kw)
