@@ -16,8 +16,7 @@ from attnsim.catalog import load
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import Result
 from attnsim.rasp import core as C
-from attnsim.simulator import obligations as sim_obligations
-from attnsim.simulator import record
+from attnsim.simulator import checks, record
 from attnsim.simulator.obligations import WIDE_CASES
 from attnsim.simulator.program import UniversalProgram
 from attnsim.verify.runner import run_inline
@@ -26,9 +25,9 @@ from attnsim.verify.runner import run_inline
 @pytest.fixture(autouse=True)
 def _fresh_u() -> Iterator[None]:
     """U is built once per capacity and cached: rebuild it under (and after) each injected bug."""
-    sim_obligations._built.cache_clear()
+    checks._built.cache_clear()
     yield
-    sim_obligations._built.cache_clear()
+    checks._built.cache_clear()
 
 
 def _wide_results() -> list[Result]:
