@@ -34,7 +34,6 @@ KNOWN: dict[str, int] = {
     "attnsim/applications/obligations.py": 518,
     "attnsim/lemmas/cofactor.py": 517,
     "attnsim/verify/spec_check.py:_cases": 239,
-    "attnsim/cli/verify.py:verify": 106,
     "attnsim/compile/torch_module.py:build": 89,
     "attnsim/cli/bench.py:simulator_targets": 87,
     "attnsim/compile/obligations.py:compile_obligations": 85,

@@ -232,17 +232,7 @@ def verify(args: argparse.Namespace) -> int:
     """Run every proof obligation and print the table; exit 0 only if none failed or stayed unknown."""
 
     err = Console(stderr=True)
-    obs = registry.select(args.only, include_deep=args.deep)
-    if not obs:
-        raise UsageError(
-            f"no obligation matches {args.only!r} (an id prefix, e.g. `matmul/` or `matmul/z3-parametric`)"
-        )
-    without_coq = [o for o in obs if o.method == "kernel"] if shutil.which("coqc") is None else []
-    if without_coq:  # not run, never proved: said once, and listed as not run in the scope table
-        obs = [o for o in obs if o.method != "kernel"]
-        err.print(f"{len(without_coq)} kernel obligation(s) not run: coqc not installed ({COQ_INSTALL})")
-        if not obs:
-            raise UsageError(f"the kernel obligations need coqc, which is not installed: {COQ_INSTALL}")
+    obs, without_coq = _selected(args, err)
     smt = None if args.mutants else _smt_options(args)
     campaign = _campaign(args)
     if args.mutants:
@@ -255,6 +245,46 @@ def verify(args: argparse.Namespace) -> int:
             _campaign_note(camp, camp.cache.reused + camp.ran if camp.cache is not None else camp.ran)
         return code
     t0 = time.perf_counter()
+    results = _run(obs, args, smt, campaign, err)
+    results = settle(results)  # a conclusion whose premises did not all hold in this run: conditional
+    total = time.perf_counter() - t0
+    bad = [r for r in results if r.status in ("failed", "unknown")]
+    counts = Counter(r.status for r in results)
+    count_line = ", ".join(f"{counts[k]} {k}" for k in ("proved", "passed", "conditional", "failed", "unknown"))
+    count_line += f"; {len(results)} obligations in {total:.1f} s, {units_text(sum(r.units for r in results))} Z3 units"
+    if args.json:
+        _print_json(args, results, bad, counts)
+    else:
+        _print_tables(args, results, bad, obs, without_coq, smt, count_line)
+    if not bad:
+        err.print(f"total time {total:.1f} s")
+        return 0
+    timed = [r for r in bad if is_timeout(r)]
+    why = f"attnsim verify: not verified: {count_line}"
+    if timed:
+        why += f"; {len(timed)} timed out (each row says which --timeout to rerun it with)"
+    print(why, file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _selected(args: argparse.Namespace, err: Console) -> tuple[list[Any], list[Any]]:
+    """The obligations to run, and the kernel ones left out when coqc is not installed."""
+    obs = registry.select(args.only, include_deep=args.deep)
+    if not obs:
+        raise UsageError(
+            f"no obligation matches {args.only!r} (an id prefix, e.g. `matmul/` or `matmul/z3-parametric`)"
+        )
+    without_coq = [o for o in obs if o.method == "kernel"] if shutil.which("coqc") is None else []
+    if without_coq:  # not run, never proved: said once, and listed as not run in the scope table
+        obs = [o for o in obs if o.method != "kernel"]
+        err.print(f"{len(without_coq)} kernel obligation(s) not run: coqc not installed ({COQ_INSTALL})")
+        if not obs:
+            raise UsageError(f"the kernel obligations need coqc, which is not installed: {COQ_INSTALL}")
+    return obs, without_coq
+
+
+def _run(obs: list[Any], args: argparse.Namespace, smt: Any, campaign: Any, err: Console) -> list[Any]:
+    """Run the obligations (on the campaign's cluster when there is one) with a progress bar."""
     with contextlib.ExitStack() as stack:
         camp = stack.enter_context(campaign) if campaign is not None else None
         prog = stack.enter_context(
@@ -276,62 +306,61 @@ def verify(args: argparse.Namespace) -> int:
             results = camp.obligations(obs, args.timeout, smt, on_done=lambda r: prog.advance(task))
     if camp is not None:
         _campaign_note(camp, len(obs))
-    results = settle(results)  # a conclusion whose premises did not all hold in this run: conditional
-    total = time.perf_counter() - t0
-    bad = [r for r in results if r.status in ("failed", "unknown")]
-    counts = Counter(r.status for r in results)
-    count_line = ", ".join(f"{counts[k]} {k}" for k in ("proved", "passed", "conditional", "failed", "unknown"))
-    count_line += f"; {len(results)} obligations in {total:.1f} s, {units_text(sum(r.units for r in results))} Z3 units"
-    if args.json:
-        if args.summary:
-            data: Any = {
-                "counts": dict(counts),
-                "constructions": _summary_rows(results),
-                "not_ok": [r.as_dict() for r in bad],
-            }
-        else:
-            data = [r.as_dict() for r in (bad if args.failures_only else results)]
-        print(json.dumps(data, indent=1))
+    return results
+
+
+def _print_json(args: argparse.Namespace, results: list[Any], bad: list[Any], counts: Counter[str]) -> None:
+    """The results (or the summary per construction) as JSON on stdout."""
+    if args.summary:
+        data: Any = {
+            "counts": dict(counts),
+            "constructions": _summary_rows(results),
+            "not_ok": [r.as_dict() for r in bad],
+        }
     else:
-        out = out_console()
-        title = f"attnsim {__version__}: proof obligations"
-        if args.summary:
-            table = Table(title=f"{title}, per construction")
-            for col in ("construction", "obligations", "proved", "passed", "failed", "unknown", "s", "Z3 units"):
-                table.add_column(col, no_wrap=True, justify="left" if col == "construction" else "right")
-            for row in _summary_rows(results):
-                bad_row = row["failed"] or row["unknown"]
-                table.add_row(
-                    row["construction"],
-                    *(str(row[k]) for k in ("obligations", "proved", "passed")),
-                    f"[{'bold red' if row['failed'] else 'default'}]{row['failed']}[/]",
-                    f"[{'yellow' if row['unknown'] else 'default'}]{row['unknown']}[/]",
-                    f"[{'bold' if bad_row else 'default'}]{row['seconds']:.1f}[/]",
-                    units_text(row["units"]),
-                )
-            out.print(table)
-        if args.failures_only or args.summary:
-            if bad:
-                out.print(_obligation_table(bad, f"{title}: failed or unknown", out.is_terminal))
-            else:
-                out.print("no obligation failed or stayed unknown")
+        data = [r.as_dict() for r in (bad if args.failures_only else results)]
+    print(json.dumps(data, indent=1))
+
+
+def _print_tables(
+    args: argparse.Namespace,
+    results: list[Any],
+    bad: list[Any],
+    obs: list[Any],
+    without_coq: list[Any],
+    smt: Any,
+    count_line: str,
+) -> None:
+    """The results as tables (or the summary per construction), the scope table and the counts."""
+    out = out_console()
+    title = f"attnsim {__version__}: proof obligations"
+    if args.summary:
+        table = Table(title=f"{title}, per construction")
+        for col in ("construction", "obligations", "proved", "passed", "failed", "unknown", "s", "Z3 units"):
+            table.add_column(col, no_wrap=True, justify="left" if col == "construction" else "right")
+        for row in _summary_rows(results):
+            bad_row = row["failed"] or row["unknown"]
+            table.add_row(
+                row["construction"],
+                *(str(row[k]) for k in ("obligations", "proved", "passed")),
+                f"[{'bold red' if row['failed'] else 'default'}]{row['failed']}[/]",
+                f"[{'yellow' if row['unknown'] else 'default'}]{row['unknown']}[/]",
+                f"[{'bold' if bad_row else 'default'}]{row['seconds']:.1f}[/]",
+                units_text(row["units"]),
+            )
+        out.print(table)
+    if args.failures_only or args.summary:
+        if bad:
+            out.print(_obligation_table(bad, f"{title}: failed or unknown", out.is_terminal))
         else:
-            out.print(_obligation_table(results, title, out.is_terminal))
+            out.print("no obligation failed or stayed unknown")
+    else:
+        out.print(_obligation_table(results, title, out.is_terminal))
 
-        ran = {o.id for o in obs}
-        every = registry.select(args.only, include_deep=True)
-        skipped = [o for o in every if o.id not in ran and (o.deep or o in without_coq)]
-        print_scope(results, out, skipped)  # per construction and per paper result: all sizes / bounded / sampled
-        out.print(count_line)
-        if smt is not None:
-            out.print(smt_summary(results, smt))
-    if not bad:
-        err.print(f"total time {total:.1f} s")
-        return 0
-    timed = [r for r in bad if is_timeout(r)]
-    why = f"attnsim verify: not verified: {count_line}"
-    if timed:
-        why += f"; {len(timed)} timed out (each row says which --timeout to rerun it with)"
-    print(why, file=sys.stderr)
-    return EXIT_FAILED
-
+    ran = {o.id for o in obs}
+    every = registry.select(args.only, include_deep=True)
+    skipped = [o for o in every if o.id not in ran and (o.deep or o in without_coq)]
+    print_scope(results, out, skipped)  # per construction and per paper result: all sizes / bounded / sampled
+    out.print(count_line)
+    if smt is not None:
+        out.print(smt_summary(results, smt))
