@@ -36,7 +36,6 @@ KNOWN: dict[str, int] = {
     "attnsim/verify/spec_check.py:_cases": 239,
     "attnsim/compile/torch_module.py:build": 89,
     "attnsim/cli/bench.py:simulator_targets": 87,
-    "attnsim/compile/obligations.py:compile_obligations": 85,
     "attnsim/report/figures.py:cost_figure": 84,
     "attnsim/applications/obligations.py:parity_obligations": 82,
     "attnsim/cli/audit.py:audit": 82,
