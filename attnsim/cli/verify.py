@@ -197,23 +197,29 @@ def _smt_options(args: argparse.Namespace) -> Any:
 
 
 def smt_summary(results: Sequence[Any], smt: Any) -> str:
-    """One line: deciding queries exported (premise checks among them) / confirmed by cvc5 / left
-    unknown / disagreements, summed from each result's typed ``second_solver`` record."""
-    stats = [(r.id, r.second_solver) for r in results if r.second_solver is not None]
-    total = sum(s.exported for _, s in stats)
-    checks = sum(s.premise_checks for _, s in stats)
-    confirmed = sum(s.confirmed for _, s in stats)
-    unknown = sum(s.unknown for _, s in stats)
-    skipped = sum(s.unchecked for _, s in stats)
-    seconds = sum(s.seconds for _, s in stats)
-    disagree = [rid for rid, s in stats if s.disagree]
+    """One line: deciding queries exported / confirmed by cvc5 / left unknown / disagreements."""
+    import re
+
+    total = confirmed = unknown = skipped = 0
+    seconds = 0.0
+    disagree = []
+    for r in results:
+        m = re.search(r"cvc5: (\d+) of (\d+) deciding queries confirmed, (\d+) unknown, ([\d.]+) s", r.detail)
+        skipped += int(u[1]) if (u := re.search(r"(\d+) not checked \(cvc5 budget\)", r.detail)) else 0
+        e = re.search(r"(\d+) deciding quer(?:y|ies) exported", r.detail)
+        if m:
+            confirmed, total, unknown = confirmed + int(m[1]), total + int(m[2]), unknown + int(m[3])
+            seconds += float(m[4])
+        elif e:
+            total += int(e[1])
+        if "DISAGREE" in r.detail:
+            disagree.append(r.id)
     where = f" written to {smt.directory}" if smt.directory is not None else ""
     if not smt.cross_check:
-        return f"{total} deciding Z3 queries ({checks} premise checks){where}"
+        return f"{total} deciding Z3 queries{where}"
     shown = f" ({', '.join(disagree[:5])})" if disagree else ""
     return (
-        f"cross-check: {total} deciding Z3 queries ({checks} premise checks){where}; cvc5 confirmed {confirmed}, "
-        f"unknown {unknown}, "
+        f"cross-check: {total} deciding Z3 queries{where}; cvc5 confirmed {confirmed}, unknown {unknown}, "
         f"not checked {skipped} (each obligation's cvc5 budget), "
         f"disagreed on {len(disagree)}{shown}; cvc5 time {seconds:.1f} s (summed over workers, apart from "
         "the obligations' own times)"
@@ -231,16 +237,7 @@ def verify(args: argparse.Namespace) -> int:
     """Run every proof obligation and print the table; exit 0 only if none failed or stayed unknown."""
 
     err = Console(stderr=True)
-    obs = registry.select(args.only, include_deep=args.deep)
-    if not obs:
-        raise UsageError(
-            f"no obligation matches {args.only!r} (an id prefix, e.g. `matmul/` or `matmul/z3-parametric`)"
-        )
-    obs, without_coq = runnable(obs)
-    if without_coq:  # not run, never proved: said once, a skipped JSON row each, listed as not run in the scope
-        err.print(f"{len(without_coq)} kernel obligation(s) not run: coqc not installed ({COQ_INSTALL})")
-        if not obs:
-            raise UsageError(f"the kernel obligations need coqc, which is not installed: {COQ_INSTALL}")
+    obs, without_coq = _selected(args, err)
     smt = None if args.mutants else _smt_options(args)
     campaign = _campaign(args)
     if args.mutants:
@@ -253,6 +250,46 @@ def verify(args: argparse.Namespace) -> int:
             _campaign_note(camp, camp.cache.reused + camp.ran if camp.cache is not None else camp.ran)
         return code
     t0 = time.perf_counter()
+    results = _run(obs, args, smt, campaign, err)
+    results = settle(results)  # a conclusion whose premises did not all hold in this run: conditional
+    total = time.perf_counter() - t0
+    bad = [r for r in results if r.status in ("failed", "unknown")]
+    shown = [r for r in results if r.status in NOT_PROVED]  # --failures-only: conditional is not proved either
+    counts = Counter(r.status for r in results)
+    count_line = ", ".join(f"{counts[k]} {k}" for k in ("proved", "passed", "conditional", "failed", "unknown"))
+    count_line += f"; {len(results)} obligations in {total:.1f} s, {units_text(sum(r.units for r in results))} Z3 units"
+    if args.json:
+        _print_json(args, results, shown, counts, without_coq)
+    else:
+        _print_tables(args, results, shown, obs, without_coq, smt, count_line)
+    if not bad:
+        err.print(f"total time {total:.1f} s")
+        return 0
+    timed = [r for r in bad if is_timeout(r)]
+    why = f"attnsim verify: not verified: {count_line}"
+    if timed:
+        why += f"; {len(timed)} timed out (each row says which --timeout to rerun it with)"
+    print(why, file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _selected(args: argparse.Namespace, err: Console) -> tuple[list[Any], list[Any]]:
+    """The obligations to run, and the kernel ones left out when coqc is not installed."""
+    obs = registry.select(args.only, include_deep=args.deep)
+    if not obs:
+        raise UsageError(
+            f"no obligation matches {args.only!r} (an id prefix, e.g. `matmul/` or `matmul/z3-parametric`)"
+        )
+    obs, without_coq = runnable(obs)
+    if without_coq:  # not run, never proved: said once, a skipped JSON row each, listed as not run in the scope
+        err.print(f"{len(without_coq)} kernel obligation(s) not run: coqc not installed ({COQ_INSTALL})")
+        if not obs:
+            raise UsageError(f"the kernel obligations need coqc, which is not installed: {COQ_INSTALL}")
+    return obs, without_coq
+
+
+def _run(obs: list[Any], args: argparse.Namespace, smt: Any, campaign: Any, err: Console) -> list[Any]:
+    """Run the obligations (on the campaign's cluster when there is one) with a progress bar."""
     with contextlib.ExitStack() as stack:
         camp = stack.enter_context(campaign) if campaign is not None else None
         prog = stack.enter_context(
@@ -274,63 +311,64 @@ def verify(args: argparse.Namespace) -> int:
             results = camp.obligations(obs, args.timeout, smt, on_done=lambda r: prog.advance(task))
     if camp is not None:
         _campaign_note(camp, len(obs))
-    results = settle(results)  # a conclusion whose premises did not all hold in this run: conditional
-    total = time.perf_counter() - t0
-    bad = [r for r in results if r.status in ("failed", "unknown")]
-    shown = [r for r in results if r.status in NOT_PROVED]  # --failures-only: conditional is not proved either
-    counts = Counter(r.status for r in results)
-    count_line = ", ".join(f"{counts[k]} {k}" for k in ("proved", "passed", "conditional", "failed", "unknown"))
-    count_line += f"; {len(results)} obligations in {total:.1f} s, {units_text(sum(r.units for r in results))} Z3 units"
-    if args.json:
-        if args.summary:
-            data: Any = {
-                "counts": dict(counts + Counter(r.status for r in skipped_rows(without_coq))),
-                "constructions": _summary_rows(results),
-                "not_ok": [r.as_dict() for r in shown],
-            }
-        else:
-            data = [r.as_dict() for r in (shown if args.failures_only else [*results, *skipped_rows(without_coq)])]
-        print(json.dumps(data, indent=1))
+    return results
+
+
+def _print_json(
+    args: argparse.Namespace, results: list[Any], shown: list[Any], counts: Counter[str], without_coq: list[Any]
+) -> None:
+    """The results (or the summary per construction) as JSON on stdout; ``shown``: the rows that are
+    not proved (failed, unknown, conditional); a kernel obligation not run without coqc: a skipped row."""
+    if args.summary:
+        data: Any = {
+            "counts": dict(counts + Counter(r.status for r in skipped_rows(without_coq))),
+            "constructions": _summary_rows(results),
+            "not_ok": [r.as_dict() for r in shown],
+        }
     else:
-        out = out_console()
-        title = f"attnsim {__version__}: proof obligations"
-        if args.summary:
-            table = Table(title=f"{title}, per construction")
-            for col in ("construction", "obligations", "proved", "passed", "failed", "unknown", "s", "Z3 units"):
-                table.add_column(col, no_wrap=True, justify="left" if col == "construction" else "right")
-            for row in _summary_rows(results):
-                bad_row = row["failed"] or row["unknown"]
-                table.add_row(
-                    row["construction"],
-                    *(str(row[k]) for k in ("obligations", "proved", "passed")),
-                    f"[{'bold red' if row['failed'] else 'default'}]{row['failed']}[/]",
-                    f"[{'yellow' if row['unknown'] else 'default'}]{row['unknown']}[/]",
-                    f"[{'bold' if bad_row else 'default'}]{row['seconds']:.1f}[/]",
-                    units_text(row["units"]),
-                )
-            out.print(table)
-        if args.failures_only or args.summary:
-            if shown:
-                out.print(_obligation_table(shown, f"{title}: failed, unknown or conditional", out.is_terminal))
-            else:
-                out.print("no obligation failed, stayed unknown or is conditional")
+        data = [r.as_dict() for r in (shown if args.failures_only else [*results, *skipped_rows(without_coq)])]
+    print(json.dumps(data, indent=1))
+
+
+def _print_tables(
+    args: argparse.Namespace,
+    results: list[Any],
+    shown: list[Any],
+    obs: list[Any],
+    without_coq: list[Any],
+    smt: Any,
+    count_line: str,
+) -> None:
+    """The results as tables (or the summary per construction), the scope table and the counts."""
+    out = out_console()
+    title = f"attnsim {__version__}: proof obligations"
+    if args.summary:
+        table = Table(title=f"{title}, per construction")
+        for col in ("construction", "obligations", "proved", "passed", "failed", "unknown", "s", "Z3 units"):
+            table.add_column(col, no_wrap=True, justify="left" if col == "construction" else "right")
+        for row in _summary_rows(results):
+            bad_row = row["failed"] or row["unknown"]
+            table.add_row(
+                row["construction"],
+                *(str(row[k]) for k in ("obligations", "proved", "passed")),
+                f"[{'bold red' if row['failed'] else 'default'}]{row['failed']}[/]",
+                f"[{'yellow' if row['unknown'] else 'default'}]{row['unknown']}[/]",
+                f"[{'bold' if bad_row else 'default'}]{row['seconds']:.1f}[/]",
+                units_text(row["units"]),
+            )
+        out.print(table)
+    if args.failures_only or args.summary:
+        if shown:
+            out.print(_obligation_table(shown, f"{title}: failed, unknown or conditional", out.is_terminal))
         else:
-            out.print(_obligation_table(results, title, out.is_terminal))
+            out.print("no obligation failed, stayed unknown or is conditional")
+    else:
+        out.print(_obligation_table(results, title, out.is_terminal))
 
-        ran = {o.id for o in obs}
-        every = registry.select(args.only, include_deep=True)
-        skipped = [o for o in every if o.id not in ran and (o.deep or o in without_coq)]
-        print_scope(results, out, skipped)  # per construction and per paper result: all sizes / bounded / sampled
-        out.print(count_line)
-        if smt is not None:
-            out.print(smt_summary(results, smt))
-    if not bad:
-        err.print(f"total time {total:.1f} s")
-        return 0
-    timed = [r for r in bad if is_timeout(r)]
-    why = f"attnsim verify: not verified: {count_line}"
-    if timed:
-        why += f"; {len(timed)} timed out (each row says which --timeout to rerun it with)"
-    print(why, file=sys.stderr)
-    return EXIT_FAILED
-
+    ran = {o.id for o in obs}
+    every = registry.select(args.only, include_deep=True)
+    skipped = [o for o in every if o.id not in ran and (o.deep or o in without_coq)]
+    print_scope(results, out, skipped)  # per construction and per paper result: all sizes / bounded / sampled
+    out.print(count_line)
+    if smt is not None:
+        out.print(smt_summary(results, smt))

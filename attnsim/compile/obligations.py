@@ -288,7 +288,14 @@ def _matmul_soft() -> tuple[CompiledTransformer, list[np.ndarray]]:
 
 
 def compile_obligations() -> Iterable[Obligation]:
-    ref = PAPER_REF
+    """Every lemma compiled (exact and float64), the classic programs, and U compiled."""
+    yield from _lemma_obligations(PAPER_REF)
+    yield from _classic_obligations(PAPER_REF)
+    yield from _simulator_obligations()
+
+
+def _lemma_obligations(ref: str) -> Iterable[Obligation]:
+    """Every registered lemma compiled: exact (when rational) and float64 against its interpreter."""
     for name, (_, make) in sorted(constructions().items()):
         if name in NOT_LEMMAS:
             continue
@@ -311,6 +318,10 @@ def compile_obligations() -> Iterable[Obligation]:
             _lemma_check(name, make, False),
             f"compiled {name} in float64 within {FLOAT_TOL:g} (relative) of the float64 interpreter",
         )
+
+
+def _classic_obligations(ref: str) -> Iterable[Obligation]:
+    """The classic programs: exhaustive inputs, soft attention's gap, and save/load."""
     for prog in ("length", "reverse", "histogram", "sort_unique", "frac_prevs"):
         yield Obligation(
             f"compile/exact/exhaustive-{prog}-len5-sym4",
@@ -348,6 +359,10 @@ def compile_obligations() -> Iterable[Obligation]:
         save_load_check,
         "save/load restores every weight (as a rational), the residual layout and the summary",
     )
+
+
+def _simulator_obligations() -> Iterable[Obligation]:
+    """U compiled at three capacities and looped twice, against the interpreted U (when importable)."""
     try:
         import attnsim.simulator.universal  # noqa: F401
     except ImportError:

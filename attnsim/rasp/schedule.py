@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from attnsim.rasp import core as C
-from attnsim.rasp.engine import selector_leaves
+from attnsim.rasp.selector_plans import selector_leaves
 
 
 @dataclass

@@ -170,12 +170,7 @@ def build_report(
     out = cfg.out
     out.mkdir(parents=True, exist_ok=True)
     res = ReportResult(out / "report.md")
-    only = cfg.only.rstrip("*") if cfg.only else None
-    fams, skipped = D.families()
-    if only:
-        fams = [f for f in fams if f.name.startswith(only.split("/")[0])]
-        skipped = [s for s in skipped if s[0].startswith(only.split("/")[0])]
-    res.skipped += [f"{n}: {why}" for n, why in skipped]
+    fams = _families(cfg, res)
     sizes = [s for s in cfg.sizes if not cfg.quick or s <= 16]
     sim_sizes = [s for s in cfg.simulator_sizes if not cfg.quick or s <= 8]
     if plan:
@@ -186,71 +181,15 @@ def build_report(
     for fam in fams:
         say(f"sweep {fam.name}")
         sweeps[fam.name] = D.sweep(fam, sizes, budget=cfg.budget, seed=cfg.seed)
-    sim_pts: list[dict[str, Any]] = []
-    sim_forms: dict[str, str] = {}
-    if D.simulator_api() is None:
-        res.skipped.append("U: attnsim.simulator is not available; no simulator curve")
-    elif only is None or "simulator".startswith(only) or only.startswith(("sim", "U", "theorem")):
-        for s in sim_sizes:
-            say(f"U at capacity {s}")
-            try:
-                pt = D.simulator_point(s, seed=cfg.seed)
-            except Exception as exc:
-                res.skipped.append(f"U at size {s}: {type(exc).__name__}: {exc}")
-                break
-            sim_pts.append(pt)
-            if pt["build_s"] + pt["run_s"] > 4 * cfg.budget:
-                res.skipped.append(f"U: sizes above {s} skipped (size {s} took {pt['build_s'] + pt['run_s']:.1f} s)")
-                break
-        try:
-            _, US = D.simulator_api()  # type: ignore[misc]
-            sim_forms = D.closed_forms(US(max_len=4, d_model=4, n_heads=2, d_head=2, d_ff=8))
-        except Exception:
-            sim_forms = {}
+    sim_pts, sim_forms = _simulator_points(cfg, sim_sizes, say, res)
     torch_series, notes = torch_fixture_series() if sim_pts else ([], [])
     res.skipped += notes
     say("figure: error")
     res.figures.append(F.error_figure(sweeps, out / "error.png", sim_pts, torch_series))
     say("figure: cost")
     res.figures.append(F.cost_figure(sweeps, out / "cost.png", sim_pts))
-
-    # (c) selectors
-    sel_figs: list[tuple[str, Path]] = []
-    rng = np.random.default_rng(cfg.seed)
-    for fam in fams:
-        say(f"selectors {fam.name}")
-        con = fam.example
-        try:
-            ops = D.random_operands(con, rng)
-            tr = con.trace(*ops)
-        except Exception as exc:
-            res.skipped.append(f"{fam.name} selectors: {type(exc).__name__}: {exc}")
-            continue
-        sels = {k: v for k, v in tr.selectors.items() if getattr(v, "ndim", 0) == 2}
-        if not sels:
-            res.skipped.append(f"{fam.name}: no selector matrix (no attention, or too long to keep dense)")
-            continue
-        blocks = [(b.name, b.start, b.end) for b in con.layout if b.channel == "tokens"]
-        p = F.selector_figure(fam.name, sels, blocks, out / f"selectors_{fam.name}.png")
-        res.figures.append(p)
-        sel_figs.append((fam.name, p))
-
-    # (d) verify
-    verify_rows: list[Any] = []
-    if cfg.verify:
-        obs, not_run = runnable(registry.select(cfg.only, include_deep=cfg.deep and not cfg.quick))
-        if not_run:  # as verify does: not run, never proved, said so; a skipped row each
-            res.skipped.append(f"{len(not_run)} kernel obligation(s) not run: coqc not installed")
-        say(f"verify ({len(obs)} obligations)")
-        verify_rows = settle(run_budgeted(obs, jobs=cfg.jobs, timeout=cfg.timeout)) if obs else []
-        verify_rows += skipped_rows(not_run)
-        per: dict[str, dict[str, int]] = {}
-        for r in verify_rows:
-            per.setdefault(r.construction, {}).setdefault(r.status, 0)
-            per[r.construction][r.status] += 1
-            res.verify_counts[r.status] = res.verify_counts.get(r.status, 0) + 1
-        if per:
-            res.figures.append(F.verify_figure(per, out / "verify.png"))
+    sel_figs = _selector_figures(cfg, fams, say, res)  # (c)
+    verify_rows = _verify(cfg, say, res)  # (d)
 
     soft = soft_attention_series()
     if soft:
@@ -276,6 +215,99 @@ def build_report(
     return res
 
 
+def _only(cfg: ReportConfig) -> str | None:
+    """The ``--only`` prefix without its trailing ``*``."""
+    return cfg.only.rstrip("*") if cfg.only else None
+
+
+def _families(cfg: ReportConfig, res: ReportResult) -> list[Any]:
+    """The lemma families the report sweeps (those ``--only`` selects); the skipped ones noted."""
+    only = _only(cfg)
+    fams, skipped = D.families()
+    if only:
+        fams = [f for f in fams if f.name.startswith(only.split("/")[0])]
+        skipped = [s for s in skipped if s[0].startswith(only.split("/")[0])]
+    res.skipped += [f"{n}: {why}" for n, why in skipped]
+    return fams
+
+
+def _simulator_points(
+    cfg: ReportConfig, sim_sizes: list[int], say: Step, res: ReportResult
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """U measured at each capacity (stopping past the budget), and its cost's closed forms."""
+    only = _only(cfg)
+    sim_pts: list[dict[str, Any]] = []
+    sim_forms: dict[str, str] = {}
+    if D.simulator_api() is None:
+        res.skipped.append("U: attnsim.simulator is not available; no simulator curve")
+    elif only is None or "simulator".startswith(only) or only.startswith(("sim", "U", "theorem")):
+        for s in sim_sizes:
+            say(f"U at capacity {s}")
+            try:
+                pt = D.simulator_point(s, seed=cfg.seed)
+            except Exception as exc:
+                res.skipped.append(f"U at size {s}: {type(exc).__name__}: {exc}")
+                break
+            sim_pts.append(pt)
+            if pt["build_s"] + pt["run_s"] > 4 * cfg.budget:
+                res.skipped.append(f"U: sizes above {s} skipped (size {s} took {pt['build_s'] + pt['run_s']:.1f} s)")
+                break
+        try:
+            _, US = D.simulator_api()  # type: ignore[misc]
+            sim_forms = D.closed_forms(US(max_len=4, d_model=4, n_heads=2, d_head=2, d_ff=8))
+        except Exception:
+            sim_forms = {}
+    return sim_pts, sim_forms
+
+
+def _selector_figures(cfg: ReportConfig, fams: list[Any], say: Step, res: ReportResult) -> list[tuple[str, Path]]:
+    """(c) One selector figure per family, from a trace on random operands."""
+    out = cfg.out
+    sel_figs: list[tuple[str, Path]] = []
+    rng = np.random.default_rng(cfg.seed)
+    for fam in fams:
+        say(f"selectors {fam.name}")
+        con = fam.example
+        try:
+            ops = D.random_operands(con, rng)
+            tr = con.trace(*ops)
+        except Exception as exc:
+            res.skipped.append(f"{fam.name} selectors: {type(exc).__name__}: {exc}")
+            continue
+        sels = {k: v for k, v in tr.selectors.items() if getattr(v, "ndim", 0) == 2}
+        if not sels:
+            res.skipped.append(f"{fam.name}: no selector matrix (no attention, or too long to keep dense)")
+            continue
+        blocks = [(b.name, b.start, b.end) for b in con.layout if b.channel == "tokens"]
+        p = F.selector_figure(fam.name, sels, blocks, out / f"selectors_{fam.name}.png")
+        res.figures.append(p)
+        sel_figs.append((fam.name, p))
+
+    return sel_figs
+
+
+def _verify(cfg: ReportConfig, say: Step, res: ReportResult) -> list[Any]:
+    """(d) The obligations ``--only`` selects, run within their budgets; their counts per status."""
+    out = cfg.out
+    verify_rows: list[Any] = []
+    if cfg.verify:
+        obs, not_run = runnable(registry.select(cfg.only, include_deep=cfg.deep and not cfg.quick))
+        if not_run:  # as verify does: not run, never proved, said so; a skipped row each
+            res.skipped.append(f"{len(not_run)} kernel obligation(s) not run: coqc not installed")
+        say(f"verify ({len(obs)} obligations)")
+        verify_rows = settle(run_budgeted(obs, jobs=cfg.jobs, timeout=cfg.timeout)) if obs else []
+        verify_rows += skipped_rows(not_run)
+        per: dict[str, dict[str, int]] = {}
+        for r in verify_rows:
+            per.setdefault(r.construction, {}).setdefault(r.status, 0)
+            per[r.construction][r.status] += 1
+            res.verify_counts[r.status] = res.verify_counts.get(r.status, 0) + 1
+        if per:
+            res.figures.append(F.verify_figure(per, out / "verify.png"))
+
+    return verify_rows
+
+
 def _markdown(
     cfg: ReportConfig,
     sweeps: dict[str, list[D.Point]],
@@ -287,6 +319,26 @@ def _markdown(
     res: ReportResult,
     torch: Sequence[tuple[str, list[int], list[float]]] = (),
 ) -> str:
+    """report.md: its header, then one section per part of the report (a) to (d), soft attention, skipped."""
+    L = _error_section(cfg, sweeps, sim_pts, torch)
+    L += _cost_section(sweeps, sim_pts, sim_forms)
+    L += _selector_section(sel_figs)
+    L += _verify_section(cfg, verify_rows, res)
+    if soft:
+        L += ["", "## Soft attention against beta (compiler)", "", "![soft attention](soft_attention.png)", ""]
+    L += ["", "## Skipped", ""]
+    L += [f"- {s}" for s in res.skipped] or ["- nothing"]
+    L.append("")
+    return "\n".join(L)
+
+
+def _error_section(
+    cfg: ReportConfig,
+    sweeps: dict[str, list[D.Point]],
+    sim_pts: list[dict[str, Any]],
+    torch: Sequence[tuple[str, list[int], list[float]]],
+) -> list[str]:
+    """The report's header and (a): the error against NumPy, one row per measured point."""
     now = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     L: list[str] = [
         f"# attnsim {__version__}: report",
@@ -316,6 +368,14 @@ def _markdown(
     for label, xs, ys in torch:
         for x, y in zip(xs, ys, strict=True):
             L.append(f"| {label} | capacity {x} | - | {_fmt(y)} (absolute) | - |")
+    return L
+
+
+def _cost_section(
+    sweeps: dict[str, list[D.Point]], sim_pts: list[dict[str, Any]], sim_forms: dict[str, str]
+) -> list[str]:
+    """(b) The cost against size, beside the paper's, and the closed forms."""
+    L: list[str] = []
     L += [
         "",
         "## (b) Cost against size, beside the paper",
@@ -354,6 +414,12 @@ def _markdown(
         for name, f in forms:
             for k, v in f.items():
                 L.append(f"- {name}: {k} = `{v}`")
+    return L
+
+
+def _selector_section(sel_figs: list[tuple[str, Path]]) -> list[str]:
+    """(c) The selectors as attention patterns."""
+    L: list[str] = []
     L += ["", "## (c) Selectors as attention patterns", ""]
     if sel_figs:
         L.append("Each heat map is one selector at the registered example size: row = query, column = key.")
@@ -362,6 +428,12 @@ def _markdown(
             L += [f"### {name}", "", f"![{name} selectors]({fig.name})", ""]
     else:
         L.append("No selector figure (see *Skipped*).")
+    return L
+
+
+def _verify_section(cfg: ReportConfig, verify_rows: list[Any], res: ReportResult) -> list[str]:
+    """(d) The verify table."""
+    L: list[str] = []
     L += ["", "## (d) Verify table", ""]
     if verify_rows:
         c = res.verify_counts
@@ -383,12 +455,7 @@ def _markdown(
         L.append(f"No obligation matches `--only {cfg.only}`." if cfg.only else "No obligation ran.")
     else:
         L.append("Not run (`--no-verify`).")
-    if soft:
-        L += ["", "## Soft attention against beta (compiler)", "", "![soft attention](soft_attention.png)", ""]
-    L += ["", "## Skipped", ""]
-    L += [f"- {s}" for s in res.skipped] or ["- nothing"]
-    L.append("")
-    return "\n".join(L)
+    return L
 
 
 def _build_quiet(name: str) -> Any:

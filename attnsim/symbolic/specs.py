@@ -485,16 +485,31 @@ def encoder_layer_parts(
     if unknown:
         raise SpecError(f"given intermediates {sorted(unknown)} are not parts of ENCODER_LAYER: {PART_NAMES}")
 
-    def pick(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        return given.get(name, fn)
+    terms = _SpecTerms(alg, ops, sz, given)
+    attention = _attention_parts(terms)
+    parts = (*attention, *_block_parts(terms, attention[-1]))
+    return dict(zip(PART_NAMES, parts, strict=True))
 
-    n, d, hh, k, f = sz["n"], sz["d"], sz["hh"], sz["k"], sz["f"]
-    hk = hh * k
-    vec = lambda name, r: ops[name][0, 0, r]  # a vector operand is one row, (1, len)
-    opt = lambda name: ops[name][0, 0, 0]  # a scalar / 0/1 option operand is (1, 1)
-    memo: dict[tuple[Any, ...], Any] = {}
 
-    def cached(fn: Callable[..., Any]) -> Callable[..., Any]:
+@dataclass
+class _SpecTerms:
+    """What every intermediate of :func:`encoder_layer_parts` reads: the algebra, the operands, the
+    true sizes, the given intermediates and one memo per entry."""
+
+    alg: Any
+    ops: Mapping[str, Any]
+    sz: Mapping[str, Any]
+    given: Mapping[str, Callable[..., Any]]
+    memo: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+
+    def pick(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """The given intermediate ``name``, else its definition ``fn``."""
+        return self.given.get(name, fn)
+
+    def cached(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` memoized per entry."""
+        memo = self.memo
+
         def get(*args: Any) -> Any:
             key = (fn, *args)
             if key not in memo:
@@ -503,15 +518,31 @@ def encoder_layer_parts(
 
         return get
 
-    def layer_norm(val: Callable[[Any, Any], Any], w: str, b: str) -> Callable[[Any, Any], Any]:
+    def vec(self, name: str, r: Any) -> Any:
+        """Entry r of a vector operand (one row, (1, len))."""
+        return self.ops[name][0, 0, r]
+
+    def opt(self, name: str) -> Any:
+        """A scalar / 0/1 option operand ((1, 1))."""
+        return self.ops[name][0, 0, 0]
+
+    def x(self, r: Any, t: Any) -> Any:
+        """The input X[r, t]."""
+        return self.ops["X"][0, r, t]
+
+    def layer_norm(self, val: Callable[[Any, Any], Any], w: str, b: str) -> Callable[[Any, Any], Any]:
         """torch.nn.LayerNorm over the d features of row r: biased variance, eps inside the root."""
+        alg, d, cached, opt, vec = self.alg, self.sz["d"], self.cached, self.opt, self.vec
         mean = cached(lambda r: alg.sum(lambda u: val(r, u), d) / d)
         var = cached(lambda r: alg.sum(lambda u: (val(r, u) - mean(r)) ** 2, d) / d)
         return lambda r, t: (val(r, t) - mean(r)) * alg.rsqrt(var(r) + opt("eps")) * vec(w, t) + vec(b, t)
 
-    def x(r: Any, t: Any) -> Any:
-        return ops["X"][0, r, t]
 
+def _attention_parts(s: _SpecTerms) -> tuple[Callable[..., Any], ...]:
+    """The attention block's intermediates: z1, proj, logit, weight, head, attn."""
+    alg, ops, pick, cached, vec, opt, x, layer_norm = s.alg, s.ops, s.pick, s.cached, s.vec, s.opt, s.x, s.layer_norm
+    n, d, hh, k = s.sz["n"], s.sz["d"], s.sz["hh"], s.sz["k"]
+    hk = hh * k
     ln1_x = layer_norm(x, "norm1_weight", "norm1_bias")
 
     @cached
@@ -561,6 +592,14 @@ def encoder_layer_parts(
 
     attn = pick("attn", attn)
 
+    return z1, proj, logit, weight, head, attn
+
+
+def _block_parts(s: _SpecTerms, attn: Callable[..., Any]) -> tuple[Callable[..., Any], ...]:
+    """The residual, LayerNorms and FFN after attention: y1_in, y1, z2, act, y2_in, out."""
+    alg, ops, pick, cached, vec, opt, x, layer_norm = s.alg, s.ops, s.pick, s.cached, s.vec, s.opt, s.x, s.layer_norm
+    d, f = s.sz["d"], s.sz["f"]
+
     @cached
     def y1_in(r: Any, t: Any) -> Any:
         return attn(r, t) + alg.if_true(opt("residual"), lambda: x(r, t), lambda: 0)
@@ -606,8 +645,7 @@ def encoder_layer_parts(
             lambda: y1(i, e),
         )
 
-    parts = (z1, proj, logit, weight, head, attn, y1_in, y1, z2, act, y2_in, out)
-    return dict(zip(PART_NAMES, parts, strict=True))
+    return y1_in, y1, z2, act, y2_in, out
 
 
 #: the intermediate quantities of :func:`encoder_layer_parts`, in order

@@ -4,7 +4,8 @@ import numpy as np
 
 from attnsim import TransformerLayer, UniversalSimulator, evaluate
 from attnsim.rasp import expr as E
-from attnsim.rasp.engine import Run, Tail, _tail_of, arithmetic
+from attnsim.rasp.engine import Run, Tail, arithmetic
+from attnsim.rasp.long_values import tail_of
 
 
 def test_constant_from_is_sound_on_guarded_maps() -> None:
@@ -21,7 +22,7 @@ def test_constant_from_is_sound_on_guarded_maps() -> None:
 
 def test_tail_roundtrip() -> None:
     a = np.array([1.0, 2.0, 0.0, 0.0, 0.0])
-    t = _tail_of(a)
+    t = tail_of(a)
     assert len(t.head) == 2 and np.array_equal(t.full(5), a)
     assert np.array_equal(Tail(np.array([3, 4]), np.array([7])).at(np.array([0, 1, 2, 4])), [3, 4, 7, 7])
 

@@ -25,9 +25,10 @@ from attnsim.rasp import (
 )
 from attnsim.rasp import core as C
 from attnsim.rasp.core import Map, Prim, Size
-from attnsim.rasp.engine import Padded, StructuralMemo, _group_lookup, _group_max
+from attnsim.rasp.engine import Padded, StructuralMemo
 from attnsim.rasp.kept_values import Chunked, NarrowArray
 from attnsim.rasp.schedule import cost as C_cost
+from attnsim.rasp.selector_plans import group_lookup, group_max
 
 
 def test_aggregate_is_mean_of_selected_keys() -> None:
@@ -298,9 +299,9 @@ def test_group_lookup_reads_each_querys_group_mean(
     ok = np.arange(len(q)) % 3 != 1
     read = [o and x in table and table[x][0] > 0 for x, o in zip(q.tolist(), ok, strict=True)]
     want = [table[x][1] / table[x][0] if r else 0.0 for x, r in zip(q.tolist(), read, strict=True)]
-    assert _group_lookup(uniq, counts, sums)(q, ok).tolist() == want
+    assert group_lookup(uniq, counts, sums)(q, ok).tolist() == want
     every = [table[x][1] / table[x][0] if x in table and table[x][0] > 0 else 0.0 for x in q.tolist()]
-    assert _group_lookup(uniq, counts, sums)(q, None).tolist() == every  # no query conditions
+    assert group_lookup(uniq, counts, sums)(q, None).tolist() == every  # no query conditions
 
 
 @settings(max_examples=100, deadline=None)
@@ -317,7 +318,7 @@ def test_group_max_equals_maximum_at(entries: list[tuple[int, float]], contiguou
     scores = np.array([s for _, s in entries])
     got, want = np.full(10, -np.inf), np.full(10, -np.inf)
     with np.errstate(invalid="ignore"):
-        _group_max(got, groups, scores)
+        group_max(got, groups, scores)
         np.maximum.at(want, groups, scores)
     assert np.array_equal(got, want, equal_nan=True)
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim import TransformerLayer, UniversalSimulator, evaluate
-from attnsim.rasp import aggregate, apply, engine, full, imap, indices, select, tokens
+from attnsim.rasp import aggregate, apply, full, imap, indices, long_values, select, tokens
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.engine import Run, arithmetic
@@ -22,7 +22,7 @@ from .test_engine import programs
 @contextmanager
 def streamed(lazy_min: int = 2, piece: int = 3) -> Iterator[None]:
     """Stream every value whose head is longer than ``lazy_min``, in pieces of ``piece``."""
-    with patch.object(engine, "LAZY_MIN", lazy_min), patch.object(engine, "PIECE", piece):
+    with patch.object(long_values, "LAZY_MIN", lazy_min), patch.object(long_values, "PIECE", piece):
         yield
 
 

@@ -16,19 +16,18 @@ from attnsim.catalog import load
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import Result
 from attnsim.rasp import core as C
-from attnsim.simulator import obligations as sim_obligations
-from attnsim.simulator import record
+from attnsim.simulator import checks, record
 from attnsim.simulator.obligations import WIDE_CASES
-from attnsim.simulator.universal import UniversalSimulator
+from attnsim.simulator.program import UniversalProgram
 from attnsim.verify.runner import run_inline
 
 
 @pytest.fixture(autouse=True)
 def _fresh_u() -> Iterator[None]:
     """U is built once per capacity and cached: rebuild it under (and after) each injected bug."""
-    sim_obligations._built.cache_clear()
+    checks._built.cache_clear()
     yield
-    sim_obligations._built.cache_clear()
+    checks._built.cache_clear()
 
 
 def _wide_results() -> list[Result]:
@@ -39,9 +38,11 @@ def _wide_results() -> list[Result]:
     return [run_inline(registry.by_id(i), 60.0) for i in ids]
 
 
-def _capacity(u: UniversalSimulator, name: str) -> int:
-    v = u.capacity[name]
-    return v if isinstance(v, int) else 0  # symbolic capacity: the bug stays out of the Z3 builds
+def _capacity(u: UniversalProgram, size: str) -> int:
+    """The capacity size ``size`` (N, D, ...) the program is built for; 0 when symbolic (the bug
+    stays out of the Z3 builds)."""
+    v = getattr(u, size)
+    return v.value if isinstance(v, C.Size) and v.value is not None else 0
 
 
 def test_the_wide_runs_pass_on_the_real_u() -> None:
@@ -49,28 +50,28 @@ def test_the_wide_runs_pass_on_the_real_u() -> None:
 
 
 def test_a_logit_scale_squared_only_when_d_model_exceeds_32_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    orig = UniversalSimulator._common
+    orig = UniversalProgram._common
 
-    def squared(self: UniversalSimulator) -> None:
+    def squared(self: UniversalProgram) -> None:
         orig(self)
-        if _capacity(self, "d_model") > 32:
+        if _capacity(self, "D") > 32:
             self._g["scale"] = C.apply("mul", self._g["scale"], self._g["scale"])
 
-    monkeypatch.setattr(UniversalSimulator, "_common", squared)
+    monkeypatch.setattr(UniversalProgram, "_common", squared)
     failed = [r.id for r in _wide_results() if r.status == "failed"]
     assert failed and all(c in " ".join(failed) for c in ("cap64", "cap128", "d33")), failed
 
 
 def test_a_key_mask_coordinate_off_by_one_only_past_capacity_32_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    orig = UniversalSimulator._gather
+    orig = UniversalProgram._gather
 
-    def shifted(self: UniversalSimulator, name: str, src: Any, onto: Any, coords: Any, **kw: Any) -> C.SOp:
-        if name == "mask.blocked" and _capacity(self, "max_len") > 32:
+    def shifted(self: UniversalProgram, name: str, src: Any, onto: Any, coords: Any, **kw: Any) -> C.SOp:
+        if name == "mask.blocked" and _capacity(self, "N") > 32:
             inner = coords
             coords = lambda cs: {**inner(cs), "j": inner(cs)["j"] + 1}
         return orig(self, name, src, onto, coords, **kw)
 
-    monkeypatch.setattr(UniversalSimulator, "_gather", shifted)
+    monkeypatch.setattr(UniversalProgram, "_gather", shifted)
     failed = [r.id for r in _wide_results() if r.status == "failed"]
     assert all(c in " ".join(failed) for c in ("cap64", "cap128", "cap34")), failed
 

@@ -14,7 +14,7 @@ from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.engine import Padded
-from attnsim.simulator import obligations as O
+from attnsim.simulator import checks
 from attnsim.simulator.errors import SimulatorError
 
 CAP = (5, 4, 2, 3, 6)
@@ -166,7 +166,7 @@ def test_bad_inputs() -> None:
 
 def test_sympy_backend_attention() -> None:
     """Theorem 6 on symbols: U == T(X) with symbolic X and weights (congruence check)."""
-    assert O.whole_check((2, 2, 1, 2, None), (2, 2, 1, 2, None), {})(60).ok is True
+    assert checks.whole_check((2, 2, 1, 2, None), (2, 2, 1, 2, None), {})(60).ok is True
     T = TransformerLayer.symbolic(2, 1, 1)
     X = sp.Matrix(2, 2, sp.symbols("x0:4", real=True))
     with pytest.raises(SimulatorError, match="sympy"):
@@ -209,28 +209,28 @@ def test_masks_of_the_real_U_for_every_size(cap: tuple[int, int, int, int, int])
 
 def test_checks_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutants: a wrong mask intent and a wrong selector intent are reported as failures."""
-    u_small = O._u(2, 2, 1, 1, 1)
+    u_small = checks.u_at(2, 2, 1, 1, 1)
     m = next(x for x in u_small.masks if x.name == "mask.keys")
     bad = type(m)(m.name, m.sop, m.grid, lambda c, s: c["j"] <= s["n"])
     monkeypatch.setattr(u_small, "masks", [bad])
-    assert O.mask_check(((2, 2, 1, 1, 1),))(10).ok is False
-    u3 = O._u(*O.SMALL)
+    assert checks.mask_check(((2, 2, 1, 1, 1),))(10).ok is False
+    u3 = checks.u_at(*checks.SMALL)
     original = dict(u3.intents)
     for name in ("proj.x.gather", "queue.gather", "attn.max.rows", "scores.sum"):
         it = original[name]
         wrong = type(it)(it.name, it.selector, E.Not(it.intent), it.queries, it.statement)
         monkeypatch.setattr(u3, "intents", [(name, wrong)])
-        assert O.decoded_intent_check(name)(20).ok is False, name
+        assert checks.decoded_intent_check(name)(20).ok is False, name
 
 
 def test_record_shift_one_off_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutant: a pass that moves the record queue by S + 1 instead of S fails its intent."""
-    u3 = O._u(*O.SMALL)
+    u3 = checks.u_at(*checks.SMALL)
     it = dict(u3.intents)["queue.gather"]
     k, q = z3sel.K, z3sel.Q
     off = type(it)(it.name, it.selector, k.eq(q + u3.record_size + 1), it.queries, it.statement)
     monkeypatch.setattr(u3, "intents", [("queue.gather", off)])
-    assert O.decoded_intent_check("queue.gather")(20).ok is False
+    assert checks.decoded_intent_check("queue.gather")(20).ok is False
 
 
 def test_a_batch_runs_each_element_and_stacks() -> None:

@@ -14,7 +14,7 @@ product of 0/1 values is 1 iff each is), so a Kronecker delta inside U's indicat
 **The flag form of U's value.**  ``where(c, x, 0)`` on a data flag is ``[c != 0] x``, one 0/1 flag
 per factor of c, each factor read with the other flag factors' conditions true (where one is false
 the product is 0: :func:`nonzero_flags`).  In the flag form of U's value (:func:`flag_form`,
-``prove_stage(flags=True)``) an ``Ite(c, a, 0)`` is ``[c] a`` (:func:`as_flags`) and a product's
+``StageProofOptions(flags=True)``) an ``Ite(c, a, 0)`` is ``[c] a`` (:func:`as_flags`) and a product's
 factors are read with its flags' conditions true, ``[c] x = [c] x|_{c = true}``
 (:func:`absorb_flags`: x is defined everywhere, both sides are 0 where c is false; never inside a
 Sum or max that binds a symbol of c: :func:`assuming`).

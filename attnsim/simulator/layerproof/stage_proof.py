@@ -95,6 +95,31 @@ class CaseRun:
         return ex, what
 
 
+@dataclass(frozen=True)
+class StageProofOptions:
+    """How :func:`prove_stage` compares U's value with the statement; the defaults compare them as
+    they are, by the normal form.
+
+    ``flags``: U's value is compared in its 0/1-flag form
+    (:func:`~attnsim.simulator.layerproof.flags.flag_form`); ``spec_flags``: the statement too, where
+    the flagged branch is shown finite
+    (:meth:`~attnsim.simulator.layerproof.divisors.Positivity.as_flags_where_finite`).
+    ``spec_once``: the statement is checked to be the spec's once, with the options left as
+    operands (else once per case, after the case's values are substituted).
+    ``past_divisors_search``: when a divisor is not shown > 0, U's value is executed again past it
+    and compared where the divisors are > 0 (:func:`past_divisors`; a counterexample or unknown:
+    it costs a second execution of the rest of the case).
+    ``step_cap``: the seconds one Z3 step may take.  ``witnesses``: premises of the domain the proof
+    may use (:class:`RowWitness`), stated in the Outcome."""
+
+    flags: bool = False
+    spec_flags: bool = False
+    spec_once: bool = False
+    past_divisors_search: bool = False
+    step_cap: float = 20.0
+    witnesses: tuple[RowWitness, ...] = ()
+
+
 def prove_stage(
     u: Any,
     goal: Cut,
@@ -103,13 +128,8 @@ def prove_stage(
     *,
     cuts: Mapping[str, Cut] | None = None,
     statement: Callable[[dict[str, Any]], Any] | None = None,
-    flags: bool = False,
-    step_cap: float = 20.0,
-    witnesses: tuple[RowWitness, ...] = (),
-    spec_flags: bool = False,
     spec_over: Mapping[str, str] | None = None,
-    past_divisors_search: bool = False,
-    spec_once: bool = False,
+    options: StageProofOptions = StageProofOptions(),
 ) -> Outcome:
     """U's node ``goal.label`` at a symbolic position of ``goal.grid`` with coordinates in the
     goal's region equals its statement, in every option case, by the normal form.
@@ -117,23 +137,16 @@ def prove_stage(
     ``cuts`` are earlier stages' proven statements (read as opaque functions, :class:`Cut`);
     ``statement`` (default ``goal.spec``) is the goal written in those opaque functions, and is
     then checked to be ``goal.spec`` once every cut is unfolded (so a stage cannot state its
-    claim in a form other than the spec's).  ``flags``: U's value is compared in its 0/1-flag form
-    (:func:`~attnsim.simulator.layerproof.flags.flag_form`); ``spec_flags``: the statement too, where the
-    flagged branch is shown finite
-    (:meth:`~attnsim.simulator.layerproof.divisors.Positivity.as_flags_where_finite`).  ``witnesses``:
-    premises of the domain the proof may use (:class:`RowWitness`), stated in the Outcome.
+    claim in a form other than the spec's).
     ``spec_over`` (spec intermediate -> a cut's opaque name, e.g. ``{"y1": "Y1"}``): the statement
     is the spec's own ``goal.part`` written over those cuts (:func:`statement_over_cuts`, refused
     unless every opaque function in it is a proven cut stating that intermediate), compared at that
     level: the whole spec is not built.  A cut proven on the padding rows (``Cut.padded``) is read
     there as its proven padding value; the cases where a variance read one are named in the Outcome.
-    ``past_divisors_search``: when a divisor is not shown > 0, U's value is executed again past it
-    and compared where the divisors are > 0 (:func:`past_divisors`; a counterexample or unknown:
-    it costs a second execution of the rest of the case).
-    ``spec_once``: the statement is checked to be the spec's once, with the options left as
-    operands (else once per case, after the case's values are substituted)."""
+    ``options``: how the values are compared (:class:`StageProofOptions`)."""
+    flags, spec_flags, spec_once = options.flags, options.spec_flags, options.spec_once
+    past_divisors_search, step_cap, witnesses = options.past_divisors_search, options.step_cap, options.witnesses
     cut_map = {c.label: c for c in (cuts or {}).values()}
-    over = spec_over is not None
     if spec_over is not None:
         if statement is not None:
             raise ValueError("prove_stage: give statement or spec_over, not both")
@@ -177,23 +190,45 @@ def prove_stage(
         if not same:
             fixed = {k: v for w in witnesses for k, v in w.sample}
             return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf, fixed)
-        if statement is not None and not over and not spec_for_every_case:
-            unfolded = want
-            for c in cut_map.values():
-                unfolded = c.unfold(unfolded)
-            lhs, rhs = fix(unfolded, case), fix(goal.statement(cs), case)
-            same = lhs == rhs  # structurally the same expression (the usual case): no normal form needed
-            if not same:
-                same = alpha_equal(lhs, rhs)  # the same up to the names of bound variables
-            if not same:
-                same, shown_nf, _ = equal_by_normal_form(lhs, rhs)
-            if not same:
-                return Outcome.bad(f"{goal.stage} ({what}): the stage's statement is not the spec's: {shown_nf[:300]}")
+        if statement is not None and spec_over is None and not spec_for_every_case:
+            differs = _not_the_specs(want, goal.statement(cs), cut_map, case)
+            if differs is not None:
+                return Outcome.bad(f"{goal.stage} ({what}): the stage's statement is not the spec's: {differs}")
         steps += len(ex.steps)
         variances = sum(st.startswith("variance") for st in ex.steps)
         done.append(what + (f" (a variance shown a mean of squares {variances} time(s))" if variances else ""))
         if ex.padding_used:
             padded.append(what)
+    return _proven(goal, done, steps, cut_map, witnesses, padded, spec_over)
+
+
+def _not_the_specs(want: Any, spec: Any, cut_map: Mapping[str, Cut], case: dict[str, int]) -> str | None:
+    """None when the statement ``want`` with every cut unfolded is the spec in the case; else the
+    normal form shown (its first 300 characters)."""
+    unfolded = want
+    for c in cut_map.values():
+        unfolded = c.unfold(unfolded)
+    lhs, rhs = fix(unfolded, case), fix(spec, case)
+    same = lhs == rhs  # structurally the same expression (the usual case): no normal form needed
+    if not same:
+        same = alpha_equal(lhs, rhs)  # the same up to the names of bound variables
+    if same:
+        return None
+    same, shown_nf, _ = equal_by_normal_form(lhs, rhs)
+    return None if same else shown_nf[:300]
+
+
+def _proven(
+    goal: Cut,
+    done: list[str],
+    steps: int,
+    cut_map: Mapping[str, Cut],
+    witnesses: tuple[RowWitness, ...],
+    padded: list[str],
+    spec_over: Mapping[str, str] | None,
+) -> Outcome:
+    """The proven stage's Outcome: the claim, its cases and steps, and every premise it used."""
+    grid = goal.grid
     region = ", ".join(f"{a} < {t}" for a, t in goal.below)
     return Outcome(
         True,
@@ -218,4 +253,4 @@ def prove_stage(
     )
 
 
-__all__ = ["CaseRun", "node_of", "prove_stage", "setup"]
+__all__ = ["CaseRun", "StageProofOptions", "node_of", "prove_stage", "setup"]

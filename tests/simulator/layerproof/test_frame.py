@@ -9,6 +9,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.simulator import universal
 from attnsim.simulator.layerproof.frame import prove_frame
+from attnsim.simulator.program import UniversalProgram
 from attnsim.simulator.universal import UniversalSimulator
 
 
@@ -30,8 +31,8 @@ def test_a_pass_that_also_writes_a_mask_token_fails() -> None:
 
 
 def test_a_queue_moved_by_one_record_plus_one_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = UniversalSimulator._gather_rel
-    monkeypatch.setattr(UniversalSimulator, "_gather_rel", lambda self, name, size: real(self, name, size + 1))
+    real = UniversalProgram._gather_rel
+    monkeypatch.setattr(UniversalProgram, "_gather_rel", lambda self, name, size: real(self, name, size + 1))
     out = prove_frame(UniversalSimulator.over_symbolic_capacity(), timeout=120)
     assert out.ok is False and out.detail.startswith("records"), out.detail
 

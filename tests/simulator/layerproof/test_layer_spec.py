@@ -7,7 +7,6 @@ import dataclasses
 import inspect
 import itertools
 import math
-import textwrap
 from typing import Any
 
 import numpy as np
@@ -165,10 +164,11 @@ def test_spec_equals_torch_fixtures(name: str) -> None:
 
 
 def _mutant(old: str, new: str) -> Spec:
-    """A copy of ENCODER_LAYER whose entry has ``old`` replaced by ``new`` (exactly once) in its source."""
-    src = textwrap.dedent(inspect.getsource(specs.encoder_layer_parts))
+    """A copy of ENCODER_LAYER whose entry has ``old`` replaced by ``new`` (exactly once) in the
+    source of the specs module (``encoder_layer_parts`` and the part functions it calls)."""
+    src = inspect.getsource(specs)
     assert src.count(old) == 1, old
-    ns: dict[str, Any] = dict(vars(specs))
+    ns: dict[str, Any] = {"__name__": specs.__name__}
     exec(compile(src.replace(old, new), "<mutant>", "exec"), ns)
     parts = ns["encoder_layer_parts"]
     return dataclasses.replace(ENCODER_LAYER, entry=lambda alg, ops, _h, i, e, sz: parts(alg, ops, sz)["out"](i, e))

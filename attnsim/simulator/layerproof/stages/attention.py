@@ -34,7 +34,7 @@ from attnsim.simulator.layerproof.divisors import RowWitness
 from attnsim.simulator.layerproof.encoder_spec import SIZE, spec_parts
 from attnsim.simulator.layerproof.flags import flag
 from attnsim.simulator.layerproof.padding import prove_padding
-from attnsim.simulator.layerproof.stage_proof import prove_stage
+from attnsim.simulator.layerproof.stage_proof import StageProofOptions, prove_stage
 from attnsim.simulator.layerproof.stages import Stage
 from attnsim.symbolic.if_then_else import Ite
 
@@ -121,10 +121,12 @@ def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome
         timeout,
         cuts=cuts,
         statement=lambda cs: guarded(cs[ax], cs["e"], head_output(parts, cs[ax], cs["i"], cs["e"], logit=LOGIT)),
-        flags=True,
-        step_cap=120.0,  # a refutation on a loaded 2-core machine can pass 60 s (seen: tests in parallel)
-        witnesses=(UNBLOCKED,),
-        spec_flags=True,
+        options=StageProofOptions(
+            flags=True,
+            step_cap=120.0,  # a refutation on a loaded 2-core machine can pass 60 s (seen: tests in parallel)
+            witnesses=(UNBLOCKED,),
+            spec_flags=True,
+        ),
     )
     if out.ok is not True:
         return out

@@ -20,7 +20,7 @@ flags of the argument come out of the activation (:mod:`attnsim.simulator.layerp
 statement is the spec's own y1 / act built over the opaque O
 (:func:`attnsim.symbolic.specs.encoder_layer_parts` with ``given={"head": O}``), checked to be, once
 O is unfolded to the attention stage's statement, the spec's y1 / act up to the names of bound
-variables (:mod:`attnsim.symbolic.alpha_equivalence`; ``prove_stage(spec_once=True)``: once, the options left
+variables (:mod:`attnsim.symbolic.alpha_equivalence`; ``StageProofOptions(spec_once=True)``: once, the options left
 as operands).  A divisor not shown > 0 in a wrong U is searched past for a counterexample
 (``past_divisors_search``).
 """
@@ -38,7 +38,7 @@ from attnsim.proofs.obligation import Outcome, Premise
 from attnsim.simulator.layerproof.cut import Cut, part_cut
 from attnsim.simulator.layerproof.encoder_spec import SIZE
 from attnsim.simulator.layerproof.padding import prove_padding
-from attnsim.simulator.layerproof.stage_proof import prove_stage
+from attnsim.simulator.layerproof.stage_proof import StageProofOptions, prove_stage
 from attnsim.simulator.layerproof.stages import Stage
 from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts
 
@@ -96,9 +96,11 @@ def prove(
         timeout,
         cuts=cuts,
         statement=lambda cs: goal.flags(cs) * parts[name](cs[a], cs[b]),
-        step_cap=120.0,
-        past_divisors_search=True,  # a wrong U's divisor not shown > 0: a counterexample past it
-        spec_once=cases is None,  # every case: one check of the statement, with the options as operands
+        options=StageProofOptions(
+            step_cap=120.0,
+            past_divisors_search=True,  # a wrong U's divisor not shown > 0: a counterexample past it
+            spec_once=cases is None,  # every case: one check of the statement, with the options as operands
+        ),
     )
     if out.ok is not True:
         return out

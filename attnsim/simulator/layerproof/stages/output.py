@@ -29,7 +29,7 @@ from typing import Any
 
 from attnsim.proofs.obligation import Outcome
 from attnsim.simulator.layerproof.cut import Cut, part_cut
-from attnsim.simulator.layerproof.stage_proof import prove_stage
+from attnsim.simulator.layerproof.stage_proof import StageProofOptions, prove_stage
 from attnsim.simulator.layerproof.stages import Stage
 
 
@@ -61,9 +61,7 @@ def prove(
         timeout,
         cuts=cuts,
         spec_over=OVER,
-        flags=True,
-        step_cap=120.0,
-        past_divisors_search=True,
+        options=StageProofOptions(flags=True, step_cap=120.0, past_divisors_search=True),
     )
 
 

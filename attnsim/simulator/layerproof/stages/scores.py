@@ -23,7 +23,7 @@ from attnsim.simulator.layerproof.cut import Cut
 from attnsim.simulator.layerproof.encoder_spec import spec_parts
 from attnsim.simulator.layerproof.executor import LayerExecutor
 from attnsim.simulator.layerproof.padding import prove_padding
-from attnsim.simulator.layerproof.stage_proof import prove_stage
+from attnsim.simulator.layerproof.stage_proof import StageProofOptions, prove_stage
 from attnsim.simulator.layerproof.stages import Stage
 
 # seconds for one Z3 call (a resource bound: what is proven does not depend on it): the
@@ -53,7 +53,9 @@ def goals(u: Any) -> list[Cut]:
 def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
     """The logit on the true rows, then on the padding rows: one value s~(h, i, j) (not reading e)."""
     t0 = time.perf_counter()
-    out = prove_stage(u, goal, [{"pre": 0}, {"pre": 1}], timeout, cuts=cuts, step_cap=STEP_CAP[u.variant])
+    out = prove_stage(
+        u, goal, [{"pre": 0}, {"pre": 1}], timeout, cuts=cuts, options=StageProofOptions(step_cap=STEP_CAP[u.variant])
+    )
     if out.ok is not True:
         return out
     left = max(0.5, timeout - (time.perf_counter() - t0))
@@ -67,7 +69,9 @@ SCORES = Stage("scores", goals, (), prove)
 def prove_scores(u: Any, timeout: float = 120.0, cases: list[dict[str, int]] | None = None) -> Outcome:
     """The stage on its own (tests pick option cases)."""
     (goal,) = goals(u)
-    return prove_stage(u, goal, cases or [{"pre": 0}, {"pre": 1}], timeout, step_cap=STEP_CAP[u.variant])
+    return prove_stage(
+        u, goal, cases or [{"pre": 0}, {"pre": 1}], timeout, options=StageProofOptions(step_cap=STEP_CAP[u.variant])
+    )
 
 
 __all__ = ["SCORES", "STEP_CAP", "goals", "prove_scores"]

@@ -14,6 +14,7 @@ from attnsim.proofs import z3sel
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.simulator.program import UniversalProgram
 
 
 def _exp_at_entry(u: UniversalSimulator) -> object:
@@ -97,7 +98,7 @@ def test_a_head_output_equals_the_spec_for_every_size(label: str) -> None:
 # -- wrong U's fail with a counterexample naming the stage and the entry ---------------------------
 def _wrong_sum(monkeypatch: pytest.MonkeyPatch, name: str, change: dict[str, E.Expr]) -> None:
     """U with the sum ``name`` grouped at other coordinates (``change`` overrides its group)."""
-    real = UniversalSimulator._sum
+    real = UniversalProgram._sum
 
     def _sum(self, nm, prod, over, onto, group):  # type: ignore[no-untyped-def]
         if nm == name:
@@ -105,7 +106,7 @@ def _wrong_sum(monkeypatch: pytest.MonkeyPatch, name: str, change: dict[str, E.E
             group = lambda cs: {**right(cs), **change}
         return real(self, nm, prod, over, onto, group)
 
-    monkeypatch.setattr(UniversalSimulator, "_sum", _sum)
+    monkeypatch.setattr(UniversalProgram, "_sum", _sum)
 
 
 COUNTEREXAMPLE = "attention (pre = 0): attn.o at attn.heads: counterexample at "
@@ -127,14 +128,14 @@ def test_a_numerator_read_at_feature_0_fails(monkeypatch: pytest.MonkeyPatch) ->
 def test_keys_up_to_n_allowed_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """mask.keys as j < n + 1 (j <= n): the key j = n < N enters the softmax; the sums are not
     truncated to j < n (the denominator is still > 0: a row's unblocked key passes j < n + 1)."""
-    real = UniversalSimulator._below
+    real = UniversalProgram._below
 
     def below(self, name, grid, coord, bound, intent):  # type: ignore[no-untyped-def]
         if name == "mask.keys":
             bound = C.apply("affine", bound, params=(1, 1))
         return real(self, name, grid, coord, bound, intent)
 
-    monkeypatch.setattr(UniversalSimulator, "_below", below)
+    monkeypatch.setattr(UniversalProgram, "_below", below)
     out = _prove(UniversalSimulator.over_symbolic_capacity(), "attn.o")
     assert out.ok is False and out.detail.startswith(COUNTEREXAMPLE), out.detail
     assert "pad[attn.logit]" in out.detail, out.detail  # the logit of key j = n: outside the scores stage

@@ -17,6 +17,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.simulator.layerproof.encoder_spec import SIZE
 from attnsim.simulator.layerproof.flags import flag
+from attnsim.simulator.program import UniversalProgram
 from attnsim.symbolic.if_then_else import Ite
 
 
@@ -79,14 +80,14 @@ def test_a_layer_norm_1_mean_over_d_plus_1_fails(monkeypatch: pytest.MonkeyPatch
 
 def _wrong_residual(monkeypatch: pytest.MonkeyPatch, src: str, coords: Any) -> None:
     """U whose residual term at attn.heads (the X of R = sum_h O_h + [h = 0] (b_o + X)) reads ``src``."""
-    real = UniversalSimulator._gather
+    real = UniversalProgram._gather
 
     def gather(self, name, grid, onto, cs, **kw):  # type: ignore[no-untyped-def]
         if name == "attn.x":
             return real(self, name, self.map.x if src == "X" else self._rec[src], onto, coords, **kw)
         return real(self, name, grid, onto, cs, **kw)
 
-    monkeypatch.setattr(UniversalSimulator, "_gather", gather)
+    monkeypatch.setattr(UniversalProgram, "_gather", gather)
 
 
 @pytest.mark.parametrize(
@@ -105,14 +106,14 @@ def test_a_residual_adding_the_wrong_term_fails(monkeypatch: pytest.MonkeyPatch,
 
 def test_ffn_1_reading_layer_norm_1s_gain_when_pre_norm_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pre-norm, FFN 1's input is LayerNorm 2 (y1): U reading LayerNorm 1's gain there is refuted."""
-    real = UniversalSimulator._gather
+    real = UniversalProgram._gather
 
     def gather(self, name, grid, onto, cs, **kw):  # type: ignore[no-untyped-def]
         if name == "ffn1.g2":
             grid = self._rec["g1"]
         return real(self, name, grid, onto, cs, **kw)
 
-    monkeypatch.setattr(UniversalSimulator, "_gather", gather)
+    monkeypatch.setattr(UniversalProgram, "_gather", gather)
     out = _prove(
         UniversalSimulator.over_symbolic_capacity(), "ffn2.u.act", [{"residual": 1, "pre": 1, "post": 0, "gelu": 1}]
     )  # GELU: no 0 clamp

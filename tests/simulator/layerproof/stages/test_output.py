@@ -18,6 +18,7 @@ from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.simulator.layerproof.encoder_spec import SIZE
 from attnsim.simulator.layerproof.flags import flag
+from attnsim.simulator.program import UniversalProgram
 from attnsim.symbolic.if_then_else import Ite
 
 POST = [{"ffn": 1, "residual": 0, "post": 1}]
@@ -55,15 +56,14 @@ def test_without_the_padding_values_a_post_norm_row_is_not_proven() -> None:
     is right wherever its divisors are > 0)."""
     import dataclasses
 
-    from attnsim.simulator.layerproof.stage_proof import prove_stage
+    from attnsim.simulator.layerproof.stage_proof import StageProofOptions, prove_stage
     from attnsim.simulator.layerproof.stages import ffn, output
 
     u = UniversalSimulator.over_symbolic_capacity()
     cuts = {c.label: dataclasses.replace(c, padded="") for c in ffn.goals(u)}
     (goal,) = output.goals(u)
-    out = prove_stage(
-        u, goal, POST, 600, cuts=cuts, spec_over=output.OVER, flags=True, step_cap=120.0, past_divisors_search=True
-    )
+    options = StageProofOptions(flags=True, step_cap=120.0, past_divisors_search=True)
+    out = prove_stage(u, goal, POST, 600, cuts=cuts, spec_over=output.OVER, options=options)
     assert out.ok is None and "not shown > 0" in out.detail and "pad[" in out.detail, out.detail
 
 
@@ -141,14 +141,14 @@ def test_layer_norm_2s_mean_over_the_capacity_fails(monkeypatch: pytest.MonkeyPa
 
 
 def test_layer_norm_2_scaled_by_norm1_weight_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = UniversalSimulator._gather
+    real = UniversalProgram._gather
 
     def gather(self, name, src, onto, coords, **kw):  # type: ignore[no-untyped-def]
         if name == "out.g2":
             src = self._rec["g1"]
         return real(self, name, src, onto, coords, **kw)
 
-    monkeypatch.setattr(UniversalSimulator, "_gather", gather)
+    monkeypatch.setattr(UniversalProgram, "_gather", gather)
     out = _prove(UniversalSimulator.over_symbolic_capacity(), POST)
     assert out.ok is False, out.detail
     assert out.detail.startswith("output (ffn = 1, residual = 0, post = 1): Y at out: counterexample at "), out.detail
@@ -156,14 +156,14 @@ def test_layer_norm_2_scaled_by_norm1_weight_fails(monkeypatch: pytest.MonkeyPat
 
 def test_rows_up_to_n_kept_fails_at_a_padding_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """mask.rows as i < n + 1: row i = n is written (with what U holds there), the spec's is 0."""
-    real = UniversalSimulator._below
+    real = UniversalProgram._below
 
     def below(self, name, grid, coord, bound, intent):  # type: ignore[no-untyped-def]
         if name == "mask.rows":
             bound = C.apply("affine", bound, params=(1, 1))
         return real(self, name, grid, coord, bound, intent)
 
-    monkeypatch.setattr(UniversalSimulator, "_below", below)
+    monkeypatch.setattr(UniversalProgram, "_below", below)
     out = _prove(UniversalSimulator.over_symbolic_capacity(), [{"ffn": 0}])
     assert out.ok is False and out.detail.startswith("output (ffn = 0): Y at out: counterexample at "), out.detail
     assert "n = 1," in out.detail and "i! = 1" in out.detail and "the spec 0" in out.detail, out.detail
@@ -368,7 +368,7 @@ def test_a_node_claimed_to_share_another_nodes_padding_value_fails() -> None:
 def test_an_activation_wrong_only_at_the_padding_rows_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """gram.u2's bias b1 multiplied by the row mask [i < n]: the same U on the true rows, another
     activation than ffn2.u.act's on a padding row (relu(... + 0), not relu(... + b1))."""
-    real = UniversalSimulator._gather
+    real = UniversalProgram._gather
 
     def gather(self, name, src, onto, coords, **kw):  # type: ignore[no-untyped-def]
         out = real(self, name, src, onto, coords, **kw)
@@ -377,7 +377,7 @@ def test_an_activation_wrong_only_at_the_padding_rows_fails(monkeypatch: pytest.
             out = C.apply("mul", out, rows)
         return out
 
-    monkeypatch.setattr(UniversalSimulator, "_gather", gather)
+    monkeypatch.setattr(UniversalProgram, "_gather", gather)
     out = _prove_padding(UniversalSimulator.over_symbolic_capacity(), "gram.u2.act", "ffn2.u.act", ONE_ACT_CASE)
     assert out.ok is False and "not the value of ffn2.u.act there" in out.detail, out.detail
 

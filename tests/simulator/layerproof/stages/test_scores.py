@@ -9,6 +9,7 @@ from attnsim import UniversalSimulator
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.simulator.layerproof.stages.scores import prove_scores
+from attnsim.simulator.program import UniversalProgram
 
 
 def test_scores_equal_the_spec_for_every_size() -> None:
@@ -23,14 +24,14 @@ def test_scores_equal_the_spec_for_every_size() -> None:
 
 
 def test_a_mask_read_transposed_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = UniversalSimulator._gather
+    real = UniversalProgram._gather
 
     def gather(self, name, src, onto, coords, **kw):  # type: ignore[no-untyped-def]
         if name == "mask.add":
             coords = lambda cs: {"i": cs["j"], "j": cs["i"]}  # additive[j, i]
         return real(self, name, src, onto, coords, **kw)
 
-    monkeypatch.setattr(UniversalSimulator, "_gather", gather)
+    monkeypatch.setattr(UniversalProgram, "_gather", gather)
     out = prove_scores(UniversalSimulator.over_symbolic_capacity(), timeout=300, cases=[{"pre": 0}])
     assert out.ok is False and out.detail.startswith("scores (pre = 0): attn.logit at attn.products: counterexample"), (
         out.detail
@@ -38,7 +39,7 @@ def test_a_mask_read_transposed_fails(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_bias_read_from_the_wrong_part_of_the_record_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = UniversalSimulator._projection
+    real = UniversalProgram._projection
 
     def projection(self, prod1, t, t_at, tok_axis, onto, name):  # type: ignore[no-untyped-def]
         if name == "Q":  # Q's sum with K's bias (in_proj_bias row hh k + h k + c)
@@ -55,7 +56,7 @@ def test_a_bias_read_from_the_wrong_part_of_the_record_fails(monkeypatch: pytest
             return C.apply("add", s, b).named(f"{name}.biased")
         return real(self, prod1, t, t_at, tok_axis, onto, name)
 
-    monkeypatch.setattr(UniversalSimulator, "_projection", projection)
+    monkeypatch.setattr(UniversalProgram, "_projection", projection)
     out = prove_scores(UniversalSimulator.over_symbolic_capacity(), timeout=300, cases=[{"pre": 0}])
     assert out.ok is False and "counterexample" in out.detail, out.detail
 
@@ -67,7 +68,7 @@ def test_a_layer_norm_mean_over_d_plus_1_fails(monkeypatch: pytest.MonkeyPatch) 
         s = self._sum(name, GridRef(values, self.map.x), ("l",), onto, lambda cs: {"i": row(cs)})
         return C.apply("div", s, C.apply("affine", self._d_b, params=(1, 1))).named(f"{name}.per_d")
 
-    monkeypatch.setattr(UniversalSimulator, "_rows_mean", rows_mean)
+    monkeypatch.setattr(UniversalProgram, "_rows_mean", rows_mean)
     out = prove_scores(UniversalSimulator.over_symbolic_capacity(), timeout=300, cases=[{"pre": 1}])
     assert out.ok is not True, out.detail
     assert out.detail.startswith("scores (pre = 1)"), out.detail

@@ -22,6 +22,7 @@ from attnsim.simulator.layerproof.flags import flag
 from attnsim.simulator.layerproof.stage_proof import node_of, setup
 from attnsim.simulator.layerproof.stages import attention, ffn, output
 from attnsim.simulator.layerproof.stages.scores import prove_scores
+from attnsim.simulator.program import UniversalProgram
 from attnsim.symbolic.sums import equal_by_normal_form
 
 D, d = sp.Symbol("D", integer=True), SIZE["d"]
@@ -47,14 +48,14 @@ def test_the_later_stages_nodes_are_in_the_shallow_build() -> None:
 
 def _wrong_u_fails(monkeypatch: pytest.MonkeyPatch, name: str, **change: Any) -> str:
     """Prove the stage (pre = 0) for a shallow U whose gather ``name`` takes ``change``."""
-    real = UniversalSimulator._gather
+    real = UniversalProgram._gather
 
     def gather(self, gname, src, onto, coords, **kw):  # type: ignore[no-untyped-def]
         if gname == name:
             kw.update({k: (v(self) if callable(v) else v) for k, v in change.items()})
         return real(self, gname, src, onto, coords, **kw)
 
-    monkeypatch.setattr(UniversalSimulator, "_gather", gather)
+    monkeypatch.setattr(UniversalProgram, "_gather", gather)
     out = prove_scores(UniversalSimulator.over_symbolic_capacity("shallow"), timeout=600, cases=[{"pre": 0}])
     assert out.ok is False, out.detail
     assert out.detail.startswith("scores (pre = 0): attn.logit at attn.products: counterexample at"), out.detail

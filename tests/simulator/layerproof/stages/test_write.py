@@ -9,6 +9,7 @@ from attnsim import UniversalSimulator
 from attnsim.rasp import core as C
 from attnsim.simulator.layerproof.cut import part_cut
 from attnsim.simulator.layerproof.stages import output, write
+from attnsim.simulator.program import UniversalProgram
 
 
 def _prove(u: UniversalSimulator) -> tuple[bool | None, str]:
@@ -26,25 +27,25 @@ def test_the_pass_writes_y_over_x_for_every_size() -> None:
 
 
 def test_a_pass_that_writes_y_plus_one_over_x_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = UniversalSimulator._stage_next
+    real = UniversalProgram._stage_next
 
     def stage_next(self, y, out_grid):  # type: ignore[no-untyped-def]
         return real(self, C.apply("affine", y, params=(1, 1)), out_grid)  # Y + 1 written over X
 
-    monkeypatch.setattr(UniversalSimulator, "_stage_next", stage_next)
+    monkeypatch.setattr(UniversalProgram, "_stage_next", stage_next)
     ok, detail = _prove(UniversalSimulator.over_symbolic_capacity())
     assert ok is False and detail.startswith("write (every option a symbol): U at X: counterexample"), detail
 
 
 def test_a_pass_whose_x_indicator_misses_the_last_row_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = UniversalSimulator._indicator
+    real = UniversalProgram._indicator
 
     def indicator(self, name, grid, test=None):  # type: ignore[no-untyped-def]
         if name == "is_X":  # the last capacity row of X keeps its old tokens
             return real(self, name, grid, lambda cs: cs["i"] < self.map.x.dim("i") - 1)
         return real(self, name, grid, test)
 
-    monkeypatch.setattr(UniversalSimulator, "_indicator", indicator)
+    monkeypatch.setattr(UniversalProgram, "_indicator", indicator)
     ok, detail = _prove(UniversalSimulator.over_symbolic_capacity())
     assert ok is False and "U at X: counterexample" in detail, detail
 

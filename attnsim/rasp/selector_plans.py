@@ -1,0 +1,174 @@
+"""Selectors on the engine's fast path: a plan (key conditions AND query conditions AND at most one
+equality), and the grouped sums and maxima an equality head reads.
+
+An AND of key conditions ``Select(keys, Full(c), cmp)``, query conditions ``Select(Full(c),
+queries, cmp)`` and one equality ``Select(k, q, ==)`` is computed as a block mean: keys grouped by
+value (a sort, or bins when the range is small), each query reading its group; with ``keys =
+indices`` the equality is a gather.  :func:`plan_selector` returns None for any other selector
+(the dense path, :mod:`attnsim.rasp.aggregation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from attnsim.rasp import core as C
+from attnsim.rasp.expr import COMPARATORS
+
+
+def compare(cmp: str, k: Any, q: Any) -> np.ndarray:
+    """cmp(key, query), elementwise with broadcasting, as a bool array."""
+    if cmp == "TRUE":
+        return np.ones(np.broadcast(k, q).shape, dtype=bool)
+    if cmp == "FALSE":
+        return np.zeros(np.broadcast(k, q).shape, dtype=bool)
+    return np.asarray(COMPARATORS[cmp](k, q)).astype(bool)
+
+
+def exact_scalar(c: Fraction) -> Any:
+    """A Fraction as an int when it is one (compared and computed with exactly)."""
+    return int(c) if c.denominator == 1 else c
+
+
+@dataclass
+class SelectorPlan:
+    """A selector as key mask AND query mask AND (optionally) one equality k-value == q-value."""
+
+    key_atoms: list[tuple[C.SOp, str, Fraction]] = field(default_factory=list)
+    query_atoms: list[tuple[Fraction, C.SOp, str]] = field(default_factory=list)
+    eq: tuple[C.SOp, C.SOp] | None = None
+    empty: bool = False
+
+
+def plan_selector(sel: C.Selector) -> SelectorPlan | None:
+    """Decompose a selector for the fast path; None when only the dense path applies."""
+    plan = SelectorPlan()
+    stack: list[C.Selector] = [sel]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, C.SelectAnd):
+            stack += [s.a, s.b]
+            continue
+        if not isinstance(s, C.Select):
+            return None
+        if s.cmp == "TRUE":
+            continue
+        if s.cmp == "FALSE":
+            plan.empty = True
+            continue
+        kc, qc = isinstance(s.keys, C.Full), isinstance(s.queries, C.Full)
+        if kc and qc:
+            if not bool(compare(s.cmp, s.keys.value, s.queries.value)):  # type: ignore[attr-defined]
+                plan.empty = True
+        elif qc:
+            plan.key_atoms.append((s.keys, s.cmp, Fraction(s.queries.value)))  # type: ignore[attr-defined]
+        elif kc:
+            plan.query_atoms.append((Fraction(s.keys.value), s.queries, s.cmp))  # type: ignore[attr-defined]
+        elif s.cmp == "==" and plan.eq is None:
+            plan.eq = (s.keys, s.queries)
+        else:
+            return None
+    return plan
+
+
+def selector_leaves(sel: C.Selector) -> list[C.SOp]:
+    """The SOps a selector reads (keys and queries of its Select atoms)."""
+    out: list[C.SOp] = []
+    stack: list[C.RASPExpr] = [sel]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, C.Select):
+            out += [s.keys, s.queries]
+        else:
+            stack += list(s.children())
+    return out
+
+
+def bin_sums(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Integer keys ``kk`` with values ``vv``: (sorted distinct keys, counts, sums); by bins when
+    the key range is at most 4 x the number of keys (the same sums, in key order), else a sort."""
+    if kk.size == 0:
+        return kk.astype(np.int64), np.zeros(0), np.zeros(0)
+    lo, hi = int(kk.min()), int(kk.max())
+    if hi - lo < 4 * kk.size:
+        bins = kk - lo
+        counts = np.bincount(bins, minlength=hi - lo + 1)
+        sums = np.bincount(bins, weights=vv, minlength=hi - lo + 1)
+        nz = np.flatnonzero(counts)
+        return (nz + lo).astype(np.int64), counts[nz].astype(np.float64), sums[nz]
+    uniq, inv = np.unique(kk, return_inverse=True)
+    inv = inv.reshape(-1)
+    return (
+        uniq,
+        np.bincount(inv, minlength=len(uniq)).astype(np.float64),
+        np.bincount(inv, weights=vv, minlength=len(uniq)),
+    )
+
+
+def group_max(gmax: np.ndarray, groups: np.ndarray, scores: np.ndarray) -> None:
+    """``gmax[g] = max(gmax[g], scores of group g)`` (``np.maximum.at``); when the groups come
+    in non-decreasing order (U's rows are contiguous) by one ``reduceat`` over the runs, which
+    NumPy does many times faster than the unbuffered ``maximum.at``."""
+    if groups.size > 1 and bool(np.all(groups[1:] >= groups[:-1])):
+        starts = np.concatenate([[0], np.flatnonzero(groups[1:] != groups[:-1]) + 1])
+        g = groups[starts]
+        gmax[g] = np.maximum(gmax[g], np.maximum.reduceat(scores, starts))
+        return
+    np.maximum.at(gmax, groups, scores)
+
+
+def group_lookup(
+    uniq: np.ndarray, counts: np.ndarray, sums: np.ndarray
+) -> Callable[[np.ndarray, np.ndarray | None], np.ndarray]:
+    """Each query's group mean (0 where its group is empty or absent, or ``ok`` is False), from
+    the sorted distinct group values ``uniq`` (non-empty) with their weights and sums.  Integer
+    groups in a range at most 8 x their number (+ 1024) are read from a table indexed by value,
+    one gather per query; others by a binary search.  The means are the same divisions.
+    ``ok`` None: every query reads."""
+    lo, hi = int(uniq[0]), int(uniq[-1])
+    if uniq.dtype.kind in "iu" and hi - lo < 8 * len(uniq) + 1024:
+        size = hi - lo + 1
+        has = np.zeros(size, dtype=bool)
+        means = np.zeros(size)
+        nz = counts > 0
+        has[uniq[nz] - lo] = True
+        means[uniq[nz] - lo] = sums[nz] / counts[nz]
+
+        def table(q: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+            idx = q - lo
+            if ok is None and idx.size and int(idx.min()) >= 0 and int(idx.max()) < size:
+                return means[idx]  # 0 where a value has no group: the table holds 0 there
+            inside = (idx >= 0) & (idx < size) if ok is None else ok & (idx >= 0) & (idx < size)
+            idx = np.where(inside, idx, 0)
+            return np.where(inside & has[idx], means[idx], 0.0)
+
+        return table
+
+    def search(q: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+        pos = np.minimum(np.searchsorted(uniq, q), len(uniq) - 1)
+        hit = (uniq[pos] == q) & (counts[pos] > 0)
+        if ok is not None:
+            hit &= ok
+        out = np.zeros(len(q))
+        out[hit] = sums[pos[hit]] / counts[pos[hit]]
+        return out
+
+    return search
+
+
+def max_sums(
+    kk: np.ndarray, vv: np.ndarray, ss: np.ndarray, w: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted distinct keys, weights, weighted sums) over each key's entries of maximal score."""
+    uniq, inv = np.unique(kk, return_inverse=True)
+    inv = inv.reshape(-1)
+    gmax = np.full(len(uniq), -np.inf)
+    group_max(gmax, inv, ss)
+    top = ss == gmax[inv]
+    inv, vv, w = inv[top], vv[top], w[top]
+    return uniq, np.bincount(inv, weights=w, minlength=len(uniq)), np.bincount(inv, weights=vv * w, minlength=len(uniq))

@@ -1,0 +1,386 @@
+"""Compact and streamed values in a run (numpy backend): every node described as a ``Lazy``.
+
+A node whose values can be computed piece by piece (``indices``, index maps over the head only,
+primitives on compact values, the equality fast paths of aggregates) is described as a ``Lazy``
+(:mod:`attnsim.rasp.long_values`); the engine stores it (as a ``Tail`` when constant after its
+head) or, when it is long and every reader reads it at its own positions or sums it by groups
+(:func:`streamable_nodes`), streams it to its readers.  Position-only index maps are read from the
+run's :class:`~attnsim.rasp.structural_memo.StructuralMemo` (:func:`position_only_nodes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from attnsim.rasp import core as C
+from attnsim.rasp import long_values
+from attnsim.rasp.arith import BackendError
+from attnsim.rasp.compiled_expr import compiled
+from attnsim.rasp.expr import constant_from
+from attnsim.rasp.long_values import (
+    Lazy,
+    Tail,
+    dtype_kind,
+    head_len,
+    slice_of,
+    tail_value,
+    upto,
+    value_at,
+)
+from attnsim.rasp.run_state import RunState
+from attnsim.rasp.selector_plans import (
+    SelectorPlan,
+    bin_sums,
+    compare,
+    exact_scalar,
+    group_lookup,
+    max_sums,
+    plan_selector,
+    selector_leaves,
+)
+
+
+def streamable_nodes(order: Sequence[C.RASPExpr], outputs: Sequence[C.SOp]) -> dict[int, bool]:
+    """Per node: every reader reads it at its own positions (a Map's argument, an equality head's
+    queries and query conditions) or sums it by groups (the key side of an equality sum, no score),
+    and it is no output: such a value can be streamed (``Lazy``)."""
+    ok: dict[int, bool] = {}
+
+    def mark(x: C.SOp, good: bool) -> None:
+        ok[id(x)] = ok.get(id(x), True) and good
+
+    for node in order:
+        if isinstance(node, (C.Map, C.SequenceMap)):
+            for a in node.args:
+                mark(a, True)
+        elif isinstance(node, (C.Aggregate, C.SelectorWidth)):
+            leaves = selector_leaves(node.selector)
+            plan = plan_selector(node.selector) if isinstance(node, C.Aggregate) else None
+            if plan is None or plan.eq is None or plan.empty or not isinstance(node, C.Aggregate):
+                for x in [*leaves, *(node.reads() if isinstance(node, C.Aggregate) else [])]:
+                    mark(x, False)
+                continue
+            ksop, qsop = plan.eq
+            gather = isinstance(ksop, C.Indices)
+            summed = not gather and node.score is None
+            roles: list[tuple[C.SOp, bool]] = [(qsop, True), (ksop, gather or summed), (node.values, summed)]
+            roles += [(s, True) for _, s, _ in plan.query_atoms] + [(s, summed) for s, _, _ in plan.key_atoms]
+            if node.score is not None:
+                roles.append((node.score, False))
+            for x, good in roles:
+                mark(x, good)
+            covered = {id(x) for x, _ in roles}
+            for x in leaves:
+                if id(x) not in covered:
+                    mark(x, False)
+    for o in outputs:
+        mark(o, False)
+    return ok
+
+
+def position_only_nodes(order: Sequence[C.RASPExpr]) -> dict[int, bool]:
+    """Per node: its value depends only on positions and sizes (``indices``, or an index map
+    whose every argument is such a value), so it is the same on every run at one length."""
+    out: dict[int, bool] = {}
+    for node in order:
+        if isinstance(node, C.Indices):
+            out[id(node)] = True
+        elif isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.IndexFn):
+            out[id(node)] = all(out.get(id(a), False) for a in node.args)
+    return out
+
+
+class Streaming(RunState):
+    """A run's compact (``Tail``) and streamed (``Lazy``) values: described, read piece by piece."""
+
+    # -- compact values (Tail) and streamed values (Lazy) --------------------------------------
+    def _src(self, node: C.SOp, want: str) -> Any:
+        """What a streamed computation reads for ``node``: its Lazy, or its stored value in the
+        domain ``want`` ("value", "integers", "comparable")."""
+        lz = self.lazy.get(id(node))
+        if lz is not None:
+            return lz
+        if want == "value":
+            return self.value_t(node)
+        if want == "integers":
+            return self.integers_t(node)
+        return self.comparable_t(node)
+
+    def _get(self, src: Any, want: str, a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+        """Positions a..b-1 of a source (see ``_src``)."""
+        if not isinstance(src, Lazy):
+            return slice_of(src, a, b)
+        p = self._piece(src, a, b, cache)
+        return self._convert(p, src, want)
+
+    def _convert(self, p: np.ndarray, lz: Lazy, want: str) -> np.ndarray:
+        if want == "value":
+            return self.arith.from_int(p) if lz.is_int else p
+        if lz.is_int:
+            return p
+        if want == "integers":
+            return self.arith.to_int(p, lz.label)
+        return self.arith.comparable(p, f"selector on {lz.label}")
+
+    def _tail_src(self, src: Any, want: str) -> np.ndarray:
+        return self._convert(src.tail, src, want) if isinstance(src, Lazy) else tail_value(src)
+
+    @staticmethod
+    def _piece(lz: Lazy, a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+        key = (id(lz), a, b)
+        p = cache.get(key)
+        if p is None:
+            m = lz.m
+            if a >= m:
+                p = np.repeat(lz.tail, b - a)
+            elif b <= m:
+                p = lz.fn(a, b, cache)
+            else:
+                p = np.concatenate([lz.fn(a, m, cache), np.repeat(lz.tail, b - m)])
+            cache[key] = p
+        return p
+
+    def _head_of(self, src: Any) -> int:
+        return src.m if isinstance(src, Lazy) else head_len(src, self.L)
+
+    def _memoized(self, node: C.SOp) -> Lazy | None:
+        """A position-only index map read from the memo (computed whole and offered to it on
+        the first run); the plain description when the memo refused it."""
+        memo, L = self.memo, self.L
+        assert memo is not None
+        if memo.tried(node, L):
+            return self._describe(node)
+        got = memo.get(node, L)
+        if got is None:
+            lz = self._describe(node)
+            if lz is None:  # pragma: no cover - index maps always have a description
+                return None
+            got = memo.offer(node, L, lz)
+            if got is None:
+                return lz
+        form, tail = got
+
+        def read(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+            return form.slice(a, b)
+
+        return Lazy(form.length, tail, True, node.label, read)
+
+    def _describe(self, node: C.SOp) -> Lazy | None:
+        """The node as a Lazy (its values computable piece by piece); None: the general path."""
+        L = self.L
+        if isinstance(node, C.Indices):
+
+            def idx(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+                return np.arange(a, b, dtype=np.int64)
+
+            return Lazy(L, np.array([L - 1], dtype=np.int64), True, node.label, idx)
+        if isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.IndexFn):
+            return self._describe_index_map(node.fn, node.args, node.label)
+        if isinstance(node, (C.Map, C.SequenceMap)):
+            return self._describe_map(node)
+        if isinstance(node, C.Aggregate):
+            return self._describe_aggregate(node)
+        return None
+
+    def _describe_index_map(self, fn: C.IndexFn, args: Sequence[C.SOp], label: str) -> Lazy:
+        """An index map over the head only: over ``indices`` alone the head ends where the
+        expression is provably constant (``E.constant_from``); over other values it ends where
+        their heads do."""
+        L = self.L
+        code = compiled(fn)
+
+        def ev(xs: list[np.ndarray], n: int) -> np.ndarray:
+            return np.array(np.broadcast_to(np.asarray(code(*xs), dtype=np.int64), (n,)))
+
+        if len(args) == 1 and isinstance(args[0], C.Indices):
+            start = constant_from(fn.expr, fn.argnames[0], dict(fn.bindings))
+            m = L if start is None else min(L, start)
+
+            def over_indices(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+                return ev([np.arange(a, b, dtype=np.int64)], b - a)
+
+            tail = np.asarray(code(np.array([L - 1], dtype=np.int64)), dtype=np.int64).reshape(-1)[:1]
+            if tail.size == 0:
+                tail = np.zeros(1, dtype=np.int64)
+            return Lazy(m, np.broadcast_to(tail, (1,)).copy(), True, label, over_indices)
+        srcs = [None if isinstance(x, C.Indices) else self._src(x, "integers") for x in args]
+        m = max([L if s is None else self._head_of(s) for s in srcs], default=0)
+
+        def over_values(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+            xs = [np.arange(a, b, dtype=np.int64) if s is None else self._get(s, "integers", a, b, cache) for s in srcs]
+            return ev(xs, b - a)
+
+        tails = [np.array([L - 1], dtype=np.int64) if s is None else self._tail_src(s, "integers") for s in srcs]
+        tail = np.broadcast_to(np.asarray(code(*tails), dtype=np.int64).reshape(-1)[:1], (1,)).copy()
+        return Lazy(m, tail, True, label, over_values)
+
+    def _describe_map(self, node: C.Map | C.SequenceMap) -> Lazy:
+        """A primitive on compact values: on the longest head, and once on the tails."""
+        prim, params, label = node.fn.primitive, node.fn.params, node.label  # type: ignore[union-attr]
+        srcs = [self._src(x, "value") for x in node.args]
+        m = max((self._head_of(s) for s in srcs), default=self.L)
+
+        def apply(xs: list[np.ndarray]) -> np.ndarray:
+            try:
+                with np.errstate(all="ignore"):
+                    return np.asarray(self.arith.apply(prim, params, xs))
+            except BackendError as exc:
+                raise BackendError(f"{label}: {exc}") from None
+
+        def piece(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+            return apply([self._get(s, "value", a, b, cache) for s in srcs])
+
+        tail = apply([self._tail_src(s, "value") for s in srcs]).reshape(1)
+        return Lazy(m, tail, False, label, piece)
+
+    def _describe_aggregate(self, node: C.Aggregate) -> Lazy | None:
+        """The equality fast paths on compact values (a gather, a group mean, a group max), read
+        piece by piece at the queries; None when the selector or the values need the general path."""
+        plan = plan_selector(node.selector)
+        if plan is None or plan.eq is None or plan.empty:
+            return None
+        ksop, qsop = plan.eq
+        for sop in (node.values, node.score):
+            if sop is None:
+                continue
+            lz = self.lazy.get(id(sop))
+            kind = ("i" if lz.is_int else "f") if lz is not None else dtype_kind(self.value_t(sop))
+            if kind != "f":
+                return None
+        qsrc = self._src(qsop, "comparable")
+        if (("i" if qsrc.is_int else "f") if isinstance(qsrc, Lazy) else dtype_kind(qsrc)) not in "iu":
+            return None
+        L = self.L
+        look: Callable[[np.ndarray, np.ndarray | None], np.ndarray]
+        if isinstance(ksop, C.Indices):  # a gather: query q reads position qv[q]
+            values = self.value_t(node.values)
+            km: Any = Tail(np.zeros(0, dtype=bool), np.ones(1, dtype=bool))
+            for sop, cmp, c in plan.key_atoms:
+                km = self._cmp_t(km, self.comparable_t(sop), cmp, exact_scalar(c), key_side=True)
+
+            every_key = not plan.key_atoms
+
+            def read(qi: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+                if ok is None and every_key and qi.size and int(qi.min()) >= 0 and int(qi.max()) < L:
+                    return value_at(values, qi)  # every query reads a position: no masks
+                ok = (qi >= 0) & (qi < L) if ok is None else ok & (qi >= 0) & (qi < L)
+                idx = np.where(ok, qi, 0)
+                if not every_key:
+                    ok &= value_at(km, idx)
+                return np.where(ok, value_at(values, idx), 0.0)
+
+            look = read
+        else:
+            groups = self._key_groups(node, plan, ksop)
+            if groups is None:
+                return None
+            uniq, counts, sums = groups
+            if len(uniq) == 0:
+
+                def none(q: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+                    return np.zeros(len(q))
+
+                look = none
+            else:
+                look = group_lookup(uniq, counts, sums)
+        qatoms = [(exact_scalar(c), self._src(sop, "comparable"), cmp) for c, sop, cmp in plan.query_atoms]
+        m = max([self._head_of(qsrc), *(self._head_of(s) for _, s, _ in qatoms)])
+
+        def qmask(n: int, part: Callable[[Any], np.ndarray]) -> np.ndarray | None:
+            """The query conditions' mask; None when there are none (every query reads)."""
+            if not qatoms:
+                return None
+            qm = np.ones(n, dtype=bool)
+            for c, s, cmp in qatoms:
+                qm &= compare(cmp, c, part(s))
+            return qm
+
+        def piece(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+            qm = qmask(b - a, lambda s: self._get(s, "comparable", a, b, cache))
+            return look(self._get(qsrc, "comparable", a, b, cache), qm)
+
+        tail = look(self._tail_src(qsrc, "comparable"), qmask(1, lambda s: self._tail_src(s, "comparable")))
+        return Lazy(m, tail.reshape(1), False, node.label, piece)
+
+    def _key_groups(
+        self, node: C.Aggregate, plan: SelectorPlan, ksop: C.SOp
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The allowed keys grouped by value: (sorted group values, weights, sums of values) --
+        with a score, over each group's keys of maximal score.  Long or streamed key sides are
+        read piece by piece (without a score)."""
+        L = self.L
+        ksrc = self._src(ksop, "comparable")
+        if (("i" if ksrc.is_int else "f") if isinstance(ksrc, Lazy) else dtype_kind(ksrc)) not in "iu":
+            return None
+        vsrc = self._src(node.values, "value")
+        katoms = [(self._src(sop, "comparable"), cmp, exact_scalar(c)) for sop, cmp, c in plan.key_atoms]
+        srcs = [ksrc, vsrc, *(s for s, _, _ in katoms)]
+        if node.score is not None:
+            srcs.append(self._src(node.score, "value"))
+        kn = max(self._head_of(s) for s in srcs)
+        streamed = kn > long_values.LAZY_MIN or any(isinstance(s, Lazy) for s in srcs)
+        if node.score is not None and streamed:
+            return None  # a max over a long key side: the general path
+        kt = np.ones(1, dtype=bool)
+        for s, cmp, c in katoms:
+            kt &= compare(cmp, self._tail_src(s, "comparable"), c)
+        tail_keys = kn < L and bool(kt[0])  # the L - kn tail keys: one key of weight L - kn
+        w = float(L - kn)
+        if node.score is not None:
+            hk, hv, hs, hw = self._scored_keys(ksrc, vsrc, srcs[-1], katoms, kn)
+            if tail_keys:
+                hk = np.concatenate([hk, self._tail_src(ksrc, "comparable")])
+                hv = np.concatenate([hv, self._tail_src(vsrc, "value")])
+                hs = np.concatenate([hs, self._tail_src(srcs[-1], "value")])
+                hw = np.concatenate([hw, [w]])
+            return max_sums(hk, hv, hs, hw)
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        step = long_values.PIECE if streamed else max(kn, 1)
+        for a in range(0, kn, step):
+            b = min(kn, a + step)
+            cache: dict[Any, np.ndarray] = {}
+            km = np.ones(b - a, dtype=bool)
+            for s, cmp, c in katoms:
+                km &= compare(cmp, self._get(s, "comparable", a, b, cache), c)
+            ks = np.flatnonzero(km)
+            kk = self._get(ksrc, "comparable", a, b, cache)[ks]
+            vv = self._get(vsrc, "value", a, b, cache)[ks]
+            parts.append(bin_sums(kk, vv))
+        if tail_keys:
+            parts.append((self._tail_src(ksrc, "comparable"), np.array([w]), self._tail_src(vsrc, "value") * w))
+        if not parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+        if len(parts) == 1:
+            return parts[0]
+        uk = np.concatenate([p[0] for p in parts])
+        uniq, inv = np.unique(uk, return_inverse=True)
+        counts = np.bincount(inv, weights=np.concatenate([p[1] for p in parts]), minlength=len(uniq))
+        sums = np.bincount(inv, weights=np.concatenate([p[2] for p in parts]), minlength=len(uniq))
+        return uniq, counts, sums
+
+    def _scored_keys(
+        self, ksrc: Any, vsrc: Any, ssrc: Any, katoms: list[tuple[Any, str, Any]], kn: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        cache: dict[Any, np.ndarray] = {}
+        km = np.ones(kn, dtype=bool)
+        for s, cmp, c in katoms:
+            km &= compare(cmp, self._get(s, "comparable", 0, kn, cache), c)
+        ks = np.flatnonzero(km)
+        return (
+            self._get(ksrc, "comparable", 0, kn, cache)[ks],
+            self._get(vsrc, "value", 0, kn, cache)[ks],
+            self._get(ssrc, "value", 0, kn, cache)[ks],
+            np.ones(len(ks)),
+        )
+
+    def _cmp_t(self, mask: Any, v: Any, cmp: str, c: Any, key_side: bool) -> Tail:
+        L = self.L
+        m = max(head_len(mask, L), head_len(v, L))
+        if key_side:
+            h, t = compare(cmp, upto(v, m), c), compare(cmp, tail_value(v), c)
+        else:
+            h, t = compare(cmp, c, upto(v, m)), compare(cmp, c, tail_value(v))
+        return Tail(upto(mask, m) & h, tail_value(mask) & t)
