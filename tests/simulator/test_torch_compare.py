@@ -101,6 +101,25 @@ def test_u_on_float32_modules(option: str) -> None:
     assert c.u_vs_slow is not None and c.u_vs_slow <= 5e-5  # ~100x the measured 4.6e-7
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("kind", ["layer", "mha", "encoder"])
+def test_a_sequence_first_module_is_fed_sequence_first(kind: str) -> None:
+    """torch's default batch_first=False reads (n, B, d): compare_torch transposes X in and the
+    output out (fed batch first, torch would run 4 sequences of 2 tokens: off by 1.4 to 1.9)."""
+    kw: dict[str, Any] = {"dtype": torch.float64}
+    layer = lambda: torch.nn.TransformerEncoderLayer(D, H, F, dropout=0.0, **kw)
+    if kind == "mha":
+        module = _perturbed(torch.nn.MultiheadAttention(D, H, **kw), 1)
+    else:
+        module = _perturbed(layer() if kind == "layer" else torch.nn.TransformerEncoder(layer(), 2), 1)
+    x = np.random.default_rng(3).normal(size=(2, 4, D))
+    c = compare_torch(module, x)
+    assert c.u_vs_slow is not None and c.u_vs_slow <= 1e-13, (c.u.refused, c.u_vs_slow)  # measured <= 1.3e-15
+    xt = torch.from_numpy(x)
+    as_batch_first = module(xt, xt, xt)[0] if kind == "mha" else module(xt)  # the transposes left out
+    assert c.slow.output is not None and np.max(np.abs(as_batch_first.detach().numpy() - c.slow.output)) > 1e-2
+
+
 def test_compare_refuses_a_bad_input_in_one_line() -> None:
     with pytest.raises(SimulatorError, match=r"^X must have shape \(B, n, d_model\), batch first, got \(4, 8\)$"):
         compare_torch(_module("post-relu", torch.float64), np.zeros((4, 8)))
