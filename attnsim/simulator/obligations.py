@@ -423,7 +423,7 @@ def fixture_check(name: str, tol: float, variant: str = "compact") -> Callable[[
 
 OPTION_COMBOS = [
     {"residual": r, "norm": nm, "activation": a}
-    for r, nm, a in itertools.product((False, True), ("none", "post", "pre"), ("relu", "gelu"))
+    for r, nm, a in itertools.product((False, True), ("none", "post", "pre"), ("relu", "gelu", "gelu_tanh"))
 ]
 
 
@@ -637,11 +637,22 @@ def simulator_obligations() -> Iterable[Obligation]:
             f"U == {norm}-norm encoder layer with {act} FFN, all symbolic (congruence)",
             deep=True,
         )
+    yield Obligation(
+        f"{CID}/sympy/ffn-gelu_tanh-res-rational-n2-d2",
+        CID,
+        COR61,
+        "sympy",
+        whole_check(
+            (2, 2, 1, 2, 2), (2, 2, 1, 2, 2), {"residual": True, "activation": "gelu_tanh"}, symbolic_weights=False
+        ),
+        "U == encoder layer with torch's tanh-GELU FFN and residual: symbolic X, rational weights (congruence)",
+        deep=True,
+    )
     # numerics at capacity 32
     cap32 = (32, 32, 4, 8, 64)
     for o in OPTION_COMBOS:
         for f in (64, None):
-            if f is None and o["activation"] == "gelu":
+            if f is None and o["activation"] != "relu":  # no FFN: the activation is unread
                 continue
             tag = _tag(o) + ("" if f else "-noffn")
             yield Obligation(
@@ -773,7 +784,7 @@ def shallow_obligations() -> Iterable[Obligation]:
     cap = SHALLOW_SMALL
     for o in OPTION_COMBOS:
         for f in (cap[4], None):
-            if f is None and o["activation"] == "gelu":
+            if f is None and o["activation"] != "relu":  # no FFN: the activation is unread
                 continue
             tag = _tag(o) + ("" if f else "-noffn")
             yield Obligation(

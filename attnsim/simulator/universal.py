@@ -63,7 +63,7 @@ from attnsim.symbolic.execute import Enumeration
 
 VARIANTS = ("compact", "shallow")
 LOGIT_BOUND = 10**4  # |attention logit| the program declares for its compiled form (compile_domains widens it)
-GATED_ACTIVATIONS = ("relu", "gelu")  # the activations U's MLP selects between by the record's gelu gate
+GATED_ACTIVATIONS = ("relu", "gelu", "gelu_tanh")  # U's MLP selects by the record's gelu and gelu_tanh gates
 SEQ = E.Var("seq_len")
 
 
@@ -481,7 +481,8 @@ class UniversalSimulator:
             b1 = self._gather(f"{name}.b1", rec["b1"], onto, lambda cs: {"f": f(cs)})
             normed = add(mul(rstd, sub_(s_rgw, mul(mu, s_gw))), s_bw)
             pre = add(where(norm_on, normed, s_rgw), b1)
-            return where(g["gelu"], C.apply("gelu", pre), C.apply("relu", pre)).named(f"{name}.act")
+            tanh_or_relu = where(g["gelu_tanh"], C.apply("gelu_tanh", pre), C.apply("relu", pre))
+            return where(g["gelu"], C.apply("gelu", pre), tanh_or_relu).named(f"{name}.act")
 
         def y1_of(onto: Grid, r: C.SOp | None, mu: C.SOp, rstd: C.SOp, name: str) -> C.SOp:
             assert r is not None
@@ -616,7 +617,7 @@ class UniversalSimulator:
             raise SimulatorError(f"T must be a TransformerLayer, got {type(T).__name__}")
         if T.d_ff is not None and T.activation not in GATED_ACTIVATIONS:  # the record's gate would read ReLU
             raise SimulatorError(
-                f"activation {T.activation!r} (torch's GELU(approximate='tanh')) is not in U's program, "
+                f"activation {T.activation!r} is not in U's program, "
                 f"which carries {' and '.join(GATED_ACTIVATIONS)}; run the reference T instead"
             )
         checks = [

@@ -173,6 +173,18 @@ def test_sympy_backend_attention() -> None:
         UniversalSimulator(2, 2, 1, 1).run(T, X)
 
 
+def test_sympy_backend_tanh_gelu_equals_the_references_exact_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Corollary 6.1 with torch's tanh-GELU, exactly: U's SymPy run on symbolic X and rational
+    weights equals the reference's exact form (0.044715 read as 44715/10^6, sqrt(2/pi) a symbol
+    of SymPy's), by congruence; a U whose gelu_tanh branch computes erf-GELU does not."""
+    check = O.whole_check((1, 2, 1, 1, 1), (1, 2, 1, 1, 1), {"norm": "post", "activation": "gelu_tanh"}, False)
+    assert check(120).ok is True
+    real = C.apply
+    monkeypatch.setattr(C, "apply", lambda name, *a, **kw: real("gelu" if name == "gelu_tanh" else name, *a, **kw))
+    out = check(120)
+    assert out.ok is False and out.detail.startswith("entry (0, 0): U - T(X) = "), out.detail
+
+
 # The masks of U, written out here (not read from U): 1 exactly at the entries that belong to
 # the true sizes of T.  The attention products are (h, i, j, e) with j the key token; the output
 # is (i, e) with i the token and e the feature.
@@ -293,13 +305,13 @@ def test_overflow_is_a_one_line_error_never_a_nan() -> None:
 
 def test_cost_reports_each_mlp_depth_and_generalized_primitives() -> None:
     """Theorem 6's U, its cost per MLP: depth in primitives and the generalized primitives each
-    MLP carries (the softmax's exp in one MLP, GELU in one, 1/x and sqrt where LayerNorm's
+    MLP carries (the softmax's exp in one MLP, GELU and tanh-GELU in one, 1/x and sqrt where LayerNorm's
     statistics are); the existing keys stay."""
     c = U.cost()
     L = c["layers"]
     assert len(c["mlp_depth"]) == len(c["mlp_generalized"]) == L + 1 and len(c["heads"]) == L
     carrying = lambda name: [i for i, m in enumerate(c["mlp_generalized"]) if name in m]
-    assert len(carrying("exp")) == 1 and len(carrying("gelu")) == 1
+    assert len(carrying("exp")) == 1 and len(carrying("gelu")) == 1 and carrying("gelu_tanh") == carrying("gelu")
     assert carrying("sqrt") == carrying("reciprocal") and len(carrying("sqrt")) == 3  # LN of X, R1 and R2
     assert carrying("exp")[0] < carrying("gelu")[0]
     assert sorted({p for m in c["mlp_generalized"] for p in m}) == c["generalized_primitives"]
