@@ -159,7 +159,7 @@ def test_internal_error_is_one_line_exit_1(monkeypatch: pytest.MonkeyPatch, caps
     err = capsys.readouterr().err
     assert err.strip() == err.strip().splitlines()[0]
     assert "attnsim verify: internal error: ZeroDivisionError: division by zero" in err
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(ZeroDivisionError, match=r"^division by zero$"):  # --traceback: the exception itself
         main(["--traceback", "verify"])
 
 

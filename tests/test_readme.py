@@ -52,3 +52,18 @@ def test_readme_links_resolve() -> None:
     assert links
     missing = {p for p in links if not (README.parent / p).exists()}
     assert missing <= {"docs/torch.md"}, missing  # docs/torch.md: written on another branch, merged later
+
+
+def test_the_tours_applications_line_prints_one_short_line() -> None:
+    """Issue 30 item 12: the README's ``app.linear_attention(...), app.linformer(...)`` line shows
+    two short reprs (the dataclass repr printed the whole program and layout: 11 kB), and the tour
+    shows ``stable=True``, the advice of softmax's overflow error."""
+    from attnsim import applications as app
+
+    shown = repr((app.linear_attention(4, 2, 2), app.linformer(8, 4, 4, 2)))
+    assert shown == (
+        "(<Construction 'linear_attention' (Application (linear attention; Katharopoulos et al. 2020)): "
+        "Q, K, V -> out>, <Construction 'linformer' (Application (Linformer; Wang et al. 2020)): Q, K, V, E, F -> out>)"
+    )
+    assert "app.linear_attention(4, 2, 2), app.linformer(8, 4, 4, 2)" in README.read_text(encoding="utf-8")
+    assert "stable=True).run(" in _block("**2. Run a lemma three ways.**")

@@ -54,7 +54,7 @@ PAPER_REF = "Application (approximation of Lipschitz functions)"
 MAX_NODES = 20000
 
 
-@dataclass
+@dataclass(repr=False)  # Construction's one-line repr (not the weights)
 class LipschitzNetwork(Construction):
     """The program plus the GroupSort network it evaluates; ``run(x)`` takes only the points."""
 

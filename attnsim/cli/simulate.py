@@ -36,7 +36,12 @@ def _args(p: argparse.ArgumentParser) -> None:
         help="LayerNorm placement: none, post (torch's default) or pre (norm_first=True) (default: none)",
     )
     p.add_argument("--residual", action="store_true", help="residual connections")
-    p.add_argument("--activation", choices=("relu", "gelu"), default="relu", help="FFN activation (default: relu)")
+    p.add_argument(
+        "--activation",
+        choices=("relu", "gelu", "gelu_tanh"),
+        default="relu",
+        help="FFN activation: relu, gelu (erf) or gelu_tanh (torch's GELU(approximate='tanh')); default relu",
+    )
     p.add_argument("--variant", choices=VARIANTS, default="compact", help="U's schedule (default: compact)")
     p.add_argument(
         "--torch",

@@ -205,7 +205,13 @@ def universal_check(capacity: tuple[int, int, int, int, int]) -> Callable[[float
         n_max, d_max, h_max, k_max, f_max = capacity
         rng = np.random.default_rng(0)
         cases = []
-        opts = [("none", False, "relu"), ("pre", True, "gelu"), ("post", True, "relu"), ("none", True, "gelu")]
+        opts = [
+            ("none", False, "relu"),
+            ("pre", True, "gelu"),
+            ("post", True, "relu"),
+            ("none", True, "gelu"),
+            ("post", True, "gelu_tanh"),
+        ]
         for seed, (norm, residual, act) in enumerate(opts):
             d = d_max if seed % 2 == 0 else max(1, d_max - 1)
             h, k, f = (h_max, k_max, f_max) if seed % 2 == 0 else (1, max(1, k_max - 1), max(1, f_max - 1))
@@ -376,7 +382,7 @@ def _simulator_obligations() -> Iterable[Obligation]:
             "numeric",
             universal_check(cap),
             f"compiled U ({tag}) within {FLOAT_TOL:g} of the interpreted U, and its decoded output of T(X), "
-            "on 4 random layers T (norm none/pre/post, relu/gelu, smaller n, d, h, d_head, d_ff included)",
+            "on 5 random layers T (norm none/pre/post, relu/gelu/gelu_tanh, smaller n, d, h, d_head, d_ff included)",
             deep=cap[0] > 3,
         )
     yield Obligation(

@@ -29,6 +29,7 @@ _FNS: dict[str, Any] = {
     "exp": lambda t, x: t.exp(x),
     "sqrt": lambda t, x: t.sqrt(t.where(x < 0, t.full_like(x, math.nan), x)),
     "gelu": lambda t, x: 0.5 * x * (1.0 + t.erf(x / math.sqrt(2.0))),
+    "gelu_tanh": lambda t, x: 0.5 * x * (1.0 + t.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x))),
     "lt": lambda t, x, y: (x < y).to(x.dtype),
     "gate": lambda t, c, x: t.where(c != 0, x, t.zeros_like(x)),
     "where": lambda t, c, x, y: t.where(c != 0, x, y),

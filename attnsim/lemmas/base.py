@@ -108,6 +108,10 @@ class Construction:
     # (module, public factory name, arguments with Size symbols): set by @sized, read by build_obligation
     built_by: tuple[str, str, tuple[tuple[str, Any], ...]] | None = None
 
+    def __repr__(self) -> str:
+        """One short line (the dataclass's repr printed the whole program and layout: 11 kB for Linformer)."""
+        return f"<{type(self).__name__} {self.name!r} ({self.paper_ref}): {', '.join(self.inputs)} -> {self.output}>"
+
     # -- sizes ---------------------------------------------------------------------------
     def bind(self, **sizes: int) -> Construction:
         """The same construction with the named unbound sizes bound (an integer call of a factory
@@ -312,7 +316,7 @@ class Construction:
         return out
 
 
-@dataclass
+@dataclass(repr=False)  # Construction's one-line repr
 class VectorConstruction(Construction):
     """A Construction whose single-row operands may also be given as 1-D vectors."""
 

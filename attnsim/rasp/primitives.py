@@ -8,7 +8,7 @@ Each primitive has one implementation per arithmetic: NumPy float64 (vectorized)
   min, abs);
 * ``finite-lookup``: exact on a finite (categorical) domain by a lookup table;
 * ``generalized``: a position-wise function that ReLU units only approximate (exp, 1/x, x*y,
-  sqrt, gelu, comparisons of reals).  GAHAT allows any position-wise function; the tag keeps
+  sqrt, gelu, gelu_tanh, comparisons of reals).  GAHAT allows any position-wise function; the tag keeps
   that assumption visible.
 """
 
@@ -131,6 +131,20 @@ def _np_gelu(x: Any) -> Any:
     return 0.5 * x * (1.0 + verf(x / math.sqrt(2.0)))
 
 
+GELU_TANH_KAPPA = Fraction(44715, 10**6)  # torch's GELU(approximate="tanh"): 0.044715, as a decimal
+
+
+def _np_gelu_tanh(x: Any) -> Any:
+    """torch's tanh-GELU, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), vectorised in float64."""
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+def _sp_gelu_tanh(x: Any) -> Any:
+    s = _sp()
+    kappa = s.Rational(GELU_TANH_KAPPA.numerator, GELU_TANH_KAPPA.denominator)
+    return x * (1 + s.tanh(s.sqrt(2 / s.pi) * (x + kappa * x**3))) / 2
+
+
 def _sp_relu(x: Any) -> Any:
     """max(0, x) in SymPy, deciding the sign only from x's assumptions.
 
@@ -202,6 +216,15 @@ register(
     None,
     lambda x: x * (1 + _sp().erf(x / _sp().sqrt(2))) / 2,
     "x * Phi(x), erf form",
+)
+register(
+    "gelu_tanh",
+    1,
+    "generalized",
+    _np_gelu_tanh,
+    None,
+    _sp_gelu_tanh,
+    "x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2, torch's GELU(approximate='tanh')",
 )
 register(
     "lt",

@@ -391,7 +391,7 @@ def fixture_check(name: str, tol: float, variant: str = "compact") -> Callable[[
 
 OPTION_COMBOS = [
     {"residual": r, "norm": nm, "activation": a}
-    for r, nm, a in itertools.product((False, True), ("none", "post", "pre"), ("relu", "gelu"))
+    for r, nm, a in itertools.product((False, True), ("none", "post", "pre"), ("relu", "gelu", "gelu_tanh"))
 ]
 
 

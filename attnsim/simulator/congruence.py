@@ -1,6 +1,7 @@
 """Sound symbolic comparison of U against the reference by congruence.
 
-Each application of exp, erf, ReLU (``Max(0, .)``), each other ``Max`` (a row max: U's softmax
+Each application of exp, erf, tanh (one atom for a and -a: tanh is odd), ReLU (``Max(0, .)``), each
+other ``Max`` (a row max: U's softmax
 shift) and each square root of a non-constant expression is replaced, bottom-up, by a fresh
 symbol keyed by its argument in canonical rational form (``cancel``), so that equal arguments
 computed differently (U sums R^2 term by term, the reference squares R - mu) get one atom.  An
@@ -50,6 +51,8 @@ class Atoms:
                 out = self._exp(args[0])
             elif isinstance(x, sp.erf):
                 out = self.atom("erf", args[0])
+            elif isinstance(x, sp.tanh):
+                out = self._odd("tanh", args[0])
             elif isinstance(x, sp.Max) and len(args) == 2 and sp.S.Zero in args:
                 out = self.atom("relu", args[0] if args[1] == 0 else args[1])
             elif isinstance(x, sp.Max):
@@ -62,6 +65,14 @@ class Atoms:
             return out
 
         return walk(e)
+
+    def _odd(self, kind: str, arg: Any) -> Any:
+        """f(arg) for an odd f (tanh): one atom for arg and -arg, f(-a) = -f(a), so that a sign
+        SymPy pulled out of one side's argument (tanh(-y) -> -tanh(y)) meets the other's."""
+        a, neg = _canonical(arg), _canonical(-arg)
+        if sp.default_sort_key(neg) < sp.default_sort_key(a):
+            return -self.atom(kind, neg)
+        return self.atom(kind, a)
 
     def _exp(self, arg: Any) -> Any:
         """exp(arg) with the row-max atoms of arg split off as factors exp(M)^c (c rational)."""

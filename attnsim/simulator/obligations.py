@@ -282,6 +282,17 @@ def _whole_u_obligations() -> Iterable[Obligation]:
             f"U == {norm}-norm encoder layer with {act} FFN, all symbolic (congruence)",
             deep=True,
         )
+    yield Obligation(
+        f"{CID}/sympy/ffn-gelu_tanh-res-rational-n2-d2",
+        CID,
+        COR61,
+        "sympy",
+        whole_check(
+            (2, 2, 1, 2, 2), (2, 2, 1, 2, 2), {"residual": True, "activation": "gelu_tanh"}, symbolic_weights=False
+        ),
+        "U == encoder layer with torch's tanh-GELU FFN and residual: symbolic X, rational weights (congruence)",
+        deep=True,
+    )
 
 
 def _capacity32_obligations() -> Iterable[Obligation]:
@@ -289,7 +300,7 @@ def _capacity32_obligations() -> Iterable[Obligation]:
     cap32 = (32, 32, 4, 8, 64)
     for o in OPTION_COMBOS:
         for f in (64, None):
-            if f is None and o["activation"] == "gelu":
+            if f is None and o["activation"] != "relu":  # no FFN: the activation is unread
                 continue
             tag = option_tag(o) + ("" if f else "-noffn")
             yield Obligation(
@@ -441,7 +452,7 @@ def _shallow_numeric_obligations() -> Iterable[Obligation]:
     cap = SHALLOW_SMALL
     for o in OPTION_COMBOS:
         for f in (cap[4], None):
-            if f is None and o["activation"] == "gelu":
+            if f is None and o["activation"] != "relu":  # no FFN: the activation is unread
                 continue
             tag = option_tag(o) + ("" if f else "-noffn")
             yield Obligation(

@@ -22,7 +22,7 @@ from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Grid, value_of
 from attnsim.simulator.reference import TransformerLayer
 
-GATES = ("residual", "pre", "post", "gelu", "ffn", "scale", "eps")
+GATES = ("residual", "pre", "post", "gelu", "gelu_tanh", "ffn", "scale", "eps")
 HEADER = ("n", "d", "ptr")
 
 
@@ -109,6 +109,7 @@ def spec_operands(
         "pre": T.norm == "pre",
         "post": T.norm == "post",
         "gelu": T.activation == "gelu",
+        "gelu_tanh": T.activation == "gelu_tanh",
         "ffn": f is not None,
     }
     ops = {

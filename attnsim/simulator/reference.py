@@ -5,7 +5,7 @@ A plain NumPy / SymPy reference, row-vector convention ``y = x @ W``:
 * multi-head attention: for head h, Q_h = Z W_q[h] + b_q[h] (same for K, V),
   A_h = softmax(scale * Q_h K_h^T) row-wise, attn = concat_h(A_h V_h) W_o + b_o;
 * optional residual connections, optional FFN ``act(Z W1 + b1) W2 + b2`` (ReLU, GELU in erf form,
-  or ``"gelu_tanh"``: torch's ``GELU(approximate="tanh")``, which U's program does not carry);
+  or ``"gelu_tanh"``: torch's ``GELU(approximate="tanh")``, U's ``gelu_tanh`` gate);
 * LayerNorm placement ``"none"``, ``"post"`` (torch's default) or ``"pre"`` (``norm_first=True``),
   with torch's semantics (biased variance, ``eps`` inside the square root).
 
@@ -283,7 +283,8 @@ class TransformerLayer:
             a = _relu(u)
         elif self.activation == "gelu_tanh":  # torch's GELU(approximate="tanh"), same constants
             c = sp.sqrt(2 / sp.pi) if sym else math.sqrt(2.0 / math.pi)
-            a = u * (1 + _fn("tanh", c * (u + sp.Float(0.044715) * u**3 if sym else u + 0.044715 * u**3))) / 2
+            kappa = sp.Rational(44715, 10**6) if sym else 0.044715  # the decimal 0.044715, exact in SymPy
+            a = u * (1 + _fn("tanh", c * (u + kappa * u**3))) / 2
         else:
             a = u * (1 + _fn("erf", u / (sp.sqrt(2) if sym else math.sqrt(2.0)))) / 2
         return a @ self.w2 + self.b2

@@ -123,8 +123,14 @@ def compare_torch(
     masks = {"src_mask": as_t(src_mask), "is_causal": is_causal, "src_key_padding_mask": as_t(src_key_padding_mask)}
     is_mha = isinstance(module, torch.nn.MultiheadAttention)
 
+    attn = module if is_mha else (module.layers[0] if isinstance(module, torch.nn.TransformerEncoder) else module)
+    seq_first = not getattr(attn if is_mha else getattr(attn, "self_attn", attn), "batch_first", True)
+
     def run_torch() -> np.ndarray:
+        """torch's output, batch first; a module built with batch_first=False (torch's default)
+        reads and returns (n, B, d), so X goes in and the output comes out transposed."""
         xt = torch.from_numpy(x).to(dtype)
+        xt = xt.transpose(0, 1) if seq_first else xt
         if is_mha:
             pad = masks["src_key_padding_mask"]
             out = module(xt, xt, xt, attn_mask=masks["src_mask"], key_padding_mask=pad, need_weights=False)[0]
@@ -133,6 +139,7 @@ def compare_torch(
             out = module(xt, mask=masks["src_mask"], src_key_padding_mask=pad, is_causal=is_causal or None)
         else:
             out = module(xt, **masks)
+        out = out.transpose(0, 1) if seq_first else out
         return np.asarray(out.detach().to(torch.float64).numpy())
 
     def slow() -> np.ndarray:

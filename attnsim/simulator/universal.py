@@ -41,7 +41,7 @@ from attnsim.simulator.program.attention import LOGIT_BOUND
 from attnsim.simulator.record import GATES, HEADER, InputMap
 from attnsim.simulator.reference import TorchEncoder, TransformerLayer
 
-GATED_ACTIVATIONS = ("relu", "gelu")  # the activations U's MLP selects between by the record's gelu gate
+GATED_ACTIVATIONS = ("relu", "gelu", "gelu_tanh")  # U's MLP selects by the record's gelu and gelu_tanh gates
 SEQ = E.Var("seq_len")
 
 
@@ -155,7 +155,7 @@ class UniversalSimulator:
             raise SimulatorError(f"T must be a TransformerLayer, got {type(T).__name__}")
         if T.d_ff is not None and T.activation not in GATED_ACTIVATIONS:  # the record's gate would read ReLU
             raise SimulatorError(
-                f"activation {T.activation!r} (torch's GELU(approximate='tanh')) is not in U's program, "
+                f"activation {T.activation!r} is not in U's program, "
                 f"which carries {' and '.join(GATED_ACTIVATIONS)}; run the reference T instead"
             )
         checks = [

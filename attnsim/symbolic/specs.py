@@ -11,11 +11,11 @@ its own.
 A definition is a function ``entry(alg, ops, h, i, j, sz)``: ``ops[name][h, i, j]`` reads an
 operand (stack index first, 0 for a single matrix), ``sz[name]`` a size, and ``alg`` supplies
 the operations whose meaning differs between the symbolic and the concrete reading (a sum over
-``l < upper``, exp, max, min, erf, sqrt, and ``if_true`` for a 0/1 option operand: an ``Ite``
+``l < upper``, exp, max, min, erf, tanh, sqrt, and ``if_true`` for a 0/1 option operand: an ``Ite``
 symbolically, a Python branch concretely).
 
 :data:`ENCODER_LAYER` states one whole encoder layer T(X) (attention with masks, residual,
-LayerNorm none / pre / post, ReLU or GELU FFN) in torch's parameter layout.
+LayerNorm none / pre / post, ReLU, GELU or tanh-GELU FFN) in torch's parameter layout.
 """
 
 from __future__ import annotations
@@ -80,6 +80,15 @@ class SymbolicAlg:
 
     def erf(self, x: Any) -> Any:
         return sp.erf(x)
+
+    def tanh(self, x: Any) -> Any:
+        return sp.tanh(x)
+
+    def pi(self) -> Any:
+        return sp.pi
+
+    def rational(self, p: int, q: int) -> Any:
+        return sp.Rational(p, q)
 
     def rsqrt(self, x: Any) -> Any:
         """1 / sqrt(x), left unevaluated: evaluating the power of a large sum asks SymPy's assumptions
@@ -147,6 +156,16 @@ class ConcreteAlg:
 
     def erf(self, x: Any) -> Any:
         return sp.erf(x) if self.backend == "sympy" else math.erf(x)
+
+    def tanh(self, x: Any) -> Any:
+        return sp.tanh(x) if self.backend == "sympy" else math.tanh(x)
+
+    def pi(self) -> Any:
+        return sp.pi if self.backend == "sympy" else math.pi
+
+    def rational(self, p: int, q: int) -> Any:
+        """p / q: exact in SymPy, the nearest float64 otherwise."""
+        return sp.Rational(p, q) if self.backend == "sympy" else p / q
 
     def relu(self, x: Any) -> Any:
         return self.max(x, 0)
@@ -625,7 +644,10 @@ def _block_parts(s: _SpecTerms, attn: Callable[..., Any]) -> tuple[Callable[...,
     @cached
     def act(r: Any, g: Any) -> Any:
         u = alg.sum(lambda t: z2(r, t) * ops["linear1_weight"][0, g, t], d) + vec("linear1_bias", g)
-        return alg.if_true(opt("gelu"), lambda: u * (1 + alg.erf(u / alg.sqrt(2))) / 2, lambda: alg.relu(u))
+        erf_gelu = lambda: u * (1 + alg.erf(u / alg.sqrt(2))) / 2
+        # torch's GELU(approximate="tanh"): sqrt(2 / pi) and 0.044715 (a decimal, read exactly)
+        tanh_gelu = lambda: u * (1 + alg.tanh(alg.sqrt(2 / alg.pi()) * (u + alg.rational(44715, 10**6) * u**3))) / 2
+        return alg.if_true(opt("gelu"), erf_gelu, lambda: alg.if_true(opt("gelu_tanh"), tanh_gelu, lambda: alg.relu(u)))
 
     act = pick("act", act)
 
@@ -684,6 +706,7 @@ ENCODER_LAYER = Spec(
         "pre",
         "post",
         "gelu",
+        "gelu_tanh",
         "ffn",
         "scale",
         "eps",
@@ -697,7 +720,7 @@ ENCODER_LAYER = Spec(
     "coordinate c < k), in_proj_bias (3 hh k), out_proj_weight (d x hh k: torch has hh k = d, not assumed "
     "here), out_proj_bias, linear1_weight (f x d), linear1_bias, linear2_weight (d x f), linear2_bias, "
     "norm1/2_weight/bias (d), X (n x d), additive (n x n, finite), blocked (n x n, 0/1); 0/1 options "
-    "residual, pre (norm_first), post (at most one of pre and post), gelu (else ReLU), ffn; scalars "
+    "residual, pre (norm_first), post (at most one of pre and post), gelu, gelu_tanh (else ReLU), ffn; scalars "
     "scale, eps; vectors are 1 x len, scalars 1 x 1.  "
     "z1 = pre ? LN1(X) : X;  q/k/v_h[r, c] = sum_{t<d} z1[r, t] in_proj_weight[part*hh*k + h k + c, t] "
     "+ in_proj_bias[...];  s_h[i, l] = scale sum_{c<k} q_h[i, c] k_h[l, c] + additive[i, l];  "
@@ -706,7 +729,8 @@ ENCODER_LAYER = Spec(
     "attn[i, e] = sum_{h<hh} sum_{c<k} out_proj_weight[e, h k + c] sum_{j<n} A_h[i, j] v_h[j, c] "
     "+ out_proj_bias[e];  y1 = post ? LN1(X' + attn) : X' + attn, X' = residual ? X : 0;  "
     "z2 = pre ? LN2(y1) : y1;  a[i, g] = act(sum_{t<d} z2[i, t] linear1_weight[g, t] + linear1_bias[g]), "
-    "act = gelu ? u (1 + erf(u / sqrt 2)) / 2 : max(u, 0);  y2 = sum_{g<f} a[i, g] linear2_weight[e, g] "
+    "act = gelu ? u (1 + erf(u / sqrt 2)) / 2 : gelu_tanh ? u (1 + tanh(sqrt(2 / pi) (u + 0.044715 u^3))) / 2 "
+    ": max(u, 0);  y2 = sum_{g<f} a[i, g] linear2_weight[e, g] "
     "+ linear2_bias[e] + (residual ? y1 : 0);  out = ffn ? (post ? LN2(y2) : y2) : y1;  "
     "LN(v)[r, e] = (v[r, e] - mu_r) / sqrt(var_r + eps) w[e] + b[e], mu_r = sum_{u<d} v[r, u] / d, "
     "var_r = sum_{u<d} (v[r, u] - mu_r)^2 / d (biased)",

@@ -36,6 +36,7 @@ obligations                 budget   measured (2-core machine, one worker, 2026-
 non-deep ``sympy``          30 s     whole-U SymPy, ReLU FFN (rational weights): 4.2 s idle, > 10 s loaded
 every other non-deep one    10 s     718 in 34.4 s with 2 workers; none above 5 s
 deep ``sympy``              120 s    whole-U SymPy: 0.4-1.0 s, FFN post/ReLU 13.3 s, pre/GELU 15.6 s;
+                                     tanh-GELU (rational weights) 80 s on a loaded 2-core machine;
                                      det/inverse n=5 <= 1.9 s
 deep ``z3-bounded``         30 s     U's stage selectors for capacities <= 3: 1.2-2.4 s each
 deep ``exact``/``numeric``  30 s     det/inverse at n = 16: <= 4.4 s; compile exhaustive <= 0.6 s

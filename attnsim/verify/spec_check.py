@@ -191,15 +191,16 @@ def _parity_operands(sz: Mapping[str, int], rng: np.random.Generator, trial: int
     return {"x": rng.integers(0, 2, size=(1, sz["length"])).astype(np.float64)}
 
 
-#: every combination of ENCODER_LAYER's options: residual, norm (none, pre, post), gelu, ffn
-_ENCODER_OPTIONS = list(itertools.product((1, 0), ((0, 0), (1, 0), (0, 1)), (0, 1), (1, 0)))
+#: every combination of ENCODER_LAYER's options: residual, norm (none, pre, post), activation
+#: (relu, gelu, gelu_tanh), ffn
+_ENCODER_OPTIONS = list(itertools.product((1, 0), ((0, 0), (1, 0), (0, 1)), ((0, 0), (1, 0), (0, 1)), (1, 0)))
 
 
 def _encoder_operands(sz: Mapping[str, int], rng: np.random.Generator, trial: int) -> dict[str, np.ndarray]:
     """T's parameters in torch's layout, every option combination in turn, masks with every row's
     own key left unblocked (the spec's premise: a row has an unblocked key)."""
     n, d, hh, k, f = (sz[s] for s in ("n", "d", "hh", "k", "f"))
-    residual, (pre, post), gelu, ffn = _ENCODER_OPTIONS[trial % len(_ENCODER_OPTIONS)]
+    residual, (pre, post), (gelu, gelu_tanh), ffn = _ENCODER_OPTIONS[trial % len(_ENCODER_OPTIONS)]
 
     def w(*shape: int) -> np.ndarray:
         return np.asarray(rng.normal(0.0, 0.5, size=shape))
@@ -227,6 +228,7 @@ def _encoder_operands(sz: Mapping[str, int], rng: np.random.Generator, trial: in
         "pre": one(pre),
         "post": one(post),
         "gelu": one(gelu),
+        "gelu_tanh": one(gelu_tanh),
         "ffn": one(ffn),
         "scale": one(1 / np.sqrt(k)),
         "eps": one(1e-5),

@@ -161,7 +161,7 @@ def _layer_norm(v: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.n
 def encoder_layer(ops: Operands, sz: Sizes) -> np.ndarray:
     """torch.nn.TransformerEncoderLayer (eval) from its state dict's tensors, whole matrices at once:
     multi-head attention with an additive and a blocking mask, residuals, LayerNorm none / pre /
-    post, a ReLU or GELU feed-forward block (or none)."""
+    post, a ReLU, GELU or tanh-GELU feed-forward block (or none)."""
     g = lambda name: np.asarray(ops[name], dtype=np.float64)
     vec = lambda name: g(name).reshape(-1)
     flag = lambda name: _scalar(ops[name]) == 1
@@ -186,7 +186,12 @@ def encoder_layer(ops: Operands, sz: Sizes) -> np.ndarray:
         return y1[None]
     u = (ln2(y1) if flag("pre") else y1) @ g("linear1_weight").T + vec("linear1_bias")
     erf = np.vectorize(math.erf, otypes=[np.float64])
-    act = u * (1 + erf(u / math.sqrt(2))) / 2 if flag("gelu") else np.maximum(u, 0.0)
+    if flag("gelu"):
+        act = u * (1 + erf(u / math.sqrt(2))) / 2
+    elif flag("gelu_tanh"):  # torch's GELU(approximate="tanh")
+        act = 0.5 * u * (1 + np.tanh(math.sqrt(2 / math.pi) * (u + 0.044715 * u**3)))
+    else:
+        act = np.maximum(u, 0.0)
     y2 = act @ g("linear2_weight").T + vec("linear2_bias") + (y1 if flag("residual") else 0.0)
     return (ln2(y2) if flag("post") else y2)[None]
 

@@ -61,8 +61,17 @@ def test_simulate_a_saved_torch_layer(tmp_path: Path, capsys: pytest.CaptureFixt
     assert data["u_vs_torch_slow"] <= 1e-13  # measured 4.4e-16
     tanh = torch.nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, activation=torch.nn.GELU(approximate="tanh"))
     torch.save(tanh, tmp_path / "tanh.pt")
-    assert main(["simulate", "--torch", str(tmp_path / "tanh.pt"), "--json"]) == 1  # U refuses, in the record
-    assert json.loads(capsys.readouterr().out)["u"].startswith("activation 'gelu_tanh'")
+    assert main(["simulate", "--torch", str(tmp_path / "tanh.pt"), "--json"]) == 0  # U's gelu_tanh gate
+    # float32 weights, batch_first=False (torch's defaults): torch's float32 rounding, measured 1.9e-7
+    assert json.loads(capsys.readouterr().out)["u_vs_torch_slow"] <= 2e-5
+    silu = torch.nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, activation=torch.nn.SiLU())
+    torch.save(silu, tmp_path / "silu.pt")
+    assert main(["simulate", "--torch", str(tmp_path / "silu.pt"), "--json"]) == 2  # not read: one line
+    err = capsys.readouterr().err
+    assert err == (
+        "attnsim simulate: error: from_torch: activation SiLU() is unsupported; T has relu, gelu and "
+        "GELU(approximate='tanh')\n"
+    ), err
     assert main(["simulate", "--torch", str(tmp_path / "missing.pt")]) == 2
     assert "cannot load" in capsys.readouterr().err
 
@@ -73,6 +82,8 @@ def test_simulate_options_and_their_errors(capsys: pytest.CaptureFixture[str]) -
     assert main([*args, "--variant", "shallow"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["variant"] == "shallow" and data["layers"] == 6 and data["max_abs_error"] <= 1e-14
+    assert main([*args, "--d-ff", "4", "--activation", "gelu_tanh"]) == 0  # torch's tanh-GELU, U's gelu_tanh gate
+    assert json.loads(capsys.readouterr().out)["max_abs_error"] <= 1e-14
     with pytest.raises(SystemExit) as exc:
         main(["simulate", "--max-len", "3"])
     assert exc.value.code == 2

@@ -29,7 +29,8 @@ def _by_arrays(
         return np.zeros((0,) * (2 if what in ("w1", "w2") else 1)) if v is None else v
 
     def gates(T: TransformerLayer) -> Any:
-        flags = [T.residual, T.norm == "pre", T.norm == "post", T.activation == "gelu", T.w1 is not None]
+        acts = [T.activation == "gelu", T.activation == "gelu_tanh"]
+        flags = [T.residual, T.norm == "pre", T.norm == "post", *acts, T.w1 is not None]
         return np.array([int(f) for f in flags] + [T.scale, T.eps], dtype=object)
 
     getters = {
@@ -78,7 +79,8 @@ def _layer(rng: np.random.Generator, d: int, h: int, k: int, f: int | None, **kw
 
 
 @pytest.mark.parametrize(
-    "residual, norm, act", list(itertools.product([False, True], ["none", "pre", "post"], ["relu", "gelu"]))
+    "residual, norm, act",
+    list(itertools.product([False, True], ["none", "pre", "post"], ["relu", "gelu", "gelu_tanh"])),
 )
 def test_sources_encode_bit_for_bit(residual: bool, norm: str, act: str) -> None:
     rng = np.random.default_rng(7)

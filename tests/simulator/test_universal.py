@@ -21,6 +21,20 @@ CAP = (5, 4, 2, 3, 6)
 U = UniversalSimulator(*CAP)
 
 
+def _attention_then_relu_ffn(T: TransformerLayer, X: np.ndarray) -> np.ndarray:
+    """The layer written out here (no residual, no LayerNorm: TransformerLayer.random's defaults),
+    independently of the reference: softmax(scale Q_h K_h^T) V_h per head, concatenated, W_o, b_o;
+    then max(0, Y W1 + b1) W2 + b2."""
+    heads = []
+    for h in range(T.n_heads):
+        q, k, v = (X @ w[h] + b[h] for w, b in ((T.w_q, T.b_q), (T.w_k, T.b_k), (T.w_v, T.b_v)))
+        s = T.scale * q @ k.T
+        a = np.exp(s - s.max(axis=1, keepdims=True))
+        heads.append(a / a.sum(axis=1, keepdims=True) @ v)
+    y = np.concatenate(heads, axis=1) @ T.w_o + T.b_o
+    return np.maximum(y @ T.w1 + T.b1, 0.0) @ T.w2 + T.b2
+
+
 def test_public_api() -> None:
     T = TransformerLayer.random(d_model=4, n_heads=2, d_head=2, d_ff=8, seed=0)
     X = np.random.default_rng(0).normal(size=(3, 4))
@@ -28,9 +42,11 @@ def test_public_api() -> None:
     seq = u.encode(T, X)
     assert seq.ndim == 1 and len(seq) == u.positions() == u.layout.total
     out = np.asarray(__import__("attnsim").evaluate(u.program, seq))
-    # measured 2.2e-16 (both)
-    assert np.max(np.abs(u.decode(out, 3) - T(X))) <= 1e-14
-    assert np.max(np.abs(u.run(T, X) - T(X))) <= 1e-14
+    want = _attention_then_relu_ffn(T, X)
+    # measured 3.6e-16, 3.1e-16, 3.1e-16
+    assert np.max(np.abs(T(X) - want)) <= 1e-14
+    assert np.max(np.abs(u.decode(out, 3) - want)) <= 1e-14
+    assert np.max(np.abs(u.run(T, X) - want)) <= 1e-14
     tr = u.trace(T, X)
     assert "attn.exp" in tr and "out.R2" in tr and "U" in tr
     c = u.cost()
@@ -173,6 +189,18 @@ def test_sympy_backend_attention() -> None:
         UniversalSimulator(2, 2, 1, 1).run(T, X)
 
 
+def test_sympy_backend_tanh_gelu_equals_the_references_exact_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Corollary 6.1 with torch's tanh-GELU, exactly: U's SymPy run on symbolic X and rational
+    weights equals the reference's exact form (0.044715 read as 44715/10^6, sqrt(2/pi) a symbol
+    of SymPy's), by congruence; a U whose gelu_tanh branch computes erf-GELU does not."""
+    check = checks.whole_check((1, 2, 1, 1, 1), (1, 2, 1, 1, 1), {"norm": "post", "activation": "gelu_tanh"}, False)
+    assert check(120).ok is True
+    real = C.apply
+    monkeypatch.setattr(C, "apply", lambda name, *a, **kw: real("gelu" if name == "gelu_tanh" else name, *a, **kw))
+    out = check(120)
+    assert out.ok is False and out.detail.startswith("entry (0, 0): U - T(X) = "), out.detail
+
+
 # The masks of U, written out here (not read from U): 1 exactly at the entries that belong to
 # the true sizes of T.  The attention products are (h, i, j, e) with j the key token; the output
 # is (i, e) with i the token and e the feature.
@@ -293,13 +321,13 @@ def test_overflow_is_a_one_line_error_never_a_nan() -> None:
 
 def test_cost_reports_each_mlp_depth_and_generalized_primitives() -> None:
     """Theorem 6's U, its cost per MLP: depth in primitives and the generalized primitives each
-    MLP carries (the softmax's exp in one MLP, GELU in one, 1/x and sqrt where LayerNorm's
+    MLP carries (the softmax's exp in one MLP, GELU and tanh-GELU in one, 1/x and sqrt where LayerNorm's
     statistics are); the existing keys stay."""
     c = U.cost()
     L = c["layers"]
     assert len(c["mlp_depth"]) == len(c["mlp_generalized"]) == L + 1 and len(c["heads"]) == L
     carrying = lambda name: [i for i, m in enumerate(c["mlp_generalized"]) if name in m]
-    assert len(carrying("exp")) == 1 and len(carrying("gelu")) == 1
+    assert len(carrying("exp")) == 1 and len(carrying("gelu")) == 1 and carrying("gelu_tanh") == carrying("gelu")
     assert carrying("sqrt") == carrying("reciprocal") and len(carrying("sqrt")) == 3  # LN of X, R1 and R2
     assert carrying("exp")[0] < carrying("gelu")[0]
     assert sorted({p for m in c["mlp_generalized"] for p in m}) == c["generalized_primitives"]

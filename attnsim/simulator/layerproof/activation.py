@@ -4,7 +4,9 @@
   (:meth:`attnsim.symbolic.specs.SymbolicAlg.relu`), the same real for every real x.  The executor
   gives it that form (SymPy's Max on a large argument asks its assumptions, which may wrongly call
   it non-real);
-* **flags out of an activation**: a(g x) = g a(x) for a 0/1 flag g and a in {ReLU, GELU} (a(0) = 0):
+* **GELU forms**: erf-GELU y (1 + erf(y / sqrt 2)) / 2 and torch's tanh-GELU
+  y (1 + tanh(sqrt(2 / pi) (y + 0.044715 y^3))) / 2, as U's primitives and the spec write them;
+* **flags out of an activation**: a(g x) = g a(x) for a 0/1 flag g and a in {ReLU, GELU, tanh-GELU} (a(0) = 0):
   the guard flags every term of the argument carries (a padded row or feature) become factors of
   the value, where the normal form and the flag rules see them.
 """
@@ -18,7 +20,7 @@ import sympy as sp
 from attnsim.simulator.layerproof.flags import flag_condition
 from attnsim.symbolic.if_then_else import Ite
 
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 
 
 def common_flags(x: Any) -> tuple[Any, Any]:
@@ -34,12 +36,15 @@ def common_flags(x: Any) -> tuple[Any, Any]:
 
 
 def activation(name: str, x: Any) -> Any:
-    """relu(x) as (y + |y|) / 2, gelu(x) as y (1 + erf(y / sqrt 2)) / 2, times x's common flags g (x = g y)."""
+    """relu(x) as (y + |y|) / 2, gelu(x) as y (1 + erf(y / sqrt 2)) / 2, gelu_tanh(x) as
+    y (1 + tanh(sqrt(2 / pi) (y + 0.044715 y^3))) / 2, times x's common flags g (x = g y)."""
     g, y = common_flags(x)
     if name == "relu":
         return g * (y + sp.Abs(y)) / 2
     if name == "gelu":
         return g * y * (1 + sp.erf(y / sp.sqrt(2))) / 2
+    if name == "gelu_tanh":
+        return g * y * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (y + sp.Rational(44715, 10**6) * y**3))) / 2
     raise ValueError(f"{name} is not an activation ({', '.join(ACTIVATIONS)})")
 
 

@@ -125,14 +125,14 @@ class Positivity(FrameExecutor):
 
     def finite(self, e: Any) -> bool:
         """A sound, syntactic test that ``e`` is a finite real wherever its symbols are in the
-        domain: operands, sizes, opaque functions (reals), exp, erf, |x|, sums, products, finite
+        domain: operands, sizes, opaque functions (reals), exp, erf, tanh, |x|, sums, products, finite
         sums and Ite of finite values, integer powers >= 0, and other powers of a base shown > 0
         (:meth:`positive`).  Anything else (MaxOver, -oo, ...) is not shown finite."""
         if isinstance(e, (sp.Indexed, sp.Symbol)) or (e.is_number and e.is_finite):
             return True
         if isinstance(e, sp.core.function.AppliedUndef):
             return all(self.finite(a) for a in e.args)
-        if isinstance(e, (sp.Add, sp.Mul, sp.exp, sp.erf, sp.Abs)):
+        if isinstance(e, (sp.Add, sp.Mul, sp.exp, sp.erf, sp.tanh, sp.Abs)):
             return all(self.finite(a) for a in e.args)
         if isinstance(e, sp.Pow):
             if e.exp.is_Integer and e.exp >= 0:

@@ -2,7 +2,7 @@
 0/1 option cases and the specification's own intermediate quantities.
 
 The simulated layer has true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (symbols ``n, d, hh, k,
-f``: :data:`SIZE`).  The 0/1 options (residual, pre, post, gelu, ffn) are split into cases
+f``: :data:`SIZE`).  The 0/1 options (residual, pre, post, gelu, gelu_tanh, ffn) are split into cases
 (:func:`option_cases`): each case substitutes its 0/1 values into the gate tokens and into the
 specification (:func:`fix`), so a ``where`` on a gate is evaluated on the branch taken only.  scale
 and eps stay symbols; eps > 0 is a premise of the domain (``TransformerLayer`` enforces it).
@@ -19,17 +19,17 @@ import sympy as sp
 from attnsim.simulator.record import TRUE
 from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts
 
-OPTIONS = ("residual", "pre", "post", "gelu", "ffn")
+OPTIONS = ("residual", "pre", "post", "gelu", "gelu_tanh", "ffn")
 SIZE = {t: sp.Symbol(t, integer=True) for t in TRUE}
 EPS = sp.IndexedBase("eps")[0, 0, 0]
 
 
 def option_cases() -> list[dict[str, int]]:
-    """The admissible 0/1 options: pre and post not both."""
+    """The admissible 0/1 options: pre and post not both, gelu and gelu_tanh not both (T has one activation)."""
     out = []
     for vals in itertools.product((0, 1), repeat=len(OPTIONS)):
         o = dict(zip(OPTIONS, vals, strict=True))
-        if not (o["pre"] and o["post"]):
+        if not (o["pre"] and o["post"]) and not (o["gelu"] and o["gelu_tanh"]):
             out.append(o)
     return out
 

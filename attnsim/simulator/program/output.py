@@ -154,8 +154,9 @@ class OutputStages(ProgramBlocks):
         return self._activation(pre).named(f"{name}.act")
 
     def _activation(self, pre: C.SOp) -> C.SOp:
-        """The MLP's activation of FFN 1's pre-activation, selected by the record's gelu gate."""
-        return where(self._g["gelu"], C.apply("gelu", pre), C.apply("relu", pre))
+        """The MLP's activation of FFN 1's pre-activation, selected by the record's gelu and gelu_tanh gates."""
+        tanh_or_relu = where(self._g["gelu_tanh"], C.apply("gelu_tanh", pre), C.apply("relu", pre))
+        return where(self._g["gelu"], C.apply("gelu", pre), tanh_or_relu)
 
     def _y1_of(self, onto: Grid, r: C.SOp | None, mu: C.SOp, rstd: C.SOp, name: str) -> C.SOp:
         """Y1 = LayerNorm 1 (R) (post-norm) or R at the grid's positions."""

@@ -56,6 +56,7 @@ def operands_of(T: TransformerLayer, x: np.ndarray, mask: AttentionMask | None =
             pre=T.norm == "pre",
             post=T.norm == "post",
             gelu=T.activation == "gelu",
+            gelu_tanh=T.activation == "gelu_tanh",
             ffn=f is not None,
             scale=T.scale,
             eps=T.eps,
@@ -76,7 +77,8 @@ def _masks(n: int, rng: np.random.Generator) -> AttentionMask:
     return attention_mask(n, src_mask=m, is_causal=bool(rng.integers(2)), src_key_padding_mask=pad)
 
 
-COMBOS = list(itertools.product([False, True], ["none", "pre", "post"], ["relu", "gelu"], [None, 2], [True, False]))
+ACTS = ["relu", "gelu", "gelu_tanh"]
+COMBOS = list(itertools.product([False, True], ["none", "pre", "post"], ACTS, [None, 2], [True, False]))
 
 
 @pytest.mark.parametrize(("residual", "norm", "act", "d_ff", "biases"), COMBOS)
@@ -94,7 +96,7 @@ def test_spec_equals_reference_for_every_option(
         for mask in (None, _masks(3, rng)):
             want = T(x) if mask is None else _reference(T, x, mask)
             got = evaluate(ENCODER_LAYER, *operands_of(T, x, mask))
-            # measured <= 1.8e-15 over all 48 combinations
+            # measured <= 2.7e-15 over all 72 combinations
             assert np.max(np.abs(got - want)) <= 1e-13, (d, hh, k, mask is not None)
 
 
@@ -138,6 +140,7 @@ def _torch_operands(sd: dict, meta: dict, x: np.ndarray, mask: AttentionMask | N
         pre=norm_first,
         post=encoder and not norm_first,
         gelu=encoder and meta["activation"] == "gelu",
+        gelu_tanh=False,  # no fixture has torch's tanh-GELU (test_spec_states_torchs_tanh_gelu)
         ffn=encoder,
         scale=1 / math.sqrt(d // hh),
         eps=float(meta.get("eps", 1e-5)),
@@ -195,6 +198,29 @@ def test_a_wrong_spec_fails(old: str, new: str) -> None:
     assert np.max(np.abs(evaluate(mutant, ops, sizes) - _reference(T, x, mask))) > 1e-6
 
 
+def test_spec_states_torchs_tanh_gelu() -> None:
+    """gelu_tanh = 1: the spec evaluates to torch's own TransformerEncoderLayer with
+    GELU(approximate="tanh") (not through the reference T), and not to its erf-GELU."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    act = torch.nn.GELU(approximate="tanh")
+    layer = torch.nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, activation=act, dtype=torch.float64).eval()
+    x = np.random.default_rng(1).normal(size=(3, 4))
+    with torch.no_grad():
+        torch.backends.mha.set_fastpath_enabled(False)  # the slow path: the fast path computes erf-GELU
+        try:
+            want = layer(torch.from_numpy(x)).numpy()
+        finally:
+            torch.backends.mha.set_fastpath_enabled(True)
+    sd = {k: v.numpy() for k, v in layer.state_dict().items()}
+    meta = {"kind": "layer", "n_heads": 2, "norm_first": False, "activation": "gelu", "eps": 1e-5}
+    ops, sizes = _torch_operands(sd, meta, x, None)
+    ops |= {"gelu": one(0), "gelu_tanh": one(1)}
+    assert np.max(np.abs(evaluate(ENCODER_LAYER, ops, sizes) - want)) <= 1e-13  # measured 2.2e-16
+    ops |= {"gelu": one(1), "gelu_tanh": one(0)}
+    assert np.max(np.abs(evaluate(ENCODER_LAYER, ops, sizes) - want)) > 1e-6  # erf-GELU: measured 6.7e-5 off
+
+
 def test_option_operands_must_be_0_or_1() -> None:
     T = TransformerLayer.random(2, 1, 2, seed=0)
     ops, sizes = operands_of(T, np.zeros((2, 2)))
@@ -213,5 +239,5 @@ def test_symbolic_at_symbolic_sizes() -> None:
     key_sums = [s for s in nodes if isinstance(s, sp.Sum) and s.limits[0][1:] == (0, n - 1)]
     assert key_sums and any(isinstance(a, sp.exp) for s in key_sums for a in sp.preorder_traversal(s.function))
     kinds = {type(a).__name__ for a in nodes}
-    assert {"Ite", "erf", "Abs"} <= kinds and "Piecewise" not in kinds
+    assert {"Ite", "erf", "tanh", "Abs"} <= kinds and "Piecewise" not in kinds
     assert {sp.IndexedBase(nm) for nm in ("X", "in_proj_weight", "blocked", "additive")} <= expr.atoms(sp.IndexedBase)

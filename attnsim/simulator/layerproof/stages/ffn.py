@@ -7,7 +7,7 @@ at ffn2.products, ``gram.u.act`` and ``gram.u2.act`` at ln2.gram_terms, g its f 
 spec's own y1 and act (LayerNorm 2 folded in when pre-norm).
 
 How it is proven (:func:`prove`): U's node is executed at a symbolic entry in every option case
-that changes it (:data:`CASES`: residual and post for Y1; residual, pre/post and gelu for act; the
+that changes it (:data:`CASES`: residual and post for Y1; residual, pre/post and gelu/gelu_tanh for act; the
 other options stay symbols), the head outputs read as the attention stage's cut O(h, i, e) with
 its guard flags [h < hh] [e < d].  R = sum_{h<H} (O_h + [h = 0] c) is split into its terms, the
 residual terms' Kronecker delta [h = 0] summed out and the head terms truncated to h < hh
@@ -55,10 +55,10 @@ HEAD = sp.Function("O")  # the attention stage's opaque name for a head output O
 CASES = {
     "Y1": [{"residual": r, "post": p} for r in (0, 1) for p in (0, 1)],
     "act": [
-        {"residual": r, "pre": pre, "post": post, "gelu": g}
+        {"residual": r, "pre": pre, "post": post, "gelu": g, "gelu_tanh": gt}
         for r in (0, 1)
         for pre, post in ((0, 0), (1, 0), (0, 1))
-        for g in (0, 1)
+        for g, gt in ((0, 0), (1, 0), (0, 1))
     ],
 }
 
@@ -114,6 +114,8 @@ def prove(
     both: tuple[Premise, ...] = ()
     if {"pre", "post"} <= set(split):
         both = (Premise("pre and post are not both 1 (TransformerLayer enforces it)"),)
+    if {"gelu", "gelu_tanh"} <= set(split):
+        both += (Premise("gelu and gelu_tanh are not both 1 (T has one activation)"),)
     told = "".join(f"; premise: {p.text}" for p in both)
     return out.joined(pad).joined(
         Outcome(True, stated=both),

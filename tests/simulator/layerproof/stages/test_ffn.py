@@ -44,20 +44,46 @@ def test_y1_equals_the_spec_for_every_size(label: str) -> None:
 
 
 def test_an_activation_equals_the_spec_for_every_size() -> None:
-    """ffn2.u.act in all 12 option cases (45-70 s).  To keep the file within the CI budget the other
-    activation goals (gram.u.act and gram.u2.act, U's same activation program at ln2.gram_terms,
-    25-40 s each) are left to ffn.prove run on every goal (the deep verify)."""
+    """ffn2.u.act in all 18 option cases (activation relu, gelu or gelu_tanh; 45-70 s idle for the
+    12 cases without gelu_tanh, about half as much again with it).  To keep the file within the CI
+    budget the other activation goals (gram.u.act and gram.u2.act, U's same activation program at
+    ln2.gram_terms, 25-40 s each) are left to ffn.prove run on every goal (the deep verify)."""
     out = _prove(UniversalSimulator.over_symbolic_capacity(), "ffn2.u.act")
     assert out.ok is True, out.detail
     assert "U's ffn2.u.act == its statement" in out.detail and "mean of squares" in out.detail, out.detail
-    assert out.detail.count("gelu = ") == 24, out.detail  # the true rows, then the padding rows
+    assert out.detail.count("gelu = ") == 36, out.detail  # the true rows, then the padding rows
+    assert "premise: gelu and gelu_tanh are not both 1" in out.detail, out.detail
     assert "U's ffn2.u.act == act~(i, f), the value of ffn2.u.act there (the arguments' only) [f < f]" in out.detail
     for case in (
-        "residual = 0, pre = 0, post = 0, gelu = 0",
-        "pre = 1, post = 0, gelu = 1",
-        "pre = 0, post = 1, gelu = 1",
+        "residual = 0, pre = 0, post = 0, gelu = 0, gelu_tanh = 0",
+        "pre = 1, post = 0, gelu = 1, gelu_tanh = 0",
+        "pre = 0, post = 1, gelu = 1, gelu_tanh = 0",
+        "pre = 1, post = 0, gelu = 0, gelu_tanh = 1",
     ):
         assert case in out.detail, out.detail
+
+
+TANH_CASES = [{"residual": 1, "pre": p, "post": 1 - p, "gelu": 0, "gelu_tanh": 1} for p in (0, 1)]
+
+
+def test_the_tanh_gelu_activation_equals_the_spec_for_every_size() -> None:
+    """ffn2.u.act with gelu_tanh = 1 (post- and pre-norm): U's tanh-GELU branch is the spec's
+    u (1 + tanh(sqrt(2 / pi) (u + 0.044715 u^3))) / 2, for every capacity and size."""
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), "ffn2.u.act", TANH_CASES)
+    assert out.ok is True, out.detail
+    assert "gelu = 0, gelu_tanh = 1" in out.detail and "U's ffn2.u.act == its statement" in out.detail, out.detail
+
+
+def test_a_tanh_gelu_branch_computing_erf_gelu_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """U whose gelu_tanh gate selects erf-GELU (the defect of issue 30, inside U) is refuted in the
+    gelu_tanh case, with a counterexample naming the stage and the node."""
+    real = C.apply
+    monkeypatch.setattr(C, "apply", lambda name, *a, **kw: real("gelu" if name == "gelu_tanh" else name, *a, **kw))
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), "ffn2.u.act", TANH_CASES[:1])
+    assert out.ok is False, out.detail
+    assert out.detail.startswith(
+        "ffn (residual = 1, pre = 0, post = 1, gelu = 0, gelu_tanh = 1): ffn2.u.act at ffn2.products: counterexample"
+    ), out.detail
 
 
 # -- wrong U's fail with a counterexample naming the stage and the node ------------------------------
@@ -115,11 +141,13 @@ def test_ffn_1_reading_layer_norm_1s_gain_when_pre_norm_fails(monkeypatch: pytes
 
     monkeypatch.setattr(UniversalProgram, "_gather", gather)
     out = _prove(
-        UniversalSimulator.over_symbolic_capacity(), "ffn2.u.act", [{"residual": 1, "pre": 1, "post": 0, "gelu": 1}]
+        UniversalSimulator.over_symbolic_capacity(),
+        "ffn2.u.act",
+        [{"residual": 1, "pre": 1, "post": 0, "gelu": 1, "gelu_tanh": 0}],
     )  # GELU: no 0 clamp
     assert out.ok is False, out.detail
     assert out.detail.startswith(
-        "ffn (residual = 1, pre = 1, post = 0, gelu = 1): ffn2.u.act at ffn2.products: counterexample"
+        "ffn (residual = 1, pre = 1, post = 0, gelu = 1, gelu_tanh = 0): ffn2.u.act at ffn2.products: counterexample"
     ), out.detail
 
 
@@ -250,5 +278,7 @@ def test_an_activation_moves_out_only_flags_every_term_carries() -> None:
     assert activation("relu", g * x + g * y) == g * (x + y + sp.Abs(x + y)) / 2
     assert activation("relu", g * x + y) == (g * x + y + sp.Abs(g * x + y)) / 2  # y unguarded: g stays inside
     assert activation("gelu", g * k * x) == g * k * x * (1 + sp.erf(x / sp.sqrt(2))) / 2
-    with pytest.raises(ValueError, match=r"^exp is not an activation \(relu, gelu\)$"):
+    tanh = g * x * (1 + sp.tanh(sp.sqrt(2) / sp.sqrt(sp.pi) * (x + sp.Rational(44715, 10**6) * x**3))) / 2
+    assert activation("gelu_tanh", g * x) == tanh
+    with pytest.raises(ValueError, match=r"^exp is not an activation \(relu, gelu, gelu_tanh\)$"):
         activation("exp", x)
