@@ -126,6 +126,32 @@ def _commit() -> str:
     return head + (" + uncommitted changes to attnsim/" if dirty else "")
 
 
+# Check kinds named by an id segment (the checks of the trusted base, issue 26; the past-32 numerics, issue 27).
+KINDS = ("one-build", "spec-independent", "input-domain", "cap64", "cap128")
+
+
+def where_the_time_goes(rows: list[dict[str, object]]) -> list[str]:
+    """Seconds of check time (summed over obligations: with -j 2 about twice the wall time) per
+    method, and per check kind of :data:`KINDS` (an id containing the kind's name)."""
+    per_method: dict[str, float] = {}
+    per_kind: dict[str, float] = dict.fromkeys(KINDS, 0.0)
+    count: Counter[str] = Counter()
+    for r in rows:
+        sec = float(str(r["seconds"]))
+        per_method[str(r["method"])] = per_method.get(str(r["method"]), 0.0) + sec
+        for kind in KINDS:
+            if kind in str(r["id"]):
+                per_kind[kind] += sec
+                count[kind] += 1
+    total = sum(per_method.values())
+    L = ["", f"Where the time goes: {total:.1f} s of check time in all (summed over obligations).", ""]
+    L += ["| method | seconds |", "|---|---|"]
+    L += [f"| {m} | {sec:.1f} |" for m, sec in sorted(per_method.items(), key=lambda kv: -kv[1])]
+    L += ["", "| check kind (id contains) | obligations | seconds |", "|---|---|---|"]
+    L += [f"| {k} | {count[k]} | {per_kind[k]:.1f} |" for k in KINDS]
+    return L
+
+
 def render(run: VerifyRun, costs: list[CostRow], compiled: CompiledRow, only: str | None, commit: str) -> str:
     """The page, as markdown; figures are plain text so that other pages can quote them verbatim.
     ``commit`` is the checkout the measurements ran on, read before they started."""
@@ -165,6 +191,7 @@ def render(run: VerifyRun, costs: list[CostRow], compiled: CompiledRow, only: st
         for r in bad:
             detail = " ".join(str(r["detail"]).split())[:160].replace("|", "\\|")
             L.append(f"| `{r['id']}` | {r['method']} | {r['status']} | {float(str(r['seconds'])):.1f} | {detail} |")
+    L += where_the_time_goes(run.rows)
     slow = sorted(run.rows, key=lambda r: -float(str(r["seconds"])))[:5]
     L += ["", "The slowest obligations:", "", "| obligation | method | status | seconds |", "|---|---|---|---|"]
     L += [f"| `{r['id']}` | {r['method']} | {r['status']} | {float(str(r['seconds'])):.1f} |" for r in slow]
