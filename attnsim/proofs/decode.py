@@ -944,6 +944,33 @@ def _violates(goal: E.Expr, assumptions: Sequence[E.Expr], vals: Mapping[str, in
         return True if "non-positive" in str(exc) else None
 
 
+def refuted_at(
+    goal: E.Expr,
+    assumptions: Sequence[E.Expr],
+    coords: Mapping[str, E.Expr],
+    minimum: Mapping[str, int],
+    env: Mapping[str, int],
+) -> bool:
+    """True when ``env`` is a point of the premises of :func:`prove` without ``decode`` (every size
+    at least its minimum, every coordinate in [0, extent), every assumption defined and true) at
+    which ``goal`` is defined and false.  Then ``prove(goal, assumptions, coords=coords,
+    minimum=minimum)`` cannot answer proven (its query, premises and not goal, is satisfied there),
+    so a caller that only asks whether the goal is proven need not ask Z3.  False otherwise (a
+    variable unbound, a divisor < 1, a premise false, or the goal true at ``env``): no conclusion."""
+    try:
+        for s in _sizes_of(goal, *assumptions, *coords.values()):
+            if s not in env or int(env[s]) < minimum.get(s, 1):
+                return False
+        for c, ext in coords.items():
+            if c not in env or not 0 <= int(env[c]) < int(ext.evaluate(env)):
+                return False
+        if not all(int(a.evaluate(env)) for a in assumptions):
+            return False
+        return not int(goal.evaluate(env))
+    except (E.ExprError, ZeroDivisionError, KeyError, TypeError, ValueError, OverflowError):
+        return False
+
+
 # -- selectors --------------------------------------------------------------------------------
 def _mentions(e: E.Expr, fp: str) -> bool:
     return any(E.render(n) == fp for n in E.nodes(e))
@@ -1110,5 +1137,6 @@ __all__ = [
     "prove",
     "prove_intent",
     "query_block",
+    "refuted_at",
     "selector_explainer",
 ]

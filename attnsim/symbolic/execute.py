@@ -177,8 +177,33 @@ class Executor:
             raise ExecutionFailed(out.retold(f"{what}: {out.detail}"))
 
     def holds(self, goal: E.Expr) -> bool:
-        """``premises -> goal`` proven; False when not shown."""
+        """``premises -> goal`` proven; False when not shown.  A goal false at one of the sample
+        points (:meth:`sample_points`) where every premise holds is not shown by any proof
+        (:func:`attnsim.proofs.decode.refuted_at`): False without asking Z3 (most of the
+        conditions the executor decides are false one way round, and a refutation is Z3's
+        costliest answer: a model, then a smaller one)."""
+        if any(decode.refuted_at(goal, self.premises, self.coords, self.minimum, env) for env in self.sample_points()):
+            return False
         return self._attempt(goal, f"{E.render(goal)} holds").ok is True
+
+    def sample_points(self) -> list[dict[str, int]]:
+        """A few points of the domain to evaluate a goal at: :meth:`sample_env`, and it with every
+        coordinate at 0 and at the middle of its range (points outside the premises are skipped
+        by :func:`~attnsim.proofs.decode.refuted_at`)."""
+        try:
+            base = self.sample_env()
+        except (E.ExprError, ZeroDivisionError):
+            return []
+        points = [base]
+        for pick in (lambda ext: 0, lambda ext: ext // 2):
+            env = dict(base)
+            try:
+                for name, ext in self.coords.items():
+                    env[name] = pick(int(ext.evaluate(env)))
+            except (E.ExprError, ZeroDivisionError):
+                continue
+            points.append(env)
+        return points
 
     def decide(self, flag: E.Expr) -> E.Expr:
         """A boolean index expression with each conjunct that Z3 proves true dropped (1 if none is
