@@ -549,7 +549,58 @@ def prove(
 
     ``check(values)`` re-evaluates a model on the original formulas (True: a real
     counterexample); without it a model is re-evaluated on ``assumptions`` and ``goal``.
+
+    Inside :func:`~attnsim.proofs.solver_work.shared_answers` a decided answer is kept by the exact
+    query (:func:`query_key`) and given again to the same query (its premise check recorded again,
+    as when it was asked); a refutation only when no ``check`` or ``explain`` is given (its text
+    depends on them; a proof never calls them).
     """
+    answers = solver_work.ANSWERS.get()
+    key = query_key(goal, assumptions, decode, coords, minimum) if answers is not None else None
+    if answers is not None and key is not None:
+        kept = answers.get(key)
+        if kept is not None and (kept.ok is True or (check is None and explain is None)):
+            if kept.premises is not None:
+                solver_work.record_premises(kept.premises)
+            return kept
+    out = _prove(goal, assumptions, decode, coords, minimum, timeout, check, explain)
+    if answers is not None and key is not None and out.ok is not None:
+        solver_work.keep_answer(answers, key, out)
+    return out
+
+
+def query_key(
+    goal: E.Expr,
+    assumptions: Sequence[E.Expr],
+    decode: Sequence[Decode],
+    coords: Mapping[str, E.Expr] | None,
+    minimum: Mapping[str, int] | None,
+) -> tuple[Any, ...]:
+    """Everything :func:`prove`'s answer depends on besides its budget: the goal, the assumptions
+    (in order), each decoded variable with its blocks (name and shape), cover and ranges, the
+    coordinates with their extents, the size minimums; every expression by its rendering."""
+    r = E.render
+    blocks = lambda d: tuple((b.name, r(b.offset), r(b.rows), r(b.cols), r(b.stack)) for b in d.blocks)
+    return (
+        r(goal),
+        tuple(r(a) for a in assumptions),
+        tuple((d.var, blocks(d), d.cover, tuple(r(x) for x in d.ranges)) for d in decode),
+        tuple(sorted((c, r(E.lift(ext))) for c, ext in (coords or {}).items())),
+        tuple(sorted((minimum or {}).items())),
+    )
+
+
+def _prove(
+    goal: E.Expr,
+    assumptions: Sequence[E.Expr],
+    decode: Sequence[Decode],
+    coords: Mapping[str, E.Expr] | None,
+    minimum: Mapping[str, int] | None,
+    timeout: float,
+    check: Callable[[dict[str, int]], bool | None] | None,
+    explain: Callable[[dict[str, int]], str] | None,
+) -> Outcome:
+    """:func:`prove`, asked of Z3."""
     clock = solver_work.Stopwatch()
     mins = dict(minimum or {})
     pc = _premises(assumptions, decode, dict(coords or {}), mins, timeout)
@@ -1137,6 +1188,7 @@ __all__ = [
     "prove",
     "prove_intent",
     "query_block",
+    "query_key",
     "refuted_at",
     "selector_explainer",
 ]
