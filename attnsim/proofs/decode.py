@@ -1023,17 +1023,26 @@ def refuted_at(
 
 
 # -- selectors --------------------------------------------------------------------------------
-def _mentions(e: E.Expr, fp: str) -> bool:
-    return any(E.render(n) == fp for n in E.nodes(e))
+def _renderings(e: E.Expr) -> set[str]:
+    """The rendering of every sub-expression of ``e`` (each shared sub-tree once)."""
+    out: set[str] = set()
+    seen: set[int] = set()
+    for n in E.nodes(e):
+        if id(n) not in seen:
+            seen.add(id(n))
+            out.add(E.render(n))
+    return out
 
 
 def key_blocks(intent: E.Expr, layout: Layout, var: E.Var = K) -> tuple[Block, ...]:
-    """The layout blocks whose membership test of ``var`` occurs in the intent."""
+    """The layout blocks whose membership test of ``var`` occurs in the intent (the intent's
+    sub-expressions rendered once, not once per block)."""
     out: list[Block] = []
     seen: set[str] = set()
+    mentioned = _renderings(intent)
     for b in layout:
         fp = E.render(b.contains(var))
-        if fp not in seen and _mentions(intent, fp):
+        if fp not in seen and fp in mentioned:
             out.append(b)
             seen.add(fp)
     return tuple(out)

@@ -139,6 +139,7 @@ class Executor:
     started: float = field(default_factory=time.process_time)  # CPU seconds: load does not move it
     _fresh: Any = field(default_factory=itertools.count)
     _memo: dict[tuple[int, str], sp.Expr] = field(default_factory=dict)
+    _layout_sizes: tuple[Any, frozenset[str]] | None = field(default=None, repr=False)
 
     # -- proofs ------------------------------------------------------------------------------
     @property
@@ -318,11 +319,15 @@ class Executor:
 
     @property
     def size_names(self) -> set[str]:
-        names: set[str] = set()
-        for b in self.con.layout:
-            for x in (b.offset, b.rows, b.cols, b.stack):
-                names |= {n.name for n in E.nodes(x) if isinstance(n, C.Size)}
-        return names
+        """The sizes in the shapes of the layout's blocks (found once per layout: a Layout is frozen)."""
+        lay = self.con.layout
+        if self._layout_sizes is None or self._layout_sizes[0] is not lay:
+            names: set[str] = set()
+            for b in lay:
+                for x in (b.offset, b.rows, b.cols, b.stack):
+                    names |= {n.name for n in E.nodes(x) if isinstance(n, C.Size)}
+            self._layout_sizes = (lay, frozenset(names))
+        return set(self._layout_sizes[1])
 
     def param(self, p: C.Param) -> sp.Expr:
         if isinstance(p, E.Expr):
@@ -366,11 +371,7 @@ class Executor:
 
     def sample_env(self) -> dict[str, int]:
         env: dict[str, int] = {}
-        names: set[str] = set()
-        for b in self.con.layout:
-            for e in (b.offset, b.rows, b.cols, b.stack):
-                names |= {n.name for n in E.nodes(e) if isinstance(n, C.Size)}
-        for k, n in enumerate(sorted(names)):
+        for k, n in enumerate(sorted(self.size_names)):
             env[n] = max(self.minimum.get(n, 1), 2) + 2 * k + 1  # distinct, so that sizes are not confused
         for name, ext in self.coords.items():
             env[name] = max(int(ext.evaluate(env)) - 1, 0)
