@@ -730,6 +730,29 @@ def _premises(
     mins: Mapping[str, int],
     timeout: float,
 ) -> PremiseCheck:
+    """:func:`_premises_checked`; inside :func:`~attnsim.proofs.solver_work.shared_answers` a decided
+    check (sat, unsat) is kept by its exact premises (the goal plays no part in it: the queries of
+    one executor share them) and recorded again when asked again."""
+    answers = solver_work.ANSWERS.get()
+    if answers is None:
+        return _premises_checked(assumptions, decode, coords, mins, timeout)
+    key = ("premises check", None, *query_key(E.Const(1), assumptions, decode, coords, mins)[1:])  # no query's key
+    kept = answers.get(key)
+    if kept is not None:
+        return solver_work.record_premises(kept)
+    pc = _premises_checked(assumptions, decode, coords, mins, timeout)
+    if pc.status in ("sat", "unsat"):
+        solver_work.keep_answer(answers, key, pc)
+    return pc
+
+
+def _premises_checked(
+    assumptions: Sequence[E.Expr],
+    decode: Sequence[Decode],
+    coords: Mapping[str, E.Expr],
+    mins: Mapping[str, int],
+    timeout: float,
+) -> PremiseCheck:
     """The top-level premises shown satisfiable (a small witness by evaluation, else Z3's model),
     empty, or undecided: the proof's first step (issue 26, item 4).
 

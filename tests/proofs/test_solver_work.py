@@ -122,7 +122,7 @@ def test_answers_are_kept_only_inside_a_scope_and_only_when_decided(monkeypatch:
         assert len(asked) == 2 and not outer  # an undecided answer is asked again, never kept
         mp.setattr(decode, "_prove", real)
         refuted = decode.prove(x >= 1, coords={"x": C.Size("n")})
-        assert refuted.ok is False and len(outer) == 1
+        assert refuted.ok is False and decode.query_key(x >= 1, [], [], {"x": C.Size("n")}, None) in outer
         # a refutation's text depends on check/explain: with them it is asked again
         told = decode.prove(x >= 1, coords={"x": C.Size("n")}, explain=lambda vals: "told")
         assert told.ok is False and "told" in told.detail
@@ -135,3 +135,24 @@ def test_a_scope_keeps_at_most_its_bound() -> None:
         solver_work.keep_answer(answers, (k,), k)
     last = solver_work.ANSWERS_KEPT + 4
     assert len(answers) == solver_work.ANSWERS_KEPT and (0,) not in answers and (last,) in answers
+
+
+def test_a_premise_check_is_kept_by_its_exact_premises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two goals over the same premises: one premise check, recorded for each; other premises
+    (an assumption, an extent) are checked again."""
+    n, x = C.Size("n"), E.Var("x")
+    checked: list[int] = []
+    real = decode._premises_checked
+    monkeypatch.setattr(decode, "_premises_checked", lambda *a: checked.append(1) or real(*a))
+
+    def proofs() -> None:
+        with solver_work.shared_answers():
+            decode.prove(x < n, coords={"x": n})
+            decode.prove(x >= 0, coords={"x": n})
+            assert len(checked) == 1
+            decode.prove(x >= 0, [x < 3], coords={"x": n})
+            decode.prove(x >= 0, coords={"x": n * 2})
+            assert len(checked) == 3
+
+    meter = _metered(proofs)
+    assert len(meter.premises) == 4
