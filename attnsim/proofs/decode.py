@@ -35,6 +35,7 @@ as a counterexample in matrix coordinates; anything else is ``unknown``, never p
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -148,6 +149,18 @@ def _integer_polynomial(p: sp.Expr) -> bool:
         if not coeff.is_Integer or not all(b.is_Symbol and e.is_Integer and e >= 1 for b, e in powers.items()):
             return False
     return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_by_sum(a: sp.Expr, d: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """:meth:`_Ctx.split_by_sum` of an expanded ``a`` (a pure function of the two expressions,
+    kept for the most recent 4096: the same positions are divided by the same grid extents in
+    query after query)."""
+    for s in sorted(d.free_symbols, key=sp.default_sort_key):
+        x, y = (sp.expand(v) for v in sp.div(a, d, s))
+        if x != 0 and _integer_polynomial(x) and sp.expand(x * d + y - a) == 0:
+            return x, y
+    return sp.Integer(0), a
 
 
 @dataclass
@@ -317,12 +330,7 @@ class _Ctx:
         d (the other symbols coefficients), kept when X has integer coefficients and X d + Y
         expands to a; else X = 0, Y = a.  Like :meth:`split`, any such pair is an instance of
         decode-position once the caller shows 0 <= Y < d."""
-        a = sp.expand(a)
-        for s in sorted(d.free_symbols, key=sp.default_sort_key):
-            x, y = (sp.expand(v) for v in sp.div(a, d, s))
-            if x != 0 and _integer_polynomial(x) and sp.expand(x * d + y - a) == 0:
-                return x, y
-        return sp.Integer(0), a
+        return _split_by_sum(sp.expand(a), d)
 
     def divmod(self, op: str, a: E.Expr, d: E.Expr) -> E.Expr | None:
         sa, sd = self.to_sym(a), self.to_sym(d)
