@@ -586,15 +586,19 @@ def query_key(
 ) -> tuple[Any, ...]:
     """Everything :func:`prove`'s answer depends on besides its budget: the goal, the assumptions
     (in order), each decoded variable with its blocks (name and shape), cover and ranges, the
-    coordinates with their extents, the size minimums; every expression by its rendering."""
+    coordinates with their extents, the size minimums; every expression by its rendering, and
+    which of the names are sizes (a size renders as a variable of its name, but is bounded below)."""
     r = E.render
     blocks = lambda d: tuple((b.name, r(b.offset), r(b.rows), r(b.cols), r(b.stack)) for b in d.blocks)
+    exts = [E.lift(ext) for ext in (coords or {}).values()]
+    shapes = [x for d in decode for b in d.blocks for x in (b.offset, b.rows, b.cols, b.stack, *d.ranges)]
     return (
         r(goal),
         tuple(r(a) for a in assumptions),
         tuple((d.var, blocks(d), d.cover, tuple(r(x) for x in d.ranges)) for d in decode),
         tuple(sorted((c, r(E.lift(ext))) for c, ext in (coords or {}).items())),
         tuple(sorted((minimum or {}).items())),
+        tuple(sorted(_sizes_of(goal, *assumptions, *exts, *shapes))),
     )
 
 

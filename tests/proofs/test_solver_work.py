@@ -98,8 +98,9 @@ def test_a_query_asked_again_in_one_proof_is_answered_from_the_first(monkeypatch
             decode.prove(goal, coords={"x": n * 4})  # another extent
             decode.prove(goal, coords={"x": m * 3})  # another size
             decode.prove(goal, coords=coords, minimum={"n": 2})  # another minimum
+            decode.prove(goal.substitute({"n": E.Var("n")}), coords={"x": E.Var("n") * 3})  # n not a size
 
-    assert len(asked) == 6
+    assert len(asked) == 7
 
 
 def test_answers_are_kept_only_inside_a_scope_and_only_when_decided(monkeypatch: pytest.MonkeyPatch) -> None:
