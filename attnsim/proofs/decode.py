@@ -35,6 +35,7 @@ as a counterexample in matrix coordinates; anything else is ``unknown``, never p
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -148,6 +149,18 @@ def _integer_polynomial(p: sp.Expr) -> bool:
         if not coeff.is_Integer or not all(b.is_Symbol and e.is_Integer and e >= 1 for b, e in powers.items()):
             return False
     return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_by_sum(a: sp.Expr, d: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """:meth:`_Ctx.split_by_sum` of an expanded ``a`` (a pure function of the two expressions,
+    kept for the most recent 4096: the same positions are divided by the same grid extents in
+    query after query)."""
+    for s in sorted(d.free_symbols, key=sp.default_sort_key):
+        x, y = (sp.expand(v) for v in sp.div(a, d, s))
+        if x != 0 and _integer_polynomial(x) and sp.expand(x * d + y - a) == 0:
+            return x, y
+    return sp.Integer(0), a
 
 
 @dataclass
@@ -317,12 +330,7 @@ class _Ctx:
         d (the other symbols coefficients), kept when X has integer coefficients and X d + Y
         expands to a; else X = 0, Y = a.  Like :meth:`split`, any such pair is an instance of
         decode-position once the caller shows 0 <= Y < d."""
-        a = sp.expand(a)
-        for s in sorted(d.free_symbols, key=sp.default_sort_key):
-            x, y = (sp.expand(v) for v in sp.div(a, d, s))
-            if x != 0 and _integer_polynomial(x) and sp.expand(x * d + y - a) == 0:
-                return x, y
-        return sp.Integer(0), a
+        return _split_by_sum(sp.expand(a), d)
 
     def divmod(self, op: str, a: E.Expr, d: E.Expr) -> E.Expr | None:
         sa, sd = self.to_sym(a), self.to_sym(d)
@@ -549,7 +557,62 @@ def prove(
 
     ``check(values)`` re-evaluates a model on the original formulas (True: a real
     counterexample); without it a model is re-evaluated on ``assumptions`` and ``goal``.
+
+    Inside :func:`~attnsim.proofs.solver_work.shared_answers` a decided answer is kept by the exact
+    query (:func:`query_key`) and given again to the same query (its premise check recorded again,
+    as when it was asked); a refutation only when no ``check`` or ``explain`` is given (its text
+    depends on them; a proof never calls them).
     """
+    answers = solver_work.ANSWERS.get()
+    key = query_key(goal, assumptions, decode, coords, minimum) if answers is not None else None
+    if answers is not None and key is not None:
+        kept = answers.get(key)
+        if kept is not None and (kept.ok is True or (check is None and explain is None)):
+            if kept.premises is not None:
+                solver_work.record_premises(kept.premises)
+            return kept
+    out = _prove(goal, assumptions, decode, coords, minimum, timeout, check, explain)
+    if answers is not None and key is not None and out.ok is not None:
+        solver_work.keep_answer(answers, key, out)
+    return out
+
+
+def query_key(
+    goal: E.Expr,
+    assumptions: Sequence[E.Expr],
+    decode: Sequence[Decode],
+    coords: Mapping[str, E.Expr] | None,
+    minimum: Mapping[str, int] | None,
+) -> tuple[Any, ...]:
+    """Everything :func:`prove`'s answer depends on besides its budget: the goal, the assumptions
+    (in order), each decoded variable with its blocks (name and shape), cover and ranges, the
+    coordinates with their extents, the size minimums; every expression by its rendering, and
+    which of the names are sizes (a size renders as a variable of its name, but is bounded below)."""
+    r = E.render
+    blocks = lambda d: tuple((b.name, r(b.offset), r(b.rows), r(b.cols), r(b.stack)) for b in d.blocks)
+    exts = [E.lift(ext) for ext in (coords or {}).values()]
+    shapes = [x for d in decode for b in d.blocks for x in (b.offset, b.rows, b.cols, b.stack, *d.ranges)]
+    return (
+        r(goal),
+        tuple(r(a) for a in assumptions),
+        tuple((d.var, blocks(d), d.cover, tuple(r(x) for x in d.ranges)) for d in decode),
+        tuple(sorted((c, r(E.lift(ext))) for c, ext in (coords or {}).items())),
+        tuple(sorted((minimum or {}).items())),
+        tuple(sorted(_sizes_of(goal, *assumptions, *exts, *shapes))),
+    )
+
+
+def _prove(
+    goal: E.Expr,
+    assumptions: Sequence[E.Expr],
+    decode: Sequence[Decode],
+    coords: Mapping[str, E.Expr] | None,
+    minimum: Mapping[str, int] | None,
+    timeout: float,
+    check: Callable[[dict[str, int]], bool | None] | None,
+    explain: Callable[[dict[str, int]], str] | None,
+) -> Outcome:
+    """:func:`prove`, asked of Z3."""
     clock = solver_work.Stopwatch()
     mins = dict(minimum or {})
     pc = _premises(assumptions, decode, dict(coords or {}), mins, timeout)
@@ -673,6 +736,29 @@ def _prove_case(
 
 
 def _premises(
+    assumptions: Sequence[E.Expr],
+    decode: Sequence[Decode],
+    coords: Mapping[str, E.Expr],
+    mins: Mapping[str, int],
+    timeout: float,
+) -> PremiseCheck:
+    """:func:`_premises_checked`; inside :func:`~attnsim.proofs.solver_work.shared_answers` a decided
+    check (sat, unsat) is kept by its exact premises (the goal plays no part in it: the queries of
+    one executor share them) and recorded again when asked again."""
+    answers = solver_work.ANSWERS.get()
+    if answers is None:
+        return _premises_checked(assumptions, decode, coords, mins, timeout)
+    key = ("premises check", None, *query_key(E.Const(1), assumptions, decode, coords, mins)[1:])  # no query's key
+    kept = answers.get(key)
+    if kept is not None:
+        return solver_work.record_premises(kept)
+    pc = _premises_checked(assumptions, decode, coords, mins, timeout)
+    if pc.status in ("sat", "unsat"):
+        solver_work.keep_answer(answers, key, pc)
+    return pc
+
+
+def _premises_checked(
     assumptions: Sequence[E.Expr],
     decode: Sequence[Decode],
     coords: Mapping[str, E.Expr],
@@ -944,18 +1030,54 @@ def _violates(goal: E.Expr, assumptions: Sequence[E.Expr], vals: Mapping[str, in
         return True if "non-positive" in str(exc) else None
 
 
+def refuted_at(
+    goal: E.Expr,
+    assumptions: Sequence[E.Expr],
+    coords: Mapping[str, E.Expr],
+    minimum: Mapping[str, int],
+    env: Mapping[str, int],
+) -> bool:
+    """True when ``env`` is a point of the premises of :func:`prove` without ``decode`` (every size
+    at least its minimum, every coordinate in [0, extent), every assumption defined and true) at
+    which ``goal`` is defined and false.  Then ``prove(goal, assumptions, coords=coords,
+    minimum=minimum)`` cannot answer proven (its query, premises and not goal, is satisfied there),
+    so a caller that only asks whether the goal is proven need not ask Z3.  False otherwise (a
+    variable unbound, a divisor < 1, a premise false, or the goal true at ``env``): no conclusion."""
+    try:
+        for s in _sizes_of(goal, *assumptions, *coords.values()):
+            if s not in env or int(env[s]) < minimum.get(s, 1):
+                return False
+        for c, ext in coords.items():
+            if c not in env or not 0 <= int(env[c]) < int(ext.evaluate(env)):
+                return False
+        if not all(int(a.evaluate(env)) for a in assumptions):
+            return False
+        return not int(goal.evaluate(env))
+    except (E.ExprError, ZeroDivisionError, KeyError, TypeError, ValueError, OverflowError):
+        return False
+
+
 # -- selectors --------------------------------------------------------------------------------
-def _mentions(e: E.Expr, fp: str) -> bool:
-    return any(E.render(n) == fp for n in E.nodes(e))
+def _renderings(e: E.Expr) -> set[str]:
+    """The rendering of every sub-expression of ``e`` (each shared sub-tree once)."""
+    out: set[str] = set()
+    seen: set[int] = set()
+    for n in E.nodes(e):
+        if id(n) not in seen:
+            seen.add(id(n))
+            out.add(E.render(n))
+    return out
 
 
 def key_blocks(intent: E.Expr, layout: Layout, var: E.Var = K) -> tuple[Block, ...]:
-    """The layout blocks whose membership test of ``var`` occurs in the intent."""
+    """The layout blocks whose membership test of ``var`` occurs in the intent (the intent's
+    sub-expressions rendered once, not once per block)."""
     out: list[Block] = []
     seen: set[str] = set()
+    mentioned = _renderings(intent)
     for b in layout:
         fp = E.render(b.contains(var))
-        if fp not in seen and _mentions(intent, fp):
+        if fp not in seen and fp in mentioned:
             out.append(b)
             seen.add(fp)
     return tuple(out)
@@ -1110,5 +1232,7 @@ __all__ = [
     "prove",
     "prove_intent",
     "query_block",
+    "query_key",
+    "refuted_at",
     "selector_explainer",
 ]

@@ -17,11 +17,13 @@ the measured use they rest on: :mod:`attnsim.verify.budgets`.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import z3
 
@@ -51,6 +53,54 @@ class WorkMeter:
 
 
 METER: contextvars.ContextVar[WorkMeter | None] = contextvars.ContextVar("attnsim_work_meter", default=None)
+
+
+ANSWERS: contextvars.ContextVar[dict[tuple[Any, ...], Any] | None] = contextvars.ContextVar(
+    "attnsim_shared_answers", default=None
+)
+ANSWERS_KEPT = 4096  # the most decided answers one proof keeps (the oldest is dropped first)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+@contextlib.contextmanager
+def shared_answers() -> Iterator[dict[tuple[Any, ...], Any]]:
+    """One proof's decided answers, by exact query (:func:`attnsim.proofs.decode.prove` reads and
+    fills it): a query asked again in the same proof (the option cases, the padding rows, a later
+    stage of one chain) gets the answer it got, without asking Z3 again.  A query's answer depends
+    only on the query and its budget in units (a fresh context, the same seeds), so this is the
+    answer Z3 would give; an undecided answer is never kept.  Inside a scope already open, that
+    scope's answers (so a chain of stages shares one); the answers are dropped when the outermost
+    scope ends (nothing is shared between proofs, so the work one proof reports is its own)."""
+    got = ANSWERS.get()
+    if got is not None:
+        yield got
+        return
+    fresh: dict[tuple[Any, ...], Any] = {}
+    token = ANSWERS.set(fresh)
+    try:
+        yield fresh
+    finally:
+        ANSWERS.reset(token)
+
+
+def sharing_answers(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``fn`` run inside :func:`shared_answers` (a proof's entry point)."""
+
+    @functools.wraps(fn)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with shared_answers():
+            return fn(*args, **kwargs)
+
+    return run
+
+
+def keep_answer(answers: dict[tuple[Any, ...], Any], key: tuple[Any, ...], answer: Any) -> None:
+    """``answer`` kept under ``key``; the oldest answer dropped past :data:`ANSWERS_KEPT`."""
+    answers[key] = answer
+    if len(answers) > ANSWERS_KEPT:
+        del answers[next(iter(answers))]
 
 
 def isolated(facts: Sequence[Any], rlimit: int, seed: int = 0, seconds: float | None = None) -> z3.Solver:
@@ -121,6 +171,8 @@ class Stopwatch:
 
 
 __all__ = [
+    "ANSWERS",
+    "ANSWERS_KEPT",
     "METER",
     "PREMISE_RLIMIT",
     "QUERY_RLIMIT",
@@ -130,7 +182,10 @@ __all__ = [
     "WorkMeter",
     "check",
     "isolated",
+    "keep_answer",
     "model_of",
     "record_premises",
+    "shared_answers",
+    "sharing_answers",
     "units_of",
 ]

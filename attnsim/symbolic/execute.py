@@ -139,6 +139,7 @@ class Executor:
     started: float = field(default_factory=time.process_time)  # CPU seconds: load does not move it
     _fresh: Any = field(default_factory=itertools.count)
     _memo: dict[tuple[int, str], sp.Expr] = field(default_factory=dict)
+    _layout_sizes: tuple[Any, frozenset[str]] | None = field(default=None, repr=False)
 
     # -- proofs ------------------------------------------------------------------------------
     @property
@@ -177,8 +178,33 @@ class Executor:
             raise ExecutionFailed(out.retold(f"{what}: {out.detail}"))
 
     def holds(self, goal: E.Expr) -> bool:
-        """``premises -> goal`` proven; False when not shown."""
+        """``premises -> goal`` proven; False when not shown.  A goal false at one of the sample
+        points (:meth:`sample_points`) where every premise holds is not shown by any proof
+        (:func:`attnsim.proofs.decode.refuted_at`): False without asking Z3 (most of the
+        conditions the executor decides are false one way round, and a refutation is Z3's
+        costliest answer: a model, then a smaller one)."""
+        if any(decode.refuted_at(goal, self.premises, self.coords, self.minimum, env) for env in self.sample_points()):
+            return False
         return self._attempt(goal, f"{E.render(goal)} holds").ok is True
+
+    def sample_points(self) -> list[dict[str, int]]:
+        """A few points of the domain to evaluate a goal at: :meth:`sample_env`, and it with every
+        coordinate at 0 and at the middle of its range (points outside the premises are skipped
+        by :func:`~attnsim.proofs.decode.refuted_at`)."""
+        try:
+            base = self.sample_env()
+        except (E.ExprError, ZeroDivisionError):
+            return []
+        points = [base]
+        for pick in (lambda ext: 0, lambda ext: ext // 2):
+            env = dict(base)
+            try:
+                for name, ext in self.coords.items():
+                    env[name] = pick(int(ext.evaluate(env)))
+            except (E.ExprError, ZeroDivisionError):
+                continue
+            points.append(env)
+        return points
 
     def decide(self, flag: E.Expr) -> E.Expr:
         """A boolean index expression with each conjunct that Z3 proves true dropped (1 if none is
@@ -293,11 +319,15 @@ class Executor:
 
     @property
     def size_names(self) -> set[str]:
-        names: set[str] = set()
-        for b in self.con.layout:
-            for x in (b.offset, b.rows, b.cols, b.stack):
-                names |= {n.name for n in E.nodes(x) if isinstance(n, C.Size)}
-        return names
+        """The sizes in the shapes of the layout's blocks (found once per layout: a Layout is frozen)."""
+        lay = self.con.layout
+        if self._layout_sizes is None or self._layout_sizes[0] is not lay:
+            names: set[str] = set()
+            for b in lay:
+                for x in (b.offset, b.rows, b.cols, b.stack):
+                    names |= {n.name for n in E.nodes(x) if isinstance(n, C.Size)}
+            self._layout_sizes = (lay, frozenset(names))
+        return set(self._layout_sizes[1])
 
     def param(self, p: C.Param) -> sp.Expr:
         if isinstance(p, E.Expr):
@@ -341,11 +371,7 @@ class Executor:
 
     def sample_env(self) -> dict[str, int]:
         env: dict[str, int] = {}
-        names: set[str] = set()
-        for b in self.con.layout:
-            for e in (b.offset, b.rows, b.cols, b.stack):
-                names |= {n.name for n in E.nodes(e) if isinstance(n, C.Size)}
-        for k, n in enumerate(sorted(names)):
+        for k, n in enumerate(sorted(self.size_names)):
             env[n] = max(self.minimum.get(n, 1), 2) + 2 * k + 1  # distinct, so that sizes are not confused
         for name, ext in self.coords.items():
             env[name] = max(int(ext.evaluate(env)) - 1, 0)

@@ -26,6 +26,7 @@ import sympy as sp
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import prove_layout
 from attnsim.proofs.obligation import NormalForm, Obligation, Outcome, Premise, PremiseCheck, Scope
+from attnsim.proofs.solver_work import sharing_answers
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.symbolic.counterexample import constants_compared, with_counterexample
@@ -34,6 +35,7 @@ from attnsim.symbolic.if_then_else import Ite
 from attnsim.symbolic.sums import normal_forms
 
 
+@sharing_answers  # the residue cases and the counterexample search share decided Z3 answers
 def prove_program_equals_spec(con: Any, timeout: float = 10.0) -> Outcome:
     """For all sizes (>= their minimum, under the preconditions) and every output entry: program == spec.
 

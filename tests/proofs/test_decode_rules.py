@@ -289,3 +289,16 @@ def test_the_whole_rewriting_keeps_every_value(formula: E.Expr, p: dict[str, int
     except D._Refine:
         return
     assert _value(got, p) == want, (E.render(formula), E.render(got), p)
+
+
+def test_split_by_sum_is_kept_by_its_exact_operands() -> None:
+    """The kept quotient and remainder of a by d (D._split_by_sum) are those of the very
+    operands: another divisor, or a symbol of the same name with other assumptions, is divided again."""
+    dd, i = sp.Symbol("D", integer=True), sp.Symbol("i", integer=True)
+    a = sp.expand(i * (dd + 1) + 3)
+    assert D._split_by_sum(a, dd + 1) == (i, 3)
+    assert D._split_by_sum(a, dd + 1) == (i, 3)  # kept
+    x, y = D._split_by_sum(a, dd + 2)
+    assert sp.expand(x * (dd + 2) + y - a) == 0 and (x, y) != (i, 3)
+    plain = sp.Symbol("D")
+    assert D._split_by_sum(a, plain + 1) == (0, a)  # not the integer D: no polynomial split

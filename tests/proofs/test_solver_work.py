@@ -6,6 +6,7 @@ rest on rlimit budgets, not on seconds)."""
 
 from __future__ import annotations
 
+import pytest
 import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -68,3 +69,91 @@ def test_check_counts_the_units_of_its_context() -> None:
     finally:
         solver_work.METER.reset(token)
     assert meter.queries == 1 and 0 < meter.units <= solver_work.units_of(s)
+
+
+# -- one proof's decided answers, kept by exact query ----------------------------------------------
+def test_a_query_asked_again_in_one_proof_is_answered_from_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside shared_answers the same query is asked of Z3 once, its premise check recorded again;
+    a query that differs in any part (goal, assumption, coordinate extent, size minimum) is asked."""
+    n, m, x = C.Size("n"), C.Size("m"), E.Var("x")
+    goal, coords = ((x + 2 * n) // n).eq(x // n + 2), {"x": n * 3}
+
+    def first() -> None:
+        with solver_work.shared_answers():
+            a = decode.prove(goal, coords=coords)
+            assert decode.prove(goal, coords=coords) is a and a.ok is True
+
+    once, plain = _metered(first), _metered(lambda: decode.prove(goal, coords=coords))
+    assert once.queries == plain.queries and once.units == plain.units
+    assert len(once.premises) == 2 and once.premises[0] == once.premises[1]
+
+    asked: list[str] = []
+    real = decode._prove
+    monkeypatch.setattr(decode, "_prove", lambda g, *a: asked.append(E.render(g)) or real(g, *a))
+    with solver_work.shared_answers():
+        for _ in range(2):
+            decode.prove(goal, coords=coords)
+            decode.prove(((x + 3 * n) // n).eq(x // n + 3), coords=coords)  # another goal
+            decode.prove(goal, [x >= 0], coords=coords)  # an assumption
+            decode.prove(goal, coords={"x": n * 4})  # another extent
+            decode.prove(goal, coords={"x": m * 3})  # another size
+            decode.prove(goal, coords=coords, minimum={"n": 2})  # another minimum
+            decode.prove(goal.substitute({"n": E.Var("n")}), coords={"x": E.Var("n") * 3})  # n not a size
+
+    assert len(asked) == 7
+
+
+def test_answers_are_kept_only_inside_a_scope_and_only_when_decided(monkeypatch: pytest.MonkeyPatch) -> None:
+    mp = monkeypatch
+    assert solver_work.ANSWERS.get() is None
+    with solver_work.shared_answers() as outer:
+        with solver_work.shared_answers() as inner:
+            assert inner is outer  # a nested scope shares the outer one's answers
+        x = E.Var("x")
+        asked: list[int] = []
+        real = decode._prove
+
+        def undecided(*a: object) -> object:
+            asked.append(1)
+            return decode.Outcome(None, "z3 unknown")
+
+        mp.setattr(decode, "_prove", undecided)
+        decode.prove(x >= 0, coords={"x": C.Size("n")})
+        decode.prove(x >= 0, coords={"x": C.Size("n")})
+        assert len(asked) == 2 and not outer  # an undecided answer is asked again, never kept
+        mp.setattr(decode, "_prove", real)
+        refuted = decode.prove(x >= 1, coords={"x": C.Size("n")})
+        assert refuted.ok is False and decode.query_key(x >= 1, [], [], {"x": C.Size("n")}, None) in outer
+        # a refutation's text depends on check/explain: with them it is asked again
+        told = decode.prove(x >= 1, coords={"x": C.Size("n")}, explain=lambda vals: "told")
+        assert told.ok is False and "told" in told.detail
+    assert solver_work.ANSWERS.get() is None
+
+
+def test_a_scope_keeps_at_most_its_bound() -> None:
+    answers: dict[tuple[object, ...], object] = {}
+    for k in range(solver_work.ANSWERS_KEPT + 5):
+        solver_work.keep_answer(answers, (k,), k)
+    last = solver_work.ANSWERS_KEPT + 4
+    assert len(answers) == solver_work.ANSWERS_KEPT and (0,) not in answers and (last,) in answers
+
+
+def test_a_premise_check_is_kept_by_its_exact_premises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two goals over the same premises: one premise check, recorded for each; other premises
+    (an assumption, an extent) are checked again."""
+    n, x = C.Size("n"), E.Var("x")
+    checked: list[int] = []
+    real = decode._premises_checked
+    monkeypatch.setattr(decode, "_premises_checked", lambda *a: checked.append(1) or real(*a))
+
+    def proofs() -> None:
+        with solver_work.shared_answers():
+            decode.prove(x < n, coords={"x": n})
+            decode.prove(x >= 0, coords={"x": n})
+            assert len(checked) == 1
+            decode.prove(x >= 0, [x < 3], coords={"x": n})
+            decode.prove(x >= 0, coords={"x": n * 2})
+            assert len(checked) == 3
+
+    meter = _metered(proofs)
+    assert len(meter.premises) == 4

@@ -15,6 +15,7 @@ from typing import Any
 import sympy as sp
 
 from attnsim.proofs.obligation import Outcome, PaddingValue
+from attnsim.proofs.solver_work import sharing_answers
 from attnsim.rasp import expr as E
 from attnsim.simulator.layerproof.cut import Cut
 from attnsim.simulator.layerproof.encoder_spec import SIZE
@@ -24,6 +25,7 @@ from attnsim.symbolic.execute import ExecutionFailed, sym
 from attnsim.symbolic.sums import equal_by_normal_form
 
 
+@sharing_answers  # the option cases ask many of the same queries
 def prove_padding(
     u: Any,
     goal: Cut,

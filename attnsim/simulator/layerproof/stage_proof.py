@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnsim.proofs.obligation import Outcome, Premise
+from attnsim.proofs.solver_work import sharing_answers
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Layout
@@ -120,6 +121,7 @@ class StageProofOptions:
     witnesses: tuple[RowWitness, ...] = ()
 
 
+@sharing_answers  # the option cases ask many of the same queries
 def prove_stage(
     u: Any,
     goal: Cut,

@@ -29,6 +29,7 @@ from typing import Any
 import sympy as sp
 
 from attnsim.proofs.obligation import Outcome
+from attnsim.proofs.solver_work import sharing_answers
 from attnsim.simulator.layerproof.cut import Cut
 from attnsim.simulator.layerproof.divisors import RowWitness
 from attnsim.simulator.layerproof.encoder_spec import SIZE, spec_parts
@@ -108,6 +109,7 @@ def goals(u: Any) -> list[Cut]:
     ]
 
 
+@sharing_answers  # the main and the padding rows' proofs share their decided Z3 answers
 def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
     """One head-output node in the cases pre = 0 and pre = 1, the logits read as the scores stage's
     cut, under the premise :data:`UNBLOCKED` (see the module docstring)."""

@@ -21,6 +21,7 @@ from typing import Any
 
 from attnsim.proofs.intents import prove_layout
 from attnsim.proofs.obligation import Outcome, Premise
+from attnsim.proofs.solver_work import sharing_answers
 from attnsim.simulator.layerproof.cut import Cut
 from attnsim.simulator.layerproof.stage_proof import setup
 from attnsim.simulator.layerproof.stages import Stage
@@ -64,6 +65,7 @@ def padding_proven(goal: Cut, out: Outcome, reps: dict[str, str]) -> str:
     return ""
 
 
+@sharing_answers  # the stages of one chain share their decided Z3 answers
 def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outcome:
     """U's layout, then every goal of every stage in order; the first goal not proven ends the run
     (its stage, node and detail named); a stage reading a stage not yet proven is refused."""

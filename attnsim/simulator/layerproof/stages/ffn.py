@@ -35,6 +35,7 @@ from typing import Any
 import sympy as sp
 
 from attnsim.proofs.obligation import Outcome, Premise
+from attnsim.proofs.solver_work import sharing_answers
 from attnsim.simulator.layerproof.cut import Cut, part_cut
 from attnsim.simulator.layerproof.encoder_spec import SIZE
 from attnsim.simulator.layerproof.padding import prove_padding
@@ -80,6 +81,7 @@ def over_heads() -> dict[str, Any]:
     return encoder_layer_parts(SymbolicAlg("y!"), ops, SIZE, given={"head": lambda hd, r, t: HEAD(hd, r, t)})
 
 
+@sharing_answers  # the main and the padding rows' proofs share their decided Z3 answers
 def prove(
     u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float, cases: list[dict[str, int]] | None = None
 ) -> Outcome:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from attnsim.proofs.obligation import Outcome
+from attnsim.proofs.solver_work import sharing_answers
 from attnsim.simulator.layerproof.cut import Cut
 from attnsim.simulator.layerproof.encoder_spec import spec_parts
 from attnsim.simulator.layerproof.executor import LayerExecutor
@@ -50,6 +51,7 @@ def goals(u: Any) -> list[Cut]:
     ]
 
 
+@sharing_answers  # the main and the padding rows' proofs share their decided Z3 answers
 def prove(u: Any, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
     """The logit on the true rows, then on the padding rows: one value s~(h, i, j) (not reading e)."""
     t0 = time.perf_counter()
