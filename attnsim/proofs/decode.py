@@ -782,7 +782,7 @@ def _premises_checked(
     sizes = _sizes_of(*hyps)
     free = sorted(_free_vars(*hyps) - sizes)
     for base in (1, 2, 3, 5):  # a witness by evaluation: sizes small, each free variable tried at a few points
-        env: dict[str, Any] = {s: max(mins.get(s, 1), base) for s in sizes}
+        env: dict[str, Any] = {s: max(mins.get(s, 1), base) for s in sorted(sizes)}
         if len(free) > 4:  # (checked before the grid is built: 12^len(free) points)
             break
         grids = np.meshgrid(*[np.arange(0, 12) for _ in free], indexing="ij") if free else []
@@ -794,7 +794,7 @@ def _premises_checked(
             hits = np.flatnonzero(np.broadcast_to(ok, (12 ** len(free),)))
             if hits.size:
                 at = int(hits[0])
-                model = {n: int(env[n]) for n in sizes} | {v: int(env[v][at]) for v in free}
+                model = {n: int(env[n]) for n in sorted(sizes)} | {v: int(env[v][at]) for v in free}
                 _export_witness(hyps, model)
                 return solver_work.record_premises(PremiseCheck("sat", tuple(sorted(model.items()))))
         except (E.ExprError, ZeroDivisionError):
@@ -817,11 +817,13 @@ def _premises_check(
 ) -> PremiseCheck:
     """Z3 on the premises ``hyps``: each size at least its minimum, or, with ``at``, fixed to
     max(minimum, at); budgeted ``rlimit`` units (default the premise budget)."""
-    sized = {n: z3.IntVal(max(mins.get(n, 1), at)) if at else z3.Int(n) for n in sizes}
+    # sizes in sorted order, not a set's: the query's text (so Z3's search) must not depend on the
+    # process's string hash seed
+    sized = {n: z3.IntVal(max(mins.get(n, 1), at)) if at else z3.Int(n) for n in sorted(sizes)}
     env = {**sized, **{v: z3.Int(v) for v in free}}
     side: list[Any] = []
     tr = E.Z3Translator(env, side)
-    floor = [] if at else [sized[n] >= mins.get(n, 1) for n in sizes]
+    floor = [] if at else [sized[n] >= mins.get(n, 1) for n in sorted(sizes)]
     s = solver_work.isolated(
         [*floor, *[tr.boolean(h) for h in hyps], *side], rlimit or solver_work.PREMISE_RLIMIT, seconds=seconds
     )
@@ -928,9 +930,9 @@ def _z3(
     for h in (*hyps, *extents.values()):
         names |= h.variables()
     names |= set(extents)
-    env = {n: z3.Int(n) for n in names}
-    sizes = _sizes_of(goal, *hyps, *extents.values()) | set(ctx.sizes)
-    lower = {n: mins.get(n, 1) for n in sizes if n in env} | {v: 0 for v in extents}
+    env = {n: z3.Int(n) for n in sorted(names)}  # sorted, not a set's order: the query's text (so Z3's
+    sizes = sorted(_sizes_of(goal, *hyps, *extents.values()) | set(ctx.sizes))  # search) never depends on
+    lower = {n: mins.get(n, 1) for n in sizes if n in env} | {v: 0 for v in extents}  # the string hash seed
 
     def formulas(tr: E.Z3Translator, side: list[Any]) -> list[Any]:
         facts: list[Any] = [env[n] >= lb for n, lb in lower.items() if n in sizes]

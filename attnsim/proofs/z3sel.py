@@ -43,7 +43,7 @@ def size_names(*exprs: E.Expr) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     for e in exprs:
         out.update(C.size_bindings(e, bound_only=True))
-        out.update(dict.fromkeys(C.unbound_sizes(e) - set(out)))
+        out.update(dict.fromkeys(sorted(C.unbound_sizes(e) - set(out))))  # sorted: no hash-seed order
     return out
 
 
@@ -97,7 +97,7 @@ def prove(
     names = set(goal.variables())
     for a in assumptions:
         names |= a.variables()
-    env = {n: z3.Int(n) for n in names}
+    env = {n: z3.Int(n) for n in sorted(names)}  # sorted: the query never depends on the string hash seed
     side: list[Any] = []
     tr = E.Z3Translator(env, side)
     premises: list[Any] = []
@@ -174,7 +174,7 @@ def check_premises(
     names: set[str] = set()
     for a in assumptions:
         names |= a.variables()
-    env = {n: z3.Int(n) for n in names}
+    env = {n: z3.Int(n) for n in sorted(names)}  # sorted: the query never depends on the string hash seed
     side: list[Any] = []
     tr = E.Z3Translator(env, side)
     premises = [env[n] >= (minimum or {}).get(n, 1) for n in sizes]
