@@ -816,9 +816,7 @@ def _premises_check(
     rlimit: int | None = None,
 ) -> PremiseCheck:
     """Z3 on the premises ``hyps``: each size at least its minimum, or, with ``at``, fixed to
-    max(minimum, at); budgeted ``rlimit`` units (default the premise budget)."""
-    # sizes in sorted order, not a set's: the query's text (so Z3's search) must not depend on the
-    # process's string hash seed
+    max(minimum, at); budgeted ``rlimit`` units (default the premise budget); sizes in sorted order."""
     sized = {n: z3.IntVal(max(mins.get(n, 1), at)) if at else z3.Int(n) for n in sorted(sizes)}
     env = {**sized, **{v: z3.Int(v) for v in free}}
     side: list[Any] = []
