@@ -113,7 +113,7 @@ class Construction:
         return f"<{type(self).__name__} {self.name!r} ({self.paper_ref}): {', '.join(self.inputs)} -> {self.output}>"
 
     # -- sizes ---------------------------------------------------------------------------
-    def bind(self, **sizes: int) -> Construction:
+    def bind(self, /, **sizes: int) -> Construction:
         """The same construction with the named unbound sizes bound (an integer call of a factory
         is the symbolic build followed by this); bound sizes and unknown names are refused."""
         free = self.free_sizes
@@ -127,7 +127,7 @@ class Construction:
                 raise ConstructionError(f"{self.name}: size {name} must be an int >= {low}, got {v!r}")
         return self._rebind(sizes)
 
-    def reparametrize(self, **sizes: E.Expr) -> Construction:
+    def reparametrize(self, /, **sizes: E.Expr) -> Construction:
         """The construction with unbound sizes replaced by size expressions (n = 2 m, m a new size)."""
         for name in sizes:
             if name not in self.free_sizes:

@@ -188,7 +188,7 @@ class Spec:
     entry: Entry
     statement: str
 
-    def at(self, **sizes: Any) -> BoundSpec:
+    def at(self, /, **sizes: Any) -> BoundSpec:
         """The spec with its size names given (ints, or a construction's size objects)."""
         missing = set(self.sizes) - set(sizes)
         if missing:

@@ -120,3 +120,13 @@ def test_the_public_name_users_call_is_checked(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(lemmas, "softmax", public_bug)
     out = registry.by_id("softmax/exact/one-build-lemma").check(60.0)
     assert out.ok is False and "attnsim.lemmas.softmax(rows=" in out.detail and "cols=71" in out.detail
+
+
+def test_a_size_named_self_binds() -> None:
+    """Found by hypothesis: a size symbol named ``self`` (any identifier may name a size) collided
+    with ``bind``'s own parameter; ``self`` is positional-only now."""
+    from attnsim.lemmas.maxmin import maxmin
+    from attnsim.rasp import core as C
+
+    symbolic = maxmin(C.Size("a"), rows=C.Size("self"))
+    assert _fingerprints(symbolic.bind(a=6, self=2)) == _fingerprints(maxmin(6, rows=2))
