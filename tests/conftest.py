@@ -7,7 +7,12 @@ extra, so a skip there means a test silently stopped running.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -37,3 +42,21 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         for rep in skipped:
             reason = rep.longrepr[-1] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
             terminalreporter.write_line(f"{rep.nodeid}: {reason}")
+
+
+@pytest.fixture
+def benchmark_script() -> Callable[[str], ModuleType]:
+    """Load ``benchmarks/<name>.py`` as a module (benchmarks/ is not a package): the scripts that
+    write the generated pages, which their tests compare with the pages."""
+
+    def load(name: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        )
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+
+    return load

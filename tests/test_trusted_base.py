@@ -7,31 +7,23 @@ Backs the "what remains trusted" paragraph of README.md and docs/proofs.md.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("trusted_base", ROOT / "benchmarks" / "trusted_base.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["trusted_base"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_the_page_is_the_scripts_output_for_these_sources() -> None:
+def test_the_page_is_the_scripts_output_for_these_sources(benchmark_script: Callable[[str], ModuleType]) -> None:
     """Stale counts fail: rerun `python benchmarks/trusted_base.py` after editing a counted file."""
-    tb = _script()
+    tb = benchmark_script("trusted_base")
     assert tb.PAGE.read_text(encoding="utf-8") == tb.render(), "rerun: python benchmarks/trusted_base.py"
 
 
-def test_the_counted_steps_are_the_python_reasoning_the_docs_name() -> None:
-    tb = _script()
+def test_the_counted_steps_are_the_python_reasoning_the_docs_name(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    tb = benchmark_script("trusted_base")
     files = {f for _, fs in tb.STEPS for f in fs}
     assert all((ROOT / f).is_file() for f in files)
     for named in ("attnsim/symbolic/sums.py", "attnsim/symbolic/sumsplit.py", "attnsim/proofs/decode.py"):
@@ -41,8 +33,10 @@ def test_the_counted_steps_are_the_python_reasoning_the_docs_name() -> None:
     assert "trusted-base.md" in (ROOT / "docs" / "proofs.md").read_text(encoding="utf-8")
 
 
-def test_code_lines_leave_out_blanks_comments_and_docstrings(tmp_path: Path) -> None:
-    tb = _script()
+def test_code_lines_leave_out_blanks_comments_and_docstrings(
+    tmp_path: Path, benchmark_script: Callable[[str], ModuleType]
+) -> None:
+    tb = benchmark_script("trusted_base")
     src = (
         '"""Module doc,\non two lines."""\n\n# a comment\n'
         'def f(x):\n    """Doc."""\n    return (x +\n        1)  # why\n'
