@@ -249,13 +249,49 @@ def parse_assumptions(output: str) -> tuple[str, ...]:
 _BASE: dict[tuple[str, str], Path] = {}  # (coqc, digest of the hand-written files) -> compiled copy
 
 
+_BASE_PREFIX = "attnsim-coq-base-"
+_BUILD_PREFIX = "attnsim-coq-build-"
+
+
+def _remove_orphaned_bases(tmp: Path | None = None) -> list[Path]:
+    """Delete the compiled bases and build directories of processes that are gone, and return them.
+
+    A base is removed at its process's exit (``atexit``), but a process killed on a timeout or a
+    Dask worker stopped by its nanny never runs ``atexit``: each such run left a directory behind
+    (79 were found in /tmp after one day).  The owner's PID is in the name; a base whose owner no
+    longer exists is an orphan.  A name without a PID (an older base) is left alone.
+    """
+    removed = []
+    root = tmp or Path(tempfile.gettempdir())
+    for path in sorted([*root.glob(f"{_BASE_PREFIX}*"), *root.glob(f"{_BUILD_PREFIX}*")]):
+        prefix = _BASE_PREFIX if path.name.startswith(_BASE_PREFIX) else _BUILD_PREFIX
+        pid = path.name[len(prefix) :].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this PID exists (one we may not signal still exists)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _compiled_base(coqc: str, src: Path, timeout: float) -> Path | CoqRun:
     """A directory holding Semantics and Lemmas compiled (once per process and content), or the failed run."""
     texts = [(src / f"{n}.v").read_bytes() for n in HAND_WRITTEN]
     key = (coqc, hashlib.sha256(b"\0".join(texts)).hexdigest())
     if key in _BASE:
         return _BASE[key]
-    base = Path(tempfile.mkdtemp(prefix="attnsim-coq-base-"))
+    _remove_orphaned_bases()
+    base = Path(tempfile.mkdtemp(prefix=f"{_BASE_PREFIX}{os.getpid()}-"))
     atexit.register(shutil.rmtree, base, True)
     for name, text in zip(HAND_WRITTEN, texts, strict=True):
         (base / f"{name}.v").write_bytes(text)
@@ -273,7 +309,7 @@ def run_coq(thm: KernelTheorem, programs: Sequence[CoqProgram], timeout: float, 
     base = _compiled_base(coqc, src, timeout)
     if isinstance(base, CoqRun):
         return base
-    with tempfile.TemporaryDirectory(prefix="attnsim-coq-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{_BUILD_PREFIX}{os.getpid()}-") as tmp:
         build = Path(tmp)
         for name in HAND_WRITTEN:
             for ext in (".v", ".vo"):

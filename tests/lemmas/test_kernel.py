@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -26,10 +27,13 @@ import pytest
 from attnsim.lemmas.base import Construction
 from attnsim.lemmas.forms import consumer_matmul, gathered_transpose
 from attnsim.lemmas.kernel import (
+    _BASE_PREFIX,
+    _BUILD_PREFIX,
     THEOREMS,
     KernelTheorem,
     _compiled_base,
     _coqc,
+    _remove_orphaned_bases,
     coq_sources,
     kernel_check,
     parse_assumptions,
@@ -152,6 +156,22 @@ def test_a_theory_defining_the_program_itself_fails(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("ATTNSIM_COQ_DIR", str(tmp_path))
     out = kernel_check(_theorem("relu"))(120.0)
     assert out.ok is False and "defines relu_prog itself" in out.detail
+
+
+def test_orphaned_bases_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
+    """A compiled base whose process is gone (killed before ``atexit``) is deleted; ours and a
+    name without a PID are kept."""
+    child = subprocess.Popen(["true"])
+    child.wait()  # a PID that no longer exists
+    dead = tmp_path / f"{_BASE_PREFIX}{child.pid}-abc"
+    live = tmp_path / f"{_BASE_PREFIX}{os.getpid()}-abc"
+    dead_build = tmp_path / f"{_BUILD_PREFIX}{child.pid}-abc"
+    old = tmp_path / f"{_BASE_PREFIX}abc"
+    for d in (dead, live, dead_build, old):
+        d.mkdir()
+        (d / "Semantics.vo").write_text("")
+    assert _remove_orphaned_bases(tmp_path) == [dead, dead_build]
+    assert not dead.exists() and not dead_build.exists() and live.exists() and old.exists()
 
 
 # -- differential test: Coq's evaluator (vm_compute over rat) == the Python exact engine ---------------
