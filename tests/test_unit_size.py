@@ -33,7 +33,6 @@ KNOWN: dict[str, int] = {
     "attnsim/lemmas/cofactor.py": 517,
     "attnsim/compile/torch_module.py:build": 89,
     "attnsim/applications/obligations.py:parity_obligations": 82,
-    "attnsim/cli/audit.py:audit": 82,
 }
 
 
