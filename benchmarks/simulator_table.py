@@ -18,9 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from attnsim.cli.bench import TARGET_COLUMNS, format_target_cell
+from attnsim.cli.target_rows import TARGET_COLUMNS, format_target_cell
 
 DEFAULT = "compact:32,compact:64,compact:128,shallow:32"
+# through attnsim.cli.bench (simulator_targets lives in attnsim.cli.target_rows): the measuring
+# process loads the same modules as before the split, and its RSS figure depends on them
 ONE = (
     "import json, sys, dataclasses; from attnsim.cli.bench import simulator_targets; "
     "v, c, r = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]); "

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from attnsim.cli.bench import BenchError, bench
+from attnsim.cli.bench import bench
 from attnsim.cli.main import main
+from attnsim.cli.measure import BenchError
 
 
 def test_bench_json_is_well_formed(capsys: pytest.CaptureFixture[str]) -> None:

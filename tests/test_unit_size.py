@@ -27,18 +27,12 @@ KNOWN: dict[str, int] = {
     "attnsim/rasp/core.py": 686,
     "attnsim/lemmas/faddeev.py": 658,
     "attnsim/simulator/reference.py": 653,
-    "attnsim/verify/spec_check.py": 639,
-    "attnsim/cli/bench.py": 629,
     "attnsim/lemmas/softmax.py": 601,
     "attnsim/rasp/expr.py": 543,
     "attnsim/applications/obligations.py": 520,
     "attnsim/lemmas/cofactor.py": 517,
-    "attnsim/verify/spec_check.py:_cases": 239,
     "attnsim/compile/torch_module.py:build": 89,
-    "attnsim/cli/bench.py:simulator_targets": 87,
-    "attnsim/report/figures.py:cost_figure": 84,
     "attnsim/applications/obligations.py:parity_obligations": 82,
-    "attnsim/cli/audit.py:audit": 82,
 }
 
 

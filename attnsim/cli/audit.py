@@ -36,12 +36,14 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from attnsim.cli.commands import command
 from attnsim.proofs import registry
+from attnsim.proofs.obligation import Obligation
 
 FIELDS = ("statement", "code", "obligations", "tests", "beyond / short")
 SECTION = re.compile(r"^## +(\S.*?)\s*$")
@@ -238,29 +240,13 @@ def _matches(ref: str, oid: str) -> bool:
     return oid.startswith(ref[:-1]) if ref.endswith("*") else oid == ref
 
 
-def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) -> AuditReport:
-    """Run every check on the map at ``map_path``; test paths are relative to ``root``."""
-
-    if not map_path.is_file():
-        raise AuditError(f"no map at {map_path} (pass --map PATH/paper_map.md)")
-    root = root or map_path.resolve().parent
-    sections = parse_map(map_path.read_text(encoding="utf-8"))
-    # start pytest's collection first: it runs in a subprocess while the imports are checked here
-    test_refs = [(sec, t) for sec in sections for t in sec.tests]
-    files = sorted({t.split("::")[0] for _, t in test_refs})
-    present = [f for f in files if (root / f).is_file()]
-    proc = None
-    if check_tests and present:
-        proc = subprocess.Popen(
-            _collect_cmd(present), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-    problems: list[Problem] = []
-    obs = registry.all_obligations(include_deep=True)
-    cons = registry.constructions()
-
-    def add(kind: str, ref: str, detail: str, sec: Section | None = None) -> None:
-        problems.append(Problem(kind, ref, detail, sec.line if sec else None, sec.result if sec else ""))
-
+def _check_sections(
+    sections: list[Section], obs: Sequence[Obligation], add: Callable[..., None]
+) -> tuple[set[str], dict[int, bool]]:
+    """Each section's own references: malformed ones, functions that do not resolve, obligations
+    that match nothing or state other methods, each recorded by ``add(kind, ref, detail, section)``.
+    Returns the obligation ids the map covers and, per section line, whether a function of it
+    resolves."""
     covered: set[str] = set()
     resolves: dict[int, bool] = {}
     for sec in sections:
@@ -288,6 +274,33 @@ def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) ->
                 add("method-missing", ref, f"state its methods after it: ({', '.join(have)})", sec)
             elif methods != have:
                 add("method-mismatch", ref, f"map says ({', '.join(methods)}), registry has ({', '.join(have)})", sec)
+    return covered, resolves
+
+
+def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) -> AuditReport:
+    """Run every check on the map at ``map_path``; test paths are relative to ``root``."""
+
+    if not map_path.is_file():
+        raise AuditError(f"no map at {map_path} (pass --map PATH/paper_map.md)")
+    root = root or map_path.resolve().parent
+    sections = parse_map(map_path.read_text(encoding="utf-8"))
+    # start pytest's collection first: it runs in a subprocess while the imports are checked here
+    test_refs = [(sec, t) for sec in sections for t in sec.tests]
+    files = sorted({t.split("::")[0] for _, t in test_refs})
+    present = [f for f in files if (root / f).is_file()]
+    proc = None
+    if check_tests and present:
+        proc = subprocess.Popen(
+            _collect_cmd(present), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    problems: list[Problem] = []
+    obs = registry.all_obligations(include_deep=True)
+    cons = registry.constructions()
+
+    def add(kind: str, ref: str, detail: str, sec: Section | None = None) -> None:
+        problems.append(Problem(kind, ref, detail, sec.line if sec else None, sec.result if sec else ""))
+
+    covered, resolves = _check_sections(sections, obs, add)
     # tests
     if check_tests and test_refs:
         ids, errors = _collected(proc) if proc is not None else (set(), "")

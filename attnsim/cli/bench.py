@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gc
 import itertools
 import json
 import math
-import statistics
 import time
-import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -27,16 +24,19 @@ from typing import Any
 import numpy as np
 
 from attnsim.cli.commands import command, positive_float, positive_int
+from attnsim.cli.measure import BenchError, fmt_s, median_time, peak_mb
+from attnsim.cli.target_rows import (
+    TARGET_COLUMNS,
+    TARGETS,
+    TargetRow,
+    elementwise_ns,
+    format_target_cell,
+    simulator_targets,
+)
 from attnsim.proofs import registry
 from attnsim.report import data as D
-from attnsim.simulator.reference import TransformerLayer
-from attnsim.simulator.universal import UniversalSimulator
 
 SIZES = (8, 16, 32, 64)
-
-
-class BenchError(ValueError):
-    """Bad bench arguments (sizes, repeats, budget)."""
 
 
 @dataclass
@@ -74,52 +74,6 @@ class BenchResult:
         d["timings"] = [asdict(t) for t in self.timings]
         return d
 
-
-def _median(fn: Callable[[], Any], repeats: int, min_sample: float, clock: Callable[[], float]) -> float:
-    """Median ``clock`` seconds per call over ``repeats`` samples; fast calls are looped (as
-    timeit's autorange does) so that one sample lasts at least ``min_sample`` seconds."""
-    loops = 1
-    while True:
-        t0 = clock()
-        for _ in range(loops):
-            fn()
-        dt = clock() - t0
-        if dt >= min_sample or loops >= 10_000:
-            break
-        loops *= 10
-    times = [dt / loops]
-    for _ in range(repeats - 1):
-        t0 = clock()
-        for _ in range(loops):
-            fn()
-        times.append((clock() - t0) / loops)
-    return statistics.median(times)
-
-
-def _median_time(fn: Callable[[], Any], repeats: int, min_sample: float = 0.002) -> float:
-    """Median wall seconds per call (``time.perf_counter``)."""
-    return _median(fn, repeats, min_sample, time.perf_counter)
-
-
-def _fmt_s(x: float) -> str:
-    """Seconds in a short human unit."""
-    if not math.isfinite(x):
-        return "-"
-    for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if x >= f:
-            return f"{x / f:.3g} {unit}"
-    return f"{x * 1e9:.3g} ns"
-
-
-def _peak_mb(fn: Callable[[], Any]) -> float:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        fn()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak / 2**20
 
 
 def _growth(points: Sequence[Timing]) -> dict[str, Any]:
@@ -239,9 +193,9 @@ def _bench_family(
             res.skipped.append(f"{fam.name} at size {s}: {exc}")
             continue
         want = con.reference(*ops)
-        run_m = _median_time(functools.partial(con.run, *ops), res.repeats)
-        ref_m = _median_time(functools.partial(con.reference, *ops), res.repeats)
-        peak = _peak_mb(functools.partial(con.run, *ops))
+        run_m = median_time(functools.partial(con.run, *ops), res.repeats)
+        ref_m = median_time(functools.partial(con.reference, *ops), res.repeats)
+        peak = peak_mb(functools.partial(con.run, *ops))
         res.timings.append(
             Timing(
                 "lemma",
@@ -294,9 +248,9 @@ def _bench_simulator(res: BenchResult, left: Callable[[], float], say: Callable[
         def direct(t: Any = T, x: np.ndarray = X) -> Any:
             return t(x)
 
-        run_m = _median_time(simulate, reps)
-        ref_m = _median_time(direct, max(reps, 5))
-        peak = _peak_mb(simulate) if last * 3 < left() else float("nan")
+        run_m = median_time(simulate, reps)
+        ref_m = median_time(direct, max(reps, 5))
+        peak = peak_mb(simulate) if last * 3 < left() else float("nan")
         extra: dict[str, Any] = {"n_heads": h, "d_head": max(1, s // h), "d_ff": 2 * s}
         positions = None
         try:
@@ -323,192 +277,6 @@ def _bench_simulator(res: BenchResult, left: Callable[[], float], say: Callable[
                 extra,
             )
         )
-
-
-# -- U's targets: CPU time, ratios to NumPy and torch, time per head position -------------------
-TARGETS: tuple[tuple[str, int], ...] = (("compact", 32), ("compact", 64), ("shallow", 32))
-
-
-@dataclass
-class TargetRow:
-    """U at one (variant, capacity): max_len = d_model = d_ff = capacity, 4 heads of width
-    capacity / 4, one layer T.  Times are medians; CPU time (``time.process_time``, all threads)
-    is the figure to compare on a shared machine, wall time is beside it.  ``head_positions``:
-    the positions of node values one run computes (``RunStats``); ``ns_per_head_position`` is
-    CPU time over them, ``calibration_ns`` a same-run NumPy elementwise multiply per element,
-    ``per_position_vs_calibration`` their ratio (a figure that holds across machines)."""
-
-    variant: str
-    capacity: int
-    layers: int
-    positions: int
-    repeats: int
-    build_s: float
-    first_run_cpu_s: float
-    run_s: float  # wall, median
-    run_cpu_s: float  # CPU, median
-    numpy_cpu_s: float
-    torch_cpu_s: float | None
-    ratio_cpu_numpy: float
-    ratio_cpu_torch: float | None
-    head_positions: int
-    memo_positions: int
-    ns_per_head_position: float
-    calibration_ns: float
-    per_position_vs_calibration: float
-    peak_mb: float  # tracemalloc peak of one run
-    rss_growth_mb: float  # peak RSS growth of the process over the runs (meaningful in a fresh process)
-    memo_mb: float
-    error_vs_reference: float
-    error_vs_torch: float | None
-
-
-def _median_cpu(fn: Callable[[], Any], repeats: int, min_sample: float = 0.02) -> float:
-    """Median CPU seconds per call (``time.process_time``, all threads): the figure to compare on
-    a shared machine."""
-    return _median(fn, repeats, min_sample, time.process_time)
-
-
-def elementwise_ns(n: int = 1 << 20, repeats: int = 7) -> float:
-    """CPU nanoseconds per element of one NumPy elementwise float64 multiply (into a preallocated
-    output), median of ``repeats``: the floor an interpreter's vectorised pass is compared to."""
-    rng = np.random.default_rng(0)
-    a, b, out = rng.normal(size=n), rng.normal(size=n), np.empty(n)
-    return _median_cpu(lambda: np.multiply(a, b, out=out), repeats) * 1e9 / n
-
-
-def _rss_mb() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
-
-
-def simulator_targets(
-    targets: Sequence[tuple[str, int]] = TARGETS, repeats: int = 3, on_step: Callable[[str], None] | None = None
-) -> list[TargetRow]:
-    """One row per (variant, capacity c): max_len = d_model = d_ff = c, 4 heads of width c / 4, one
-    layer T (torch's default post-norm ReLU encoder layer when torch is installed, compared with
-    torch's own float64 output and timed too; else a random post-norm layer).  The first run
-    fills U's memo of position-only index maps; the medians are over the ``repeats`` runs after it
-    (one when a run takes over 30 s)."""
-
-    say = on_step or (lambda s: None)
-    rows = []
-    calib = elementwise_ns()
-    for variant, c in targets:
-        if variant not in ("compact", "shallow") or c < 1:
-            raise BenchError(f"a target is compact:<capacity> or shallow:<capacity>, got {variant}:{c}")
-        say(f"U {variant} at capacity {c}")
-        h, k = 4, max(1, c // 4)
-        x = np.random.default_rng(0).normal(size=(c, c))
-        torch_out, torch_cpu = None, None
-        try:
-            import torch
-
-            torch.manual_seed(0)
-            torch.set_num_threads(1)  # CPU time of one thread: threads spinning on a shared machine count too
-            layer = torch.nn.TransformerEncoderLayer(c, h, dim_feedforward=c, dropout=0.0, batch_first=True)
-            layer = layer.double().eval()
-            T = TransformerLayer.from_torch(layer)
-            tx = torch.from_numpy(x)[None]
-            with torch.no_grad():
-                torch_out = layer(tx)[0].numpy()
-
-                def torch_layer(layer: Any = layer, tx: Any = tx) -> Any:
-                    with torch.no_grad():
-                        return layer(tx)
-
-                torch_cpu = _median_cpu(torch_layer, max(repeats, 5))
-        except ImportError:
-            T = TransformerLayer.random(c, h, k, c, seed=0, residual=True, norm="post")
-        rss0 = _rss_mb()
-        t0 = time.perf_counter()
-        U = UniversalSimulator(c, c, h, k, c, variant=variant)
-        build = time.perf_counter() - t0
-        cost = U.cost()
-        c0 = time.process_time()
-        y = U.run(T, x)
-        first = time.process_time() - c0
-        reps = repeats if first * repeats < 60 else 1
-        walls, cpus = [], []
-        for _ in range(reps):
-            w0, c0 = time.perf_counter(), time.process_time()
-            U.run(T, x)
-            walls.append(time.perf_counter() - w0)
-            cpus.append(time.process_time() - c0)
-        stats = U.last_stats
-        rss = _rss_mb() - rss0
-        peak = _peak_mb(functools.partial(U.run, T, x))
-        cpu = statistics.median(cpus)
-        numpy_cpu = _median_cpu(functools.partial(T, x), max(repeats, 5))
-        per_pos = cpu * 1e9 / max(stats.head_positions, 1)
-        rows.append(
-            TargetRow(
-                variant=variant,
-                capacity=c,
-                layers=int(cost["layers"]),
-                positions=int(cost["positions"]),
-                repeats=reps,
-                build_s=round(build, 4),
-                first_run_cpu_s=round(first, 4),
-                run_s=round(statistics.median(walls), 4),
-                run_cpu_s=round(cpu, 4),
-                numpy_cpu_s=numpy_cpu,
-                torch_cpu_s=torch_cpu,
-                ratio_cpu_numpy=cpu / numpy_cpu if numpy_cpu > 0 else math.inf,
-                ratio_cpu_torch=None if not torch_cpu else cpu / torch_cpu,
-                head_positions=stats.head_positions,
-                memo_positions=stats.memo_positions,
-                ns_per_head_position=per_pos,
-                calibration_ns=calib,
-                per_position_vs_calibration=per_pos / calib if calib > 0 else math.inf,
-                peak_mb=round(peak, 1),
-                rss_growth_mb=round(rss, 1),
-                memo_mb=round(U.memo.used_bytes / 2**20, 1),
-                error_vs_reference=float(np.max(np.abs(y - T(x)))),
-                error_vs_torch=None if torch_out is None else float(np.max(np.abs(y - torch_out))),
-            )
-        )
-    return rows
-
-
-TARGET_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("variant", "variant"),
-    ("capacity", "capacity"),
-    ("layers", "layers"),
-    ("positions", "positions"),
-    ("run_s", "wall"),
-    ("run_cpu_s", "CPU"),
-    ("first_run_cpu_s", "first run CPU"),
-    ("numpy_cpu_s", "NumPy T(X) CPU"),
-    ("ratio_cpu_numpy", "CPU / NumPy"),
-    ("torch_cpu_s", "torch layer CPU"),
-    ("ratio_cpu_torch", "CPU / torch"),
-    ("head_positions", "head positions"),
-    ("ns_per_head_position", "ns / head position"),
-    ("calibration_ns", "NumPy ns / element"),
-    ("per_position_vs_calibration", "x calibration"),
-    ("peak_mb", "peak MB (traced)"),
-    ("rss_growth_mb", "RSS growth MB"),
-    ("memo_mb", "memo MB"),
-    ("error_vs_reference", "error vs reference"),
-    ("error_vs_torch", "error vs torch"),
-)
-
-
-def format_target_cell(key: str, v: Any) -> str:
-    """One cell of the targets table: seconds in short units, errors in 2 digits, counts in full."""
-    if v is None:
-        return "-"
-    if key.startswith("error"):
-        return f"{v:.2g}"
-    if key.endswith("_s"):
-        return _fmt_s(float(v))
-    if key in ("head_positions", "memo_positions", "positions"):
-        return f"{int(v):,}"
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    return str(v)
 
 
 # -- CLI -------------------------------------------------------------------------------------
@@ -602,9 +370,9 @@ def bench_cmd(args: argparse.Namespace) -> int:
             t.name,
             "example" if t.size is None else str(t.size),
             "-" if t.positions is None else str(t.positions),
-            _fmt_s(t.build_s),
-            _fmt_s(t.run_median_s),
-            _fmt_s(t.ref_median_s),
+            fmt_s(t.build_s),
+            fmt_s(t.run_median_s),
+            fmt_s(t.ref_median_s),
             f"{t.ratio:.3g}",
             f"{t.peak_mb:.3g}",
             f"{t.error:.2g}",
@@ -627,3 +395,19 @@ def _clean(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_clean(v) for v in obj]
     return obj
+
+
+__all__ = [  # TargetRow and the rest of U's target rows live in target_rows; importable from here too
+    "SIZES",
+    "TARGETS",
+    "TARGET_COLUMNS",
+    "BenchError",
+    "BenchResult",
+    "TargetRow",
+    "Timing",
+    "bench",
+    "bench_cmd",
+    "elementwise_ns",
+    "format_target_cell",
+    "simulator_targets",
+]

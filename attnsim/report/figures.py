@@ -128,10 +128,16 @@ def error_figure(
     return path
 
 
-def cost_figure(sweeps: dict[str, list[Point]], path: Path, simulator: Sequence[dict[str, Any]] = ()) -> Path:
-    """Layers, heads and positions against size, ours (solid markers) beside the paper's (x, thin)."""
-    panels: list[list[tuple[str, list[int], list[float], dict[str, Any]]]] = [[], [], []]
-    paper: list[list[tuple[str, list[int], list[float], dict[str, Any]]]] = [[], []]
+Curves = list[tuple[str, list[int], list[float], dict[str, Any]]]  # one panel: (label, sizes, values, style) per curve
+
+
+def _cost_curves(
+    sweeps: dict[str, list[Point]], simulator: Sequence[dict[str, Any]]
+) -> tuple[list[Curves], list[Curves], list[str]]:
+    """The cost figure's curves: ours per panel (layers, heads, positions), the paper's (layers,
+    heads), and the constructions without attention (0 layers, 0 heads: named, not drawn)."""
+    panels: list[Curves] = [[], [], []]
+    paper: list[Curves] = [[], []]
     no_attention: list[str] = []
     for i, (name, pts) in enumerate(sweeps.items()):
         st = _style(i)
@@ -163,6 +169,12 @@ def cost_figure(sweeps: dict[str, list[Point]], path: Path, simulator: Sequence[
         pos = [(d["size"], d["positions"]) for d in sim if d.get("positions")]
         if pos:
             panels[2].append(("U", [x for x, _ in pos], [float(y) for _, y in pos], ust))
+    return panels, paper, no_attention
+
+
+def cost_figure(sweeps: dict[str, list[Point]], path: Path, simulator: Sequence[dict[str, Any]] = ()) -> Path:
+    """Layers, heads and positions against size, ours (solid markers) beside the paper's (x, thin)."""
+    panels, paper, no_attention = _cost_curves(sweeps, simulator)
     fig, axes = plt.subplots(1, 3, figsize=(17, 6.2))
     ylabels = ("attention layers", "attention heads, summed over layers", "positions (sequence length)")
     titles = ("layers (log scale)", "heads (log scale)", "positions (log scale)")

@@ -20,25 +20,26 @@ from attnsim.proofs import registry
 from attnsim.symbolic import specs
 from attnsim.verify import spec_check as SC
 from attnsim.verify import spec_references as ref
+from attnsim.verify.spec_cases import CASES, SpecCase
 
 
-def _case(attr: str) -> SC.SpecCase:
-    return next(c for c in SC.CASES if c.spec_attr == attr)
+def _case(attr: str) -> SpecCase:
+    return next(c for c in CASES if c.spec_attr == attr)
 
 
 def test_every_spec_has_its_independent_check() -> None:
     """No specification of attnsim.symbolic.specs is left unchecked; every check is registered."""
     declared = {name for name, v in vars(specs).items() if isinstance(v, specs.Spec)}
-    assert declared == {c.spec_attr for c in SC.CASES}
-    ids = [c.id for c in SC.CASES]
+    assert declared == {c.spec_attr for c in CASES}
+    ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
     registered = {o.id: o for o in registry.all_obligations()}
-    for c in SC.CASES:
+    for c in CASES:
         assert registered[c.id].method == "numeric" and registered[c.id].construction == c.construction
 
 
-@pytest.mark.parametrize("case", SC.CASES, ids=lambda c: c.id)
-def test_every_spec_equals_its_textbook_formula(case: SC.SpecCase) -> None:
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_every_spec_equals_its_textbook_formula(case: SpecCase) -> None:
     out = SC.spec_check(case)(10.0)
     assert out.ok is True, out.detail
     res = SC.compare(case)
