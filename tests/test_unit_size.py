@@ -24,7 +24,6 @@ KNOWN: dict[str, int] = {
     "attnsim/symbolic/specs.py": 789,
     "attnsim/lemmas/base.py": 712,
     "attnsim/lemmas/faddeev.py": 658,
-    "attnsim/simulator/reference.py": 653,
     "attnsim/verify/spec_check.py": 639,
     "attnsim/cli/bench.py": 629,
     "attnsim/lemmas/softmax.py": 601,
