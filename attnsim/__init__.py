@@ -6,9 +6,9 @@ in Z3 (its selectors proven to pick the intended keys) and in NumPy (the numeric
 """
 
 from attnsim.compile import compile  # attnsim.compile(program, max_len=...) -> weights
-from attnsim.rasp.core import Size  # Size("r"): an unbound size; lemmas.matmul(rows=Size("r"), ...)
 from attnsim.rasp.engine import evaluate, trace
 from attnsim.rasp.schedule import cost
+from attnsim.rasp.sizes import Size  # Size("r"): an unbound size; lemmas.matmul(rows=Size("r"), ...)
 from attnsim.simulator import TransformerLayer, UniversalSimulator
 from attnsim.version import __version__
 

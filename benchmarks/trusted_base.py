@@ -49,7 +49,7 @@ STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "the translation of index expressions to Z3 (the exported queries are its output)",
-        ("attnsim/rasp/expr.py",),
+        ("attnsim/rasp/z3_translation.py", "attnsim/rasp/expr.py"),
     ),
     (
         "the whole-layer proof's steps (`--deep`: flags, truncation, positivity, padding, the stage chain)",

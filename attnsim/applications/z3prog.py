@@ -4,7 +4,7 @@ The engine runs a program on concrete tokens; here the same program object is un
 fixed length L with one Z3 integer variable per token, so that a claim "the program's output
 equals the task's specification" is proven for all integer inputs (unbounded alphabet) of that
 length, not only for the inputs enumerated.  Supported nodes: tokens, indices, length,
-integer constants, index Maps (via :class:`attnsim.rasp.expr.Z3Translator`), Select with any
+integer constants, index Maps (via :class:`attnsim.rasp.z3_translation.Z3Translator`), Select with any
 comparison and its and/or/not, SelectorWidth, and Aggregate (mean over the selected keys as a
 Z3 real; 0 when none; a value-scored head: the mean over the selected keys that no selected key
 outscores).  Value primitives are not supported (they raise :class:`NotSupported`).
@@ -21,6 +21,7 @@ from attnsim.proofs import smtlib, solver_work, z3sel
 from attnsim.proofs.obligation import Outcome, Scope
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.z3_translation import Z3Translator
 
 
 class NotSupported(ValueError):
@@ -56,7 +57,7 @@ def unroll(program: C.SOp, tokens: Sequence[Any], side: list[Any]) -> list[Any]:
                     if not z3.is_int(t):
                         raise NotSupported(f"{node.label}: index function applied to a non-integer term")
                     env[nm] = t
-                out.append(E.Z3Translator(env, side).term(fn.expr))
+                out.append(Z3Translator(env, side).term(fn.expr))
             vals[key] = out
         elif isinstance(node, C.Select):
             if node.cmp in ("TRUE", "FALSE"):

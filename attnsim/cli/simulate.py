@@ -14,8 +14,9 @@ import numpy as np
 
 from attnsim.cli.commands import command, nonneg_int, positive_int
 from attnsim.simulator.errors import SimulatorError
-from attnsim.simulator.reference import NORMS, TransformerLayer, import_torch
+from attnsim.simulator.reference import NORMS, TransformerLayer
 from attnsim.simulator.torch_compare import compare_torch
+from attnsim.simulator.torch_reading import import_torch
 from attnsim.simulator.universal import VARIANTS, UniversalSimulator
 
 CAPACITY = ("max_len", "d_model", "heads", "d_head")

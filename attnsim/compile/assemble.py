@@ -1,6 +1,6 @@
 """The last pass: the realized residual layout (:mod:`.residual`) assembled into explicit matrices.
 
-Per attention layer, one :class:`~attnsim.compile.model.Head` per head built by lowering (W_Q,
+Per attention layer, one :class:`~attnsim.compile.weights.Head` per head built by lowering (W_Q,
 W_K from its score columns, W_V, W_O from its values) and one MLP stage per depth (the ReLU units
 of every item at that depth, shared when two items read the same unit, and the function nodes);
 the position and token embeddings; the read-out of the output's form; and the notes
@@ -15,18 +15,9 @@ from typing import Any
 import numpy as np
 
 from attnsim.compile.lowering import Lowering
-from attnsim.compile.model import (
-    CompiledTransformer,
-    FnNode,
-    Head,
-    Layer,
-    ReluStage,
-    ScoreBound,
-    Stage,
-    as_number,
-    obj,
-)
+from attnsim.compile.model import CompiledTransformer
 from attnsim.compile.residual import BOS, IDX, ONE, TOK, FnItem, Form, HeadB, Realized, ReluItem, form_key
+from attnsim.compile.weights import FnNode, Head, Layer, ReluStage, ScoreBound, Stage, as_number, obj
 
 
 def assemble(low: Lowering, out: Realized) -> CompiledTransformer:

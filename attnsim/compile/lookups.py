@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
-from attnsim.compile.model import CompileError, as_number
+from attnsim.compile.model import CompileError
 from attnsim.compile.residual import IDX, ONE, Form, LoweringState, ReluItem, form_key, lin, unit
+from attnsim.compile.weights import as_number
 from attnsim.rasp import core as C
 from attnsim.rasp import domain as D
 

@@ -18,114 +18,27 @@ Exact mode runs every matrix product on dtype-object arrays of ints and Fraction
 uses float64, where a key counts as maximal when its score is within half of the head's
 score gap of the row maximum (scores of distinct classes differ by at least the gap, so
 this only absorbs rounding).
+
+Here: the model, its shape facts and its float64 forward.  The weight records it holds are
+:mod:`attnsim.compile.weights`, the exact forward :mod:`attnsim.compile.exact_forward`, the file
+``save`` / ``load`` write and read :mod:`attnsim.compile.model_file`, the torch export
+:mod:`attnsim.compile.torch_module`.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from attnsim.compile import torch_module
+from attnsim.compile import model_file, torch_module
 from attnsim.compile.errors import CompileError
+from attnsim.compile.exact_forward import _ExactRun
+from attnsim.compile.weights import FnNode, Head, Layer, Stage, _rows, as_number, obj
 from attnsim.rasp import primitives as P
-
-
-def obj(shape: tuple[int, ...]) -> np.ndarray:
-    """An object array of Python int zeros."""
-    out = np.empty(shape, dtype=object)
-    out.fill(0)
-    return out
-
-
-def as_number(x: Fraction | int) -> Fraction | int:
-    """Python int when integral (much faster in object arithmetic), else the Fraction."""
-    f = Fraction(x)
-    return int(f) if f.denominator == 1 else f
-
-
-@dataclass
-class ScoreBound:
-    """A value-scored head's declared score range: every key's score ``x @ W`` must lie in
-    [lo, hi], where the compiled max is exact (checked by ``forward``, which refuses other inputs)."""
-
-    W: np.ndarray  # (d,): the score as a form over the residual dimensions
-    lo: Fraction
-    hi: Fraction
-    label: str
-
-    def check(self, head: str, x: np.ndarray) -> None:
-        """Raise a one-line :class:`CompileError` if a token's score (rows 1.., not BOS) is outside."""
-        s = x[:, 1:, :] @ self.W
-        bad = ~((s >= self.lo) & (s <= self.hi)) if s.dtype == object else ~(
-            (s >= float(self.lo)) & (s <= float(self.hi))
-        )
-        if bad.any():
-            b, p = (int(i) for i in np.argwhere(bad)[0])
-            v = s[b, p]
-            raise CompileError(
-                f"head {head}: score {self.label} = {float(v):.6g} at position {p} is outside [{self.lo}, {self.hi}], "
-                f"where the compiled max is exact; compile with domains={{{self.label!r}: Interval(lo, hi)}} wider"
-            )
-
-
-@dataclass
-class Head:
-    """One attention head: score = (x W_Q).(x W_K); ``gap`` separates maximal from other scores."""
-
-    name: str
-    kind: str  # "aggregate" (BOS below the selected keys) or "width" (BOS tied with them)
-    W_Q: np.ndarray
-    W_K: np.ndarray
-    W_V: np.ndarray
-    W_O: np.ndarray
-    margin: Fraction
-    gap: Fraction
-    forms: list[str] = field(default_factory=list)
-    bound: ScoreBound | None = None
-
-
-@dataclass
-class ReluStage:
-    """X += relu(X W1) W2 (W1: d x h, W2: h x d)."""
-
-    W1: np.ndarray
-    W2: np.ndarray
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class FnNode:
-    """A generalized position-wise function: X[:, out] = prim(X W_in) on token rows, 0 on BOS."""
-
-    prim: str
-    params: tuple[Fraction, ...]
-    W_in: np.ndarray
-    out: int
-    note: str = ""
-
-
-@dataclass
-class Stage:
-    relu: ReluStage | None
-    fns: list[FnNode]
-
-
-@dataclass
-class Layer:
-    heads: list[Head]
-    mlp: list[Stage]
-
-
-def _rows(w: np.ndarray) -> np.ndarray:
-    return (
-        np.flatnonzero(np.array([any(v != 0 for v in row) for row in w], dtype=bool)) if w.size else np.array([], int)
-    )
 
 
 class _Float:
@@ -435,255 +348,14 @@ class CompiledTransformer:
     # -- persistence --------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
         """Write an .npz: float64 weights by name, exact sparse (row, col, value) copies, and the layout."""
-        path = Path(path)
-        arrays: dict[str, np.ndarray] = {}
-        meta: dict[str, Any] = {
-            "format": "attnsim-compiled-1",
-            "name": self.name,
-            "dims": self.dims,
-            "max_len": self.max_len,
-            "vocab": None if self.vocab is None else [str(v) for v in self.vocab],
-            "notes": self.notes,
-            "layers": [],
-        }
-        bounds = [  # the scored heads' range checks: saved beside the weights, not counted among them
-            (f"L{li}.H{hi}.bound", h.bound.W)
-            for li, lyr in enumerate(self.layers)
-            for hi, h in enumerate(lyr.heads)
-            if h.bound is not None
-        ]
-        for nm, m in [*self.matrices(), *bounds]:
-            arrays[nm] = m.astype(np.float64)
-            m2 = m.reshape(m.shape[0], -1) if m.ndim == 2 else m.reshape(1, -1)
-            r, c = np.nonzero(np.array([[v != 0 for v in row] for row in m2], dtype=bool).reshape(m2.shape))
-            arrays[nm + ".exact_rc"] = np.stack([r, c]).astype(np.int64)
-            arrays[nm + ".exact_v"] = np.array([str(Fraction(m2[i, j])) for i, j in zip(r, c, strict=True)], dtype=str)
-        for lyr in self.layers:
-            meta["layers"].append(
-                {
-                    "heads": [
-                        {
-                            "name": h.name,
-                            "kind": h.kind,
-                            "margin": str(h.margin),
-                            "gap": str(h.gap),
-                            "forms": h.forms,
-                            "bound": None
-                            if h.bound is None
-                            else {"lo": str(h.bound.lo), "hi": str(h.bound.hi), "label": h.bound.label},
-                        }
-                        for h in lyr.heads
-                    ],
-                    "mlp": [
-                        {
-                            "relu": None if st.relu is None else {"notes": st.relu.notes},
-                            "fns": [
-                                {"prim": f.prim, "params": [str(p) for p in f.params], "out": f.out, "note": f.note}
-                                for f in st.fns
-                            ],
-                        }
-                        for st in lyr.mlp
-                    ],
-                }
-            )
-        arrays["meta"] = np.array(json.dumps(meta))
-        with open(path, "wb") as fh:
-            np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]
-        return path
+        return model_file.write(self, path)
 
     @staticmethod
     def load(path: str | Path) -> CompiledTransformer:
         """Read a model written by :meth:`save` (weights restored exactly)."""
-        try:
-            z = np.load(Path(path), allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise CompileError(f"cannot read compiled model {path}: {exc}") from None
-        meta = json.loads(str(z["meta"]))
-        if meta.get("format") != "attnsim-compiled-1":
-            raise CompileError(f"{path} is not an attnsim compiled model")
-
-        def mat(nm: str) -> np.ndarray:
-            shape = z[nm].shape
-            out = obj(shape if len(shape) == 2 else (1, shape[0]))
-            rc, vals = z[nm + ".exact_rc"], z[nm + ".exact_v"]
-            for (i, j), v in zip(rc.T, vals, strict=True):
-                out[i, j] = as_number(Fraction(str(v)))
-            return out if len(shape) == 2 else out[0]
-
-        layers = []
-        for li, lm in enumerate(meta["layers"]):
-            heads = [
-                Head(
-                    hm["name"],
-                    hm["kind"],
-                    mat(f"L{li}.H{hi}.W_Q"),
-                    mat(f"L{li}.H{hi}.W_K"),
-                    mat(f"L{li}.H{hi}.W_V"),
-                    mat(f"L{li}.H{hi}.W_O"),
-                    margin=Fraction(hm["margin"]),
-                    gap=Fraction(hm["gap"]),
-                    forms=hm["forms"],
-                    bound=None
-                    if hm.get("bound") is None
-                    else ScoreBound(
-                        mat(f"L{li}.H{hi}.bound"),
-                        Fraction(hm["bound"]["lo"]),
-                        Fraction(hm["bound"]["hi"]),
-                        hm["bound"]["label"],
-                    ),
-                )
-                for hi, hm in enumerate(lm["heads"])
-            ]
-            stages = []
-            for si, sm in enumerate(lm["mlp"]):
-                relu = None
-                if sm["relu"] is not None:
-                    relu = ReluStage(mat(f"L{li}.S{si}.W1"), mat(f"L{li}.S{si}.W2"), sm["relu"]["notes"])
-                fns = [
-                    FnNode(
-                        f["prim"],
-                        tuple(Fraction(p) for p in f["params"]),
-                        mat(f"L{li}.S{si}.F{fi}.W_in"),
-                        f["out"],
-                        f["note"],
-                    )
-                    for fi, f in enumerate(sm["fns"])
-                ]
-                stages.append(Stage(relu, fns))
-            layers.append(Layer(heads, stages))
-        vocab = None if meta["vocab"] is None else tuple(Fraction(v) for v in meta["vocab"])
-        return CompiledTransformer(
-            meta["dims"],
-            int(meta["max_len"]),
-            mat("pos_embed"),
-            mat("tok_embed"),
-            layers,
-            mat("readout"),
-            vocab,
-            meta["notes"],
-            meta["name"],
-        )
+        return CompiledTransformer(*model_file.read(path))
 
     # -- torch --------------------------------------------------------------------------------
     def to_torch(self) -> Any:
         """A ``torch.nn.Module`` with the same float64 forward (needs the optional torch extra)."""
         return torch_module.build(self)
-
-
-class _ExactRun:
-    """Exact forward: the residual is an integer array N (Python ints) over ONE common denominator D.
-
-    Every weight matrix is an integer matrix over its own denominator, so each product is an
-    integer product; an attention average multiplies by lcm(1..T) / count.  This is the same
-    rational arithmetic as Fractions, only much faster (no per-entry gcd).
-    """
-
-    def __init__(self, model: CompiledTransformer) -> None:
-        self.m = model
-        if not hasattr(model, "_int_cache"):
-            model._int_cache = {}  # type: ignore[attr-defined]
-        self.cache: dict[Any, Any] = model._int_cache  # type: ignore[attr-defined]
-
-    def intmat(self, w: np.ndarray) -> tuple[np.ndarray, int]:
-        """w as (integer matrix, denominator), cached per weight matrix."""
-        key = ("int", id(w))
-        if key not in self.cache:
-            self.cache[key] = self.to_int(w)
-        out: tuple[np.ndarray, int] = self.cache[key]
-        return out
-
-    def weights(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-        key = ("rows", id(w))
-        if key not in self.cache:
-            wi, den = self.intmat(w)
-            rows = _rows(w)
-            self.cache[key] = (rows, wi[rows], den)
-        out: tuple[np.ndarray, np.ndarray, int] = self.cache[key]
-        return out
-
-    def mm(self, n: np.ndarray, d: int, w: np.ndarray) -> tuple[np.ndarray, int]:
-        rows, wi, wd = self.weights(w)
-        if rows.size == 0:
-            return obj((*n.shape[:-1], w.shape[1])), 1
-        return n[..., rows] @ wi, d * wd
-
-    @staticmethod
-    def to_int(a: np.ndarray) -> tuple[np.ndarray, int]:
-        dens = np.array([Fraction(v).denominator for v in a.reshape(-1)] or [1], dtype=object)
-        den = int(np.lcm.reduce(dens))
-        out = np.empty(a.shape, dtype=object)
-        for ix, v in np.ndenumerate(a):
-            out[ix] = int(Fraction(v) * den)
-        return out, den
-
-    @staticmethod
-    def add(n1: np.ndarray, d1: int, n2: np.ndarray, d2: int) -> tuple[np.ndarray, int]:
-        ll = math.lcm(d1, d2)
-        return n1 * (ll // d1) + n2 * (ll // d2), ll
-
-    @staticmethod
-    def reduce(n: np.ndarray, d: int) -> tuple[np.ndarray, int]:
-        g = math.gcd(int(np.gcd.reduce(n.reshape(-1))) if n.size else 0, d)
-        return (n // g, d // g) if g > 1 else (n, d)
-
-    @staticmethod
-    def fractions(n: np.ndarray, d: int) -> np.ndarray:
-        out = np.empty(n.shape, dtype=object)
-        for ix, v in np.ndenumerate(n):
-            out[ix] = as_number(Fraction(v, d))
-        return out
-
-    def embed(self, tok: np.ndarray) -> tuple[np.ndarray, int]:
-        m = self.m
-        B, L = tok.shape
-        pi, pd = self.intmat(m.pos_embed)
-        ti, td = self.intmat(m.tok_embed)
-        pi = pi[: L + 1]
-        ki, kd = self.to_int(tok)
-        den = math.lcm(pd, td * kd)
-        n = np.broadcast_to(pi * (den // pd), (B, L + 1, m.d_model)).copy()
-        n[:, 1:, :] = n[:, 1:, :] + ki[:, :, None] * ti[None, None, :] * (den // (td * kd))
-        return n, den
-
-    def run(self, tok: np.ndarray, keep: bool) -> tuple[np.ndarray, int, list[np.ndarray]]:
-        m = self.m
-        n, d = self.embed(tok)
-        states = [self.fractions(n, d)] if keep else []
-        T = n.shape[1]
-        lc = math.lcm(*range(1, T + 1))
-        for li, lyr in enumerate(m.layers):
-            if li > 0:
-                acc, ad = obj(n.shape), 1
-                for h in lyr.heads:
-                    if h.bound is not None:
-                        h.bound.check(h.name, self.fractions(n, d))
-                    nq, _ = self.mm(n, d, h.W_Q)
-                    nk, _ = self.mm(n, d, h.W_K)
-                    s = nq @ np.swapaxes(nk, 1, 2)
-                    w = s == s.max(axis=2, keepdims=True)
-                    cnt = w.sum(axis=2, keepdims=True).astype(object)
-                    nv, dv = self.mm(n, d, h.W_V)
-                    avg = (w.astype(np.int64).astype(object) @ nv) * (lc // cnt)
-                    no, do = self.mm(avg, dv * lc, h.W_O)
-                    acc, ad = self.add(acc, ad, no, do)
-                n, d = self.reduce(*self.add(n, d, acc, ad))
-                if keep:
-                    states.append(self.fractions(n, d))
-            for st in lyr.mlp:
-                acc, ad = obj(n.shape), 1
-                if st.relu is not None:
-                    hn, hd = self.mm(n, d, st.relu.W1)
-                    hn = np.where(hn > 0, hn, 0)
-                    acc, ad = self.mm(hn, hd, st.relu.W2)
-                one = n[..., m.dims.index("one")]
-                for fn in st.fns:
-                    an, adn = self.mm(n, d, fn.W_in)
-                    args = self.fractions(an, adn)
-                    vi, vd = self.to_int(m._apply(fn, args, one, True))
-                    col = obj(n.shape)
-                    col[..., fn.out] = vi
-                    acc, ad = self.add(acc, ad, col, vd)
-                n, d = self.reduce(*self.add(n, d, acc, ad))
-            if keep:
-                states.append(self.fractions(n, d))
-        return n, d, states

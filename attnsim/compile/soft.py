@@ -22,7 +22,8 @@ import numpy as np
 
 from attnsim.compile import classic
 from attnsim.compile.compiler import compile_program
-from attnsim.compile.model import CompiledTransformer, CompileError, Head
+from attnsim.compile.model import CompiledTransformer, CompileError
+from attnsim.compile.weights import Head
 
 
 def head_gap(h: Head) -> float:

@@ -60,6 +60,46 @@ def _wmean(t: Any, w: Any, v: Any) -> Any:
     return t.where(bad, t.full_like(out, math.nan), out)
 
 
+def _attention(
+    t: Any, res: Any, heads: Any, head_meta: list[tuple[int, int, float]], li: int, beta: float | None
+) -> Any:
+    """What layer ``li``'s heads add to the residual ``res`` (hard attention, or softmax at ``beta``)."""
+    add = t.zeros_like(res)
+    for hl, base, gap in head_meta:
+        if hl != li:
+            continue
+        wq, wk, wv, wo = (heads[base + i] for i in range(4))
+        s = _mm(t, res, wq) @ _mm(t, res, wk).transpose(1, 2)
+        s = t.where(t.isnan(s), t.full_like(s, -math.inf), s)
+        if beta is None:
+            w = (s >= s.amax(dim=2, keepdim=True) - gap / 2).to(t.float64)
+            w = w / w.sum(dim=2, keepdim=True)
+        else:
+            w = t.softmax(beta * s, dim=2)
+        add = add + _mm(t, _wmean(t, w, _mm(t, res, wv)), wo)
+    return add
+
+
+def _mlp_stage(
+    t: Any, res: Any, stages: Any, stage_meta: list[tuple[int, int, str, Any]], li: int, si: int, one_dim: int
+) -> Any:
+    """What stage ``si`` of layer ``li``'s MLP adds to the residual ``res``: its ReLU block and function nodes."""
+    add = t.zeros_like(res)
+    for sl, s_i, kind, meta in stage_meta:
+        if sl != li or s_i != si:
+            continue
+        if kind == "relu":
+            w1, w2 = stages[meta], stages[meta + 1]
+            add = add + _mm(t, t.clamp(_mm(t, res, w1), min=0), w2)
+        else:
+            idx, prim, params, out = meta
+            args = _mm(t, res, stages[idx])
+            val = _FNS[prim](t, *(args[..., i] for i in range(args.shape[-1])), *params)
+            one = res[..., one_dim]
+            add[..., out] = add[..., out] + t.where(one != 0, val, t.zeros_like(val))
+    return add
+
+
 def build(ct: CompiledTransformer) -> Any:
     """A torch.nn.Module: ``module(tokens)`` for a (L,) or (B, L) float64 tensor gives the outputs."""
     torch = _torch()
@@ -116,35 +156,9 @@ def build(ct: CompiledTransformer) -> Any:
             res[:, 1:, :] = res[:, 1:, :] + x[:, :, None] * self.tok_embed
             for li in range(self.n_layers):
                 if li > 0:
-                    add = t.zeros_like(res)
-                    for hl, base, gap in self.head_meta:
-                        if hl != li:
-                            continue
-                        wq, wk, wv, wo = (self.heads[base + i] for i in range(4))
-                        s = _mm(t, res, wq) @ _mm(t, res, wk).transpose(1, 2)
-                        s = t.where(t.isnan(s), t.full_like(s, -math.inf), s)
-                        if beta is None:
-                            w = (s >= s.amax(dim=2, keepdim=True) - gap / 2).to(t.float64)
-                            w = w / w.sum(dim=2, keepdim=True)
-                        else:
-                            w = t.softmax(beta * s, dim=2)
-                        add = add + _mm(t, _wmean(t, w, _mm(t, res, wv)), wo)
-                    res = res + add
+                    res = res + _attention(t, res, self.heads, self.head_meta, li, beta)
                 for si in sorted({s_i for sl, s_i, _, _ in self.stage_meta if sl == li}):
-                    add = t.zeros_like(res)
-                    for sl, s_i, kind, meta in self.stage_meta:
-                        if sl != li or s_i != si:
-                            continue
-                        if kind == "relu":
-                            w1, w2 = self.stages[meta], self.stages[meta + 1]
-                            add = add + _mm(t, t.clamp(_mm(t, res, w1), min=0), w2)
-                        else:
-                            idx, prim, params, out = meta
-                            args = _mm(t, res, self.stages[idx])
-                            val = _FNS[prim](t, *(args[..., i] for i in range(args.shape[-1])), *params)
-                            one = res[..., self.one]
-                            add[..., out] = add[..., out] + t.where(one != 0, val, t.zeros_like(val))
-                    res = res + add
+                    res = res + _mlp_stage(t, res, self.stages, self.stage_meta, li, si, self.one)
             y = _mm(t, res[:, 1:, :], self.readout[:, None])[..., 0]
             return y[0] if single else y
 

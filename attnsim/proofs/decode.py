@@ -50,6 +50,7 @@ from attnsim.proofs import smtlib, solver_work, z3sel
 from attnsim.proofs.obligation import Outcome, PremiseCheck, Scope
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.z3_translation import Z3Translator
 from attnsim.rasp.layout import Block, Layout
 
 Q, K = E.Var("q!"), E.Var("k!")  # the same variables as z3sel.Q, z3sel.K
@@ -820,7 +821,7 @@ def _premises_check(
     sized = {n: z3.IntVal(max(mins.get(n, 1), at)) if at else z3.Int(n) for n in sorted(sizes)}
     env = {**sized, **{v: z3.Int(v) for v in free}}
     side: list[Any] = []
-    tr = E.Z3Translator(env, side)
+    tr = Z3Translator(env, side)
     floor = [] if at else [sized[n] >= mins.get(n, 1) for n in sorted(sizes)]
     s = solver_work.isolated(
         [*floor, *[tr.boolean(h) for h in hyps], *side], rlimit or solver_work.PREMISE_RLIMIT, seconds=seconds
@@ -845,7 +846,7 @@ def _export_witness(hyps: Sequence[E.Expr], model: Mapping[str, int]) -> None:
         return
     env = {n: z3.Int(n) for n in model}
     side: list[Any] = []
-    tr = E.Z3Translator(env, side)
+    tr = Z3Translator(env, side)
     facts = [*[env[n] == v for n, v in model.items()], *[tr.boolean(h) for h in hyps], *side]
     s = solver_work.isolated(facts, solver_work.PREMISE_RLIMIT)
     text = smtlib.text_of(s)
@@ -932,7 +933,7 @@ def _z3(
     sizes = sorted(_sizes_of(goal, *hyps, *extents.values()) | set(ctx.sizes))  # search) never depends on
     lower = {n: mins.get(n, 1) for n in sizes if n in env} | {v: 0 for v in extents}  # the string hash seed
 
-    def formulas(tr: E.Z3Translator, side: list[Any]) -> list[Any]:
+    def formulas(tr: Z3Translator, side: list[Any]) -> list[Any]:
         facts: list[Any] = [env[n] >= lb for n, lb in lower.items() if n in sizes]
         for v, ext in extents.items():
             facts += [env[v] >= 0, env[v] < tr.term(ext)]
@@ -953,7 +954,7 @@ def _z3(
             smtlib.record(text, "unsat")
             return "unsat", {}
     side: list[Any] = []
-    s, res = _check_with_restarts(formulas(E.Z3Translator(env, side), side), timeout)
+    s, res = _check_with_restarts(formulas(Z3Translator(env, side), side), timeout)
     env = {n: v.translate(s.ctx) for n, v in env.items()}
     smtlib.record(smtlib.text_of(s), str(res))
     if res == z3.unsat:
@@ -974,7 +975,7 @@ def _z3(
     return str(s.reason_unknown()), {}
 
 
-class _LinearTranslator(E.Z3Translator):
+class _LinearTranslator(Z3Translator):
     """Z3 translation with every product of two non-constant terms replaced by a fresh integer.
 
     A product of variables with known non-negative lower bounds (sizes >= their minimum,

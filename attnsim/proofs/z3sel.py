@@ -13,7 +13,7 @@ for (q, k, sizes) where they differ:
 Before that, the premises are shown satisfiable by a model (kept in the outcome): a proof
 under empty premises fails "vacuous", and one whose premises are undecided is unknown.
 
-div/mod become fresh quotient/remainder variables (see :class:`attnsim.rasp.expr.Z3Translator`).
+div/mod become fresh quotient/remainder variables (see :class:`attnsim.rasp.z3_translation.Z3Translator`).
 This direct translation decides bounded claims and small parametric ones; parametric selector
 intents go through :mod:`attnsim.proofs.decode` first (positions decoded into matrix
 coordinates), which turns the nonlinear question into small, mostly linear ones.
@@ -30,6 +30,7 @@ from attnsim.proofs import smtlib, solver_work
 from attnsim.proofs.obligation import Outcome, PremiseCheck, Scope
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.z3_translation import Z3Translator
 
 Q, K = E.Var("q!"), E.Var("k!")  # "!" keeps them apart from every size name (sizes may not contain it)
 
@@ -99,7 +100,7 @@ def prove(
         names |= a.variables()
     env = {n: z3.Int(n) for n in sorted(names)}  # sorted: the query never depends on the string hash seed
     side: list[Any] = []
-    tr = E.Z3Translator(env, side)
+    tr = Z3Translator(env, side)
     premises: list[Any] = []
     for n in sizes:
         premises.append(env[n] >= (minimum or {}).get(n, 1))
@@ -176,7 +177,7 @@ def check_premises(
         names |= a.variables()
     env = {n: z3.Int(n) for n in sorted(names)}  # sorted: the query never depends on the string hash seed
     side: list[Any] = []
-    tr = E.Z3Translator(env, side)
+    tr = Z3Translator(env, side)
     premises = [env[n] >= (minimum or {}).get(n, 1) for n in sizes]
     premises += [env[n] <= bound for n in sizes] if bound is not None else []
     premises += [tr.boolean(a) for a in assumptions]

@@ -6,12 +6,9 @@ from attnsim.rasp.core import (
     NUMERICAL,
     Aggregate,
     Full,
-    IndexFn,
     Indices,
     Length,
     Map,
-    Prim,
-    ProgramError,
     RASPExpr,
     Select,
     SelectAnd,
@@ -20,7 +17,6 @@ from attnsim.rasp.core import (
     Selector,
     SelectorWidth,
     SequenceMap,
-    Size,
     SOp,
     Tokens,
     aggregate,
@@ -40,8 +36,10 @@ from attnsim.rasp.core import (
 )
 from attnsim.rasp.engine import Trace, evaluate, trace
 from attnsim.rasp.expr import Expr, ExprError, Var, emax, emin, if_
+from attnsim.rasp.map_functions import IndexFn, Prim
 from attnsim.rasp.primitives import PrimitiveError
 from attnsim.rasp.schedule import Cost, cost
+from attnsim.rasp.sizes import ProgramError, Size
 
 __all__ = [
     "CATEGORICAL",

@@ -11,13 +11,17 @@ A program is an immutable DAG of sequence operations (SOps) and selectors:
 
 Nodes compare by identity (``==`` is never overloaded); each node has a cached structural
 ``fingerprint``.  See ``docs/semantics.md`` for the formal semantics.
+
+Here: the nodes, the short builders (``select``, ``aggregate``, ``imap``, ``apply``...) and the
+graph walks.  The named sizes and the constants written with them are :mod:`attnsim.rasp.sizes`,
+the functions a Map carries :mod:`attnsim.rasp.map_functions`; this module names them too
+(``C.Size``, ``C.Prim``), so that a program is built from one import.
 """
 
 from __future__ import annotations
 
 import contextvars
 import hashlib
-import inspect
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +30,15 @@ from functools import cached_property
 from typing import Any
 
 from attnsim.rasp import expr as E
-from attnsim.rasp import primitives as P
+from attnsim.rasp.map_functions import Fn, IndexFn, Prim, index_fn
+
+# ``X as X``: named here too, so that C.Size, C.size_bindings, ... keep working (see the docstring)
+from attnsim.rasp.sizes import Param as Param
+from attnsim.rasp.sizes import ProgramError, Ratio, _param
+from attnsim.rasp.sizes import Size as Size
+from attnsim.rasp.sizes import shape_text as shape_text
+from attnsim.rasp.sizes import size_bindings as size_bindings
+from attnsim.rasp.sizes import unbound_sizes as unbound_sizes
 
 CATEGORICAL = "categorical"
 NUMERICAL = "numerical"
@@ -40,241 +52,6 @@ _ids = itertools.count()
 MUTATION_HOOK: contextvars.ContextVar[Callable[[Any], Any] | None] = contextvars.ContextVar(
     "attnsim_mutation_hook", default=None
 )
-
-
-class ProgramError(ValueError):
-    """A program is malformed (foreign node, cycle, bad arity, unknown comparison...)."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Sizes: named integer symbols bound to a value when a program is built.
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False, repr=False)
-class Size(E.Var):
-    """A named size parameter; ``Size("r")`` is unbound, ``Size("r", 3)`` is bound to 3.
-
-    Inside index expressions it is a variable (so Z3 can prove a selector for every value).  A
-    program is built over unbound sizes and bound with :func:`bind_program` before it runs; an
-    unbound size has no Python value, so ``bool``/``int`` of an expression containing one raise
-    (a Python branch on a size is an error: branch in the graph with ``E.if_``).
-    """
-
-    value: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.value is not None and (
-            not isinstance(self.value, int) or isinstance(self.value, bool) or self.value < 0
-        ):
-            raise ProgramError(f"size {self.name!r} must be a non-negative int, got {self.value!r}")
-        if self.name in RESERVED_NAMES or "!" in self.name:
-            raise ProgramError(
-                f"size name {self.name!r} is reserved (the query/key positions of selector proofs are "
-                f"{', '.join(sorted(RESERVED_NAMES))}; '!' marks internal variables): choose another name"
-            )
-
-    @property
-    def bound(self) -> bool:
-        return self.value is not None
-
-    def bind(self, value: int) -> Size:
-        """The same size bound to ``value``."""
-        return Size(self.name, value)
-
-    def __hash__(self) -> int:
-        return id(self)
-
-
-RESERVED_NAMES = frozenset({"q!", "k!"})  # z3sel.Q and z3sel.K: a size of that name would be the same variable
-
-
-def size_bindings(e: E.Expr, bound_only: bool = False) -> dict[str, int]:
-    """The Size values mentioned in an expression (a name bound twice to different values fails).
-
-    An unbound size raises :class:`ProgramError` (its value is asked for where only a bound
-    program may be: bind it first), or is skipped with ``bound_only``."""
-    out: dict[str, int] = {}
-    for n in E.nodes(e):
-        if isinstance(n, Size):
-            if n.value is None:
-                if bound_only:
-                    continue
-                raise ProgramError(f"size {n.name!r} is unbound here: bind the program's sizes first")
-            if out.get(n.name, n.value) != n.value:
-                raise ProgramError(f"size {n.name!r} bound to both {out[n.name]} and {n.value}")
-            out[n.name] = n.value
-    return out
-
-
-def unbound_sizes(e: E.Expr) -> frozenset[str]:
-    """Names of the unbound sizes in an expression."""
-    return frozenset(n.name for n in E.nodes(e) if isinstance(n, Size) and n.value is None)
-
-
-def _expr_value(e: E.Expr) -> int:
-    """``int(e)``/``bool(e)`` of an index expression: its value when every size in it is bound."""
-    free = [n for n in E.nodes(e) if isinstance(n, E.Var) and not (isinstance(n, Size) and n.value is not None)]
-    if free:
-        raise E.ExprError(
-            f"{E.render(e)} has no Python value ({', '.join(sorted({v.name for v in free}))} unbound): "
-            "a Python branch or int() on a size is an error; branch inside the graph with if_()"
-        )
-    return int(e.evaluate(size_bindings(e)))
-
-
-E.VALUE_OF = _expr_value
-
-
-@dataclass(frozen=True)
-class Ratio:
-    """A rational size expression num / den (a primitive constant such as 1/c)."""
-
-    num: E.Expr
-    den: E.Expr
-
-    def render(self) -> str:
-        return f"{E.render(self.num)}/{E.render(self.den)}"
-
-
-Param = Fraction | E.Expr | Ratio
-
-
-def _param(p: Any) -> Param:
-    if isinstance(p, (E.Expr, Ratio)):
-        return p
-    return Fraction(p)
-
-
-def param_value(p: Param) -> Fraction:
-    """A primitive constant's value (size expressions need their sizes bound)."""
-    if isinstance(p, E.Expr):
-        return Fraction(_expr_value(p))
-    if isinstance(p, Ratio):
-        return Fraction(_expr_value(p.num), _expr_value(p.den))
-    return p
-
-
-def shape_text(e: E.Expr) -> str:
-    """``e`` rendered with every bound size written as its value: the fingerprint of a bound
-    program does not depend on what its size symbols were called (``transpose(3, 5)`` and
-    ``transpose(Size("r"), Size("c")).bind(r=3, c=5)`` are one program); unbound sizes keep their
-    names (they are the program's parameters)."""
-    return E.render(_values_inline(e))
-
-
-def _values_inline(e: E.Expr) -> E.Expr:
-    """``e`` with each bound Size node (and only those: not an unbound size or a variable of the
-    same name) replaced by its value."""
-    if isinstance(e, Size):
-        return E.Const(e.value) if e.value is not None else e
-    if isinstance(e, (E.Var, E.Const)):
-        return e
-    if isinstance(e, E.Not):
-        return E.Not(_values_inline(e.a))
-    if isinstance(e, E.If):
-        return E.If(_values_inline(e.cond), _values_inline(e.a), _values_inline(e.b))
-    assert isinstance(e, E.BinOp)
-    return E.BinOp(e.op, _values_inline(e.a), _values_inline(e.b))
-
-
-def _param_render(p: Param) -> str:
-    if isinstance(p, E.Expr):
-        return f"<{shape_text(p)}>"
-    if isinstance(p, Ratio):
-        return f"<{shape_text(p.num)}/{shape_text(p.den)}>"
-    return str(p)
-
-
-# ---------------------------------------------------------------------------------------------
-# Functions carried by Map / SequenceMap.
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False, repr=False)
-class Prim:
-    """A registered value primitive with constant parameters (e.g. affine(a, b)).
-
-    ``consts`` may hold size expressions (``scale(k)`` of a sum = k x mean, or a :class:`Ratio`);
-    ``params`` are their values, which need the sizes bound.
-    """
-
-    name: str
-    consts: tuple[Param, ...] = ()
-
-    def __post_init__(self) -> None:
-        prim = P.get(self.name)
-        if len(self.consts) != prim.n_params:
-            raise ProgramError(f"primitive {self.name!r} takes {prim.n_params} constants, got {len(self.consts)}")
-        object.__setattr__(self, "consts", tuple(_param(p) for p in self.consts))
-
-    @property
-    def params(self) -> tuple[Fraction, ...]:
-        return tuple(param_value(p) for p in self.consts)
-
-    @property
-    def primitive(self) -> P.Primitive:
-        return P.get(self.name)
-
-    @property
-    def arity(self) -> int:
-        return self.primitive.arity
-
-    @property
-    def realization(self) -> str:
-        return self.primitive.realization
-
-    @property
-    def fingerprint(self) -> str:
-        ps = ",".join(_param_render(p) for p in self.consts)
-        return f"{self.name}[{ps}]" if ps else self.name
-
-    def __repr__(self) -> str:
-        return self.fingerprint
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class IndexFn:
-    """An integer function written as an index expression over argument variables x0, x1, ...
-
-    Size parameters inside ``expr`` are :class:`Size` variables; ``bindings`` records their
-    values.  Integer index maps realize as a finite lookup on their (finite) input domain.
-    """
-
-    expr: E.Expr
-    argnames: tuple[str, ...]
-
-    @cached_property
-    def bindings(self) -> dict[str, int]:
-        """Values of the bound sizes (an unbound one stays a variable: evaluating it fails)."""
-        return size_bindings(self.expr, bound_only=True)
-
-    @property
-    def arity(self) -> int:
-        return len(self.argnames)
-
-    @property
-    def realization(self) -> str:
-        return "finite-lookup"
-
-    @property
-    def fingerprint(self) -> str:
-        return f"λ{','.join(self.argnames)}.{shape_text(self.expr)}"
-
-    def evaluate(self, *args: Any) -> Any:
-        env: dict[str, Any] = dict(self.bindings)
-        env.update(zip(self.argnames, args, strict=True))
-        return self.expr.evaluate(env)
-
-    def __repr__(self) -> str:
-        return self.fingerprint
-
-
-Fn = Prim | IndexFn
-
-
-def index_fn(fn: Callable[..., E.Expr | int]) -> IndexFn:
-    """Trace a Python lambda over integer expressions into an :class:`IndexFn`."""
-    n = len(inspect.signature(fn).parameters)
-    names = tuple(f"x{i}" for i in range(n))
-    out = E.lift(fn(*(E.Var(a) for a in names)))
-    return IndexFn(out, names)
 
 
 # ---------------------------------------------------------------------------------------------

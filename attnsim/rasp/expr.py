@@ -7,15 +7,17 @@ and as a SymPy expression (what is printed in closed-form costs).  ``div`` and `
 floor division and its non-negative remainder; every divisor must be positive, which is what
 the Z3 translation assumes when it introduces quotient/remainder variables.
 
+The Z3 translation is :class:`attnsim.rasp.z3_translation.Z3Translator`, in its own module: it is a step
+of the trusted base (docs/trusted-base.md), counted on its own.
+
 ``==`` is deliberately *not* overloaded (nodes compare by identity); use :meth:`Expr.eq`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -153,10 +155,6 @@ class Expr:
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         """Evaluate on ints or NumPy int64 arrays (broadcasting); booleans come back as 0/1."""
         return _eval(self, env)
-
-    def to_z3(self, env: Mapping[str, Any], side: list[Any] | None = None) -> Any:
-        """Translate to a Z3 term; div/mod add fresh q, r with side conditions to ``side``."""
-        return Z3Translator(env, side if side is not None else []).term(self)
 
     def to_sympy(self, env: Mapping[str, Any]) -> Any:
         """Translate to SymPy (floor, Mod, Piecewise); variables map through ``env``."""
@@ -386,90 +384,6 @@ def _truth(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return (x != 0).astype(np.int64)
     return int(x != 0)
-
-
-def _quotient_name(a: Any, b: Any) -> str:
-    """The name of (a div b, a mod b) for two Z3 terms: a digest of the terms themselves.
-
-    Named by content, not by a process-wide counter: the same query then has the same text (and
-    Z3 the same work, in rlimit units) however many queries the process asked before (issue 27);
-    two translators feeding one solver give the same (a, b) the same quotient, which its side
-    conditions define uniquely (floor division, b >= 1), and distinct pairs distinct names."""
-    return hashlib.sha1(f"{a.sexpr()}|{b.sexpr()}".encode()).hexdigest()[:20]
-
-
-
-
-@dataclass
-class Z3Translator:
-    """Translate expressions to Z3 with div/mod as fresh variables.
-
-    For ``a div d`` and ``a mod d`` we introduce q, r with ``d >= 1 -> (a = q*d + r, 0 <= r < d)``
-    and reuse them for the same (a, d) pair.  This is floor division for positive divisors and is
-    what keeps nonlinear proofs decidable in practice.  ``d >= 1`` is NOT assumed: every divisor is
-    collected in ``divisors`` and a prover must show it (:meth:`defined`), so that a claim cannot
-    hold merely because a divisor is <= 0 somewhere (where the engine raises).
-    """
-
-    env: Mapping[str, Any]
-    side: list[Any]
-    cache: dict[tuple[str, str], tuple[Any, Any]] = field(default_factory=dict)
-    divisors: list[Any] = field(default_factory=list)
-
-    def defined(self) -> Any:
-        """Every divisor translated so far is >= 1 (a Z3 formula): conjoin it with the goal."""
-        import z3
-
-        return z3.And(*[d >= 1 for d in self.divisors]) if self.divisors else z3.BoolVal(True)
-
-    def term(self, e: Expr) -> Any:
-        import z3
-
-        if isinstance(e, Var):
-            if e.name not in self.env:
-                raise ExprError(f"unbound variable {e.name!r} for Z3")
-            return self.env[e.name]
-        if isinstance(e, Const):
-            return z3.IntVal(e.value)
-        if isinstance(e, Not):
-            return z3.Not(self.boolean(e.a))
-        if isinstance(e, If):
-            return z3.If(self.boolean(e.cond), self.term(e.a), self.term(e.b))
-        assert isinstance(e, BinOp)
-        if e.op in _CMP or e.op in _BOOL:
-            return z3.If(self.boolean(e), z3.IntVal(1), z3.IntVal(0))
-        a, b = self.term(e.a), self.term(e.b)
-        if e.op == "+":
-            return a + b
-        if e.op == "-":
-            return a - b
-        if e.op == "*":
-            return a * b
-        if e.op == "min":
-            return z3.If(a <= b, a, b)
-        if e.op == "max":
-            return z3.If(a >= b, a, b)
-        key = (render(e.a), render(e.b))
-        if key not in self.cache:
-            n = _quotient_name(a, b)
-            q, r = z3.Int(f"q!{n}"), z3.Int(f"r!{n}")
-            self.side.append(z3.Implies(b >= 1, z3.And(a == q * b + r, r >= 0, r < b)))
-            self.divisors.append(b)
-            self.cache[key] = (q, r)
-        q, r = self.cache[key]
-        return q if e.op == "div" else r
-
-    def boolean(self, e: Expr) -> Any:
-        import z3
-
-        if isinstance(e, Not):
-            return z3.Not(self.boolean(e.a))
-        if isinstance(e, BinOp) and e.op in _BOOL:
-            fa, fb = self.boolean(e.a), self.boolean(e.b)
-            return z3.And(fa, fb) if e.op == "and" else z3.Or(fa, fb)
-        if isinstance(e, BinOp) and e.op in _CMP:
-            return COMPARATORS[e.op](self.term(e.a), self.term(e.b))
-        return self.term(e) != 0
 
 
 def _to_sympy(e: Expr, env: Mapping[str, Any]) -> Any:

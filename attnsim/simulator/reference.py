@@ -10,156 +10,37 @@ A plain NumPy / SymPy reference, row-vector convention ``y = x @ W``:
   with torch's semantics (biased variance, ``eps`` inside the square root).
 
 ``from_state_dict`` / ``from_torch`` read torch's parameter names (torch computes ``x W^T``).
+
+Here: the layer, its checks, the reference itself and its constructors.  The softmax, LayerNorm
+and activation functions it is written with, and its input checks, are
+:mod:`attnsim.simulator.layer_arithmetic`; what ``from_torch`` reads and refuses
+:mod:`attnsim.simulator.torch_reading`; a whole ``nn.TransformerEncoder``
+:mod:`attnsim.simulator.torch_encoder`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from attnsim.rasp.guards import complex_entry
 from attnsim.simulator.errors import SimulatorError
+from attnsim.simulator.layer_arithmetic import _as, _fn, _is_object, _relu, check_batch, layer_norm, softmax_rows
 from attnsim.simulator.masks import AttentionMask, attention_mask, split_key_padding
+from attnsim.simulator.torch_reading import (
+    _activation_of,
+    _check_attention,
+    _float64_state,
+    _training_dropout,
+    import_torch,
+)
 
 NORMS = ("none", "post", "pre")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
-
-
-def _is_object(*arrs: Any) -> bool:
-    return any(isinstance(a, np.ndarray) and a.dtype == object for a in arrs)
-
-
-def _as(x: Any, what: str, shape: tuple[int, ...] | None = None, allow_symbolic: bool = True) -> np.ndarray:
-    if isinstance(x, sp.MatrixBase):
-        x = np.array(x.tolist(), dtype=object)
-    a = np.asarray(x)
-    bad_complex = complex_entry(a)
-    if bad_complex:
-        raise SimulatorError(f"{what}: {bad_complex}")
-    if a.dtype == object or a.dtype.kind not in "biuf":
-        if not allow_symbolic:
-            raise SimulatorError(f"{what} must be numeric")
-        a = np.asarray(a, dtype=object)
-        for v in a.reshape(-1):
-            if isinstance(v, (float, np.floating)) and not np.isfinite(v):
-                raise SimulatorError(f"{what} contains NaN or inf")
-    else:
-        a = a.astype(np.float64)
-        if not np.all(np.isfinite(a)):
-            raise SimulatorError(f"{what} contains NaN or inf")
-    if shape is not None and a.shape != shape:
-        raise SimulatorError(f"{what} must have shape {shape}, got {a.shape}")
-    return a
-
-
-def _fn(name: str, x: np.ndarray) -> np.ndarray:
-    """exp / sqrt / erf / tanh elementwise, float64 or SymPy."""
-    if x.dtype == object:
-        f = {"exp": sp.exp, "sqrt": sp.sqrt, "erf": sp.erf, "tanh": sp.tanh}[name]
-        return np.vectorize(f, otypes=[object])(x)
-    if name == "erf":
-        return np.vectorize(math.erf, otypes=[np.float64])(x)
-    return getattr(np, name)(x)
-
-
-def _relu(x: np.ndarray) -> np.ndarray:
-    if x.dtype == object:
-        # evaluate=False: deciding the sign of a large symbolic argument is slow and rarely possible
-        return np.vectorize(lambda v: sp.Max(0, v, evaluate=False), otypes=[object])(x)
-    return np.maximum(x, 0.0)
-
-
-def softmax_rows(s: np.ndarray) -> np.ndarray:
-    """Row-wise softmax (max-subtracted in float64; plain exp / sum symbolically)."""
-    if s.dtype != object:
-        s = s - s.max(axis=-1, keepdims=True)
-    e = _fn("exp", s)
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: Any) -> np.ndarray:
-    """torch.nn.LayerNorm over the last axis: biased variance, eps inside the root."""
-    d = x.shape[-1]
-    mu = x.sum(axis=-1, keepdims=True) / d
-    c = x - mu
-    var = (c * c).sum(axis=-1, keepdims=True) / d
-    return c / _fn("sqrt", var + eps) * w + b
-
-
-def check_batch(x: np.ndarray, d_model: int) -> np.ndarray:
-    """X of shape (n, d_model) or (B, n, d_model) (batch first), n >= 1, B >= 1; else a one-line error."""
-    if x.ndim not in (2, 3) or x.shape[-1] != d_model or min(x.shape) < 1:
-        raise SimulatorError(
-            f"X must have shape (n, {d_model}) or (B, n, {d_model}) (batch first) with n, B >= 1, got {x.shape}"
-        )
-    return x
-
-
-def _training_dropout(module: Any, nn: Any) -> str:
-    """The first submodule in training mode whose dropout is > 0, as "name p = ..." ('' if none)."""
-    kinds = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
-    for name, m in module.named_modules():
-        if isinstance(m, kinds):
-            p = float(m.p)
-        elif isinstance(m, nn.MultiheadAttention):
-            p = float(m.dropout)
-        else:
-            continue
-        if m.training and p > 0:
-            return f"p = {p:g} ({name or 'self'})"
-    return ""
-
-
-def import_torch() -> Any:
-    """The torch module, or a one-line error saying how to install it."""
-    try:
-        import torch
-    except ImportError:
-        raise SimulatorError(
-            "from_torch needs PyTorch: install the optional extra with pip install 'attnsim[torch]'"
-        ) from None
-    return torch
-
-
-def _float64_state(module: Any) -> dict[str, np.ndarray]:
-    """The module's state dict in float64 (bfloat16 / float16 / float32 weights convert exactly)."""
-    out = {}
-    for k, v in module.state_dict().items():
-        if not v.is_floating_point():
-            raise SimulatorError(f"from_torch: parameter {k} has dtype {v.dtype}, not a float dtype")
-        out[k] = v.detach().cpu().to(dtype=import_torch().float64).numpy()
-    return out
-
-
-def _check_attention(mha: Any, where: str) -> None:
-    """Refuse, in one line naming the option, a MultiheadAttention T does not simulate."""
-    if not mha._qkv_same_embed_dim:
-        raise SimulatorError(f"from_torch: {where}MultiheadAttention with kdim/vdim != embed_dim is unsupported")
-    if mha.bias_k is not None:
-        raise SimulatorError(f"from_torch: {where}MultiheadAttention with add_bias_kv=True is unsupported")
-    if mha.add_zero_attn:
-        raise SimulatorError(f"from_torch: {where}MultiheadAttention with add_zero_attn=True is unsupported")
-
-
-def _activation_of(layer: Any, torch: Any) -> str:
-    """T's name for an encoder layer's activation: relu, gelu (erf) or gelu_tanh; else a one-line error."""
-    fn, F, nn = layer.activation, torch.nn.functional, torch.nn
-    if fn is F.relu or isinstance(fn, nn.ReLU):
-        return "relu"
-    if fn is F.gelu:
-        return "gelu"
-    if isinstance(fn, nn.GELU):
-        if fn.approximate == "tanh":
-            return "gelu_tanh"
-        if fn.approximate == "none":
-            return "gelu"
-        raise SimulatorError(f"from_torch: GELU(approximate={fn.approximate!r}) is unsupported")
-    raise SimulatorError(f"from_torch: activation {fn!r} is unsupported; T has relu, gelu and GELU(approximate='tanh')")
 
 
 @dataclass(eq=False)
@@ -488,7 +369,8 @@ class TransformerLayer:
     def from_torch(module: Any) -> TransformerLayer:
         """From a ``torch.nn.MultiheadAttention`` or ``torch.nn.TransformerEncoderLayer`` (any float
         dtype: the weights are read exactly into float64); an option T does not simulate is refused
-        in one line naming it (a whole ``nn.TransformerEncoder``: :class:`TorchEncoder`)."""
+        in one line naming it (a whole ``nn.TransformerEncoder``:
+        :class:`~attnsim.simulator.torch_encoder.TorchEncoder`)."""
         torch = import_torch()
         nn = torch.nn
         if isinstance(module, nn.TransformerEncoder):
@@ -539,115 +421,3 @@ class TransformerLayer:
     def with_options(self, **kw: Any) -> TransformerLayer:
         """A copy with some fields replaced (e.g. ``norm="pre"``)."""
         return replace(self, **kw)
-
-
-def _norm_layer(ln: Any, d: int, torch: Any) -> TransformerLayer:
-    """A LayerNorm as a layer T whose attention is exactly 0 (zero weights): post-norm of X + 0 = LN(X)."""
-    if not isinstance(ln, torch.nn.LayerNorm):
-        raise SimulatorError(f"from_torch: the encoder's norm is {type(ln).__name__}, not nn.LayerNorm or None")
-    if tuple(ln.normalized_shape) != (d,):
-        shape = tuple(ln.normalized_shape)
-        raise SimulatorError(f"from_torch: the encoder's norm normalizes shape {shape}, not ({d},)")
-    sd = _float64_state(ln)
-    return TransformerLayer(
-        w_q=np.zeros((1, d, 1)),
-        w_k=np.zeros((1, d, 1)),
-        w_v=np.zeros((1, d, 1)),
-        w_o=np.zeros((1, d)),
-        residual=True,
-        norm="post",
-        ln1_weight=sd.get("weight", np.ones(d)),
-        ln1_bias=sd.get("bias", np.zeros(d)),
-        eps=float(ln.eps),
-        meta={"torch": "final norm"},
-    )
-
-
-StackRunner = Callable[..., np.ndarray]
-
-
-@dataclass(frozen=True, eq=False)
-class TorchEncoder:
-    """A whole ``torch.nn.TransformerEncoder``: its layers as Ts, its final ``norm`` (None, or a layer
-    T whose attention is zero, so U runs it as one more pass), and the module itself, asked at run
-    time whether torch would take its nested-tensor path.
-
-    On that path (eval, no grad, fast path enabled, ``enable_nested_tensor``, a left-aligned
-    ``src_key_padding_mask``, no ``mask``) torch drops the padded tokens, runs the layers on the
-    rest and returns zeros on the padded rows (then the final norm); a float padding mask counts
-    every nonzero entry as padding there.  :meth:`run` reproduces that; elsewhere the padded rows
-    hold their values, as torch's slow path gives them."""
-
-    layers: tuple[TransformerLayer, ...]
-    final_norm: TransformerLayer | None
-    module: Any
-
-    @staticmethod
-    def from_torch(module: Any) -> TorchEncoder:
-        """Read an ``nn.TransformerEncoder``; a layer or norm T does not simulate is refused in one line."""
-        torch = import_torch()
-        if not isinstance(module, torch.nn.TransformerEncoder):
-            raise SimulatorError(f"TorchEncoder.from_torch takes nn.TransformerEncoder, got {type(module).__name__}")
-        layers = []
-        for i, lyr in enumerate(module.layers):
-            try:
-                layers.append(TransformerLayer.from_torch(lyr))
-            except SimulatorError as exc:
-                raise SimulatorError(f"layer {i}: {exc}") from None
-        if not layers:
-            raise SimulatorError("the encoder has no layers")
-        norm = None if module.norm is None else _norm_layer(module.norm, layers[0].d_model, torch)
-        return TorchEncoder(tuple(layers), norm, module)
-
-    def nested_padding(self, x_ndim: int, src_mask: Any, src_key_padding_mask: Any) -> np.ndarray | None:
-        """The (B, n) bool mask of the rows torch's nested-tensor path returns as zeros (None when
-        torch 2.x would not take that path now: the conditions of ``TransformerEncoder.forward``)."""
-        torch = import_torch()
-        m, first = self.module, self.module.layers[0]
-        if src_key_padding_mask is None or src_mask is not None or x_ndim != 3:
-            return None
-        if not (torch.backends.mha.get_fastpath_enabled() and getattr(m, "use_nested_tensor", False)):
-            return None
-        if first.training or torch.is_autocast_enabled():
-            return None
-        if torch.is_grad_enabled() and any(p.requires_grad for p in m.parameters()):
-            return None
-        pad = src_key_padding_mask
-        pad = pad.detach().cpu().numpy() if hasattr(pad, "detach") else np.asarray(pad)
-        valid = ~pad if pad.dtype == bool else pad == 0  # torch: logical_not of the (float) mask
-        left_aligned = all(np.array_equal(row, np.sort(row)[::-1]) for row in valid)
-        if getattr(m, "mask_check", True) and not left_aligned:  # torch keeps the padded tensor
-            return None
-        return np.asarray(~valid, dtype=bool)
-
-    def run(
-        self,
-        stack: StackRunner,
-        X: Any,
-        *,
-        src_mask: Any = None,
-        is_causal: bool = False,
-        src_key_padding_mask: Any = None,
-        **kw: Any,
-    ) -> np.ndarray:
-        """The encoder's output, each stack of layers run by ``stack(layers, X, **masks)`` (U's
-        ``run_stack`` or the reference), padded rows as torch's current path gives them."""
-        x = np.asarray(X)
-        zeroed = self.nested_padding(x.ndim, src_mask, src_key_padding_mask)
-        if zeroed is None:
-            layers = [*self.layers, *([self.final_norm] if self.final_norm else [])]
-            masks = {"src_mask": src_mask, "is_causal": is_causal, "src_key_padding_mask": src_key_padding_mask}
-            return stack(layers, X, **masks, **kw)
-        y = stack(list(self.layers), X, src_mask=None, is_causal=is_causal, src_key_padding_mask=zeroed, **kw)
-        y = np.where(zeroed[..., None], 0.0, y)
-        return y if self.final_norm is None else stack([self.final_norm], y, **kw)
-
-    def __call__(self, X: Any, **masks: Any) -> np.ndarray:
-        """The reference: the layers' Ts one after the other (same mask rules as :meth:`run`)."""
-
-        def reference(layers: list[TransformerLayer], x: Any, **kw: Any) -> np.ndarray:
-            for T in layers:
-                x = T(x, **kw)
-            return np.asarray(x)
-
-        return self.run(reference, X, **masks)

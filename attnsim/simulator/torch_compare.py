@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from attnsim.simulator.errors import SimulatorError
-from attnsim.simulator.reference import TorchEncoder, TransformerLayer, import_torch
+from attnsim.simulator.reference import TransformerLayer
+from attnsim.simulator.torch_encoder import TorchEncoder
+from attnsim.simulator.torch_reading import import_torch
 from attnsim.simulator.universal import UniversalSimulator
 
 

@@ -39,7 +39,8 @@ from attnsim.simulator.masks import attention_mask, split_key_padding
 from attnsim.simulator.program import VARIANTS, Mask, UniversalProgram
 from attnsim.simulator.program.attention import LOGIT_BOUND
 from attnsim.simulator.record import GATES, HEADER, InputMap
-from attnsim.simulator.reference import TorchEncoder, TransformerLayer
+from attnsim.simulator.reference import TransformerLayer
+from attnsim.simulator.torch_encoder import TorchEncoder
 
 GATED_ACTIVATIONS = ("relu", "gelu", "gelu_tanh")  # U's MLP selects by the record's gelu and gelu_tanh gates
 SEQ = E.Var("seq_len")

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from attnsim.rasp import expr as E
 from attnsim.rasp.core import Size
+from attnsim.rasp.z3_translation import Z3Translator
 
 
 def _reflected(n: E.Expr) -> E.Expr:
@@ -24,7 +25,7 @@ def test_numpy_z3_sympy_agree(n: int) -> None:
     assert sorted(got.tolist()) == list(range(n * n))  # a permutation
     for p in range(0, n * n, max(1, n // 2)):
         side: list[object] = []
-        zt = e.to_z3({"n": z3.IntVal(n), "p": z3.IntVal(p)}, side)
+        zt = Z3Translator({"n": z3.IntVal(n), "p": z3.IntVal(p)}, side).term(e)
         s = z3.Solver()
         s.add(*side)
         v = z3.Int("v")

@@ -9,7 +9,7 @@ import sympy as sp
 
 from attnsim import TransformerLayer
 from attnsim.simulator.errors import SimulatorError
-from attnsim.simulator.reference import layer_norm
+from attnsim.simulator.layer_arithmetic import layer_norm
 
 
 def _mha_by_hand(T: TransformerLayer, x: np.ndarray) -> np.ndarray:

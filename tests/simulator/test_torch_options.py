@@ -12,7 +12,7 @@ import pytest
 
 from attnsim import TransformerLayer, UniversalSimulator
 from attnsim.simulator.errors import SimulatorError
-from attnsim.simulator.reference import TorchEncoder
+from attnsim.simulator.torch_encoder import TorchEncoder
 
 try:
     import torch

@@ -1,0 +1,78 @@
+"""Reading torch modules for T: the optional torch import, a module's parameters in float64, and
+the one-line refusals of what T does not simulate (dropout in training mode, MultiheadAttention
+options, activations other than ReLU and the two GELUs).
+
+Apart from T (:mod:`attnsim.simulator.reference`) because it is torch's side of the bridge: T's
+``from_torch`` and the whole-encoder reader (:mod:`attnsim.simulator.torch_encoder`) share it, and
+nothing here computes T.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from attnsim.simulator.errors import SimulatorError
+
+
+def _training_dropout(module: Any, nn: Any) -> str:
+    """The first submodule in training mode whose dropout is > 0, as "name p = ..." ('' if none)."""
+    kinds = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+    for name, m in module.named_modules():
+        if isinstance(m, kinds):
+            p = float(m.p)
+        elif isinstance(m, nn.MultiheadAttention):
+            p = float(m.dropout)
+        else:
+            continue
+        if m.training and p > 0:
+            return f"p = {p:g} ({name or 'self'})"
+    return ""
+
+
+def import_torch() -> Any:
+    """The torch module, or a one-line error saying how to install it."""
+    try:
+        import torch
+    except ImportError:
+        raise SimulatorError(
+            "from_torch needs PyTorch: install the optional extra with pip install 'attnsim[torch]'"
+        ) from None
+    return torch
+
+
+def _float64_state(module: Any) -> dict[str, np.ndarray]:
+    """The module's state dict in float64 (bfloat16 / float16 / float32 weights convert exactly)."""
+    out = {}
+    for k, v in module.state_dict().items():
+        if not v.is_floating_point():
+            raise SimulatorError(f"from_torch: parameter {k} has dtype {v.dtype}, not a float dtype")
+        out[k] = v.detach().cpu().to(dtype=import_torch().float64).numpy()
+    return out
+
+
+def _check_attention(mha: Any, where: str) -> None:
+    """Refuse, in one line naming the option, a MultiheadAttention T does not simulate."""
+    if not mha._qkv_same_embed_dim:
+        raise SimulatorError(f"from_torch: {where}MultiheadAttention with kdim/vdim != embed_dim is unsupported")
+    if mha.bias_k is not None:
+        raise SimulatorError(f"from_torch: {where}MultiheadAttention with add_bias_kv=True is unsupported")
+    if mha.add_zero_attn:
+        raise SimulatorError(f"from_torch: {where}MultiheadAttention with add_zero_attn=True is unsupported")
+
+
+def _activation_of(layer: Any, torch: Any) -> str:
+    """T's name for an encoder layer's activation: relu, gelu (erf) or gelu_tanh; else a one-line error."""
+    fn, F, nn = layer.activation, torch.nn.functional, torch.nn
+    if fn is F.relu or isinstance(fn, nn.ReLU):
+        return "relu"
+    if fn is F.gelu:
+        return "gelu"
+    if isinstance(fn, nn.GELU):
+        if fn.approximate == "tanh":
+            return "gelu_tanh"
+        if fn.approximate == "none":
+            return "gelu"
+        raise SimulatorError(f"from_torch: GELU(approximate={fn.approximate!r}) is unsupported")
+    raise SimulatorError(f"from_torch: activation {fn!r} is unsupported; T has relu, gelu and GELU(approximate='tanh')")
