@@ -50,8 +50,8 @@ from attnsim.proofs import smtlib, solver_work, z3sel
 from attnsim.proofs.obligation import Outcome, PremiseCheck, Scope
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
-from attnsim.rasp.z3_translation import Z3Translator
 from attnsim.rasp.layout import Block, Layout
+from attnsim.rasp.z3_translation import Z3Translator
 
 Q, K = E.Var("q!"), E.Var("k!")  # the same variables as z3sel.Q, z3sel.K
 
