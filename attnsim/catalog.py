@@ -13,7 +13,7 @@ from attnsim.applications import obligations as applications
 from attnsim.compile import obligations as compiled
 from attnsim.lemmas import cofactor, faddeev, faddeev_steps, kernel
 from attnsim.lemmas import obligations as lemmas
-from attnsim.lemmas.base import input_domain_obligations
+from attnsim.lemmas.input_domain import input_domain_obligations
 from attnsim.lemmas.maxmin import CONSTRUCTIONS as MAXMIN  # by name: the package re-exports the functions
 from attnsim.lemmas.maxmin import maxmin_obligations
 from attnsim.lemmas.relu import CONSTRUCTIONS as RELU

@@ -14,14 +14,8 @@ import z3
 
 from attnsim.applications import efficient, kparity, lipschitz, match
 from attnsim.applications.z3prog import prove_for_all_inputs
-from attnsim.lemmas.base import (
-    Construction,
-    exact_check,
-    intent_obligations,
-    layout_obligation,
-    numeric_check,
-    sympy_check,
-)
+from attnsim.lemmas.checks import exact_check, intent_obligations, layout_obligation, numeric_check, sympy_check
+from attnsim.lemmas.construction import Construction
 from attnsim.proofs import z3sel
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import ConstructionEntry

@@ -29,15 +29,8 @@ import numpy as np
 import sympy as sp
 from sympy.polys.matrices import DomainMatrix
 
-from attnsim.lemmas.base import (
-    Construction,
-    ConstructionError,
-    NonFiniteResultError,
-    intent_obligations,
-    layout_obligation,
-    rational_operands,
-    symbolic_operands,
-)
+from attnsim.lemmas.checks import intent_obligations, layout_obligation, rational_operands, symbolic_operands
+from attnsim.lemmas.construction import Construction, ConstructionError, NonFiniteResultError
 from attnsim.lemmas.transpose import transpose_ref
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent

@@ -62,7 +62,7 @@ from typing import Any, ClassVar
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import Construction, ConstructionError, intent_obligations, layout_obligation, to_backend
+from attnsim.lemmas.checks import intent_obligations, layout_obligation
 from attnsim.lemmas.cofactor import (
     AUTHORS_EXAMPLE,
     DividingConstruction,
@@ -78,6 +78,7 @@ from attnsim.lemmas.cofactor import (
     singular_check,
     sympy_inverse,
 )
+from attnsim.lemmas.construction import Construction, ConstructionError, to_backend
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.transpose import _check_sizes, transpose_ref
 from attnsim.proofs import z3sel

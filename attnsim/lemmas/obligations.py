@@ -7,7 +7,8 @@ import itertools
 from collections.abc import Callable, Iterable
 
 from attnsim.lemmas import forms
-from attnsim.lemmas.base import Construction, intent_obligations, layout_obligation, standard_obligations
+from attnsim.lemmas.checks import intent_obligations, layout_obligation, standard_obligations
+from attnsim.lemmas.construction import Construction
 from attnsim.lemmas.matmul import PAPER_REF as MATMUL_REF
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import PAPER_REF as TRANSPOSE_REF

@@ -37,18 +37,15 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import (
-    Construction,
-    ConstructionError,
+from attnsim.lemmas.checks import (
     first_difference,
     intent_obligations,
     layout_obligation,
     numeric_check,
-    size_args,
-    sized,
     standard_obligations,
     sympy_check,
 )
+from attnsim.lemmas.construction import Construction, ConstructionError, size_args, sized
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent, check_intent
 from attnsim.proofs.obligation import Obligation, Outcome

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from attnsim import lemmas
 from attnsim.lemmas import ConstructionError, SingularMatrixError
-from attnsim.lemmas.base import Construction
 from attnsim.lemmas.cofactor import (
     AUTHORS_EXAMPLE,
     accuracy_check,
@@ -22,6 +21,7 @@ from attnsim.lemmas.cofactor import (
     rational_identity_check,
     singular_check,
 )
+from attnsim.lemmas.construction import Construction
 from attnsim.rasp import core as C
 from attnsim.rasp.engine import evaluate
 from attnsim.rasp.layout import Block, Layout, MatRef

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from attnsim import lemmas
 from attnsim.lemmas import ConstructionError
-from attnsim.lemmas.base import first_difference
+from attnsim.lemmas.checks import first_difference
 from attnsim.lemmas.softmax import exp_canonical, masked_sympy_check
 from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
