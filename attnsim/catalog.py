@@ -19,7 +19,6 @@ from attnsim.lemmas.maxmin import maxmin_obligations
 from attnsim.lemmas.relu import CONSTRUCTIONS as RELU
 from attnsim.lemmas.relu import relu_obligations
 from attnsim.lemmas.softmax import CONSTRUCTIONS as SOFTMAX
-from attnsim.lemmas.softmax import masked_softmax_obligations, softmax_obligations
 from attnsim.proofs import language, registry
 from attnsim.simulator import obligations as simulator
 from attnsim.verify import spec_check
@@ -34,7 +33,7 @@ def make_registrations() -> None:
     registry.register(
         lemmas.CONSTRUCTIONS, lemmas.transpose_obligations, lemmas.matmul_obligations, lemmas.forms_obligations
     )
-    registry.register(SOFTMAX, softmax_obligations, masked_softmax_obligations)
+    registry.register(SOFTMAX, lemmas.softmax_obligations, lemmas.masked_softmax_obligations)
     registry.register(MAXMIN, maxmin_obligations)
     registry.register(RELU, relu_obligations)
     # the lemmas again, kernel-checked: Coq proofs against MathComp's definitions (coq/)

@@ -28,7 +28,6 @@ KNOWN: dict[str, int] = {
     "attnsim/simulator/reference.py": 653,
     "attnsim/verify/spec_check.py": 639,
     "attnsim/cli/bench.py": 629,
-    "attnsim/lemmas/softmax.py": 601,
     "attnsim/rasp/expr.py": 543,
     "attnsim/applications/obligations.py": 520,
     "attnsim/lemmas/cofactor.py": 517,

@@ -2,12 +2,16 @@
 
 A construction is compared with its textbook reference on symbols (SymPy), on random rationals
 (Fractions, ``==``) and in float64; its selectors are proved against their Z3 intents and its
-layout is proved injective and disjoint.  Split from ``base.py`` (issue 25): the Construction
-record is in :mod:`attnsim.lemmas.construction`, the checks that read it here.
+layout is proved injective and disjoint; a composable form's selectors are proved at any offset
+in any longer sequence (:func:`embedded_obligations`); :func:`exp_canonical` decides SymPy
+identities between exponentials fast.  Split from ``base.py`` and ``softmax.py`` (issue 25): the
+Construction record is in :mod:`attnsim.lemmas.construction`, the checks that read it here.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -16,8 +20,10 @@ import numpy as np
 import sympy as sp
 
 from attnsim.lemmas.construction import Construction
-from attnsim.proofs.intents import check_intent, prove_layout, z3_method
+from attnsim.proofs.intents import Intent, check_intent, prove_layout, z3_method
 from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.rasp import core as C
+from attnsim.rasp.layout import Block, Layout, MatRef
 
 
 def symbolic_operands(con: Construction, prefix: str = "") -> list[np.ndarray]:
@@ -200,6 +206,74 @@ def standard_obligations(
                 "numeric",
                 numeric_check(make, numeric_tol),
                 f"float64 within {numeric_tol:g}",
+            )
+        )
+    return obs
+
+
+# -- a fast, sound canonical form for the SymPy obligations ------------------------------------
+def exp_canonical(e: Any) -> Any:
+    """A form of ``e`` that is 0 iff ``e`` vanishes for all real values of its symbols.
+
+    When ``e`` is a rational function of exponentials of rational linear forms in real symbols
+    x_s (softmax's case), each exp(sum a_s x_s) becomes prod t_s^(a_s D) with t_s = exp(x_s / D)
+    a positive symbol (D = lcm of the denominators of the a_s); x -> t is a bijection R -> R+,
+    so ``e`` is identically 0 iff the resulting rational function cancels to 0.  Otherwise falls
+    back to ``sp.simplify``.  A ``Max``/``Min`` (the max-shifted variant's row max) is first
+    replaced by a fresh real symbol: an identity in that free symbol holds in particular at the
+    max (a generalization; it is never needed for soundness that the symbol be the max).
+    """
+    e = sp.sympify(e)
+    opaque = sorted(e.atoms(sp.Max, sp.Min), key=sp.default_sort_key)
+    e = e.xreplace({m: sp.Symbol(f"_m{k}", real=True) for k, m in enumerate(opaque)})
+    syms = sorted(e.free_symbols, key=str)
+    atoms = list(e.atoms(sp.exp))
+    linear: list[dict[Any, Any]] = []
+    for at in atoms:
+        d = sp.expand(at.args[0]).as_coefficients_dict()
+        if any(s not in syms or not v.is_Rational for s, v in d.items()):
+            return sp.simplify(e)
+        linear.append(d)
+    den = math.lcm(1, *(int(v.q) for d in linear for v in d.values()))
+    t = {s: sp.Symbol(f"_t_{s}", positive=True) for s in syms}
+    rep = {at: sp.Mul(*(t[s] ** (v * den) for s, v in d.items())) for at, d in zip(atoms, linear, strict=True)}
+    out = e.xreplace(rep)
+    if out.free_symbols & set(syms):
+        return sp.simplify(e)
+    return sp.cancel(sp.together(out))
+
+
+def embedded_obligations(
+    cid: str, paper_ref: str, build: Callable[[MatRef], tuple[MatRef, list[Intent]]], stacked: bool = True
+) -> list[Obligation]:
+    """Z3, all sizes: the composable form's selectors at ANY offset inside ANY longer sequence.
+
+    The operand is a (rows, cols) matrix, or a stack (heads, rows, cols) when ``stacked``, at a
+    symbolic ``offset`` >= 0 in a sequence of offset + size + ``pad`` positions (pad >= 0): what
+    composition needs, beyond the harness.
+    """
+    off, pad = C.Size("offset", 2), C.Size("pad", 3)
+    stack: Any = C.Size("heads", 2) if stacked else 1
+    blk = Block.of("A", off, C.Size("rows", 2), C.Size("cols", 4), stack)
+    layout = Layout.of(blk, length=blk.end_expr() + pad)
+    _, intents = build(MatRef(C.tokens, blk))
+    obs = []
+    for it in intents:
+
+        def check(timeout: float, name: str = it.name) -> Outcome:
+            # built here, not when listed: the check sees the code as it is when it runs (mutation testing)
+            it = next(i for i in build(MatRef(C.tokens, blk))[1] if i.name == name)
+            wide = dataclasses.replace(it, minimum=(("offset", 0), ("pad", 0), *it.minimum))
+            return check_intent(wide, layout, timeout=timeout)
+
+        obs.append(
+            Obligation(
+                f"{cid}/z3-parametric/{it.name}-embedded",
+                cid,
+                paper_ref,
+                "z3-parametric",
+                check,
+                statement=f"{it.statement}; operand at any offset in any longer sequence",
             )
         )
     return obs
