@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from attnsim.applications import obligations as applications
 from attnsim.compile import obligations as compiled
-from attnsim.lemmas import cofactor, faddeev, faddeev_steps, kernel
+from attnsim.lemmas import cofactor, det_inverse_obligations, faddeev, faddeev_steps, kernel
 from attnsim.lemmas import obligations as lemmas
 from attnsim.lemmas.input_domain import input_domain_obligations
 from attnsim.lemmas.maxmin import CONSTRUCTIONS as MAXMIN  # by name: the package re-exports the functions
@@ -27,8 +27,8 @@ from attnsim.verify import spec_check
 def make_registrations() -> None:
     """Register every construction and obligation provider, in ``verify``'s order."""
     # the lemmas (Lemma transpose, matmul, Lemma 3 softmax, ReLU, MaxMin, determinant, inverse)
-    registry.register(cofactor.CONSTRUCTIONS, cofactor.cofactor_obligations)
-    registry.register(faddeev.CONSTRUCTIONS, faddeev.faddeev_obligations)
+    registry.register(cofactor.CONSTRUCTIONS, det_inverse_obligations.cofactor_obligations)
+    registry.register(faddeev.CONSTRUCTIONS, det_inverse_obligations.faddeev_obligations)
     registry.register((), faddeev_steps.faddeev_step_obligations)
     registry.register(
         lemmas.CONSTRUCTIONS, lemmas.transpose_obligations, lemmas.matmul_obligations, lemmas.forms_obligations

@@ -16,7 +16,7 @@ from sympy.polys.matrices import DomainMatrix
 
 from attnsim import lemmas
 from attnsim.lemmas import ConstructionError, SingularMatrixError
-from attnsim.lemmas.cofactor import AUTHORS_EXAMPLE, accuracy_check, rational_identity_check
+from attnsim.lemmas.det_inverse_obligations import AUTHORS_EXAMPLE, accuracy_check, rational_identity_check
 from attnsim.lemmas.faddeev import METHODS, depth, faddeev_ref, powers_depth, powers_ref
 from attnsim.rasp import core as C
 from attnsim.rasp.engine import evaluate
