@@ -24,7 +24,6 @@ KNOWN: dict[str, int] = {
     "attnsim/symbolic/specs.py": 789,
     "attnsim/compile/model.py": 689,
     "attnsim/rasp/core.py": 686,
-    "attnsim/lemmas/faddeev.py": 516,
     "attnsim/simulator/reference.py": 653,
     "attnsim/verify/spec_check.py": 639,
     "attnsim/cli/bench.py": 629,
