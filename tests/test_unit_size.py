@@ -28,7 +28,6 @@ KNOWN: dict[str, int] = {
     "attnsim/verify/spec_check.py": 639,
     "attnsim/cli/bench.py": 629,
     "attnsim/rasp/expr.py": 543,
-    "attnsim/applications/obligations.py": 520,
     "attnsim/verify/spec_check.py:_cases": 239,
     "attnsim/compile/torch_module.py:build": 89,
     "attnsim/cli/bench.py:simulator_targets": 87,

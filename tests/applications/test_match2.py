@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim import applications
+from attnsim.applications.checks import exhaustive_check
 from attnsim.applications.match import match2_spec
-from attnsim.applications.obligations import exhaustive_check
 from attnsim.lemmas.construction import ConstructionError
 
 

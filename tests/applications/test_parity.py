@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim import applications
+from attnsim.applications.checks import _parity_mod2_check
 from attnsim.applications.kparity import parity, parity_spec
-from attnsim.applications.obligations import _parity_mod2_check
 from attnsim.applications.z3prog import prove_for_all_inputs
 from attnsim.lemmas.checks import intent_obligations
 from attnsim.lemmas.construction import ConstructionError
