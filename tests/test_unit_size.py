@@ -32,7 +32,6 @@ KNOWN: dict[str, int] = {
     "attnsim/compile/torch_module.py:build": 89,
     "attnsim/cli/bench.py:simulator_targets": 87,
     "attnsim/report/figures.py:cost_figure": 84,
-    "attnsim/applications/obligations.py:parity_obligations": 82,
     "attnsim/cli/audit.py:audit": 82,
 }
 
