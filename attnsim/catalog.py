@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from attnsim.applications import obligations as applications
 from attnsim.compile import obligations as compiled
-from attnsim.lemmas import cofactor, faddeev, faddeev_steps, kernel
+from attnsim.lemmas import cofactor, det_inverse_obligations, faddeev, faddeev_steps, kernel
 from attnsim.lemmas import obligations as lemmas
-from attnsim.lemmas.base import input_domain_obligations
+from attnsim.lemmas.input_domain import input_domain_obligations
 from attnsim.lemmas.maxmin import CONSTRUCTIONS as MAXMIN  # by name: the package re-exports the functions
 from attnsim.lemmas.maxmin import maxmin_obligations
 from attnsim.lemmas.relu import CONSTRUCTIONS as RELU
 from attnsim.lemmas.relu import relu_obligations
 from attnsim.lemmas.softmax import CONSTRUCTIONS as SOFTMAX
-from attnsim.lemmas.softmax import masked_softmax_obligations, softmax_obligations
 from attnsim.proofs import language, registry
 from attnsim.simulator import obligations as simulator
 from attnsim.verify import spec_check
@@ -28,13 +27,13 @@ from attnsim.verify import spec_check
 def make_registrations() -> None:
     """Register every construction and obligation provider, in ``verify``'s order."""
     # the lemmas (Lemma transpose, matmul, Lemma 3 softmax, ReLU, MaxMin, determinant, inverse)
-    registry.register(cofactor.CONSTRUCTIONS, cofactor.cofactor_obligations)
-    registry.register(faddeev.CONSTRUCTIONS, faddeev.faddeev_obligations)
+    registry.register(cofactor.CONSTRUCTIONS, det_inverse_obligations.cofactor_obligations)
+    registry.register(faddeev.CONSTRUCTIONS, det_inverse_obligations.faddeev_obligations)
     registry.register((), faddeev_steps.faddeev_step_obligations)
     registry.register(
         lemmas.CONSTRUCTIONS, lemmas.transpose_obligations, lemmas.matmul_obligations, lemmas.forms_obligations
     )
-    registry.register(SOFTMAX, softmax_obligations, masked_softmax_obligations)
+    registry.register(SOFTMAX, lemmas.softmax_obligations, lemmas.masked_softmax_obligations)
     registry.register(MAXMIN, maxmin_obligations)
     registry.register(RELU, relu_obligations)
     # the lemmas again, kernel-checked: Coq proofs against MathComp's definitions (coq/)

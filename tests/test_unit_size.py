@@ -22,12 +22,6 @@ MAX_FUNCTION_LINES = 80
 KNOWN: dict[str, int] = {
     "attnsim/proofs/decode.py": 1239,
     "attnsim/symbolic/specs.py": 789,
-    "attnsim/lemmas/base.py": 712,
-    "attnsim/lemmas/faddeev.py": 658,
-    "attnsim/lemmas/softmax.py": 601,
-    "attnsim/applications/obligations.py": 520,
-    "attnsim/lemmas/cofactor.py": 517,
-    "attnsim/applications/obligations.py:parity_obligations": 82,
 }
 
 

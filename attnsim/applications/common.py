@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import ConstructionError, VectorConstruction
+from attnsim.lemmas.construction import ConstructionError, VectorConstruction
 
 SequenceConstruction = VectorConstruction
 """A construction whose input is one 1-D token sequence (stored as a 1 x n block)."""

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import Construction, ConstructionError, size_args, sized
+from attnsim.lemmas.construction import Construction, ConstructionError, size_args, sized
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.softmax import softmax_ref
 from attnsim.lemmas.transpose import transpose_ref

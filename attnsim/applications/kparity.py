@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from attnsim.applications.common import SequenceConstruction
-from attnsim.lemmas.base import Construction, ConstructionError, size_args, sized
+from attnsim.lemmas.construction import Construction, ConstructionError, size_args, sized
 from attnsim.lemmas.transpose import _check_sizes
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, ConstructionError
+from attnsim.lemmas.construction import Construction, ConstructionError
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.maxmin import maxmin_ref
 from attnsim.proofs.intents import Intent

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from attnsim.applications.common import SequenceConstruction, check_integers
-from attnsim.lemmas.base import Construction
+from attnsim.lemmas.construction import Construction
 from attnsim.lemmas.transpose import _check_sizes
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E

@@ -1,11 +1,11 @@
 """The paper's lemmas as constructions: ``from attnsim import lemmas; lemmas.matmul(3, 2, 4)``.
 
 Each lemma module is short, named after the lemma, and exposes a factory returning a
-:class:`~attnsim.lemmas.base.Construction` and a composable ``*_ref`` form (MatRef -> MatRef).
-Importing this package registers every lemma's obligations (see ``obligations.py``).
+:class:`~attnsim.lemmas.construction.Construction` and a composable ``*_ref`` form (MatRef -> MatRef).
+Their obligations are registered by :mod:`attnsim.catalog` (see ``obligations.py``); importing this
+package registers nothing.
 """
 
-from attnsim.lemmas.base import Construction, ConstructionError, NonFiniteResultError
 from attnsim.lemmas.cofactor import (
     SingularMatrixError,
     adjugate3_ref,
@@ -16,6 +16,7 @@ from attnsim.lemmas.cofactor import (
     inverse3,
     inverse3_ref,
 )
+from attnsim.lemmas.construction import Construction, ConstructionError, NonFiniteResultError
 from attnsim.lemmas.faddeev import det, det_ref, frobenius_ref, inverse, inverse_ref, trace_ref
 from attnsim.lemmas.forms import broadcast_gather, consumer_matmul, gathered_permute, gathered_transpose, two_axis_sum
 from attnsim.lemmas.matmul import matmul, matmul_ref

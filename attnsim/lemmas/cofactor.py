@@ -16,12 +16,14 @@ The paper spends 4 layers on det and 5 on the inverse (heads 1 / 4 / 1 / 1 / 1).
 A zero determinant is a :class:`SingularMatrixError`: exact division by zero on the exact
 backend, a non-finite result on NumPy (float64 det evaluated to 0), 1/0 on SymPy. A float64
 det that is tiny but not 0 gives large finite entries, as ``numpy.linalg.inv`` does.
+The obligations, and the checks det(n) and inverse(n) share with these, are in
+:mod:`attnsim.lemmas.det_inverse_obligations`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -29,19 +31,10 @@ import numpy as np
 import sympy as sp
 from sympy.polys.matrices import DomainMatrix
 
-from attnsim.lemmas.base import (
-    Construction,
-    ConstructionError,
-    NonFiniteResultError,
-    intent_obligations,
-    layout_obligation,
-    rational_operands,
-    symbolic_operands,
-)
+from attnsim.lemmas.construction import Construction, ConstructionError, NonFiniteResultError
 from attnsim.lemmas.transpose import transpose_ref
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
-from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -308,204 +301,6 @@ def inverse3() -> Construction:
         inverse_reference,
         intents=_short(intents),
         paper_cost=PAPER_COST["inverse3"],
-    )
-
-
-# -- obligations ---------------------------------------------------------------------------------
-AUTHORS_EXAMPLE = ((7, 8, 12), (10, 11, 9), (2, 4, 21))  # det 45 (the authors' script)
-
-
-def rational_identity_check(make: Callable[[], Construction]) -> Callable[[float], Outcome]:
-    """SymPy proof on symbols: every output entry equals the reference as a rational function.
-
-    Each side is split as numerator/denominator and cross-multiplied in a sparse polynomial
-    ring over QQ (fast, no ``simplify``); a zero denominator fails.
-    """
-
-    def check(timeout: float) -> Outcome:
-        con = make()
-        ops = symbolic_operands(con)
-        syms = [s for op in ops for s in op.flat]
-        got = np.asarray(con.run(*ops, backend="sympy"), dtype=object)
-        want = np.asarray(con.reference(*ops, backend="sympy"), dtype=object)
-        if got.shape != want.shape:
-            return Outcome.bad(f"shape {got.shape} != {want.shape}")
-        ring_, *_ = sp.ring(syms, sp.QQ)
-        memo: dict[Any, Any] = {}  # the denominators (det, c_0) repeat in every entry
-
-        def poly(x: Any) -> Any:
-            if x not in memo:
-                memo[x] = ring_(x)
-            return memo[x]
-
-        for ix in np.ndindex(*got.shape):
-            gn, gd = sp.fraction(got[ix])
-            wn, wd = sp.fraction(want[ix])
-            try:
-                pgn, pgd, pwn, pwd = (poly(x) for x in (gn, gd, wn, wd))
-            except (sp.polys.polyerrors.CoercionFailed, ValueError, TypeError):
-                if sp.cancel(got[ix] - want[ix]) != 0:
-                    return Outcome.bad(f"entry {ix}: program - reference does not cancel to 0")
-                continue
-            if pgd == 0:
-                return Outcome.bad(f"entry {ix}: the program divides by a polynomial that is 0")
-            if pgn * pwd != pwn * pgd:
-                return Outcome.bad(f"entry {ix}: program {got[ix]} != reference {want[ix]}")
-        return Outcome.good(f"{got.size} entries equal as rational functions of {len(syms)} symbols")
-
-    return check
-
-
-def accuracy_check(
-    make: Callable[[], Construction], tol: float, trials: int = 5, seed: int = 0
-) -> Callable[[float], Outcome]:
-    """float64 on standard normal inputs vs the *exact* result for the same inputs (relative error)."""
-
-    def check(timeout: float) -> Outcome:
-        worst = relative_error(make(), trials, seed)
-        if not np.isfinite(worst):
-            return Outcome.bad("non-finite output")
-        if worst <= tol:
-            return Outcome.good(f"max relative error vs exact {worst:.3g} <= {tol:g} ({trials} normal inputs)")
-        return Outcome.bad(f"max relative error vs exact {worst:.3g} > {tol:g}")
-
-    return check
-
-
-def relative_error(con: Construction, trials: int, seed: int = 0) -> float:
-    """max |float64 run - exact| / max |exact| over ``trials`` standard normal inputs (one generator)."""
-    rng = np.random.default_rng(seed)
-    worst = 0.0
-    for _ in range(trials):
-        a = rng.normal(size=con.layout["A"].shape)
-        exact = np.asarray(con.reference(a.astype(object), backend="exact"), dtype=object)
-        truth = np.asarray([float(x) for x in exact.flat]).reshape(exact.shape)
-        got = con.run(a)
-        worst = max(worst, float(np.max(np.abs(got - truth))) / float(np.max(np.abs(truth))))
-    return worst
-
-
-def invertible_exact_check(
-    make: Callable[[], Construction], trials: int = 3, seed: int = 0
-) -> Callable[[float], Outcome]:
-    """Exact: on random rational inputs (redrawn while singular), program == reference with ==."""
-
-    def check(timeout: float) -> Outcome:
-        con = make()
-        rng = np.random.default_rng(seed)
-        for t in range(trials):
-            ops = rational_operands(con, rng)
-            while exact_matrix(ops[0]).det() == 0:
-                ops = rational_operands(con, rng)
-            got = con.run(*ops, backend="exact")
-            want = con.reference(*ops, backend="exact")
-            if got.shape != want.shape or not all(g == w for g, w in zip(got.flat, want.flat, strict=True)):
-                return Outcome.bad(f"trial {t}: program {got.tolist()} != reference {want.tolist()}")
-        return Outcome.good(f"{trials} random invertible rational inputs equal with ==")
-
-    return check
-
-
-def example_check(make: Callable[[], Construction], a: Any, want: Any) -> Callable[[float], Outcome]:
-    """Exact: the program on ``a`` equals ``want`` (a SymPy-computed value) with ==."""
-
-    def check(timeout: float) -> Outcome:
-        got = np.asarray(make().run(np.array(a, dtype=object), backend="exact"), dtype=object)
-        w = np.asarray(want, dtype=object)
-        if got.shape != w.shape or not all(g == x for g, x in zip(got.flat, w.flat, strict=True)):
-            return Outcome.bad(f"got {got.tolist()}, want {w.tolist()}")
-        return Outcome.good(f"== {w.tolist()}")
-
-    return check
-
-
-def singular_check(make: Callable[[], Construction], a: Any) -> Callable[[float], Outcome]:
-    """A singular input is a SingularMatrixError on the exact and NumPy backends, never a number."""
-
-    def check(timeout: float) -> Outcome:
-        con = make()
-        for backend in ("exact", "numpy"):
-            try:
-                out = con.run(np.array(a, dtype=object if backend == "exact" else np.float64), backend=backend)
-            except SingularMatrixError:
-                continue
-            except ConstructionError as exc:
-                return Outcome.bad(f"{backend}: {type(exc).__name__} ({exc}) instead of SingularMatrixError")
-            return Outcome.bad(f"{backend}: singular input returned {np.asarray(out).tolist()}")
-        return Outcome.good("SingularMatrixError on the exact and NumPy backends")
-
-    return check
-
-
-def sympy_inverse(a: Any) -> np.ndarray:
-    """SymPy's inverse of an integer/rational matrix, as Fractions."""
-    inv = sp.Matrix(a).inv()
-    return np.array([[_to_fraction(x) for x in row] for row in inv.tolist()], dtype=object)
-
-
-def algebra_obligations(
-    cid: str, paper_ref: str, make: Callable[[], Construction], tag: str, *, exact_trials: int = 3
-) -> list[Obligation]:
-    """sympy (rational-function identity) + exact (random rationals) for one instance."""
-    return [
-        Obligation(
-            f"{cid}/sympy/{tag}",
-            cid,
-            paper_ref,
-            "sympy",
-            rational_identity_check(make),
-            "program == reference on symbols (as rational functions)",
-        ),
-        Obligation(
-            f"{cid}/exact/{tag}",
-            cid,
-            paper_ref,
-            "exact",
-            invertible_exact_check(make, trials=exact_trials),
-            "program == reference on random rationals",
-        ),
-    ]
-
-
-NUMERIC_TOL_3x3 = 1e-14  # measured worst 1.5e-15 (inverse3/det3, 5 normal inputs)
-SINGULAR_3x3 = ((1, 2, 3), (2, 4, 6), (1, 1, 1))
-
-
-def cofactor_obligations() -> Iterable[Obligation]:
-    """Z3 intents and layout, SymPy identity, exact, float64 accuracy, the authors' example, singular."""
-    a = sp.Matrix(AUTHORS_EXAMPLE)
-    examples = {
-        "cofactor3": np.array(a.adjugate().T.tolist(), dtype=object),
-        "det3": np.array(a.det(), dtype=object),
-        "inverse3": sympy_inverse(AUTHORS_EXAMPLE),
-    }
-    for cid, make in (("cofactor3", cofactor3), ("det3", det3), ("inverse3", inverse3)):
-        yield from intent_obligations(cid, PAPER_REF, make)
-        yield layout_obligation(cid, PAPER_REF, make)
-        yield from algebra_obligations(cid, PAPER_REF, make, "n3", exact_trials=5)
-        yield Obligation(
-            f"{cid}/numeric/n3",
-            cid,
-            PAPER_REF,
-            "numeric",
-            accuracy_check(make, NUMERIC_TOL_3x3),
-            f"float64 within {NUMERIC_TOL_3x3:g} relative of the exact result",
-        )
-        yield Obligation(
-            f"{cid}/exact/authors-example",
-            cid,
-            PAPER_REF,
-            "exact",
-            example_check(make, AUTHORS_EXAMPLE, examples[cid]),
-            "the authors' example [[7,8,12],[10,11,9],[2,4,21]] (det 45) equals SymPy's result with ==",
-        )
-    yield Obligation(
-        "inverse3/exact/singular",
-        "inverse3",
-        PAPER_REF,
-        "exact",
-        singular_check(inverse3, SINGULAR_3x3),
-        "a singular matrix is a SingularMatrixError (exact and NumPy), never a number",
     )
 
 

@@ -35,7 +35,8 @@ powers of A, cancelling heavily).  ``MEASURED_REL_ERROR`` lists the max relative
 the exact result of the same float inputs on standard normal matrices (``measure(ns)``
 re-measures): Faddeev 5e-16 at n = 3, 2e-13 at n = 8, 5e-12 at n = 16, 2e-7 at n = 32, while
 NumPy's LU stays near 1e-14.  The numeric obligations assert ``NUMERIC_TOL`` (50-200x the
-measurement).  The exact backend has no such error: it returns the true det / inverse of the
+measurement; the three, with the obligations, in :mod:`attnsim.lemmas.det_inverse_obligations`).
+The exact backend has no such error: it returns the true det / inverse of the
 given rationals (denominators grow with n; n = 16 takes tens of seconds).
 
 **Stated float64 accuracy** (``FLOAT_TOL`` = 1e-6; checked on every ``run`` with the numpy backend,
@@ -46,43 +47,25 @@ measured residual and cond(A).  Measured on standard normal A (seed 0, 3 draws):
 1e-12 at n = 8, 2e-11 at n = 16, 5e-9 at n = 24, 1e-7 at n = 32, up to 6.5e-2 at n = 48 (refused);
 the det's relative difference 2e-13 / 1e-12 / 3e-11 / 3e-9 / 3.5e-4.  Set ``con.float_tolerance``
 to tighten or loosen the bound, or ``con.on_inaccurate = "warn"`` for an :class:`AccuracyWarning`
-instead; ``backend="exact"`` has no error at all.
+instead; ``backend="exact"`` has no error at all.  The check is :mod:`attnsim.lemmas.float_accuracy`
+(``FLOAT_TOL`` and both classes are importable from here too).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import warnings
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
 
-import numpy as np
-import sympy as sp
-
-from attnsim.lemmas.base import Construction, ConstructionError, intent_obligations, layout_obligation, to_backend
-from attnsim.lemmas.cofactor import (
-    AUTHORS_EXAMPLE,
-    DividingConstruction,
-    accuracy_check,
-    algebra_obligations,
-    det_reference,
-    example_check,
-    inverse_reference,
-    invertible_exact_check,
-    rational_identity_check,
-    relative_error,
-    scalar_block,
-    singular_check,
-    sympy_inverse,
-)
+from attnsim.lemmas.cofactor import det_reference, inverse_reference, scalar_block
+from attnsim.lemmas.construction import Construction, ConstructionError
+from attnsim.lemmas.float_accuracy import FLOAT_TOL as FLOAT_TOL
+from attnsim.lemmas.float_accuracy import AccuracyWarning as AccuracyWarning
+from attnsim.lemmas.float_accuracy import CheckedDet, CheckedInverse
+from attnsim.lemmas.float_accuracy import InaccurateResultError as InaccurateResultError
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.transpose import _check_sizes, transpose_ref
 from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent, prove_layout
-from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -372,80 +355,6 @@ def _dedupe(intents: list[Intent]) -> list[Intent]:
 
 
 METHODS = ("faddeev", "powers")
-FLOAT_TOL = 1e-6
-
-
-class InaccurateResultError(ConstructionError):
-    """A float64 det / inverse misses its stated accuracy; the message has the measured residual.
-
-    ``result`` is the rejected float64 array, ``residual`` the measured value (for figures that
-    plot the error honestly instead of dropping the point).
-    """
-
-    def __init__(self, message: str, result: np.ndarray, residual: float) -> None:
-        super().__init__(message)
-        self.result = result
-        self.residual = residual
-
-
-class AccuracyWarning(UserWarning):
-    """A float64 det / inverse missed its stated accuracy (``on_inaccurate = "warn"``)."""
-
-
-def float_residual(what: str, a: np.ndarray, out: np.ndarray) -> tuple[float, str]:
-    """The measured accuracy of a float64 result: max |A X - I| (inverse) or the det's relative
-    difference from NumPy's LU determinant (the Hadamard bound scales it when det_LU = 0)."""
-    if what == "inverse":
-        return float(np.max(np.abs(a @ out - np.eye(a.shape[0])))), "max |A X - I|"
-    ref = float(np.linalg.det(a))
-    scale = abs(ref) or float(np.prod(np.linalg.norm(a, axis=1))) or 1.0
-    return abs(float(out) - ref) / scale, "|det - det_LU| / |det_LU|"
-
-
-def _checked(con: Any, what: str, operands: tuple[Any, ...], out: np.ndarray) -> np.ndarray:
-    a = to_backend(operands[0], "numpy", "A")
-    r, label = float_residual(what, a, out)
-    if r <= con.float_tolerance:
-        return out
-    msg = (
-        f"{con.name}({a.shape[0]}): float64 result misses its stated accuracy: {label} = {r:.2e} > "
-        f"{con.float_tolerance:g} (cond(A) = {np.linalg.cond(a):.3g}; Faddeev-LeVerrier is unstable in float64); "
-        "use backend='exact' for the exact result"
-    )
-    if con.on_inaccurate == "warn":
-        warnings.warn(msg, AccuracyWarning, stacklevel=3)
-        return out
-    raise InaccurateResultError(msg, out, r)
-
-
-class _FloatChecked:
-    """A float64 run meets ``float_tolerance`` (see the module docstring) or raises (or warns)."""
-
-    checked_as: ClassVar[str] = ""
-    float_tolerance: float
-    on_inaccurate: str
-
-    def run(self, *operands: Any, backend: str = "numpy") -> np.ndarray:
-        out = super().run(*operands, backend=backend)  # type: ignore[misc]
-        return _checked(self, self.checked_as, operands, out) if backend == "numpy" else out
-
-
-@dataclass
-class CheckedDet(_FloatChecked, Construction):
-    """det(n), float64-checked."""
-
-    checked_as: ClassVar[str] = "det"
-    float_tolerance: float = FLOAT_TOL
-    on_inaccurate: str = "raise"
-
-
-@dataclass
-class CheckedInverse(_FloatChecked, DividingConstruction):
-    """inverse(n), float64-checked."""
-
-    checked_as: ClassVar[str] = "inverse"
-    float_tolerance: float = FLOAT_TOL
-    on_inaccurate: str = "raise"
 
 
 def _make(n: int, what: str, method: str) -> Construction:
@@ -524,131 +433,6 @@ def inverse_ref(a: MatRef, name: str = "inverse", method: str = "faddeev") -> tu
     _, inv, intents, aux = build(a, name=name)
     assert inv is not None
     return MatRef(inv.sop, inv.block, aux=tuple(_unique(aux))), intents
-
-
-# -- obligations ---------------------------------------------------------------------------------
-# Measured with ``measure`` (10 successive standard normal draws of default_rng(0), the numeric
-# obligations' sampling): max relative error vs the exact result of the same float64 inputs,
-# max over det and inverse.  NumPy's LU (np.linalg.det/inv) stays at 1e-14 on the same inputs.
-MEASURED_REL_ERROR = {
-    "faddeev": {2: 1.9e-16, 3: 5.0e-16, 4: 3.3e-14, 8: 2.2e-13, 12: 6.4e-13, 16: 4.9e-12, 24: 7.0e-11, 32: 1.7e-7},
-    "powers": {2: 4.7e-16, 3: 1.9e-15, 4: 3.5e-14, 8: 4.3e-13, 12: 2.9e-13, 16: 1.4e-11, 24: 3.4e-10, 32: 2.6e-7},
-}
-# Asserted by the numeric obligations (5 draws, 3 at n = 16): 50-200x the measurement, so the check
-# is meaningful (a wrong construction is off by O(1)) without being flaky.
-NUMERIC_TOL = {
-    "faddeev": {3: 1e-13, 8: 2e-11, 16: 5e-10},
-    "powers": {3: 1e-13, 8: 5e-11, 16: 1e-9},
-}
-SINGULAR_4x4 = ((1, 2, 3, 4), (2, 4, 6, 8), (0, 1, 0, 1), (5, 0, 2, 1))
-
-
-def faddeev_obligations() -> Iterable[Obligation]:
-    """Z3 intents (every distinct selector), layout, SymPy n <= 4, exact, float64 accuracy, examples."""
-    authors = np.array(AUTHORS_EXAMPLE, dtype=object)
-    for method, pre in (("faddeev", ""), ("powers", "powers-")):
-        for cid, fac in (("det", det), ("inverse", inverse)):
-            factory = functools.partial(fac, method=method)
-            yield from intent_obligations(f"{cid}", PAPER_REF, _prefixed(functools.partial(factory, 4), pre))
-            if not pre:
-                yield layout_obligation(cid, PAPER_REF, functools.partial(factory, 4))
-            else:
-                yield Obligation(
-                    f"{cid}/z3-parametric/{pre}layout",
-                    cid,
-                    "Proposition 1",
-                    "z3-parametric",
-                    _layout_check(functools.partial(factory, 4)),
-                    statement="every block is injective, blocks of one channel are disjoint, all lie in the sequence",
-                )
-            for n in range(1, 5):
-                yield from algebra_obligations(cid, PAPER_REF, functools.partial(factory, n), f"{pre}n{n}")
-            yield Obligation(
-                f"{cid}/sympy/{pre}n5",
-                cid,
-                PAPER_REF,
-                "sympy",
-                rational_identity_check(functools.partial(factory, 5)),
-                "program == reference on 25 symbols, as rational functions (tens of seconds)",
-                deep=True,
-            )
-            for n in (6, 8):
-                yield Obligation(
-                    f"{cid}/exact/{pre}n{n}",
-                    cid,
-                    PAPER_REF,
-                    "exact",
-                    invertible_exact_check(functools.partial(factory, n), trials=1),
-                    "program == reference on random rationals",
-                )
-            yield Obligation(
-                f"{cid}/exact/{pre}n16",
-                cid,
-                PAPER_REF,
-                "exact",
-                invertible_exact_check(functools.partial(factory, 16), trials=1),
-                "program == reference on random rationals (tens of seconds)",
-                deep=True,
-            )
-            for n, tol in NUMERIC_TOL[method].items():
-                yield Obligation(
-                    f"{cid}/numeric/{pre}n{n}",
-                    cid,
-                    PAPER_REF,
-                    "numeric",
-                    accuracy_check(functools.partial(factory, n), tol, trials=5 if n < 16 else 3),
-                    f"float64 within {tol:g} relative of the exact result (the algorithm is unstable in float)",
-                )
-            want = (
-                sympy_inverse(AUTHORS_EXAMPLE) if cid == "inverse" else np.array(sp.Matrix(authors).det(), dtype=object)
-            )
-            yield Obligation(
-                f"{cid}/exact/{pre}authors-example",
-                cid,
-                PAPER_REF,
-                "exact",
-                example_check(functools.partial(factory, 3), AUTHORS_EXAMPLE, want),
-                "the authors' example [[7,8,12],[10,11,9],[2,4,21]] (det 45) equals SymPy's result with ==",
-            )
-        yield Obligation(
-            f"inverse/exact/{pre}singular",
-            "inverse",
-            PAPER_REF,
-            "exact",
-            singular_check(functools.partial(inverse, 4, method=method), SINGULAR_4x4),
-            "a singular matrix is a SingularMatrixError (exact and NumPy), never a number",
-        )
-
-
-def _layout_check(make: Callable[[], Construction]) -> Callable[[float], Outcome]:
-    return lambda timeout: prove_layout(make().layout, timeout)
-
-
-def _prefixed(make: Callable[[], Construction], pre: str) -> Callable[[], Construction]:
-    """The construction with its intents renamed ``pre + name`` (distinct obligation ids per method)."""
-
-    def build() -> Construction:
-        con = make()
-        con.intents = [dataclasses.replace(i, name=pre + i.name) for i in con.intents]
-        return con
-
-    return build
-
-
-def measure(
-    ns: Iterable[int], method: str = "faddeev", trials: int = 10, seed: int = 0
-) -> dict[int, tuple[float, float]]:
-    """Max relative float64 error (det, inverse) vs the exact result, on standard normal inputs.
-
-    The same sampling as the numeric obligations (one generator, ``trials`` successive draws).
-    """
-    out: dict[int, tuple[float, float]] = {}
-    for n in ns:
-        errs = []
-        for make in (det, inverse):
-            errs.append(relative_error(make(n, method=method), trials, seed))
-        out[n] = (errs[0], errs[1])
-    return out
 
 
 #: The constructions this module declares (registered by :mod:`attnsim.catalog`).

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, size_args, sized
 from attnsim.lemmas.cofactor import scalar_block
+from attnsim.lemmas.construction import Construction, size_args, sized
 from attnsim.lemmas.faddeev import faddeev_iteration_ref, frobenius_ref, plus_identity, trace_ref
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.lemmas.transpose import transpose_ref

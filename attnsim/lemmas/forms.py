@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, size_args, sized
+from attnsim.lemmas.construction import Construction, size_args, sized
 from attnsim.lemmas.contraction import contract, gather_onto
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C

@@ -22,17 +22,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import (
-    Construction,
-    ConstructionError,
-    VectorConstruction,
-    intent_obligations,
-    layout_obligation,
-    size_args,
-    sized,
-    standard_obligations,
-)
-from attnsim.lemmas.softmax import embedded_obligations
+from attnsim.lemmas.checks import embedded_obligations, intent_obligations, layout_obligation, standard_obligations
+from attnsim.lemmas.construction import Construction, ConstructionError, VectorConstruction, size_args, sized
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation

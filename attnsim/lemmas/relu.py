@@ -14,14 +14,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.lemmas.base import (
-    Construction,
-    VectorConstruction,
-    layout_obligation,
-    size_args,
-    sized,
-    standard_obligations,
-)
+from attnsim.lemmas.checks import layout_obligation, standard_obligations
+from attnsim.lemmas.construction import Construction, VectorConstruction, size_args, sized
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import ConstructionEntry

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.lemmas.base import Construction, ConstructionError, size_args, sized
+from attnsim.lemmas.construction import Construction, ConstructionError, size_args, sized
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C

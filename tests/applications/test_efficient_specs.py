@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 from attnsim.applications import efficient as F
-from attnsim.lemmas.base import Construction
+from attnsim.lemmas.construction import Construction
 from attnsim.rasp import core as C
 from attnsim.symbolic.program_equals_spec import prove_program_equals_spec
 

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from attnsim import applications
 from attnsim.applications.efficient import atomized
-from attnsim.lemmas.base import ConstructionError, symbolic_operands, sympy_check
+from attnsim.lemmas.checks import symbolic_operands, sympy_check
+from attnsim.lemmas.construction import ConstructionError
 from attnsim.rasp import primitives as P
 
 

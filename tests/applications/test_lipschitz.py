@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from attnsim import applications
 from attnsim.applications.lipschitz import EXAMPLES, exact_points, sup_error
-from attnsim.lemmas.base import ConstructionError
+from attnsim.lemmas.construction import ConstructionError
 
 
 def test_size_formula_matches_the_program() -> None:

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim import applications
+from attnsim.applications.checks import exhaustive_check
 from attnsim.applications.match import match2_spec
-from attnsim.applications.obligations import exhaustive_check
-from attnsim.lemmas.base import ConstructionError
+from attnsim.lemmas.construction import ConstructionError
 
 
 def test_match2_public_api_and_cost() -> None:

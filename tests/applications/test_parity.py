@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim import applications
+from attnsim.applications.checks import _parity_mod2_check
 from attnsim.applications.kparity import parity, parity_spec
-from attnsim.applications.obligations import _parity_mod2_check
 from attnsim.applications.z3prog import prove_for_all_inputs
-from attnsim.lemmas.base import ConstructionError, intent_obligations
+from attnsim.lemmas.checks import intent_obligations
+from attnsim.lemmas.construction import ConstructionError
 from attnsim.proofs import registry
 from attnsim.rasp import core as C
 from attnsim.verify.runner import SmtOptions, run_inline

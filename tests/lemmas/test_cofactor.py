@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 from attnsim import lemmas
 from attnsim.lemmas import ConstructionError, SingularMatrixError
-from attnsim.lemmas.base import Construction
-from attnsim.lemmas.cofactor import (
+from attnsim.lemmas.cofactor import cofactor_reference
+from attnsim.lemmas.construction import Construction
+from attnsim.lemmas.det_inverse_obligations import (
     AUTHORS_EXAMPLE,
     accuracy_check,
-    cofactor_reference,
     rational_identity_check,
     singular_check,
 )

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim.lemmas import forms
-from attnsim.lemmas.base import Construction
+from attnsim.lemmas.construction import Construction
 from attnsim.lemmas.contraction import Coords, contract, gather_onto
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Grid, GridRef, Layout

@@ -16,7 +16,7 @@ from sympy.polys.matrices import DomainMatrix
 
 from attnsim import lemmas
 from attnsim.lemmas import ConstructionError, SingularMatrixError
-from attnsim.lemmas.cofactor import AUTHORS_EXAMPLE, accuracy_check, rational_identity_check
+from attnsim.lemmas.det_inverse_obligations import AUTHORS_EXAMPLE, accuracy_check, rational_identity_check
 from attnsim.lemmas.faddeev import METHODS, depth, faddeev_ref, powers_depth, powers_ref
 from attnsim.rasp import core as C
 from attnsim.rasp.engine import evaluate
@@ -170,7 +170,7 @@ def _hilbert(n: int) -> np.ndarray:
 def test_float64_never_silently_wrong(what: str) -> None:
     """Issue 15: Faddeev-LeVerrier in float64 on the 6 x 6 Hilbert matrix (cond 1.5e7) is off by O(1)
     (max |A X - I| = 27, det 130 % off): run refuses it with the measured residual, never returns it."""
-    from attnsim.lemmas.faddeev import FLOAT_TOL, InaccurateResultError
+    from attnsim.lemmas.float_accuracy import FLOAT_TOL, InaccurateResultError
 
     con = getattr(lemmas, what)(6)
     label = "max |A X - I|" if what == "inverse" else r"\|det - det_LU\| / \|det_LU\|"
@@ -189,7 +189,7 @@ def test_float64_never_silently_wrong(what: str) -> None:
 
 def test_float64_within_stated_accuracy_passes() -> None:
     """On well-conditioned inputs the stated accuracy holds, and it is checked (a tighter bound refuses)."""
-    from attnsim.lemmas.faddeev import InaccurateResultError, float_residual
+    from attnsim.lemmas.float_accuracy import InaccurateResultError, float_residual
 
     a = np.random.default_rng(0).normal(size=(8, 8))
     inv = lemmas.inverse(8)

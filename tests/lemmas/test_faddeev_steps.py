@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from attnsim.lemmas import faddeev_steps as F
-from attnsim.lemmas.base import Construction
+from attnsim.lemmas.construction import Construction
 from attnsim.lemmas.faddeev import plus_identity
 from attnsim.lemmas.matmul import matmul_ref
 from attnsim.rasp import core as C

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from attnsim import lemmas
 from attnsim.applications import kparity
 from attnsim.cli.main import main
-from attnsim.lemmas import base
-from attnsim.lemmas.base import ConstructionError
+from attnsim.lemmas import construction  # where Construction's input check looks _is_integer up
+from attnsim.lemmas.construction import ConstructionError
 from attnsim.proofs import registry
 
 
@@ -50,7 +50,7 @@ def test_parity_refuses_a_non_binary_token(token: float) -> None:
 
 def test_an_input_check_that_stops_requiring_an_integer_fails_verify(monkeypatch: pytest.MonkeyPatch) -> None:
     """n = 1.5 accepted: softmax-masked/exact/input-domain fails, naming the value, and verify exits 1."""
-    monkeypatch.setattr(base, "_is_integer", lambda v: math.isfinite(float(v)))
+    monkeypatch.setattr(construction, "_is_integer", lambda v: math.isfinite(float(v)))
     out = registry.by_id("softmax-masked/exact/input-domain").check(60.0)
     assert out.ok is False and "accepts n = 1.5" in out.detail
     assert main(["verify", "--only", "softmax-masked/exact/input-domain", "-j", "1"]) == 1
@@ -69,8 +69,8 @@ def test_an_exact_path_that_stops_requiring_an_integer_fails_verify(monkeypatch:
     n = 3/2 as a Fraction only (the float64 path still refusing 1.5) fails the input-domain obligation."""
     from fractions import Fraction
 
-    real = base._is_integer
-    monkeypatch.setattr(base, "_is_integer", lambda v: isinstance(v, Fraction) or real(v))
+    real = construction._is_integer
+    monkeypatch.setattr(construction, "_is_integer", lambda v: isinstance(v, Fraction) or real(v))
     with pytest.raises(ConstructionError):  # the float64 path is unchanged
         lemmas.masked_softmax(2, 3).run(np.zeros((2, 3)), [[1.5]])
     out = registry.by_id("softmax-masked/exact/input-domain").check(60.0)

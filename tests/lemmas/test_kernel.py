@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from attnsim.lemmas.base import Construction
+from attnsim.lemmas.construction import Construction
 from attnsim.lemmas.forms import consumer_matmul, gathered_transpose
 from attnsim.lemmas.kernel import (
     _BASE_PREFIX,

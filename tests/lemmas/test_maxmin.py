@@ -81,7 +81,7 @@ def test_mutants_are_caught() -> None:
     """A wrong partner fails the Z3 intent; an identity program fails the exact check."""
     import dataclasses
 
-    from attnsim.lemmas.base import exact_check
+    from attnsim.lemmas.checks import exact_check
     from attnsim.proofs import z3sel
 
     con = lemmas.maxmin(4, rows=3)

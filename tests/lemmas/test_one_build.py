@@ -21,7 +21,7 @@ from attnsim import lemmas
 from attnsim.applications import efficient, kparity
 from attnsim.cli.main import main
 from attnsim.lemmas import faddeev_steps, forms
-from attnsim.lemmas.base import Construction, ConstructionError, size_args
+from attnsim.lemmas.construction import Construction, ConstructionError, size_args
 from attnsim.proofs import registry
 from attnsim.rasp.core import Size
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from attnsim import lemmas
 from attnsim.lemmas import ConstructionError
-from attnsim.lemmas.base import first_difference
-from attnsim.lemmas.softmax import exp_canonical, masked_sympy_check
+from attnsim.lemmas.checks import exp_canonical, first_difference
+from attnsim.lemmas.obligations import masked_sympy_check
 from attnsim.proofs import z3sel
 from attnsim.rasp import core as C
 from attnsim.rasp.engine import evaluate

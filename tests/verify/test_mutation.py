@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim.cli.main import main
-from attnsim.lemmas.base import Construction, exact_check, sympy_check
+from attnsim.lemmas.checks import exact_check, sympy_check
+from attnsim.lemmas.construction import Construction
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import transpose
 from attnsim.proofs import registry, z3sel

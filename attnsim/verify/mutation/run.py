@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Literal
 
-from attnsim.lemmas.base import Construction
+from attnsim.lemmas.construction import Construction
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation, Outcome

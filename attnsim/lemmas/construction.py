@@ -1,9 +1,12 @@
-"""The Construction object every lemma returns, and the obligations every lemma shares.
+"""The Construction object every lemma returns: one program and everything needed to run it.
 
 A :class:`Construction` bundles one program, the :class:`Layout` of its operands and result,
 the textbook reference, the paper's result it realizes and the Z3 intents of its selectors.
 ``run`` encodes the operands into one token sequence (Proposition 1), runs the program with
-the chosen backend and decodes the result block.
+the chosen backend and decodes the result block.  :func:`sized` gives every factory one build
+path (the symbolic build, bound).  The obligations every lemma shares are in
+:mod:`attnsim.lemmas.checks` and :mod:`attnsim.lemmas.input_domain` (split from ``base.py``,
+issue 25: this module is the program record, those the checking).
 """
 
 from __future__ import annotations
@@ -11,9 +14,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, TypeVar
@@ -21,9 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 import sympy as sp
 
-from attnsim.proofs import registry
-from attnsim.proofs.intents import Intent, check_intent, prove_layout, z3_method
-from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.arith import BackendError, NonFiniteError
@@ -31,9 +31,8 @@ from attnsim.rasp.bind import Binder
 from attnsim.rasp.engine import BACKENDS, Trace, evaluate, trace
 from attnsim.rasp.exact import ExactArith
 from attnsim.rasp.guards import complex_entry
-from attnsim.rasp.layout import Block, Layout, LayoutError, MatRef, as_array
+from attnsim.rasp.layout import Layout, MatRef, as_array
 from attnsim.rasp.schedule import Cost, cost
-from attnsim.symbolic.program_equals_spec import public_factories
 
 
 class ConstructionError(ValueError):
@@ -430,283 +429,3 @@ def sized(refuse: Callable[[dict[str, int]], str | None] | None = None, **params
         return factory  # type: ignore[return-value]
 
     return deco
-
-
-# -- shared obligation builders ------------------------------------------------------------------
-def symbolic_operands(con: Construction, prefix: str = "") -> list[np.ndarray]:
-    """One fresh real symbol per operand entry."""
-    out = []
-    for nm in con.inputs:
-        shape = con.layout[nm].shape
-        flat = [sp.Symbol(f"{prefix}{nm}_{'_'.join(map(str, ix))}", real=True) for ix in np.ndindex(*shape)]
-        arr = np.empty(len(flat), dtype=object)
-        arr[:] = flat
-        out.append(arr.reshape(shape))
-    return out
-
-
-def rational_operands(con: Construction, rng: np.random.Generator) -> list[np.ndarray]:
-    """Random rationals p/q with |p| <= 20, 1 <= q <= 9."""
-    out = []
-    for nm in con.inputs:
-        shape = con.layout[nm].shape
-        flat = [Fraction(int(rng.integers(-20, 21)), int(rng.integers(1, 10))) for _ in range(int(np.prod(shape)))]
-        arr = np.empty(len(flat), dtype=object)
-        arr[:] = flat
-        out.append(arr.reshape(shape))
-    return out
-
-
-def first_difference(got: np.ndarray, want: np.ndarray, simplify: Callable[[Any], Any]) -> str | None:
-    """The first entry where two object arrays differ, with the simplified difference."""
-    if got.shape != want.shape:
-        return f"shape {got.shape} != {want.shape}"
-    for ix in np.ndindex(*got.shape):
-        d = simplify(got[ix] - want[ix])
-        if d != 0:
-            return f"entry {ix}: program - reference = {d}"
-    return None
-
-
-def sympy_check(
-    make: Callable[[], Construction], simplify: Callable[[Any], Any] | None = None
-) -> Callable[[float], Outcome]:
-    """Check: on symbolic operands, run(..., 'sympy') - reference simplifies to 0 everywhere."""
-
-    def check(timeout: float) -> Outcome:
-        con = make()
-        ops = symbolic_operands(con)
-        got = con.run(*ops, backend="sympy")
-        want = con.reference(*ops, backend="sympy")
-        simp = simplify or (lambda e: sp.simplify(sp.expand(e)))
-        diff = first_difference(got, want, simp)
-        if diff:
-            return Outcome.bad(diff)
-        return Outcome.good(f"{got.size} entries equal symbolically")
-
-    return check
-
-
-def exact_check(make: Callable[[], Construction], trials: int = 3, seed: int = 0) -> Callable[[float], Outcome]:
-    """Check: on random rationals, run(..., 'exact') == reference(..., 'exact')."""
-
-    def check(timeout: float) -> Outcome:
-        con = make()
-        rng = np.random.default_rng(seed)
-        for t in range(trials):
-            ops = rational_operands(con, rng)
-            got = con.run(*ops, backend="exact")
-            want = con.reference(*ops, backend="exact")
-            diff = first_difference(got, want, lambda e: e)
-            if diff:
-                return Outcome.bad(f"trial {t}: {diff}")
-        return Outcome.good(f"{trials} random rational inputs equal with ==")
-
-    return check
-
-
-def numeric_check(
-    make: Callable[[], Construction], tol: float, trials: int = 2, seed: int = 0, scale: float = 1.0
-) -> Callable[[float], Outcome]:
-    """Check: float64 run within ``tol`` (relative to the entries' scale) of the NumPy reference."""
-
-    def check(timeout: float) -> Outcome:
-        con = make()
-        rng = np.random.default_rng(seed)
-        worst = 0.0
-        for _ in range(trials):
-            ops = [rng.normal(size=con.layout[nm].shape) * scale for nm in con.inputs]
-            got = con.run(*ops)
-            want = con.reference(*ops)
-            s = max(1.0, float(np.max(np.abs(want))) if want.size else 1.0)
-            err = float(np.max(np.abs(got - want))) / s if want.size else 0.0
-            if not np.isfinite(err):
-                return Outcome.bad("non-finite output")
-            worst = max(worst, err)
-        if worst <= tol:
-            return Outcome.good(f"max relative error {worst:.3g} <= {tol:g}")
-        return Outcome.bad(f"max relative error {worst:.3g} > {tol:g}")
-
-    return check
-
-
-def intent_obligations(cid: str, paper_ref: str, make: Callable[[], Construction], bound: int = 8) -> list[Obligation]:
-    """One Z3 obligation per selector intent of the construction (parametric or bounded)."""
-    con = make()
-    obs = []
-    for it in con.intents:
-        method = z3_method(it.intent, it.queries, con.layout.length) if it.parametric else "z3-bounded"
-
-        def check(timeout: float, name: str = it.name) -> Outcome:
-            c = make()
-            intent = next(i for i in c.intents if i.name == name)
-            return check_intent(intent, c.layout, timeout=timeout, bound=None if intent.parametric else bound)
-
-        obs.append(
-            Obligation(
-                f"{cid}/{method}/{it.name}",
-                cid,
-                paper_ref,
-                method,
-                check,
-                statement=it.statement,
-                bound=None if it.parametric else bound,
-            )
-        )
-    return obs
-
-
-def layout_obligation(cid: str, paper_ref: str, make: Callable[[], Construction]) -> Obligation:
-    """Z3, all sizes: the layout's blocks are injective, pairwise disjoint and inside the sequence."""
-
-    def check(timeout: float) -> Outcome:
-        return prove_layout(make().layout, timeout)
-
-    lay = make().layout
-    method = z3_method(*(x for b in lay for x in (b.offset, b.rows, b.cols, b.stack)))
-    return Obligation(
-        f"{cid}/{method}/layout",
-        cid,
-        "Proposition 1",
-        method,
-        check,
-        statement="every block is injective (row-major), blocks of one channel are disjoint, all lie in the sequence",
-    )
-
-
-def standard_obligations(
-    cid: str,
-    paper_ref: str,
-    make: Callable[[], Construction],
-    *,
-    sympy_sizes: bool = True,
-    exact: bool = True,
-    numeric_tol: float | None = 1e-12,
-) -> list[Obligation]:
-    """sympy + exact + numeric + z3 intents + layout, for one instance of a construction."""
-    obs: list[Obligation] = []
-    con = make()
-    tag = "-".join(f"{k}{v}" for k, v in sorted(con.sizes.items())) or "0"
-    if sympy_sizes:
-        obs.append(
-            Obligation(
-                f"{cid}/sympy/{tag}", cid, paper_ref, "sympy", sympy_check(make), "program == reference on symbols"
-            )
-        )
-    if exact and con.exact:
-        obs.append(
-            Obligation(
-                f"{cid}/exact/{tag}",
-                cid,
-                paper_ref,
-                "exact",
-                exact_check(make),
-                "program == reference on random rationals",
-            )
-        )
-    if numeric_tol is not None:
-        obs.append(
-            Obligation(
-                f"{cid}/numeric/{tag}",
-                cid,
-                paper_ref,
-                "numeric",
-                numeric_check(make, numeric_tol),
-                f"float64 within {numeric_tol:g}",
-            )
-        )
-    return obs
-
-
-__all__ = [
-    "Block",
-    "Construction",
-    "ConstructionError",
-    "Intent",
-    "Layout",
-    "LayoutError",
-    "MatRef",
-    "intent_obligations",
-    "layout_obligation",
-    "standard_obligations",
-]
-
-
-# -- the declared operand domain, probed ---------------------------------------------------------
-DOMAIN_SIZES = (1, 2, 3, 7)  # every size parameter at each of these values
-
-
-def _probes(lo: int, hi: int) -> list[tuple[float, bool]]:
-    """Values around the declared range [lo, hi] of an integer operand, each with whether it is inside."""
-    out = [(lo - 1, False), (lo, True), (lo + 0.5, False), (hi, True), (hi + 1, False), (hi - 0.5, False)]
-    out += [(-1.0, False), (math.nan, False), (math.inf, False), (-math.inf, False), ((lo + hi) // 2, True)]
-    return out
-
-
-BINARY_PROBES = ((0.0, True), (1.0, True), (2.0, False), (-1.0, False), (0.5, False), (math.nan, False))
-
-
-def _exact_value(v: float) -> Any:
-    """A probe value as the exact backend takes it: a Fraction when finite (NaN and inf stay floats)."""
-    return Fraction(v) if math.isfinite(v) else v
-
-
-def _domain_check(example: Callable[[], object], timeout: float) -> Outcome:
-    """Each declared operand domain probed at every size of :data:`DOMAIN_SIZES`, in the float64 and
-    the exact (Fraction) backends: the run accepts a value exactly when the declaration (the proof's
-    premise) says it is inside."""
-    con = example()
-    if not isinstance(con, Construction) or con.built_by is None:
-        return Outcome.bad(f"{con!r:.80}: not built by @sized, so its domain cannot be probed at other sizes")
-    module, fname, args = con.built_by
-    n = 0
-    params = [p for p, a in args if isinstance(a, C.Size) and a.value is None]
-    # each size parameter in turn at each of DOMAIN_SIZES, the others at 2 (so rows != cols), and all at 1
-    grid = [{**{q: 2 for q in params}, p: v} for p in params for v in DOMAIN_SIZES] + [{q: 1 for q in params}]
-    for (called, factory), sizes in itertools.product(public_factories(module, fname), grid):
-        call = {p: sizes.get(p, a) for p, a in args}
-        at = factory(**call)
-        cases: list[tuple[str, float, bool]] = []
-        lows: dict[str, float] = {}
-        for name, lo, upper, _ in at.scalars:
-            lows[name] = float(lo)
-            cases += [(name, v, inside) for v, inside in _probes(lo, _num_value(upper))]
-        cases += [(name, v, inside) for name in at.binary for v, inside in BINARY_PROBES]
-        for (name, v, inside), backend in itertools.product(cases, ("numpy", "exact")):
-            value = (lambda x: x) if backend == "numpy" else _exact_value
-            ops = {nm: np.full(at.layout[nm].shape, value(lows.get(nm, 0.0)), dtype=object) for nm in at.inputs}
-            ops[name] = np.full(at.layout[name].shape, value(v), dtype=object)
-            try:
-                at.encode(*(ops[nm] for nm in at.inputs), backend=backend)
-                accepted = True
-            except ConstructionError:
-                accepted = False
-            if accepted != inside:
-                what = "accepts" if accepted else "refuses"
-                return Outcome.bad(
-                    f"{called}({', '.join(f'{p}={v}' for p, v in call.items() if v is not None)}): the input check "
-                    f"{what} {name} = {value(v)} ({'float64' if backend == 'numpy' else 'exact'} backend), which "
-                    f"its declared domain (the proof's premise) puts {'outside' if accepted else 'inside'}"
-                )
-            n += 1
-    return Outcome.good(
-        f"{n} probes, float64 and exact (Fractions), each size parameter at {DOMAIN_SIZES} in turn: accepted "
-        "exactly inside the declared domain"
-    )
-
-
-def input_domain_obligations() -> Iterable[Obligation]:
-    """``exact``, one per construction that declares an operand domain (``scalars``, ``binary``)."""
-    for name, (ref, example) in registry.constructions().items():
-        con = example()
-        if isinstance(con, Construction) and (con.scalars or con.binary):
-            yield Obligation(
-                f"{name}/exact/input-domain",
-                name,
-                ref,
-                "exact",
-                functools.partial(_domain_check, example),
-                statement="the run's input check refuses exactly what the all-sizes proof's premises exclude "
-                "(declared scalars: integers in their range; binary operands: 0 or 1), probed at and around "
-                f"each bound in the float64 and exact backends, each size parameter at {DOMAIN_SIZES} in turn",
-            )
