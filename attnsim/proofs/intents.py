@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from attnsim.proofs import decode, solver_work, z3sel
+from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -122,14 +123,14 @@ def prove_layout(
     def left() -> float:
         return max(0.05, timeout - clock.elapsed())
 
-    def run(goal: E.Expr, *decodes: decode.Decode, explain: Any = None) -> Outcome:
+    def run(goal: E.Expr, *decodes: Decode, explain: Any = None) -> Outcome:
         nonlocal proven
         res = decode.prove(goal, decode=list(decodes), minimum=minimum, timeout=left(), explain=explain)
         proven = proven.joined(res, ok=True)
         return res
 
     for a_ix, a in enumerate(blocks):
-        one = decode.Decode("p1", (a,), cover=True)
+        one = Decode("p1", (a,), cover=True)
         res = run((p1 >= 0) & (p1 < layout.length), one)
         if res.ok is not True:
             return res.retold(f"block {a.name} leaves the sequence: {res.detail}")
@@ -145,7 +146,7 @@ def prove_layout(
         for b in blocks[a_ix + 1 :]:
             if b.channel != a.channel:
                 continue
-            res = run(E.Not(p1.eq(p2)), one, decode.Decode("p2", (b,), cover=True), explain=_overlap(a, b, describe))
+            res = run(E.Not(p1.eq(p2)), one, Decode("p2", (b,), cover=True), explain=_overlap(a, b, describe))
             if res.ok is not True:
                 return res.retold(f"blocks {a.name} and {b.name} overlap: {res.detail}")
     lemmas = ", ".join(decode.LEMMAS[n].id for n in proven.lemmas)

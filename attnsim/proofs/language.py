@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from attnsim.proofs import decode, z3sel
+from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -38,7 +39,7 @@ def _reflect_check(timeout: float) -> Outcome:
     square = Block.of("square", 0, nn, nn)
     return decode.prove(
         refl(refl(p)).eq(p),
-        decode=[decode.Decode("p", (square,), cover=True, ranges=(p >= 0, p < nn * nn))],
+        decode=[Decode("p", (square,), cover=True, ranges=(p >= 0, p < nn * nn))],
         timeout=timeout,
     )
 

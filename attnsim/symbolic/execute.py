@@ -39,6 +39,7 @@ from typing import Any
 import sympy as sp
 
 from attnsim.proofs import decode, z3sel
+from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -159,10 +160,10 @@ class Executor:
     def _attempt(self, goal: E.Expr, what: str, decode_k: bool = False) -> Outcome:
         """Z3 on ``premises -> goal`` for all sizes and coordinates in range (the key decoded through
         the layout's blocks with ``decode_k``); a proof's lemmas and step are recorded."""
-        dec: list[decode.Decode] = []
+        dec: list[Decode] = []
         if decode_k:
             ln = self.con.layout.length
-            dec = [decode.Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
+            dec = [Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
         out = decode.prove(
             goal, self.premises, decode=dec, coords=dict(self.coords), minimum=self.minimum, timeout=self.left()
         )

@@ -47,6 +47,7 @@ import sympy.tensor.tensor  # SymPy imports it lazily on the first Add (0.4 s): 
 import z3
 
 from attnsim.proofs import smtlib, solver_work, z3sel
+from attnsim.proofs.decode.query import Decode, _free_vars, _sizes_of
 from attnsim.proofs.obligation import Outcome, PremiseCheck, Scope
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -512,20 +513,6 @@ class _Ctx:
 
 
 # -- the prover --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Decode:
-    """Decode variable ``var`` through ``blocks``: one case per block, plus "outside" unless ``cover``.
-
-    With ``cover`` the claim is about values of ``var`` inside one of the blocks only (membership
-    is a hypothesis of the claim: :func:`prove_intent` sets it only when the query condition
-    contains that block's membership test).  ``ranges`` are assumptions on ``var`` that the
-    membership implies (dropped inside a block, kept outside).
-    """
-
-    var: str
-    blocks: tuple[Block, ...]
-    cover: bool = False
-    ranges: tuple[E.Expr, ...] = ()
 
 
 def _coords(b: Block, prefix: str) -> tuple[dict[str, E.Expr], E.Expr]:
@@ -878,20 +865,6 @@ def _fold(e: E.Expr, truth: Mapping[str, int]) -> E.Expr:
     if not truth:
         return e
     return E.map_tree(e, lambda n: E.Const(truth[fp]) if (fp := E.render(n)) in truth else None)
-
-
-def _sizes_of(*exprs: E.Expr) -> set[str]:
-    out: set[str] = set()
-    for e in exprs:
-        out |= {n.name for n in E.nodes(e) if isinstance(n, C.Size)}
-    return out
-
-
-def _free_vars(*exprs: E.Expr) -> set[str]:
-    out: set[str] = set()
-    for e in exprs:
-        out |= set(e.variables())
-    return out
 
 
 def _check_with_restarts(facts: Sequence[Any], seconds: float) -> tuple[z3.Solver, Any]:

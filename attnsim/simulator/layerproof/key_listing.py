@@ -11,6 +11,7 @@ first two give S(q, K) -> I(q, K).
 from __future__ import annotations
 
 from attnsim.proofs import decode, z3sel
+from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.intents import Intent, check_intent
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
@@ -78,7 +79,7 @@ class IntentListing(FrameExecutor):
         out = decode.prove(
             goal,
             self.premises,
-            decode=[decode.Decode(z3sel.K.name, blocks, ranges=(z3sel.K >= 0, z3sel.K < ln))],
+            decode=[Decode(z3sel.K.name, blocks, ranges=(z3sel.K >= 0, z3sel.K < ln))],
             coords=dict(self.coords),
             minimum=self.minimum,
             timeout=min(self.left(), self.step_cap),
