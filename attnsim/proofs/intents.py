@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from attnsim.proofs import decode, solver_work, z3sel
+from attnsim.proofs.decode.index_lemmas import LEMMAS
 from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
@@ -149,7 +150,7 @@ def prove_layout(
             res = run(E.Not(p1.eq(p2)), one, Decode("p2", (b,), cover=True), explain=_overlap(a, b, describe))
             if res.ok is not True:
                 return res.retold(f"blocks {a.name} and {b.name} overlap: {res.detail}")
-    lemmas = ", ".join(decode.LEMMAS[n].id for n in proven.lemmas)
+    lemmas = ", ".join(LEMMAS[n].id for n in proven.lemmas)
     return proven.retold(
         f"{len(blocks)} blocks injective, disjoint and in range for all sizes (decoded coordinates; lemmas: {lemmas})"
     )

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from attnsim.proofs import decode, z3sel
+from attnsim.proofs.decode.index_lemmas import LEMMAS
 from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
@@ -85,7 +86,7 @@ def _fastpath_check(make: Callable[[], C.SOp], max_len: int = 6) -> Callable[[fl
 
 
 def obligations() -> Iterable[Obligation]:
-    for lm in decode.LEMMAS.values():
+    for lm in LEMMAS.values():
         yield Obligation(lm.id, "rasp", PAPER, "z3-parametric", _lemma_check(lm.goal, lm.assumptions), lm.statement)
     yield Obligation(
         "rasp/z3-parametric/reflect-involution",
