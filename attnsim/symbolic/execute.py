@@ -39,6 +39,7 @@ from typing import Any
 import sympy as sp
 
 from attnsim.proofs import decode, z3sel
+from attnsim.proofs.decode import rewriting
 from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
@@ -249,7 +250,7 @@ class Executor:
         return e
 
     def norm(self, e: E.Expr) -> E.Expr:
-        got = decode.normalize(e, self.coords, self.minimum)
+        got = rewriting.normalize(e, self.coords, self.minimum)
         if got is None:
             raise ExecutionFailed(Outcome.unknown(f"cannot normalize {E.render(e)} without splitting a coordinate"))
         self.lemmas |= set(got[1])
