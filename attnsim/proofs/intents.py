@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from attnsim.proofs import decode, solver_work, z3sel
+from attnsim.proofs.decode import selectors
 from attnsim.proofs.decode.index_lemmas import LEMMAS
 from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Outcome
@@ -50,7 +51,7 @@ def check_intent(intent: Intent, layout: Layout, *, timeout: float = 10.0, bound
         s_expr = z3sel.selector_expr(intent.selector).substitute({"length": layout.length})
     except z3sel.NotStructural as exc:
         return Outcome.bad(str(exc))
-    explain = decode.selector_explainer(s_expr, intent.intent, layout, layout.length, intent.queries)
+    explain = selectors.selector_explainer(s_expr, intent.intent, layout, layout.length, intent.queries)
 
     def plain_z3(seconds: float, size_bound: int | None) -> Outcome:
         return z3sel.prove_selector(

@@ -11,6 +11,7 @@ first two give S(q, K) -> I(q, K).
 from __future__ import annotations
 
 from attnsim.proofs import decode, z3sel
+from attnsim.proofs.decode import selectors
 from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.intents import Intent, check_intent
 from attnsim.proofs.obligation import Outcome
@@ -71,7 +72,7 @@ class IntentListing(FrameExecutor):
         ln = self.con.layout.length
         at = {z3sel.Q.name: pos, "length": ln}
         self.prove(it.queries.substitute(at), f"{sel.label}: query {E.render(pos)} is in its intent's query region")
-        blocks = decode.key_blocks(it.intent, self.con.layout)
+        blocks = selectors.key_blocks(it.intent, self.con.layout)
         goal = E.Not(it.intent.substitute(at)) | inside
         what = (
             f"{sel.label}: every selected key is listed (its intent, K decoded in {', '.join(b.name for b in blocks)})"
