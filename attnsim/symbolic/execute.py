@@ -41,6 +41,7 @@ import sympy as sp
 from attnsim.proofs import decode, z3sel
 from attnsim.proofs.decode import rewriting
 from attnsim.proofs.decode.query import Decode
+from attnsim.proofs.decode.refutation import refuted_at
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -182,17 +183,17 @@ class Executor:
     def holds(self, goal: E.Expr) -> bool:
         """``premises -> goal`` proven; False when not shown.  A goal false at one of the sample
         points (:meth:`sample_points`) where every premise holds is not shown by any proof
-        (:func:`attnsim.proofs.decode.refuted_at`): False without asking Z3 (most of the
+        (:func:`attnsim.proofs.decode.refutation.refuted_at`): False without asking Z3 (most of the
         conditions the executor decides are false one way round, and a refutation is Z3's
         costliest answer: a model, then a smaller one)."""
-        if any(decode.refuted_at(goal, self.premises, self.coords, self.minimum, env) for env in self.sample_points()):
+        if any(refuted_at(goal, self.premises, self.coords, self.minimum, env) for env in self.sample_points()):
             return False
         return self._attempt(goal, f"{E.render(goal)} holds").ok is True
 
     def sample_points(self) -> list[dict[str, int]]:
         """A few points of the domain to evaluate a goal at: :meth:`sample_env`, and it with every
         coordinate at 0 and at the middle of its range (points outside the premises are skipped
-        by :func:`~attnsim.proofs.decode.refuted_at`)."""
+        by :func:`~attnsim.proofs.decode.refutation.refuted_at`)."""
         try:
             base = self.sample_env()
         except (E.ExprError, ZeroDivisionError):

@@ -46,6 +46,7 @@ import z3
 from attnsim.proofs import smtlib, solver_work
 from attnsim.proofs.decode.index_lemmas import LEMMAS, Lemma, lemma_outcome
 from attnsim.proofs.decode.query import Decode, _free_vars, _sizes_of
+from attnsim.proofs.decode.refutation import _violates, refuted_at
 from attnsim.proofs.decode.rewriting import _Ctx, _Refine, normalize
 from attnsim.proofs.decode.selectors import K, Q, describe_position, key_blocks, query_block, selector_explainer
 from attnsim.proofs.obligation import Outcome, PremiseCheck, Scope
@@ -523,51 +524,6 @@ class _LinearTranslator(E.Z3Translator):
                 return None
             return a * b
         return None
-
-
-def _violates(goal: E.Expr, assumptions: Sequence[E.Expr], vals: Mapping[str, int]) -> bool | None:
-    """True when the values make an assumption undefined or the goal false or undefined (a divisor
-    <= 0 is a violation: the claim cannot hold where its terms do not exist); None if unbound."""
-    try:
-        if not all(int(a.evaluate(vals)) for a in assumptions):
-            return False
-    except ZeroDivisionError:
-        return True
-    except E.ExprError as exc:
-        return True if "non-positive" in str(exc) else None
-    try:
-        return not int(goal.evaluate(vals))
-    except ZeroDivisionError:
-        return True
-    except E.ExprError as exc:
-        return True if "non-positive" in str(exc) else None
-
-
-def refuted_at(
-    goal: E.Expr,
-    assumptions: Sequence[E.Expr],
-    coords: Mapping[str, E.Expr],
-    minimum: Mapping[str, int],
-    env: Mapping[str, int],
-) -> bool:
-    """True when ``env`` is a point of the premises of :func:`prove` without ``decode`` (every size
-    at least its minimum, every coordinate in [0, extent), every assumption defined and true) at
-    which ``goal`` is defined and false.  Then ``prove(goal, assumptions, coords=coords,
-    minimum=minimum)`` cannot answer proven (its query, premises and not goal, is satisfied there),
-    so a caller that only asks whether the goal is proven need not ask Z3.  False otherwise (a
-    variable unbound, a divisor < 1, a premise false, or the goal true at ``env``): no conclusion."""
-    try:
-        for s in _sizes_of(goal, *assumptions, *coords.values()):
-            if s not in env or int(env[s]) < minimum.get(s, 1):
-                return False
-        for c, ext in coords.items():
-            if c not in env or not 0 <= int(env[c]) < int(ext.evaluate(env)):
-                return False
-        if not all(int(a.evaluate(env)) for a in assumptions):
-            return False
-        return not int(goal.evaluate(env))
-    except (E.ExprError, ZeroDivisionError, KeyError, TypeError, ValueError, OverflowError):
-        return False
 
 
 def prove_intent(
