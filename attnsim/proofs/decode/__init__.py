@@ -44,6 +44,7 @@ import sympy.tensor.tensor  # SymPy imports it lazily on the first Add (0.4 s): 
 import z3
 
 from attnsim.proofs import smtlib, solver_work
+from attnsim.proofs.decode.answers import kept_or_checked, kept_or_proved, query_key
 from attnsim.proofs.decode.index_lemmas import LEMMAS, Lemma, lemma_outcome
 from attnsim.proofs.decode.query import Decode, _free_vars, _sizes_of
 from attnsim.proofs.decode.refutation import _violates, refuted_at
@@ -92,42 +93,15 @@ def prove(
     as when it was asked); a refutation only when no ``check`` or ``explain`` is given (its text
     depends on them; a proof never calls them).
     """
-    answers = solver_work.ANSWERS.get()
-    key = query_key(goal, assumptions, decode, coords, minimum) if answers is not None else None
-    if answers is not None and key is not None:
-        kept = answers.get(key)
-        if kept is not None and (kept.ok is True or (check is None and explain is None)):
-            if kept.premises is not None:
-                solver_work.record_premises(kept.premises)
-            return kept
-    out = _prove(goal, assumptions, decode, coords, minimum, timeout, check, explain)
-    if answers is not None and key is not None and out.ok is not None:
-        solver_work.keep_answer(answers, key, out)
-    return out
-
-
-def query_key(
-    goal: E.Expr,
-    assumptions: Sequence[E.Expr],
-    decode: Sequence[Decode],
-    coords: Mapping[str, E.Expr] | None,
-    minimum: Mapping[str, int] | None,
-) -> tuple[Any, ...]:
-    """Everything :func:`prove`'s answer depends on besides its budget: the goal, the assumptions
-    (in order), each decoded variable with its blocks (name and shape), cover and ranges, the
-    coordinates with their extents, the size minimums; every expression by its rendering, and
-    which of the names are sizes (a size renders as a variable of its name, but is bounded below)."""
-    r = E.render
-    blocks = lambda d: tuple((b.name, r(b.offset), r(b.rows), r(b.cols), r(b.stack)) for b in d.blocks)
-    exts = [E.lift(ext) for ext in (coords or {}).values()]
-    shapes = [x for d in decode for b in d.blocks for x in (b.offset, b.rows, b.cols, b.stack, *d.ranges)]
-    return (
-        r(goal),
-        tuple(r(a) for a in assumptions),
-        tuple((d.var, blocks(d), d.cover, tuple(r(x) for x in d.ranges)) for d in decode),
-        tuple(sorted((c, r(E.lift(ext))) for c, ext in (coords or {}).items())),
-        tuple(sorted((minimum or {}).items())),
-        tuple(sorted(_sizes_of(goal, *assumptions, *exts, *shapes))),
+    return kept_or_proved(
+        lambda: _prove(goal, assumptions, decode, coords, minimum, timeout, check, explain),
+        goal,
+        assumptions,
+        decode,
+        coords,
+        minimum,
+        check,
+        explain,
     )
 
 
@@ -272,19 +246,11 @@ def _premises(
     timeout: float,
 ) -> PremiseCheck:
     """:func:`_premises_checked`; inside :func:`~attnsim.proofs.solver_work.shared_answers` a decided
-    check (sat, unsat) is kept by its exact premises (the goal plays no part in it: the queries of
-    one executor share them) and recorded again when asked again."""
-    answers = solver_work.ANSWERS.get()
-    if answers is None:
-        return _premises_checked(assumptions, decode, coords, mins, timeout)
-    key = ("premises check", None, *query_key(E.Const(1), assumptions, decode, coords, mins)[1:])  # no query's key
-    kept = answers.get(key)
-    if kept is not None:
-        return solver_work.record_premises(kept)
-    pc = _premises_checked(assumptions, decode, coords, mins, timeout)
-    if pc.status in ("sat", "unsat"):
-        solver_work.keep_answer(answers, key, pc)
-    return pc
+    check (sat, unsat) is kept by its exact premises and recorded again when asked again
+    (:func:`~attnsim.proofs.decode.answers.kept_or_checked`)."""
+    return kept_or_checked(
+        lambda: _premises_checked(assumptions, decode, coords, mins, timeout), assumptions, decode, coords, mins
+    )
 
 
 def _premises_checked(
