@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim.proofs import decode, solver_work, z3sel
+from attnsim.proofs.decode import premises
 from attnsim.proofs.solver_work import WorkMeter
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -143,8 +144,8 @@ def test_a_premise_check_is_kept_by_its_exact_premises(monkeypatch: pytest.Monke
     (an assumption, an extent) are checked again."""
     n, x = C.Size("n"), E.Var("x")
     checked: list[int] = []
-    real = decode._premises_checked
-    monkeypatch.setattr(decode, "_premises_checked", lambda *a: checked.append(1) or real(*a))
+    real = premises._premises_checked
+    monkeypatch.setattr(premises, "_premises_checked", lambda *a: checked.append(1) or real(*a))
 
     def proofs() -> None:
         with solver_work.shared_answers():

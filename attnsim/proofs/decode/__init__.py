@@ -38,20 +38,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import sympy as sp
 import sympy.tensor.tensor  # SymPy imports it lazily on the first Add (0.4 s): do it once, at import
-import z3
 
-from attnsim.proofs import smtlib, solver_work
-from attnsim.proofs.decode.answers import kept_or_checked, kept_or_proved, query_key
+from attnsim.proofs import solver_work
+from attnsim.proofs.decode.answers import kept_or_proved, query_key
 from attnsim.proofs.decode.index_lemmas import LEMMAS, Lemma, lemma_outcome
+from attnsim.proofs.decode.premises import _premises
 from attnsim.proofs.decode.query import Decode, _free_vars, _sizes_of
 from attnsim.proofs.decode.refutation import _violates, refuted_at
 from attnsim.proofs.decode.rewriting import _Ctx, _Refine, normalize
 from attnsim.proofs.decode.selectors import K, Q, describe_position, key_blocks, query_block, selector_explainer
 from attnsim.proofs.decode.z3_query import _z3
-from attnsim.proofs.obligation import Outcome, PremiseCheck, Scope
+from attnsim.proofs.obligation import Outcome, Scope
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
 
@@ -236,115 +235,6 @@ def _prove_case(
         for n in _free_vars(goal, *assumptions) - set(vals):
             vals[n] = model.get(n, 0)
     return res, {"used": used, "rewrites": ctx.rewrites, "model": vals}
-
-
-def _premises(
-    assumptions: Sequence[E.Expr],
-    decode: Sequence[Decode],
-    coords: Mapping[str, E.Expr],
-    mins: Mapping[str, int],
-    timeout: float,
-) -> PremiseCheck:
-    """:func:`_premises_checked`; inside :func:`~attnsim.proofs.solver_work.shared_answers` a decided
-    check (sat, unsat) is kept by its exact premises and recorded again when asked again
-    (:func:`~attnsim.proofs.decode.answers.kept_or_checked`)."""
-    return kept_or_checked(
-        lambda: _premises_checked(assumptions, decode, coords, mins, timeout), assumptions, decode, coords, mins
-    )
-
-
-def _premises_checked(
-    assumptions: Sequence[E.Expr],
-    decode: Sequence[Decode],
-    coords: Mapping[str, E.Expr],
-    mins: Mapping[str, int],
-    timeout: float,
-) -> PremiseCheck:
-    """The top-level premises shown satisfiable (a small witness by evaluation, else Z3's model),
-    empty, or undecided: the proof's first step (issue 26, item 4).
-
-    Premises: the assumptions, each decoded variable's ranges (and block, when ``cover``),
-    every coordinate in [0, extent), every size at least its minimum.  Unsatisfiable premises
-    prove anything: the proof fails "vacuous"; undecided, it is unknown (never "not vacuous")."""
-    hyps = [*assumptions, *(r for d in decode for r in d.ranges)]
-    for d in decode:
-        if d.cover and d.blocks:
-            member: E.Expr = d.blocks[0].contains(E.Var(d.var))
-            for b in d.blocks[1:]:
-                member = member | b.contains(E.Var(d.var))
-            hyps.append(member)
-    hyps += [(E.Var(c) >= 0) & (E.Var(c) < ext) for c, ext in coords.items()]
-    sizes = _sizes_of(*hyps)
-    free = sorted(_free_vars(*hyps) - sizes)
-    for base in (1, 2, 3, 5):  # a witness by evaluation: sizes small, each free variable tried at a few points
-        env: dict[str, Any] = {s: max(mins.get(s, 1), base) for s in sorted(sizes)}
-        if len(free) > 4:  # (checked before the grid is built: 12^len(free) points)
-            break
-        grids = np.meshgrid(*[np.arange(0, 12) for _ in free], indexing="ij") if free else []
-        env.update({v: g.reshape(-1) for v, g in zip(free, grids, strict=True)})
-        try:
-            ok = np.ones(1, dtype=bool)
-            for h in hyps:
-                ok = ok & (np.asarray(h.evaluate(env)) != 0)
-            hits = np.flatnonzero(np.broadcast_to(ok, (12 ** len(free),)))
-            if hits.size:
-                at = int(hits[0])
-                model = {n: int(env[n]) for n in sorted(sizes)} | {v: int(env[v][at]) for v in free}
-                _export_witness(hyps, model)
-                return solver_work.record_premises(PremiseCheck("sat", tuple(sorted(model.items()))))
-        except (E.ExprError, ZeroDivisionError):
-            continue
-    for base in (1, 2, 3):  # a witness by Z3 at small fixed sizes: the free variables' problem is then linear
-        pc = _premises_check(hyps, sizes, free, mins, timeout, at=base, rlimit=solver_work.PREMISE_RLIMIT // 5)
-        if pc.status == "sat":
-            return solver_work.record_premises(pc)
-    return solver_work.record_premises(_premises_check(hyps, sizes, free, mins, timeout))
-
-
-def _premises_check(
-    hyps: Sequence[E.Expr],
-    sizes: set[str],
-    free: Sequence[str],
-    mins: Mapping[str, int],
-    seconds: float,
-    at: int = 0,
-    rlimit: int | None = None,
-) -> PremiseCheck:
-    """Z3 on the premises ``hyps``: each size at least its minimum, or, with ``at``, fixed to
-    max(minimum, at); budgeted ``rlimit`` units (default the premise budget); sizes in sorted order."""
-    sized = {n: z3.IntVal(max(mins.get(n, 1), at)) if at else z3.Int(n) for n in sorted(sizes)}
-    env = {**sized, **{v: z3.Int(v) for v in free}}
-    side: list[Any] = []
-    tr = E.Z3Translator(env, side)
-    floor = [] if at else [sized[n] >= mins.get(n, 1) for n in sorted(sizes)]
-    s = solver_work.isolated(
-        [*floor, *[tr.boolean(h) for h in hyps], *side], rlimit or solver_work.PREMISE_RLIMIT, seconds=seconds
-    )
-    text = smtlib.text_of(s)
-    res = solver_work.check(s)
-    smtlib.record(text, str(res), "premises")
-    if res == z3.sat:
-        vals = dict(solver_work.model_of(s, [n for n in env if not at or n in free], env))
-        vals.update({n: max(mins.get(n, 1), at) for n in sizes} if at else {})
-        return PremiseCheck("sat", tuple(sorted(vals.items())))
-    if res == z3.unsat:
-        return PremiseCheck("unsat")
-    why = s.reason_unknown()
-    return PremiseCheck("unknown", reason="out of its rlimit budget" if why == "canceled" else why)
-
-
-def _export_witness(hyps: Sequence[E.Expr], model: Mapping[str, int]) -> None:
-    """When queries are exported: the premises with a witness found by evaluation, as a query Z3
-    answers (sat), so that the second solver sees every premise check, this one too."""
-    if not smtlib.wanted():
-        return
-    env = {n: z3.Int(n) for n in model}
-    side: list[Any] = []
-    tr = E.Z3Translator(env, side)
-    facts = [*[env[n] == v for n, v in model.items()], *[tr.boolean(h) for h in hyps], *side]
-    s = solver_work.isolated(facts, solver_work.PREMISE_RLIMIT)
-    text = smtlib.text_of(s)
-    smtlib.record(text, str(solver_work.check(s)), "premises")
 
 
 def _subst(e: E.Expr, m: Mapping[str, E.Expr], memo: dict[int, E.Expr] | None = None) -> E.Expr:
