@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from attnsim.proofs import decode, solver_work, z3sel
-from attnsim.proofs.decode import selectors
+from attnsim.proofs import solver_work, z3sel
+from attnsim.proofs.decode import prover, selectors
 from attnsim.proofs.decode.index_lemmas import LEMMAS
 from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Outcome
@@ -69,7 +69,7 @@ def check_intent(intent: Intent, layout: Layout, *, timeout: float = 10.0, bound
     if bound is not None:
         return plain_z3(timeout, bound)
     clock = solver_work.Stopwatch()
-    out = decode.prove_intent(
+    out = prover.prove_intent(
         s_expr,
         intent.intent,
         queries=intent.queries,
@@ -127,7 +127,7 @@ def prove_layout(
 
     def run(goal: E.Expr, *decodes: Decode, explain: Any = None) -> Outcome:
         nonlocal proven
-        res = decode.prove(goal, decode=list(decodes), minimum=minimum, timeout=left(), explain=explain)
+        res = prover.prove(goal, decode=list(decodes), minimum=minimum, timeout=left(), explain=explain)
         proven = proven.joined(res, ok=True)
         return res
 
@@ -141,7 +141,7 @@ def prove_layout(
         ext = {f"{n}{s}": x for s in (1, 2) for n, x in zip(("h", "i", "j"), (a.stack, a.rows, a.cols), strict=True)}
         same = a.position(c1[1], c1[2], c1[0]).eq(a.position(c2[1], c2[2], c2[0]))
         goal = E.Not(same) | (c1[0].eq(c2[0]) & c1[1].eq(c2[1]) & c1[2].eq(c2[2]))
-        res = decode.prove(goal, coords=ext, minimum=minimum, timeout=left())
+        res = prover.prove(goal, coords=ext, minimum=minimum, timeout=left())
         proven = proven.joined(res, ok=True)
         if res.ok is not True:
             return res.retold(f"block {a.name} not injective: {res.detail}")

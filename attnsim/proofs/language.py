@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from attnsim.proofs import decode, z3sel
+from attnsim.proofs import z3sel
+from attnsim.proofs.decode import prover
 from attnsim.proofs.decode.index_lemmas import LEMMAS
 from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Obligation, Outcome
@@ -38,7 +39,7 @@ def _reflect_check(timeout: float) -> Outcome:
         return (x % nn) * nn + x // nn
 
     square = Block.of("square", 0, nn, nn)
-    return decode.prove(
+    return prover.prove(
         refl(refl(p)).eq(p),
         decode=[Decode("p", (square,), cover=True, ranges=(p >= 0, p < nn * nn))],
         timeout=timeout,

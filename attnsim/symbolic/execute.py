@@ -38,8 +38,8 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.proofs import decode, z3sel
-from attnsim.proofs.decode import rewriting
+from attnsim.proofs import z3sel
+from attnsim.proofs.decode import prover, rewriting
 from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.decode.refutation import refuted_at
 from attnsim.proofs.obligation import Outcome
@@ -166,7 +166,7 @@ class Executor:
         if decode_k:
             ln = self.con.layout.length
             dec = [Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
-        out = decode.prove(
+        out = prover.prove(
             goal, self.premises, decode=dec, coords=dict(self.coords), minimum=self.minimum, timeout=self.left()
         )
         if out.ok is True:

@@ -28,7 +28,8 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.proofs import decode, z3sel
+from attnsim.proofs import z3sel
+from attnsim.proofs.decode import prover
 from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
@@ -120,7 +121,7 @@ class LayerExecutor(GatherCases, Truncation, Positivity, IntentListing):
         key = self.proof_key(goal, decode_k)
         out = self.proofs.get(key)
         if out is None:
-            out = decode.prove(
+            out = prover.prove(
                 goal,
                 self.premises,
                 decode=dec,

@@ -10,8 +10,8 @@ first two give S(q, K) -> I(q, K).
 
 from __future__ import annotations
 
-from attnsim.proofs import decode, z3sel
-from attnsim.proofs.decode import selectors
+from attnsim.proofs import z3sel
+from attnsim.proofs.decode import prover, selectors
 from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.intents import Intent, check_intent
 from attnsim.proofs.obligation import Outcome
@@ -77,7 +77,7 @@ class IntentListing(FrameExecutor):
         what = (
             f"{sel.label}: every selected key is listed (its intent, K decoded in {', '.join(b.name for b in blocks)})"
         )
-        out = decode.prove(
+        out = prover.prove(
             goal,
             self.premises,
             decode=[Decode(z3sel.K.name, blocks, ranges=(z3sel.K >= 0, z3sel.K < ln))],
