@@ -45,7 +45,13 @@ STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "the decoding prover's rewriting (positions decoded, div/mod rewritten before Z3 sees the query)",
-        ("attnsim/proofs/decode.py",),
+        tuple(
+            sorted(
+                p.relative_to(ROOT).as_posix()
+                for p in (ROOT / "attnsim" / "proofs" / "decode").glob("*.py")
+                if p.name != "__init__.py"  # the package's public names, re-exported
+            )
+        ),
     ),
     (
         "the translation of index expressions to Z3 (the exported queries are its output)",

@@ -32,7 +32,7 @@ from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic import specs
+from attnsim.symbolic import application_specs
 from attnsim.symbolic.execute import Enumeration
 
 LINEAR_REF = "Application (linear attention; Katharopoulos et al. 2020)"
@@ -148,7 +148,7 @@ def linear_attention(n: int | C.Size, d: int | C.Size, dv: int | C.Size) -> Cons
         paper_cost={"layers": None, "heads": None, "note": "claimed reconstructible in RASP, no construction given"},
         exact=False,
         check_inputs=_finite,
-        specification=specs.LINEAR_ATTENTION.at(n=nn, d=dd, dv=vv),
+        specification=application_specs.LINEAR_ATTENTION.at(n=nn, d=dd, dv=vv),
     )
 
 
@@ -220,7 +220,7 @@ def linformer(n: int | C.Size, d: int | C.Size, dv: int | C.Size, k: int | C.Siz
         paper_cost={"layers": None, "heads": None, "note": "claimed reconstructible in RASP, no construction given"},
         exact=False,
         check_inputs=_finite,
-        specification=specs.LINFORMER.at(n=nn, d=dd, dv=vv, kp=kk) if scale else None,
+        specification=application_specs.LINFORMER.at(n=nn, d=dd, dv=vv, kp=kk) if scale else None,
     )
 
 

@@ -34,7 +34,7 @@ from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
-from attnsim.symbolic import specs
+from attnsim.symbolic import application_specs
 from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Application (k-PARITY)"
@@ -129,7 +129,7 @@ def _parity(length: int | C.Size, sub: tuple[int, ...], everything: bool) -> Con
         out_shape=(n,),
         intents=[intent],
         paper_cost={"layers": None, "heads": None, "note": "no construction given (claimed deterministic)"},
-        specification=specs.PARITY.at(length=n) if everything else None,
+        specification=application_specs.PARITY.at(length=n) if everything else None,
         binary=("x",),
     )
 

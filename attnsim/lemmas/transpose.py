@@ -18,7 +18,7 @@ from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic import specs
+from attnsim.symbolic import lemma_specs
 
 PAPER_REF = "Lemma (transpose)"
 
@@ -74,7 +74,7 @@ def transpose(rows: int | C.Size, cols: int | C.Size, heads: int | C.Size | None
         output="out",
         intents=intents,
         paper_cost={"layers": 2, "heads": [1, 1], "note": "length + 1 gather head (square n x n)"},
-        specification=specs.TRANSPOSE.at(rows=r, cols=c, heads=h),
+        specification=lemma_specs.TRANSPOSE.at(rows=r, cols=c, heads=h),
     )
 
 

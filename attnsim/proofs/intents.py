@@ -12,7 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from attnsim.proofs import decode, solver_work, z3sel
+from attnsim.proofs import solver_work, z3sel
+from attnsim.proofs.decode import prover, selectors
+from attnsim.proofs.decode.index_lemmas import LEMMAS
+from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -48,7 +51,7 @@ def check_intent(intent: Intent, layout: Layout, *, timeout: float = 10.0, bound
         s_expr = z3sel.selector_expr(intent.selector).substitute({"length": layout.length})
     except z3sel.NotStructural as exc:
         return Outcome.bad(str(exc))
-    explain = decode.selector_explainer(s_expr, intent.intent, layout, layout.length, intent.queries)
+    explain = selectors.selector_explainer(s_expr, intent.intent, layout, layout.length, intent.queries)
 
     def plain_z3(seconds: float, size_bound: int | None) -> Outcome:
         return z3sel.prove_selector(
@@ -66,7 +69,7 @@ def check_intent(intent: Intent, layout: Layout, *, timeout: float = 10.0, bound
     if bound is not None:
         return plain_z3(timeout, bound)
     clock = solver_work.Stopwatch()
-    out = decode.prove_intent(
+    out = prover.prove_intent(
         s_expr,
         intent.intent,
         queries=intent.queries,
@@ -122,14 +125,14 @@ def prove_layout(
     def left() -> float:
         return max(0.05, timeout - clock.elapsed())
 
-    def run(goal: E.Expr, *decodes: decode.Decode, explain: Any = None) -> Outcome:
+    def run(goal: E.Expr, *decodes: Decode, explain: Any = None) -> Outcome:
         nonlocal proven
-        res = decode.prove(goal, decode=list(decodes), minimum=minimum, timeout=left(), explain=explain)
+        res = prover.prove(goal, decode=list(decodes), minimum=minimum, timeout=left(), explain=explain)
         proven = proven.joined(res, ok=True)
         return res
 
     for a_ix, a in enumerate(blocks):
-        one = decode.Decode("p1", (a,), cover=True)
+        one = Decode("p1", (a,), cover=True)
         res = run((p1 >= 0) & (p1 < layout.length), one)
         if res.ok is not True:
             return res.retold(f"block {a.name} leaves the sequence: {res.detail}")
@@ -138,17 +141,17 @@ def prove_layout(
         ext = {f"{n}{s}": x for s in (1, 2) for n, x in zip(("h", "i", "j"), (a.stack, a.rows, a.cols), strict=True)}
         same = a.position(c1[1], c1[2], c1[0]).eq(a.position(c2[1], c2[2], c2[0]))
         goal = E.Not(same) | (c1[0].eq(c2[0]) & c1[1].eq(c2[1]) & c1[2].eq(c2[2]))
-        res = decode.prove(goal, coords=ext, minimum=minimum, timeout=left())
+        res = prover.prove(goal, coords=ext, minimum=minimum, timeout=left())
         proven = proven.joined(res, ok=True)
         if res.ok is not True:
             return res.retold(f"block {a.name} not injective: {res.detail}")
         for b in blocks[a_ix + 1 :]:
             if b.channel != a.channel:
                 continue
-            res = run(E.Not(p1.eq(p2)), one, decode.Decode("p2", (b,), cover=True), explain=_overlap(a, b, describe))
+            res = run(E.Not(p1.eq(p2)), one, Decode("p2", (b,), cover=True), explain=_overlap(a, b, describe))
             if res.ok is not True:
                 return res.retold(f"blocks {a.name} and {b.name} overlap: {res.detail}")
-    lemmas = ", ".join(decode.LEMMAS[n].id for n in proven.lemmas)
+    lemmas = ", ".join(LEMMAS[n].id for n in proven.lemmas)
     return proven.retold(
         f"{len(blocks)} blocks injective, disjoint and in range for all sizes (decoded coordinates; lemmas: {lemmas})"
     )

@@ -14,7 +14,10 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from attnsim.proofs import decode, z3sel
+from attnsim.proofs import z3sel
+from attnsim.proofs.decode import prover
+from attnsim.proofs.decode.index_lemmas import LEMMAS
+from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -36,9 +39,9 @@ def _reflect_check(timeout: float) -> Outcome:
         return (x % nn) * nn + x // nn
 
     square = Block.of("square", 0, nn, nn)
-    return decode.prove(
+    return prover.prove(
         refl(refl(p)).eq(p),
-        decode=[decode.Decode("p", (square,), cover=True, ranges=(p >= 0, p < nn * nn))],
+        decode=[Decode("p", (square,), cover=True, ranges=(p >= 0, p < nn * nn))],
         timeout=timeout,
     )
 
@@ -84,7 +87,7 @@ def _fastpath_check(make: Callable[[], C.SOp], max_len: int = 6) -> Callable[[fl
 
 
 def obligations() -> Iterable[Obligation]:
-    for lm in decode.LEMMAS.values():
+    for lm in LEMMAS.values():
         yield Obligation(lm.id, "rasp", PAPER, "z3-parametric", _lemma_check(lm.goal, lm.assumptions), lm.statement)
     yield Obligation(
         "rasp/z3-parametric/reflect-involution",

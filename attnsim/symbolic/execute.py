@@ -38,7 +38,10 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.proofs import decode, z3sel
+from attnsim.proofs import z3sel
+from attnsim.proofs.decode import prover, rewriting
+from attnsim.proofs.decode.query import Decode
+from attnsim.proofs.decode.refutation import refuted_at
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -159,11 +162,11 @@ class Executor:
     def _attempt(self, goal: E.Expr, what: str, decode_k: bool = False) -> Outcome:
         """Z3 on ``premises -> goal`` for all sizes and coordinates in range (the key decoded through
         the layout's blocks with ``decode_k``); a proof's lemmas and step are recorded."""
-        dec: list[decode.Decode] = []
+        dec: list[Decode] = []
         if decode_k:
             ln = self.con.layout.length
-            dec = [decode.Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
-        out = decode.prove(
+            dec = [Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
+        out = prover.prove(
             goal, self.premises, decode=dec, coords=dict(self.coords), minimum=self.minimum, timeout=self.left()
         )
         if out.ok is True:
@@ -180,17 +183,17 @@ class Executor:
     def holds(self, goal: E.Expr) -> bool:
         """``premises -> goal`` proven; False when not shown.  A goal false at one of the sample
         points (:meth:`sample_points`) where every premise holds is not shown by any proof
-        (:func:`attnsim.proofs.decode.refuted_at`): False without asking Z3 (most of the
+        (:func:`attnsim.proofs.decode.refutation.refuted_at`): False without asking Z3 (most of the
         conditions the executor decides are false one way round, and a refutation is Z3's
         costliest answer: a model, then a smaller one)."""
-        if any(decode.refuted_at(goal, self.premises, self.coords, self.minimum, env) for env in self.sample_points()):
+        if any(refuted_at(goal, self.premises, self.coords, self.minimum, env) for env in self.sample_points()):
             return False
         return self._attempt(goal, f"{E.render(goal)} holds").ok is True
 
     def sample_points(self) -> list[dict[str, int]]:
         """A few points of the domain to evaluate a goal at: :meth:`sample_env`, and it with every
         coordinate at 0 and at the middle of its range (points outside the premises are skipped
-        by :func:`~attnsim.proofs.decode.refuted_at`)."""
+        by :func:`~attnsim.proofs.decode.refutation.refuted_at`)."""
         try:
             base = self.sample_env()
         except (E.ExprError, ZeroDivisionError):
@@ -248,7 +251,7 @@ class Executor:
         return e
 
     def norm(self, e: E.Expr) -> E.Expr:
-        got = decode.normalize(e, self.coords, self.minimum)
+        got = rewriting.normalize(e, self.coords, self.minimum)
         if got is None:
             raise ExecutionFailed(Outcome.unknown(f"cannot normalize {E.render(e)} without splitting a coordinate"))
         self.lemmas |= set(got[1])

@@ -11,7 +11,10 @@ import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim.proofs import decode, solver_work, z3sel
+from attnsim.proofs import solver_work, z3sel
+from attnsim.proofs.decode import premises, prover
+from attnsim.proofs.decode.answers import query_key
+from attnsim.proofs.obligation import Outcome
 from attnsim.proofs.solver_work import WorkMeter
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -36,7 +39,7 @@ def test_the_same_proof_uses_the_same_units_every_time(m: int) -> None:
     n, x = C.Size("n"), E.Var("x")
 
     def proof() -> None:
-        assert decode.prove(((x + m * n) // n).eq(x // n + m), coords={"x": n * m}).ok is True
+        assert prover.prove(((x + m * n) // n).eq(x // n + m), coords={"x": n * m}).ok is True
         assert z3sel.prove(n * n >= n, [n > m]).ok is True
 
     first, second = _metered(proof), _metered(proof)
@@ -80,25 +83,25 @@ def test_a_query_asked_again_in_one_proof_is_answered_from_the_first(monkeypatch
 
     def first() -> None:
         with solver_work.shared_answers():
-            a = decode.prove(goal, coords=coords)
-            assert decode.prove(goal, coords=coords) is a and a.ok is True
+            a = prover.prove(goal, coords=coords)
+            assert prover.prove(goal, coords=coords) is a and a.ok is True
 
-    once, plain = _metered(first), _metered(lambda: decode.prove(goal, coords=coords))
+    once, plain = _metered(first), _metered(lambda: prover.prove(goal, coords=coords))
     assert once.queries == plain.queries and once.units == plain.units
     assert len(once.premises) == 2 and once.premises[0] == once.premises[1]
 
     asked: list[str] = []
-    real = decode._prove
-    monkeypatch.setattr(decode, "_prove", lambda g, *a: asked.append(E.render(g)) or real(g, *a))
+    real = prover._prove
+    monkeypatch.setattr(prover, "_prove", lambda g, *a: asked.append(E.render(g)) or real(g, *a))
     with solver_work.shared_answers():
         for _ in range(2):
-            decode.prove(goal, coords=coords)
-            decode.prove(((x + 3 * n) // n).eq(x // n + 3), coords=coords)  # another goal
-            decode.prove(goal, [x >= 0], coords=coords)  # an assumption
-            decode.prove(goal, coords={"x": n * 4})  # another extent
-            decode.prove(goal, coords={"x": m * 3})  # another size
-            decode.prove(goal, coords=coords, minimum={"n": 2})  # another minimum
-            decode.prove(goal.substitute({"n": E.Var("n")}), coords={"x": E.Var("n") * 3})  # n not a size
+            prover.prove(goal, coords=coords)
+            prover.prove(((x + 3 * n) // n).eq(x // n + 3), coords=coords)  # another goal
+            prover.prove(goal, [x >= 0], coords=coords)  # an assumption
+            prover.prove(goal, coords={"x": n * 4})  # another extent
+            prover.prove(goal, coords={"x": m * 3})  # another size
+            prover.prove(goal, coords=coords, minimum={"n": 2})  # another minimum
+            prover.prove(goal.substitute({"n": E.Var("n")}), coords={"x": E.Var("n") * 3})  # n not a size
 
     assert len(asked) == 7
 
@@ -111,21 +114,21 @@ def test_answers_are_kept_only_inside_a_scope_and_only_when_decided(monkeypatch:
             assert inner is outer  # a nested scope shares the outer one's answers
         x = E.Var("x")
         asked: list[int] = []
-        real = decode._prove
+        real = prover._prove
 
         def undecided(*a: object) -> object:
             asked.append(1)
-            return decode.Outcome(None, "z3 unknown")
+            return Outcome(None, "z3 unknown")
 
-        mp.setattr(decode, "_prove", undecided)
-        decode.prove(x >= 0, coords={"x": C.Size("n")})
-        decode.prove(x >= 0, coords={"x": C.Size("n")})
+        mp.setattr(prover, "_prove", undecided)
+        prover.prove(x >= 0, coords={"x": C.Size("n")})
+        prover.prove(x >= 0, coords={"x": C.Size("n")})
         assert len(asked) == 2 and not outer  # an undecided answer is asked again, never kept
-        mp.setattr(decode, "_prove", real)
-        refuted = decode.prove(x >= 1, coords={"x": C.Size("n")})
-        assert refuted.ok is False and decode.query_key(x >= 1, [], [], {"x": C.Size("n")}, None) in outer
+        mp.setattr(prover, "_prove", real)
+        refuted = prover.prove(x >= 1, coords={"x": C.Size("n")})
+        assert refuted.ok is False and query_key(x >= 1, [], [], {"x": C.Size("n")}, None) in outer
         # a refutation's text depends on check/explain: with them it is asked again
-        told = decode.prove(x >= 1, coords={"x": C.Size("n")}, explain=lambda vals: "told")
+        told = prover.prove(x >= 1, coords={"x": C.Size("n")}, explain=lambda vals: "told")
         assert told.ok is False and "told" in told.detail
     assert solver_work.ANSWERS.get() is None
 
@@ -143,16 +146,16 @@ def test_a_premise_check_is_kept_by_its_exact_premises(monkeypatch: pytest.Monke
     (an assumption, an extent) are checked again."""
     n, x = C.Size("n"), E.Var("x")
     checked: list[int] = []
-    real = decode._premises_checked
-    monkeypatch.setattr(decode, "_premises_checked", lambda *a: checked.append(1) or real(*a))
+    real = premises._premises_checked
+    monkeypatch.setattr(premises, "_premises_checked", lambda *a: checked.append(1) or real(*a))
 
     def proofs() -> None:
         with solver_work.shared_answers():
-            decode.prove(x < n, coords={"x": n})
-            decode.prove(x >= 0, coords={"x": n})
+            prover.prove(x < n, coords={"x": n})
+            prover.prove(x >= 0, coords={"x": n})
             assert len(checked) == 1
-            decode.prove(x >= 0, [x < 3], coords={"x": n})
-            decode.prove(x >= 0, coords={"x": n * 2})
+            prover.prove(x >= 0, [x < 3], coords={"x": n})
+            prover.prove(x >= 0, coords={"x": n * 2})
             assert len(checked) == 3
 
     meter = _metered(proofs)

@@ -17,7 +17,8 @@ from typing import Any
 import sympy as sp
 
 from attnsim.simulator.record import TRUE
-from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts
+from attnsim.symbolic.encoder_layer_spec import ENCODER_LAYER, encoder_layer_parts
+from attnsim.symbolic.spec_language import SymbolicAlg
 
 OPTIONS = ("residual", "pre", "post", "gelu", "gelu_tanh", "ffn")
 SIZE = {t: sp.Symbol(t, integer=True) for t in TRUE}

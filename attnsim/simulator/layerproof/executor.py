@@ -28,7 +28,9 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.proofs import decode, z3sel
+from attnsim.proofs import z3sel
+from attnsim.proofs.decode import prover
+from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -112,14 +114,14 @@ class LayerExecutor(GatherCases, Truncation, Positivity, IntentListing):
         """Z3 on the goal after its conditionals were decided one by one (each a smaller goal)."""
         if not decode_k and any(isinstance(n, E.If) for n in E.nodes(goal)):
             goal = self.settle(goal)
-        dec: list[decode.Decode] = []
+        dec: list[Decode] = []
         if decode_k:
             ln = self.con.layout.length
-            dec = [decode.Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
+            dec = [Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
         key = self.proof_key(goal, decode_k)
         out = self.proofs.get(key)
         if out is None:
-            out = decode.prove(
+            out = prover.prove(
                 goal,
                 self.premises,
                 decode=dec,

@@ -10,7 +10,9 @@ first two give S(q, K) -> I(q, K).
 
 from __future__ import annotations
 
-from attnsim.proofs import decode, z3sel
+from attnsim.proofs import z3sel
+from attnsim.proofs.decode import prover, selectors
+from attnsim.proofs.decode.query import Decode
 from attnsim.proofs.intents import Intent, check_intent
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
@@ -70,15 +72,15 @@ class IntentListing(FrameExecutor):
         ln = self.con.layout.length
         at = {z3sel.Q.name: pos, "length": ln}
         self.prove(it.queries.substitute(at), f"{sel.label}: query {E.render(pos)} is in its intent's query region")
-        blocks = decode.key_blocks(it.intent, self.con.layout)
+        blocks = selectors.key_blocks(it.intent, self.con.layout)
         goal = E.Not(it.intent.substitute(at)) | inside
         what = (
             f"{sel.label}: every selected key is listed (its intent, K decoded in {', '.join(b.name for b in blocks)})"
         )
-        out = decode.prove(
+        out = prover.prove(
             goal,
             self.premises,
-            decode=[decode.Decode(z3sel.K.name, blocks, ranges=(z3sel.K >= 0, z3sel.K < ln))],
+            decode=[Decode(z3sel.K.name, blocks, ranges=(z3sel.K >= 0, z3sel.K < ln))],
             coords=dict(self.coords),
             minimum=self.minimum,
             timeout=min(self.left(), self.step_cap),

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.proofs import decode
+from attnsim.proofs.decode import prover
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import expr as E
 from attnsim.simulator.layerproof.frame import (
@@ -85,7 +85,7 @@ def place_facts() -> list[tuple[str, E.Expr]]:
 
 
 def _prove(goal: E.Expr, assume: Sequence[E.Expr], what: str, left: float) -> Outcome:
-    out = decode.prove(goal, assume, timeout=max(0.5, left))
+    out = prover.prove(goal, assume, timeout=max(0.5, left))
     return out.retold(f"{what}: {out.detail}")
 
 

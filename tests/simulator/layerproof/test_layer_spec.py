@@ -16,8 +16,9 @@ import sympy as sp
 from attnsim import TransformerLayer
 from attnsim.simulator.fixtures import FIXTURES, load
 from attnsim.simulator.masks import AttentionMask, attention_mask
-from attnsim.symbolic import specs
-from attnsim.symbolic.specs import ENCODER_LAYER, ENCODER_LAYER_NAMES, Spec
+from attnsim.symbolic import encoder_layer_spec
+from attnsim.symbolic.encoder_layer_spec import ENCODER_LAYER, ENCODER_LAYER_NAMES
+from attnsim.symbolic.spec_language import Spec, SpecError
 
 row = lambda v: np.asarray(v, dtype=np.float64).reshape(1, -1)
 one = lambda v: np.array([[float(v)]])
@@ -168,10 +169,10 @@ def test_spec_equals_torch_fixtures(name: str) -> None:
 
 def _mutant(old: str, new: str) -> Spec:
     """A copy of ENCODER_LAYER whose entry has ``old`` replaced by ``new`` (exactly once) in the
-    source of the specs module (``encoder_layer_parts`` and the part functions it calls)."""
-    src = inspect.getsource(specs)
+    source of the module that defines it (``encoder_layer_parts`` and the part functions it calls)."""
+    src = inspect.getsource(encoder_layer_spec)
     assert src.count(old) == 1, old
-    ns: dict[str, Any] = {"__name__": specs.__name__}
+    ns: dict[str, Any] = {"__name__": encoder_layer_spec.__name__}
     exec(compile(src.replace(old, new), "<mutant>", "exec"), ns)
     parts = ns["encoder_layer_parts"]
     return dataclasses.replace(ENCODER_LAYER, entry=lambda alg, ops, _h, i, e, sz: parts(alg, ops, sz)["out"](i, e))
@@ -225,7 +226,7 @@ def test_option_operands_must_be_0_or_1() -> None:
     T = TransformerLayer.random(2, 1, 2, seed=0)
     ops, sizes = operands_of(T, np.zeros((2, 2)))
     ops["residual"] = one(0.5)
-    with pytest.raises(specs.SpecError, match=r"^a 0/1 option operand is 0\.5, not 0 or 1$"):
+    with pytest.raises(SpecError, match=r"^a 0/1 option operand is 0\.5, not 0 or 1$"):
         evaluate(ENCODER_LAYER, ops, sizes)
 
 

@@ -18,7 +18,7 @@ sum over (e, h, h'), the spec's square of a sum over h: copies of a power of a s
 :mod:`attnsim.symbolic.sums`); ReLU is max(x, 0) = (x + |x|) / 2, the spec's form, and the 0/1 guard
 flags of the argument come out of the activation (:mod:`attnsim.simulator.layerproof.activation`).  The
 statement is the spec's own y1 / act built over the opaque O
-(:func:`attnsim.symbolic.specs.encoder_layer_parts` with ``given={"head": O}``), checked to be, once
+(:func:`attnsim.symbolic.encoder_layer_spec.encoder_layer_parts` with ``given={"head": O}``), checked to be, once
 O is unfolded to the attention stage's statement, the spec's y1 / act up to the names of bound
 variables (:mod:`attnsim.symbolic.alpha_equivalence`; ``StageProofOptions(spec_once=True)``: once, the options left
 as operands).  A divisor not shown > 0 in a wrong U is searched past for a counterexample
@@ -41,7 +41,8 @@ from attnsim.simulator.layerproof.encoder_spec import SIZE
 from attnsim.simulator.layerproof.padding import prove_padding
 from attnsim.simulator.layerproof.stage_proof import StageProofOptions, prove_stage
 from attnsim.simulator.layerproof.stages import Stage
-from attnsim.symbolic.specs import ENCODER_LAYER, SymbolicAlg, encoder_layer_parts
+from attnsim.symbolic.encoder_layer_spec import ENCODER_LAYER, encoder_layer_parts
+from attnsim.symbolic.spec_language import SymbolicAlg
 
 # U's nodes: label, grid, the axes of the statement's arguments (row, feature)
 Y1 = (("ffn2.Y1", "ffn2.products", ("i", "e")), ("out.Y1", "out", ("i", "e")))
