@@ -113,7 +113,7 @@ class _SpecTerms:
         """torch.nn.LayerNorm over the d features of row r: biased variance, eps inside the root."""
         alg, d, cached, opt, vec = self.alg, self.sz["d"], self.cached, self.opt, self.vec
         mean = cached(lambda r: alg.sum(lambda u: val(r, u), d) / d)
-        var = cached(lambda r: alg.sum(lambda u: (val(r, u) - mean(r)) ** 2, d) / d)
+        var = cached(lambda r: alg.sum(lambda u: alg.power(val(r, u) - mean(r), 2), d) / d)
         return lambda r, t: (val(r, t) - mean(r)) * alg.rsqrt(var(r) + opt("eps")) * vec(w, t) + vec(b, t)
 
 
@@ -206,7 +206,8 @@ def _block_parts(s: _SpecTerms, attn: Callable[..., Any]) -> tuple[Callable[...,
         u = alg.sum(lambda t: z2(r, t) * ops["linear1_weight"][0, g, t], d) + vec("linear1_bias", g)
         erf_gelu = lambda: u * (1 + alg.erf(u / alg.sqrt(2))) / 2
         # torch's GELU(approximate="tanh"): sqrt(2 / pi) and 0.044715 (a decimal, read exactly)
-        tanh_gelu = lambda: u * (1 + alg.tanh(alg.sqrt(2 / alg.pi()) * (u + alg.rational(44715, 10**6) * u**3))) / 2
+        inner = lambda: alg.sqrt(2 / alg.pi()) * (u + alg.rational(44715, 10**6) * alg.power(u, 3))
+        tanh_gelu = lambda: u * (1 + alg.tanh(inner())) / 2
         return alg.if_true(opt("gelu"), erf_gelu, lambda: alg.if_true(opt("gelu_tanh"), tanh_gelu, lambda: alg.relu(u)))
 
     act = pick("act", act)

@@ -89,6 +89,14 @@ class SymbolicAlg:
         about every Sum in it (minutes for one encoder layer)."""
         return sp.Pow(x, -sp.S.Half, evaluate=False)
 
+    def power(self, x: Any, k: int) -> Any:
+        """x ** k for an integer k >= 2.  SymPy's ``Pow`` of a real sum to a positive integer power is
+        the unevaluated power itself, but it first asks whether each term is infinite, which rebuilds
+        every Sum in it: 30 minutes for one encoder layer with tanh-GELU (u ** 3 and LayerNorm 2's
+        squared deviations).  The same tree is built here without asking (an ``Add`` base only; a
+        term with the imaginary unit, which the asking could change, never occurs in a real spec)."""
+        return sp.Pow(x, k, evaluate=False) if isinstance(x, sp.Add) else x**k
+
     def relu(self, x: Any) -> Any:
         """max(x, 0) as (x + |x|) / 2: SymPy's Max and x > 0 refuse a large argument its assumptions
         wrongly call non-real (a product of a real power and a Sum of operands)."""
@@ -166,6 +174,9 @@ class ConcreteAlg:
 
     def rsqrt(self, x: Any) -> Any:
         return 1 / sp.sqrt(x) if self.backend == "sympy" else 1 / math.sqrt(x)
+
+    def power(self, x: Any, k: int) -> Any:
+        return x**k
 
 
 Entry = Callable[[Any, Mapping[str, Any], Any, Any, Any, Mapping[str, Any]], Any]

@@ -17,8 +17,8 @@ from attnsim import TransformerLayer
 from attnsim.simulator.fixtures import FIXTURES, load
 from attnsim.simulator.masks import AttentionMask, attention_mask
 from attnsim.symbolic import encoder_layer_spec
-from attnsim.symbolic.encoder_layer_spec import ENCODER_LAYER, ENCODER_LAYER_NAMES
-from attnsim.symbolic.spec_language import Spec, SpecError
+from attnsim.symbolic.encoder_layer_spec import ENCODER_LAYER, ENCODER_LAYER_NAMES, encoder_layer_parts
+from attnsim.symbolic.spec_language import Spec, SpecError, SymbolicAlg
 
 row = lambda v: np.asarray(v, dtype=np.float64).reshape(1, -1)
 one = lambda v: np.array([[float(v)]])
@@ -181,7 +181,7 @@ def _mutant(old: str, new: str) -> Spec:
 @pytest.mark.parametrize(
     ("old", "new"),
     [
-        ("** 2, d) / d)", "** 2, d) / (d - 1))"),  # unbiased variance
+        ("2), d) / d)", "2), d) / (d - 1))"),  # unbiased variance
         ('alg.rsqrt(var(r) + opt("eps"))', '(alg.rsqrt(var(r)) + opt("eps"))'),  # eps outside the root
         ('ops["blocked"][0, r, l], lambda: 0,', "0, lambda: 0,"),  # blocked keys counted in the denominator
         ("part * hk + hd * k + c", "part * hk + hd + c * hh"),  # heads interleaved, not row blocks
@@ -231,14 +231,39 @@ def test_option_operands_must_be_0_or_1() -> None:
 
 
 def test_symbolic_at_symbolic_sizes() -> None:
-    """The statement builds as one SymPy expression at symbolic n, d, hh, k, f: Sums over the n keys
-    (softmax), Ite for the options (never Piecewise), erf and the LayerNorm's root."""
+    """The statement builds at symbolic n, d, hh, k, f as the stage chain states it: the output over
+    opaque y1 and act (LayerNorm 2's root, Ite for the options), act itself (erf, tanh, the ReLU's
+    Abs) and attn (Sums over the n keys with exp, the masks); Ite, never Piecewise.
+
+    Built in these parts, as every stage proof builds it: the whole tree in one expression took
+    1,839 s in one pytest run (load ~5).  Multiplying by LayerNorm 2's 1 / sqrt(var + eps) makes
+    SymPy evaluate that power, which asks whether var is infinite, which rebuilds every nested Sum
+    (``ExprWithLimits.free_symbols``) at every level; the parts take about 30 s."""
     n, d, hh, k, f = (sp.Symbol(s, integer=True, positive=True) for s in ("n", "d", "hh", "k", "f"))
     i, e = (sp.Symbol(s, integer=True, nonnegative=True) for s in ("i", "e"))
-    expr = ENCODER_LAYER.at(n=n, d=d, hh=hh, k=k, f=f).symbolic(0, i, e, lambda v: v)
-    nodes = list(sp.preorder_traversal(expr))
+    ops = {name: sp.IndexedBase(name) for name in ENCODER_LAYER.operands}
+    sz = {"n": n, "d": d, "hh": hh, "k": k, "f": f}
+    y1, act = sp.Function("Y1"), sp.Function("A")
+    out = encoder_layer_parts(SymbolicAlg(), ops, sz, {"y1": y1, "act": act})["out"](i, e)
+    parts = encoder_layer_parts(SymbolicAlg(), ops, sz)
+    exprs = (out, parts["act"](i, e), parts["attn"](i, e))
+    assert {y1, act} <= {a.func for a in out.atoms(sp.Function)}  # the output reads y1 and act
+    assert any(isinstance(a, sp.Pow) and a.exp == -sp.S.Half for a in sp.preorder_traversal(out))  # the root
+    nodes = [a for x in exprs for a in sp.preorder_traversal(x)]
     key_sums = [s for s in nodes if isinstance(s, sp.Sum) and s.limits[0][1:] == (0, n - 1)]
     assert key_sums and any(isinstance(a, sp.exp) for s in key_sums for a in sp.preorder_traversal(s.function))
     kinds = {type(a).__name__ for a in nodes}
     assert {"Ite", "erf", "tanh", "Abs"} <= kinds and "Piecewise" not in kinds
-    assert {sp.IndexedBase(nm) for nm in ("X", "in_proj_weight", "blocked", "additive")} <= expr.atoms(sp.IndexedBase)
+    bases = set().union(*(x.atoms(sp.IndexedBase) for x in exprs))
+    assert {sp.IndexedBase(nm) for nm in ("X", "in_proj_weight", "blocked", "additive", "norm2_weight")} <= bases
+
+
+def test_a_power_of_a_sum_is_the_tree_sympy_builds() -> None:
+    """SymbolicAlg.power (LayerNorm's squared deviations, tanh-GELU's u^3) builds the power of a sum
+    without asking SymPy's assumptions, and it is the tree ``**`` builds."""
+    x, y = sp.symbols("x y", real=True)
+    j = sp.Symbol("j", integer=True)
+    a = SymbolicAlg()
+    for base in (x - y, x + 2 * y + 1, sp.Sum(sp.IndexedBase("W")[j] * x, (j, 0, 3)) - y, -x - 1, 3 * x, x):
+        for k in (2, 3):
+            assert a.power(base, k) == base**k and sp.srepr(a.power(base, k)) == sp.srepr(base**k), (base, k)
