@@ -48,7 +48,7 @@ STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         tuple(
             sorted(
                 p.relative_to(ROOT).as_posix()
-                for p in (ROOT / "attnsim" / "proofs" / "decode").glob("*.py")
+                for p in (ROOT / "attnsim" / "proofs" / "decoding").glob("*.py")
                 if p.name != "__init__.py"  # the package's public names, re-exported
             )
         ),

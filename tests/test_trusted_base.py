@@ -26,7 +26,7 @@ def test_the_counted_steps_are_the_python_reasoning_the_docs_name(
     tb = benchmark_script("trusted_base")
     files = {f for _, fs in tb.STEPS for f in fs}
     assert all((ROOT / f).is_file() for f in files)
-    for named in ("attnsim/symbolic/sums.py", "attnsim/symbolic/sumsplit.py", "attnsim/proofs/decode/rewriting.py"):
+    for named in ("attnsim/symbolic/sums.py", "attnsim/symbolic/sumsplit.py", "attnsim/proofs/decoding/rewriting.py"):
         assert named in files
     doc = (ROOT / "docs" / "trusted-base.md").read_text(encoding="utf-8")
     assert "[trusted-base-lines.md](trusted-base-lines.md)" in doc

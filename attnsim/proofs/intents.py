@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from attnsim.proofs import solver_work, z3sel
-from attnsim.proofs.decode import prover, selectors
-from attnsim.proofs.decode.index_lemmas import LEMMAS
-from attnsim.proofs.decode.query import Decode
+from attnsim.proofs.decoding import prover, selectors
+from attnsim.proofs.decoding.index_lemmas import LEMMAS
+from attnsim.proofs.decoding.query import Decode
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -112,7 +112,7 @@ def prove_layout(
 ) -> Outcome:
     """Injective, disjoint, in range: for all values of the size symbols (each >= its ``minimum``, 1 by default).
 
-    Positions are decoded into block coordinates (:mod:`attnsim.proofs.decode`), so each claim
+    Positions are decoded into block coordinates (:mod:`attnsim.proofs.decoding`), so each claim
     is a small Z3 query over coordinates and sizes.  ``describe(block, position, sizes)`` names the
     entry a block holds at a position (an input map's :meth:`describe`): an overlap's
     counterexample then names the two entries that share a token.

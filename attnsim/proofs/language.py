@@ -2,7 +2,7 @@
 
 * ``rasp/z3-parametric/*``: the div/mod decoding lemmas that every layout relies on, for all
   sizes (Z3 with quotient/remainder variables); the decoding prover
-  (:mod:`attnsim.proofs.decode`) assumes instances of these and only these;
+  (:mod:`attnsim.proofs.decoding`) assumes instances of these and only these;
 * ``rasp/exact/fastpath-*``: the engine's fast paths (gather, block mean, key/query masks,
   selector width) equal the dense semantics, exhaustively on small cases, in exact arithmetic.
 """
@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from attnsim.proofs import z3sel
-from attnsim.proofs.decode import prover
-from attnsim.proofs.decode.index_lemmas import LEMMAS
-from attnsim.proofs.decode.query import Decode
+from attnsim.proofs.decoding import prover
+from attnsim.proofs.decoding.index_lemmas import LEMMAS
+from attnsim.proofs.decoding.query import Decode
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E

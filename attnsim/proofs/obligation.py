@@ -185,7 +185,7 @@ class Outcome:
     * ``normal_forms``: program == spec, both sides' normal forms (one per case);
     * ``stated``: the premises it states (on the domain, or unproven on the program's own values);
     * ``padding``: the padding values it proves (whole-layer stages);
-    * ``lemmas``: the names of the lemmas of :data:`attnsim.proofs.decode.LEMMAS` it used;
+    * ``lemmas``: the names of the lemmas of :data:`attnsim.proofs.decoding.LEMMAS` it used;
     * ``cause``: why it stopped when that is not the claim's fault (a timeout, a lost worker, a
       divisor not shown > 0);
     * ``second_solver``: the export and cvc5 tally (set by the runner)."""

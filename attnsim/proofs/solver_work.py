@@ -66,7 +66,7 @@ _R = TypeVar("_R")
 
 @contextlib.contextmanager
 def shared_answers() -> Iterator[dict[tuple[Any, ...], Any]]:
-    """One proof's decided answers, by exact query (:func:`attnsim.proofs.decode.prove` reads and
+    """One proof's decided answers, by exact query (:func:`attnsim.proofs.decoding.prove` reads and
     fills it): a query asked again in the same proof (the option cases, the padding rows, a later
     stage of one chain) gets the answer it got, without asking Z3 again.  A query's answer depends
     only on the query and its budget in units (a fresh context, the same seeds), so this is the

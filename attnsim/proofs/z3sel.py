@@ -15,7 +15,7 @@ under empty premises fails "vacuous", and one whose premises are undecided is un
 
 div/mod become fresh quotient/remainder variables (see :class:`attnsim.rasp.z3_translation.Z3Translator`).
 This direct translation decides bounded claims and small parametric ones; parametric selector
-intents go through :mod:`attnsim.proofs.decode` first (positions decoded into matrix
+intents go through :mod:`attnsim.proofs.decoding` first (positions decoded into matrix
 coordinates), which turns the nonlinear question into small, mostly linear ones.
 """
 

@@ -5,7 +5,7 @@ unbound sizes; the output entry (h, i, j) is a position over coordinate variable
 extents.  Its value is computed through the program graph itself:
 
 * ``tokens`` at a position: the input block that contains it (proven by the decoding prover of
-  :mod:`attnsim.proofs.decode`, for all sizes) and its coordinates there, normalized by the same
+  :mod:`attnsim.proofs.decoding`, for all sizes) and its coordinates there, normalized by the same
   prover's rewrites, read as the operand entry ``A[h, i, j]``;
 * a primitive applies its SymPy meaning; a constant that is a size expression stays symbolic;
 * an ``Aggregate`` is the mean over its key set.  A **gather** ``Select(indices, f(indices), ==)``
@@ -39,9 +39,9 @@ from typing import Any
 import sympy as sp
 
 from attnsim.proofs import z3sel
-from attnsim.proofs.decode import prover, rewriting
-from attnsim.proofs.decode.query import Decode
-from attnsim.proofs.decode.refutation import refuted_at
+from attnsim.proofs.decoding import prover, rewriting
+from attnsim.proofs.decoding.query import Decode
+from attnsim.proofs.decoding.refutation import refuted_at
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -183,7 +183,7 @@ class Executor:
     def holds(self, goal: E.Expr) -> bool:
         """``premises -> goal`` proven; False when not shown.  A goal false at one of the sample
         points (:meth:`sample_points`) where every premise holds is not shown by any proof
-        (:func:`attnsim.proofs.decode.refutation.refuted_at`): False without asking Z3 (most of the
+        (:func:`attnsim.proofs.decoding.refutation.refuted_at`): False without asking Z3 (most of the
         conditions the executor decides are false one way round, and a refutation is Z3's
         costliest answer: a model, then a smaller one)."""
         if any(refuted_at(goal, self.premises, self.coords, self.minimum, env) for env in self.sample_points()):
@@ -193,7 +193,7 @@ class Executor:
     def sample_points(self) -> list[dict[str, int]]:
         """A few points of the domain to evaluate a goal at: :meth:`sample_env`, and it with every
         coordinate at 0 and at the middle of its range (points outside the premises are skipped
-        by :func:`~attnsim.proofs.decode.refutation.refuted_at`)."""
+        by :func:`~attnsim.proofs.decoding.refutation.refuted_at`)."""
         try:
             base = self.sample_env()
         except (E.ExprError, ZeroDivisionError):

@@ -1,7 +1,7 @@
 """Every rewriting rule of the decoding prover, tested on its own (issue 26, part 7).
 
 The selector proofs behind the all-sizes results (Lemma (matmul), Lemma (transpose), Theorem 6's
-gathers) hand Z3 the formulas :mod:`attnsim.proofs.decode.rewriting` has rewritten in Python: decode-position
+gathers) hand Z3 the formulas :mod:`attnsim.proofs.decoding.rewriting` has rewritten in Python: decode-position
 ((X d + Y) div d = X, mod = Y when 0 <= Y < d), divmod-unique (X1 d + Y1 = X2 d + Y2 as digit
 equalities), div-characterization ((P div d) = t as t d <= P < t d + d), interval bounds,
 the non-negativity test on size polynomials, and the boolean folding of ``_norm1``.  Each is
@@ -19,7 +19,7 @@ import sympy as sp
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from attnsim.proofs.decode import rewriting as D
+from attnsim.proofs.decoding import rewriting as D
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 

@@ -1,12 +1,12 @@
-"""decode.refuted_at: a goal false at a point of the premises is never proven, so the executor's
+"""decoding.refuted_at: a goal false at a point of the premises is never proven, so the executor's
 ``holds`` answers False there without Z3; every other point gives no conclusion."""
 
 from __future__ import annotations
 
 import pytest
 
-from attnsim.proofs import decode
-from attnsim.proofs.decode import prover
+from attnsim.proofs import decoding
+from attnsim.proofs.decoding import prover
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 
@@ -18,8 +18,8 @@ COORDS = {"i!": N}
 def test_a_goal_false_at_a_point_of_the_premises_is_refuted_and_z3_agrees() -> None:
     goal = i < 3  # false at i = 3 < N = 5
     env = {"N": 5, "i!": 3}
-    assert decode.refuted_at(goal, [], COORDS, {}, env)
-    assert decode.prove(goal, [], coords=COORDS).ok is not True
+    assert decoding.refuted_at(goal, [], COORDS, {}, env)
+    assert decoding.prove(goal, [], coords=COORDS).ok is not True
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_a_goal_false_at_a_point_of_the_premises_is_refuted_and_z3_agrees() -> N
 def test_no_conclusion_off_the_premises_or_where_the_goal_holds(
     why: str, goal: E.Expr, assumptions: list[E.Expr], minimum: dict[str, int], env: dict[str, int]
 ) -> None:
-    assert not decode.refuted_at(goal, assumptions, COORDS, minimum, env), why
+    assert not decoding.refuted_at(goal, assumptions, COORDS, minimum, env), why
 
 
 def test_every_refuted_goal_is_one_z3_does_not_prove() -> None:
@@ -50,12 +50,12 @@ def test_every_refuted_goal_is_one_z3_does_not_prove() -> None:
     assumptions = [a >= 0, a < 2]
     for g in goals:
         hit = any(
-            decode.refuted_at(g, assumptions, COORDS, {}, {"N": n, "i!": k, "a": av})
+            decoding.refuted_at(g, assumptions, COORDS, {}, {"N": n, "i!": k, "a": av})
             for n in range(1, 5)
             for k in range(n)
             for av in range(2)
         )
-        proven = decode.prove(g, assumptions, coords=COORDS).ok is True
+        proven = decoding.prove(g, assumptions, coords=COORDS).ok is True
         assert not (hit and proven), E.render(g)
         assert hit or proven, E.render(g)  # each is decided one way here (the grid covers the refutations)
 

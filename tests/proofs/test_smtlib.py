@@ -11,7 +11,7 @@ import pytest
 import z3
 
 from attnsim.cli.main import main
-from attnsim.proofs import decode, smtlib, z3sel
+from attnsim.proofs import decoding, smtlib, z3sel
 from attnsim.proofs.obligation import Obligation
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -59,9 +59,9 @@ def test_a_vacuous_proof_fails() -> None:
     x, n = E.Var("x"), C.Size("n")
     out = z3sel.prove(x.eq(5), [x < 0, x > 0])
     assert out.ok is False and out.detail.startswith("vacuous")
-    out = decode.prove(x.eq(5), [x >= n], coords={"x": n})  # x < n and x >= n: empty
+    out = decoding.prove(x.eq(5), [x >= n], coords={"x": n})  # x < n and x >= n: empty
     assert out.ok is False and out.detail.startswith("vacuous")
-    assert decode.prove(x < n, [], coords={"x": n}).ok is True
+    assert decoding.prove(x < n, [], coords={"x": n}).ok is True
 
 
 def test_z3_parametric_without_a_size_is_refused() -> None:

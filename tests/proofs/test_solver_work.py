@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim.proofs import solver_work, z3sel
-from attnsim.proofs.decode import premises, prover
-from attnsim.proofs.decode.answers import query_key
+from attnsim.proofs.decoding import premises, prover
+from attnsim.proofs.decoding.answers import query_key
 from attnsim.proofs.obligation import Outcome
 from attnsim.proofs.solver_work import WorkMeter
 from attnsim.rasp import core as C

@@ -17,7 +17,7 @@ from attnsim.lemmas.checks import exact_check, intent_obligations, numeric_check
 from attnsim.lemmas.construction import Construction
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import transpose
-from attnsim.proofs import decode, registry, z3sel
+from attnsim.proofs import decoding, registry, z3sel
 from attnsim.proofs.obligation import Obligation, Outcome, status_of
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -116,7 +116,7 @@ def test_z3_unknown_is_reported_unknown() -> None:
     out = _hard_z3(1.0)
     assert out.ok is None and "unknown" in out.detail
     x, y, z = (C.Size(s, 1) for s in ("x", "y", "z"))
-    assert decode.prove(E.Not((x * x * x + y * y * y).eq(z * z * z)), timeout=0.01).ok is None
+    assert decoding.prove(E.Not((x * x * x + y * y * y).eq(z * z * z)), timeout=0.01).ok is None
     assert status_of("z3-parametric", out) == "unknown"
     assert [r.status for r in run_all([_ob()], jobs=2, timeout=5)] == ["unknown"]
 
@@ -141,10 +141,10 @@ def test_verify_exits_nonzero_on_z3_unknown(
 def test_interval_bounds_are_sound_for_negative_size_minimums() -> None:
     """Proposition 1's decoding prover: with a size o >= -5, o * i >= 0 is false (o = -1, i = 1) and
     must not be 'proved' by interval bounds that assume sizes are non-negative."""
-    from attnsim.proofs import decode
+    from attnsim.proofs import decoding
 
     o, n, i = C.Size("o"), C.Size("n"), E.Var("i")
-    out = decode.prove(o * i >= 0, [], coords={"i": n}, minimum={"o": -5})
+    out = decoding.prove(o * i >= 0, [], coords={"i": n}, minimum={"o": -5})
     assert out.ok is False and "counterexample" in out.detail
-    assert decode.prove(o * i >= 0, [], coords={"i": n}, minimum={"o": 0}).ok is True
-    assert decode.prove(o * i >= -5 * (n - 1), [], coords={"i": n}, minimum={"o": -5}).ok is True
+    assert decoding.prove(o * i >= 0, [], coords={"i": n}, minimum={"o": 0}).ok is True
+    assert decoding.prove(o * i >= -5 * (n - 1), [], coords={"i": n}, minimum={"o": -5}).ok is True

@@ -1,4 +1,4 @@
-"""The decoding Z3 prover (attnsim.proofs.decode): selector intents for all sizes, counterexamples.
+"""The decoding Z3 prover (attnsim.proofs.decoding): selector intents for all sizes, counterexamples.
 
 Backs the z3-parametric obligations of Lemma (transpose), Lemma (matmul) and the other lemmas
 (issue 3, z3 bullet) and issue 4 items 2 and 5: a wrong selector or intent is ``failed`` with a
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from attnsim.lemmas.checks import layout_obligation
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import transpose
-from attnsim.proofs import decode, z3sel
+from attnsim.proofs import decoding, z3sel
 from attnsim.proofs.intents import Intent, check_intent, prove_layout
 from attnsim.proofs.obligation import Outcome
 from attnsim.proofs.registry import by_id
@@ -154,15 +154,15 @@ def test_divmod_rewrite_needs_the_range() -> None:
     a, x = E.Var("a"), E.Var("x")
     good = Block.of("sq", 0, n, n)
     p = E.Var("p")
-    assert decode.prove(((p // n) * n + p % n).eq(p), decode=[decode.Decode("p", (good,), cover=True)]).ok is True
+    assert decoding.prove(((p // n) * n + p % n).eq(p), decode=[decoding.Decode("p", (good,), cover=True)]).ok is True
     wide = Block.of("wide", 0, 1, n + 1)  # x ranges over [0, n]
     goal = ((a * n + x) // n).eq(a)
-    out = decode.prove(goal.substitute({"x": E.Var("xx")}), decode=[decode.Decode("xx", (wide,), cover=True)])
+    out = decoding.prove(goal.substitute({"x": E.Var("xx")}), decode=[decoding.Decode("xx", (wide,), cover=True)])
     assert out.ok is False and "counterexample" in out.detail
 
 
 def test_language_lemmas_and_reflection_proved() -> None:
-    for name in (*decode.LEMMAS, "reflect-involution"):
+    for name in (*decoding.LEMMAS, "reflect-involution"):
         r = run_inline(by_id(f"rasp/z3-parametric/{name}"), 10)
         assert r.status == "proved", (name, r.detail)
 

@@ -12,7 +12,7 @@ import pytest
 
 from attnsim import lemmas
 from attnsim.lemmas.construction import Construction
-from attnsim.proofs import decode, z3sel
+from attnsim.proofs import decoding, z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -33,7 +33,7 @@ def _refused(con: Construction) -> str:
 def test_a_divisor_is_never_assumed_positive() -> None:
     """Z3's div/mod side conditions were hypotheses: x < k | ((k - x) div (k - x)) == 7 was 'proved'."""
     x, k = E.Var("x"), C.Size("k")
-    out = decode.prove((x < k) | ((k - x) // (k - x)).eq(7), coords={"x": k + 1})
+    out = decoding.prove((x < k) | ((k - x) // (k - x)).eq(7), coords={"x": k + 1})
     assert out.ok is False and "counterexample" in out.detail
 
 

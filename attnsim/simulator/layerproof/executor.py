@@ -29,8 +29,8 @@ from typing import Any
 import sympy as sp
 
 from attnsim.proofs import z3sel
-from attnsim.proofs.decode import prover
-from attnsim.proofs.decode.query import Decode
+from attnsim.proofs.decoding import prover
+from attnsim.proofs.decoding.query import Decode
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E

@@ -11,8 +11,8 @@ first two give S(q, K) -> I(q, K).
 from __future__ import annotations
 
 from attnsim.proofs import z3sel
-from attnsim.proofs.decode import prover, selectors
-from attnsim.proofs.decode.query import Decode
+from attnsim.proofs.decoding import prover, selectors
+from attnsim.proofs.decoding.query import Decode
 from attnsim.proofs.intents import Intent, check_intent
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C

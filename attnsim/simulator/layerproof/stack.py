@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.proofs.decode import prover
+from attnsim.proofs.decoding import prover
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import expr as E
 from attnsim.simulator.layerproof.frame import (

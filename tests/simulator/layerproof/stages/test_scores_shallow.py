@@ -13,7 +13,7 @@ import pytest
 import sympy as sp
 
 from attnsim import UniversalSimulator
-from attnsim.proofs import decode
+from attnsim.proofs import decoding
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.simulator.layerproof.encoder_spec import SIZE
@@ -143,14 +143,14 @@ def test_div_and_mod_by_d_plus_1_need_the_remainder_below_it() -> None:
     """(a (D + 1) + b) div (D + 1) = a and mod = b for 0 <= b < D + 1, and only then."""
     a, b, dd = E.Var("a"), E.Var("b"), C.Size("D")
     goal = ((a * (dd + 1) + b) // (dd + 1)).eq(a) & ((a * (dd + 1) + b) % (dd + 1)).eq(b)
-    good = decode.prove(goal, coords={"a": C.Size("K"), "b": dd + 1})
+    good = decoding.prove(goal, coords={"a": C.Size("K"), "b": dd + 1})
     assert good.ok is True and "decode-position" in good.detail, good.detail
-    bad = decode.prove(goal, coords={"a": C.Size("K"), "b": dd + 2})
+    bad = decoding.prove(goal, coords={"a": C.Size("K"), "b": dd + 2})
     assert bad.ok is False and "counterexample" in bad.detail, bad.detail
     # a divisor whose quotient by polynomial division is not an integer polynomial (D a / (K D + 1)
     # in D: a / K) is not rewritten; a false quotient is not proven
     kk = C.Size("K")
-    assert decode.prove(((a * dd) // (kk * dd + 1)).eq(a), coords={"a": kk}).ok is not True
+    assert decoding.prove(((a * dd) // (kk * dd + 1)).eq(a), coords={"a": kk}).ok is not True
 
 
 def test_a_gather_with_a_condition_is_its_two_cases() -> None:

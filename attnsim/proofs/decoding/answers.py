@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from attnsim.proofs import solver_work
-from attnsim.proofs.decode.query import Decode, _sizes_of
+from attnsim.proofs.decoding.query import Decode, _sizes_of
 from attnsim.proofs.obligation import Outcome, PremiseCheck
 from attnsim.rasp import expr as E
 
@@ -29,7 +29,7 @@ def query_key(
     coords: Mapping[str, E.Expr] | None,
     minimum: Mapping[str, int] | None,
 ) -> tuple[Any, ...]:
-    """Everything :func:`~attnsim.proofs.decode.prover.prove`'s answer depends on besides its
+    """Everything :func:`~attnsim.proofs.decoding.prover.prove`'s answer depends on besides its
     budget: the goal, the assumptions (in order), each decoded variable with its blocks (name and
     shape), cover and ranges, the coordinates with their extents, the size minimums; every
     expression by its rendering, and which of the names are sizes (a size renders as a variable of
@@ -58,7 +58,7 @@ def kept_or_proved(
     check: Callable[[dict[str, int]], bool | None] | None,
     explain: Callable[[dict[str, int]], str] | None,
 ) -> Outcome:
-    """``prove()``: :func:`~attnsim.proofs.decode.prover.prove`'s answer to the query of the other
+    """``prove()``: :func:`~attnsim.proofs.decoding.prover.prove`'s answer to the query of the other
     arguments.  Inside :func:`~attnsim.proofs.solver_work.shared_answers` a decided answer is kept by
     the exact query (:func:`query_key`) and given again to the same query (its premise check recorded
     again, as when it was asked); a refutation only when no ``check`` or ``explain`` is given (its

@@ -17,8 +17,8 @@ from typing import Any
 import z3
 
 from attnsim.proofs import smtlib, solver_work
-from attnsim.proofs.decode.query import _sizes_of
-from attnsim.proofs.decode.rewriting import _Ctx
+from attnsim.proofs.decoding.query import _sizes_of
+from attnsim.proofs.decoding.rewriting import _Ctx
 from attnsim.rasp import expr as E
 from attnsim.rasp.z3_translation import Z3Translator
 

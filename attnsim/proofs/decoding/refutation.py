@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from attnsim.proofs.decode.query import _sizes_of
+from attnsim.proofs.decoding.query import _sizes_of
 from attnsim.rasp import expr as E
 
 

@@ -3,7 +3,7 @@ matrix coordinates.
 
 :func:`query_block` and :func:`key_blocks` find the blocks whose membership tests a selector's
 query condition and intent use (the prover decodes the query and key positions through them:
-:func:`~attnsim.proofs.decode.prover.prove_intent`); :func:`describe_position` and
+:func:`~attnsim.proofs.decoding.prover.prove_intent`); :func:`describe_position` and
 :func:`selector_explainer` word a counterexample (sizes, q, k) as 'A[h, i, j]' coordinates and what
 the intent wanted.  Nothing here decides a claim: it picks the case split and words a refutation.
 """

@@ -17,8 +17,8 @@ import numpy as np
 import z3
 
 from attnsim.proofs import smtlib, solver_work
-from attnsim.proofs.decode.answers import kept_or_checked
-from attnsim.proofs.decode.query import Decode, _free_vars, _sizes_of
+from attnsim.proofs.decoding.answers import kept_or_checked
+from attnsim.proofs.decoding.query import Decode, _free_vars, _sizes_of
 from attnsim.proofs.obligation import PremiseCheck
 from attnsim.rasp import expr as E
 from attnsim.rasp.z3_translation import Z3Translator
@@ -33,7 +33,7 @@ def _premises(
 ) -> PremiseCheck:
     """:func:`_premises_checked`; inside :func:`~attnsim.proofs.solver_work.shared_answers` a decided
     check (sat, unsat) is kept by its exact premises and recorded again when asked again
-    (:func:`~attnsim.proofs.decode.answers.kept_or_checked`)."""
+    (:func:`~attnsim.proofs.decoding.answers.kept_or_checked`)."""
     return kept_or_checked(
         lambda: _premises_checked(assumptions, decode, coords, mins, timeout), assumptions, decode, coords, mins
     )

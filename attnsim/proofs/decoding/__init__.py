@@ -32,25 +32,25 @@ proved for all sizes; a ``sat`` model (shrunk to sizes <= 2, 3, 4 or 8 when poss
 re-evaluated on the original, unrewritten formulas and, when it really violates them, reported
 as a counterexample in matrix coordinates; anything else is ``unknown``, never proved.
 
-The prover, by concern: :mod:`~attnsim.proofs.decode.prover` (``prove``, ``prove_intent``: the
-premises, the case split, each case rewritten and asked), :mod:`~attnsim.proofs.decode.rewriting`
-(steps 2-5: one case's rewriting and interval bounds), :mod:`~attnsim.proofs.decode.index_lemmas`
-(``LEMMAS``), :mod:`~attnsim.proofs.decode.query` (``Decode``: step 1's input),
-:mod:`~attnsim.proofs.decode.premises` (the premises shown satisfiable first),
-:mod:`~attnsim.proofs.decode.z3_query` (one case asked of Z3, linear abstraction first),
-:mod:`~attnsim.proofs.decode.refutation` (a model re-evaluated on the original formulas;
-``refuted_at``), :mod:`~attnsim.proofs.decode.answers` (one proof's decided answers by exact query)
-and :mod:`~attnsim.proofs.decode.selectors` (the blocks an intent names; a counterexample in matrix
+The prover, by concern: :mod:`~attnsim.proofs.decoding.prover` (``prove``, ``prove_intent``: the
+premises, the case split, each case rewritten and asked), :mod:`~attnsim.proofs.decoding.rewriting`
+(steps 2-5: one case's rewriting and interval bounds), :mod:`~attnsim.proofs.decoding.index_lemmas`
+(``LEMMAS``), :mod:`~attnsim.proofs.decoding.query` (``Decode``: step 1's input),
+:mod:`~attnsim.proofs.decoding.premises` (the premises shown satisfiable first),
+:mod:`~attnsim.proofs.decoding.z3_query` (one case asked of Z3, linear abstraction first),
+:mod:`~attnsim.proofs.decoding.refutation` (a model re-evaluated on the original formulas;
+``refuted_at``), :mod:`~attnsim.proofs.decoding.answers` (one proof's decided answers by exact query)
+and :mod:`~attnsim.proofs.decoding.selectors` (the blocks an intent names; a counterexample in matrix
 coordinates).  This package exports the public names of each.
 """
 
-from attnsim.proofs.decode.answers import query_key
-from attnsim.proofs.decode.index_lemmas import LEMMAS, Lemma, lemma_outcome
-from attnsim.proofs.decode.prover import prove, prove_intent
-from attnsim.proofs.decode.query import Decode
-from attnsim.proofs.decode.refutation import refuted_at
-from attnsim.proofs.decode.rewriting import normalize
-from attnsim.proofs.decode.selectors import describe_position, key_blocks, query_block, selector_explainer
+from attnsim.proofs.decoding.answers import query_key
+from attnsim.proofs.decoding.index_lemmas import LEMMAS, Lemma, lemma_outcome
+from attnsim.proofs.decoding.prover import prove, prove_intent
+from attnsim.proofs.decoding.query import Decode
+from attnsim.proofs.decoding.refutation import refuted_at
+from attnsim.proofs.decoding.rewriting import normalize
+from attnsim.proofs.decoding.selectors import describe_position, key_blocks, query_block, selector_explainer
 
 __all__ = [
     "LEMMAS",

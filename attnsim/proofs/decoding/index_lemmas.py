@@ -1,6 +1,6 @@
 """The lemmas of integer index arithmetic an instance of which a decoding proof may use.
 
-:data:`LEMMAS` are the only facts the rewriting (:mod:`attnsim.proofs.decode.rewriting`) assumes:
+:data:`LEMMAS` are the only facts the rewriting (:mod:`attnsim.proofs.decoding.rewriting`) assumes:
 each rewrite it makes is an instance of one of them, named in the proof's outcome.  Each is
 registered as the obligation ``rasp/z3-parametric/<name>`` by :mod:`attnsim.proofs.language` and
 proven once by plain Z3 (:func:`lemma_outcome`).  Kept apart from the rewriting so that the

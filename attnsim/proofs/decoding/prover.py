@@ -1,14 +1,14 @@
 """The decoding prover's entry points: :func:`prove` (a claim for all sizes, decoding named variables
 through layout blocks) and :func:`prove_intent` (a selector equals its intent).
 
-:func:`prove` first checks the premises (:mod:`~attnsim.proofs.decode.premises`), then splits the
+:func:`prove` first checks the premises (:mod:`~attnsim.proofs.decoding.premises`), then splits the
 claim into one case per block of each decoded variable (and "outside" unless covered), decides the
-membership tests each case names, rewrites the case (:mod:`~attnsim.proofs.decode.rewriting`;
+membership tests each case names, rewrites the case (:mod:`~attnsim.proofs.decoding.rewriting`;
 a coordinate split and the rewriting started again when a division needs it) and asks Z3
-(:mod:`~attnsim.proofs.decode.z3_query`).  Every case unsat proves the claim; a model that
-violates the original formulas (:mod:`~attnsim.proofs.decode.refutation`) refutes it; anything
+(:mod:`~attnsim.proofs.decoding.z3_query`).  Every case unsat proves the claim; a model that
+violates the original formulas (:mod:`~attnsim.proofs.decoding.refutation`) refutes it; anything
 else is unknown.  Inside one proof's shared answers a query asked again is answered from
-:mod:`~attnsim.proofs.decode.answers`.
+:mod:`~attnsim.proofs.decoding.answers`.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from typing import Any
 import sympy as sp
 
 from attnsim.proofs import solver_work
-from attnsim.proofs.decode.answers import kept_or_proved
-from attnsim.proofs.decode.index_lemmas import LEMMAS
-from attnsim.proofs.decode.premises import _premises
-from attnsim.proofs.decode.query import Decode, _free_vars, _sizes_of
-from attnsim.proofs.decode.refutation import _violates
-from attnsim.proofs.decode.rewriting import _Ctx, _Refine
-from attnsim.proofs.decode.selectors import K, Q, key_blocks, query_block, selector_explainer
-from attnsim.proofs.decode.z3_query import _z3
+from attnsim.proofs.decoding.answers import kept_or_proved
+from attnsim.proofs.decoding.index_lemmas import LEMMAS
+from attnsim.proofs.decoding.premises import _premises
+from attnsim.proofs.decoding.query import Decode, _free_vars, _sizes_of
+from attnsim.proofs.decoding.refutation import _violates
+from attnsim.proofs.decoding.rewriting import _Ctx, _Refine
+from attnsim.proofs.decoding.selectors import K, Q, key_blocks, query_block, selector_explainer
+from attnsim.proofs.decoding.z3_query import _z3
 from attnsim.proofs.obligation import Outcome, Scope
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
@@ -63,7 +63,7 @@ def prove(
     counterexample); without it a model is re-evaluated on ``assumptions`` and ``goal``.
 
     Inside :func:`~attnsim.proofs.solver_work.shared_answers` a decided answer is kept by the exact
-    query (:func:`~attnsim.proofs.decode.answers.query_key`) and given again to the same query (its
+    query (:func:`~attnsim.proofs.decoding.answers.query_key`) and given again to the same query (its
     premise check recorded again, as when it was asked); a refutation only when no ``check`` or
     ``explain`` is given (its text depends on them; a proof never calls them).
     """

@@ -1,7 +1,7 @@
 """What a decoding query names: the variables decoded through layout blocks, and the sizes and free
 variables of its formulas.
 
-:class:`Decode` is the input of :func:`~attnsim.proofs.decode.prover.prove` that says which
+:class:`Decode` is the input of :func:`~attnsim.proofs.decoding.prover.prove` that says which
 variable stands for a position and through which blocks it is decoded (the case split);
 ``_sizes_of`` and ``_free_vars`` read the names a formula uses.  They sit below every other module
 of the prover (the answer cache keys a query by them, the premise check and the Z3 query bound
@@ -22,7 +22,7 @@ class Decode:
     """Decode variable ``var`` through ``blocks``: one case per block, plus "outside" unless ``cover``.
 
     With ``cover`` the claim is about values of ``var`` inside one of the blocks only (membership
-    is a hypothesis of the claim: :func:`~attnsim.proofs.decode.prover.prove_intent` sets it only
+    is a hypothesis of the claim: :func:`~attnsim.proofs.decoding.prover.prove_intent` sets it only
     when the query condition contains that block's membership test).  ``ranges`` are assumptions on
     ``var`` that the membership implies (dropped inside a block, kept outside).
     """
