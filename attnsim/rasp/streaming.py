@@ -38,15 +38,18 @@ from attnsim.rasp.selector_plans import (
     exact_scalar,
     group_lookup,
     max_sums,
+    piece_maxima,
     plan_selector,
+    scored_sums,
     selector_leaves,
 )
 
 
 def streamable_nodes(order: Sequence[C.RASPExpr], outputs: Sequence[C.SOp]) -> dict[int, bool]:
     """Per node: every reader reads it at its own positions (a Map's argument, an equality head's
-    queries and query conditions) or sums it by groups (the key side of an equality sum, no score),
-    and it is no output: such a value can be streamed (``Lazy``)."""
+    queries and query conditions) or by groups in key order (the key side and key conditions of
+    an equality head that is no gather; the values of one without a score), and it is no output:
+    such a value can be streamed (``Lazy``)."""
     ok: dict[int, bool] = {}
 
     def mark(x: C.SOp, good: bool) -> None:
@@ -66,8 +69,9 @@ def streamable_nodes(order: Sequence[C.RASPExpr], outputs: Sequence[C.SOp]) -> d
             ksop, qsop = plan.eq
             gather = isinstance(ksop, C.Indices)
             summed = not gather and node.score is None
-            roles: list[tuple[C.SOp, bool]] = [(qsop, True), (ksop, gather or summed), (node.values, summed)]
-            roles += [(s, True) for _, s, _ in plan.query_atoms] + [(s, summed) for s, _, _ in plan.key_atoms]
+            # the key side of a value-scored head is read piece by piece too (``_scored_stream``)
+            roles: list[tuple[C.SOp, bool]] = [(qsop, True), (ksop, True), (node.values, summed)]
+            roles += [(s, True) for _, s, _ in plan.query_atoms] + [(s, not gather) for s, _, _ in plan.key_atoms]
             if node.score is not None:
                 roles.append((node.score, False))
             for x, good in roles:
@@ -221,6 +225,7 @@ class Streaming(RunState):
         """A primitive on compact values: on the longest head, and once on the tails."""
         prim, params, label = node.fn.primitive, node.fn.params, node.label  # type: ignore[union-attr]
         srcs = [self._src(x, "value") for x in node.args]
+        srcs = self._taken_branch(prim.name, srcs)
         m = max((self._head_of(s) for s in srcs), default=self.L)
 
         def apply(xs: list[np.ndarray]) -> np.ndarray:
@@ -235,6 +240,19 @@ class Streaming(RunState):
 
         tail = apply([self._tail_src(s, "value") for s in srcs]).reshape(1)
         return Lazy(m, tail, False, label, piece)
+
+    def _taken_branch(self, prim: str, srcs: list[Any]) -> list[Any]:
+        """``where(c, x, y)`` with a condition constant at every position (a head of length 0,
+        like U's flags read from the header): the branch not taken replaced by its tail, one
+        value that broadcasts.  ``np.where(c != 0, x, y)`` reads only the taken branch then, so
+        the values are the same, and a streamed branch not taken is never computed."""
+        if prim != "where" or self._head_of(srcs[0]) != 0:
+            return srcs
+        taken = 1 if bool(self._tail_src(srcs[0], "value")[0] != 0) else 2
+        out = list(srcs)
+        t = self._tail_src(srcs[3 - taken], "value")
+        out[3 - taken] = Tail(t[:0], t)
+        return out
 
     def _describe_aggregate(self, node: C.Aggregate) -> Lazy | None:
         """The equality fast paths on compact values (a gather, a group mean, a group max), read
@@ -322,12 +340,12 @@ class Streaming(RunState):
             srcs.append(self._src(node.score, "value"))
         kn = max(self._head_of(s) for s in srcs)
         streamed = kn > long_values.LAZY_MIN or any(isinstance(s, Lazy) for s in srcs)
-        if node.score is not None and streamed:
-            return None  # a max over a long key side: the general path
         kt = np.ones(1, dtype=bool)
         for s, cmp, c in katoms:
             kt &= compare(cmp, self._tail_src(s, "comparable"), c)
         tail_keys = kn < L and bool(kt[0])  # the L - kn tail keys: one key of weight L - kn
+        if node.score is not None and streamed:  # a max over a long key side
+            return None if tail_keys else self._scored_stream(ksrc, vsrc, srcs[-1], katoms, kn)
         w = float(L - kn)
         if node.score is not None:
             hk, hv, hs, hw = self._scored_keys(ksrc, vsrc, srcs[-1], katoms, kn)
@@ -360,6 +378,27 @@ class Streaming(RunState):
         counts = np.bincount(inv, weights=np.concatenate([p[1] for p in parts]), minlength=len(uniq))
         sums = np.bincount(inv, weights=np.concatenate([p[2] for p in parts]), minlength=len(uniq))
         return uniq, counts, sums
+
+    def _scored_stream(
+        self, ksrc: Any, vsrc: Any, ssrc: Any, katoms: list[tuple[Any, str, Any]], kn: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A value-scored head's groups over a long key side, read ``PIECE`` keys at a time: each
+        piece's maxima and candidates (``piece_maxima``), then the groups (``scored_sums``)."""
+        keys, maxima, cands = [], [], []
+        for a in range(0, max(kn, 1), long_values.PIECE):
+            b = min(kn, a + long_values.PIECE)
+            cache: dict[Any, np.ndarray] = {}
+            km = np.ones(b - a, dtype=bool)
+            for s, cmp, c in katoms:
+                km &= compare(cmp, self._get(s, "comparable", a, b, cache), c)
+            ks = np.flatnonzero(km)
+            reads = ((ksrc, "comparable"), (vsrc, "value"), (ssrc, "value"))
+            kk, vv, ss = (self._get(x, w, a, b, cache)[ks] for x, w in reads)
+            uk, mk, cand = piece_maxima(kk, vv, ss)
+            keys.append(uk)
+            maxima.append(mk)
+            cands.append(cand)
+        return scored_sums(keys, maxima, cands)
 
     def _scored_keys(
         self, ksrc: Any, vsrc: Any, ssrc: Any, katoms: list[tuple[Any, str, Any]], kn: int
