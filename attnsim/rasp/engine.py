@@ -53,7 +53,8 @@ from attnsim.rasp.exact import ExactArith, SympyArith
 from attnsim.rasp.long_values import Lazy, Padded, Tail, tail_of
 from attnsim.rasp.numeric import NumpyArith
 from attnsim.rasp.selector_plans import selector_leaves
-from attnsim.rasp.streaming import Streaming, position_only_nodes, streamable_nodes
+from attnsim.rasp.stream_plan import key_group_batches, node_reads, position_only_nodes, streamable_nodes
+from attnsim.rasp.streaming import Streaming
 from attnsim.rasp.structural_memo import MemoSummary, RunStats, StructuralMemo
 
 BACKENDS = ("numpy", "exact", "sympy")
@@ -78,14 +79,7 @@ class Run(Streaming, Aggregation):
         reads: dict[int, list[C.SOp]] = {}
         refs: dict[int, int] = {}
         for node in self.order:
-            if isinstance(node, (C.Map, C.SequenceMap)):
-                r = list(node.args)
-            elif isinstance(node, C.Aggregate):
-                r = [*node.reads(), *selector_leaves(node.selector)]
-            elif isinstance(node, C.SelectorWidth):
-                r = selector_leaves(node.selector)
-            else:
-                r = []
+            r = selector_leaves(node.selector) if isinstance(node, C.SelectorWidth) else node_reads(node)
             reads[id(node)] = r
             for x in r:
                 refs[id(x)] = refs.get(id(x), 0) + 1
@@ -93,11 +87,13 @@ class Run(Streaming, Aggregation):
             refs[id(o)] = refs.get(id(o), 0) + 1
         if self.compact:
             self.streamable = streamable_nodes(self.order, self.outputs)
+            self.batches = key_group_batches(self.order)
         if self.memo is not None:
             self.position_only = position_only_nodes(self.order)
         for node in self.order:
-            if isinstance(node, C.SOp):
+            if isinstance(node, C.SOp) and id(node) not in self.done:
                 self.compute(node)
+                self.done.add(id(node))
             if self.keep_all:
                 continue
             for x in reads.get(id(node), []):

@@ -18,6 +18,7 @@ from attnsim.rasp import long_values
 from attnsim.rasp.arith import Arithmetic, BackendError
 from attnsim.rasp.long_values import Lazy, Padded, Tail, tail_of
 from attnsim.rasp.numeric import NumpyArith
+from attnsim.rasp.stream_plan import node_reads
 from attnsim.rasp.structural_memo import RunStats, StructuralMemo
 
 
@@ -80,6 +81,12 @@ class RunState:
         # values that depend only on positions and sizes, kept across runs (compact runs only)
         self.memo = memo if self.compact else None
         self.position_only: dict[int, bool] = {}
+        # equality sums summed in one pass over the pieces of their shared streamed sources
+        # (``stream_plan.key_group_batches``): the groups of those later in a batch wait in
+        # ``pending``; the nodes computed before their turn for them are in ``done``
+        self.batches: dict[int, list[C.Aggregate]] = {}
+        self.pending: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.done: set[int] = set()
 
     # -- access ---------------------------------------------------------------------------
     def _full(self, x: Any) -> Any:
@@ -132,6 +139,20 @@ class RunState:
 
     def comparable(self, node: C.SOp) -> np.ndarray:
         return self._full(self.comparable_t(node))
+
+    def compute(self, node: C.SOp) -> None:
+        """Compute one node's values (the engine's walk, :class:`attnsim.rasp.engine.Run`)."""
+        raise NotImplementedError
+
+    def compute_early(self, node: C.SOp) -> None:
+        """Compute ``node`` (and what it reads) before its turn, for a batched reader; the walk
+        skips it at its turn."""
+        if id(node) in self.done:
+            return
+        for x in node_reads(node):
+            self.compute_early(x)
+        self.compute(node)
+        self.done.add(id(node))
 
     # -- streamed values stored whole ------------------------------------------------------
     def _materialize(self, lz: Lazy) -> Any:

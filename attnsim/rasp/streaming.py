@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 
 from attnsim.rasp import core as C
-from attnsim.rasp import long_values
+from attnsim.rasp import long_values, stream_plan
 from attnsim.rasp.arith import BackendError
 from attnsim.rasp.compiled_expr import compiled
 from attnsim.rasp.expr import constant_from
 from attnsim.rasp.long_values import (
+    Keyed,
     Lazy,
     Tail,
     dtype_kind,
@@ -41,60 +42,7 @@ from attnsim.rasp.selector_plans import (
     piece_maxima,
     plan_selector,
     scored_sums,
-    selector_leaves,
 )
-
-
-def streamable_nodes(order: Sequence[C.RASPExpr], outputs: Sequence[C.SOp]) -> dict[int, bool]:
-    """Per node: every reader reads it at its own positions (a Map's argument, an equality head's
-    queries and query conditions) or by groups in key order (the key side and key conditions of
-    an equality head that is no gather; the values of one without a score), and it is no output:
-    such a value can be streamed (``Lazy``)."""
-    ok: dict[int, bool] = {}
-
-    def mark(x: C.SOp, good: bool) -> None:
-        ok[id(x)] = ok.get(id(x), True) and good
-
-    for node in order:
-        if isinstance(node, (C.Map, C.SequenceMap)):
-            for a in node.args:
-                mark(a, True)
-        elif isinstance(node, (C.Aggregate, C.SelectorWidth)):
-            leaves = selector_leaves(node.selector)
-            plan = plan_selector(node.selector) if isinstance(node, C.Aggregate) else None
-            if plan is None or plan.eq is None or plan.empty or not isinstance(node, C.Aggregate):
-                for x in [*leaves, *(node.reads() if isinstance(node, C.Aggregate) else [])]:
-                    mark(x, False)
-                continue
-            ksop, qsop = plan.eq
-            gather = isinstance(ksop, C.Indices)
-            summed = not gather and node.score is None
-            # the key side of a value-scored head is read piece by piece too (``_scored_stream``)
-            roles: list[tuple[C.SOp, bool]] = [(qsop, True), (ksop, True), (node.values, summed)]
-            roles += [(s, True) for _, s, _ in plan.query_atoms] + [(s, not gather) for s, _, _ in plan.key_atoms]
-            if node.score is not None:
-                roles.append((node.score, False))
-            for x, good in roles:
-                mark(x, good)
-            covered = {id(x) for x, _ in roles}
-            for x in leaves:
-                if id(x) not in covered:
-                    mark(x, False)
-    for o in outputs:
-        mark(o, False)
-    return ok
-
-
-def position_only_nodes(order: Sequence[C.RASPExpr]) -> dict[int, bool]:
-    """Per node: its value depends only on positions and sizes (``indices``, or an index map
-    whose every argument is such a value), so it is the same on every run at one length."""
-    out: dict[int, bool] = {}
-    for node in order:
-        if isinstance(node, C.Indices):
-            out[id(node)] = True
-        elif isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.IndexFn):
-            out[id(node)] = all(out.get(id(a), False) for a in node.args)
-    return out
 
 
 class Streaming(RunState):
@@ -328,56 +276,72 @@ class Streaming(RunState):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The allowed keys grouped by value: (sorted group values, weights, sums of values) --
         with a score, over each group's keys of maximal score.  Long or streamed key sides are
-        read piece by piece (without a score)."""
-        L = self.L
+        read piece by piece; the sums batched with this one (``key_group_batches``) are summed
+        in the same pass over the pieces and kept for their turn."""
+        got = self.pending.pop(id(node), None)
+        if got is not None:
+            return got
+        k = self._keyed(node, plan, ksop)
+        if k is None:
+            return None
+        if node.score is not None:
+            return self._scored_groups(k, node.score)
+        batch = [k]
+        for sib in self.batches.get(id(node), []) if k.streamed else []:
+            for sop in stream_plan.summed_reads(sib) or []:
+                self.compute_early(sop)
+            sp = plan_selector(sib.selector)
+            kb = None if sp is None or sp.eq is None else self._keyed(sib, sp, sp.eq[0])
+            if kb is not None and kb.streamed:
+                batch.append(kb)
+        n = max(x.kn for x in batch)
+        for a in range(0, n, long_values.PIECE if k.streamed else max(n, 1)):
+            cache: dict[Any, np.ndarray] = {}
+            for x in batch:
+                if a < x.kn:
+                    b = min(x.kn, a + long_values.PIECE) if x.streamed else x.kn
+                    km = np.ones(b - a, dtype=bool)
+                    for s, cmp, c in x.katoms:
+                        km &= compare(cmp, self._get(s, "comparable", a, b, cache), c)
+                    ks = np.flatnonzero(km)
+                    kk = self._get(x.ksrc, "comparable", a, b, cache)[ks]
+                    x.parts.append(bin_sums(kk, self._get(x.vsrc, "value", a, b, cache)[ks]))
+        for x in batch[1:]:
+            self.pending[id(x.node)] = x.groups()
+        return k.groups()
+
+    def _keyed(self, node: C.Aggregate, plan: SelectorPlan, ksop: C.SOp) -> Keyed | None:
+        """An equality head's key side, prepared for ``_key_groups``; None when its key values
+        are not integers (the general path)."""
         ksrc = self._src(ksop, "comparable")
         if (("i" if ksrc.is_int else "f") if isinstance(ksrc, Lazy) else dtype_kind(ksrc)) not in "iu":
             return None
         vsrc = self._src(node.values, "value")
         katoms = [(self._src(sop, "comparable"), cmp, exact_scalar(c)) for sop, cmp, c in plan.key_atoms]
         srcs = [ksrc, vsrc, *(s for s, _, _ in katoms)]
-        if node.score is not None:
-            srcs.append(self._src(node.score, "value"))
-        kn = max(self._head_of(s) for s in srcs)
-        streamed = kn > long_values.LAZY_MIN or any(isinstance(s, Lazy) for s in srcs)
+        ssrc = None if node.score is None else self._src(node.score, "value")
+        kn = max(self._head_of(s) for s in [*srcs, *([] if ssrc is None else [ssrc])])
+        streamed = kn > long_values.LAZY_MIN or any(isinstance(s, Lazy) for s in [*srcs, ssrc])
         kt = np.ones(1, dtype=bool)
         for s, cmp, c in katoms:
             kt &= compare(cmp, self._tail_src(s, "comparable"), c)
-        tail_keys = kn < L and bool(kt[0])  # the L - kn tail keys: one key of weight L - kn
-        if node.score is not None and streamed:  # a max over a long key side
-            return None if tail_keys else self._scored_stream(ksrc, vsrc, srcs[-1], katoms, kn)
-        w = float(L - kn)
-        if node.score is not None:
-            hk, hv, hs, hw = self._scored_keys(ksrc, vsrc, srcs[-1], katoms, kn)
-            if tail_keys:
-                hk = np.concatenate([hk, self._tail_src(ksrc, "comparable")])
-                hv = np.concatenate([hv, self._tail_src(vsrc, "value")])
-                hs = np.concatenate([hs, self._tail_src(srcs[-1], "value")])
-                hw = np.concatenate([hw, [w]])
-            return max_sums(hk, hv, hs, hw)
-        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        step = long_values.PIECE if streamed else max(kn, 1)
-        for a in range(0, kn, step):
-            b = min(kn, a + step)
-            cache: dict[Any, np.ndarray] = {}
-            km = np.ones(b - a, dtype=bool)
-            for s, cmp, c in katoms:
-                km &= compare(cmp, self._get(s, "comparable", a, b, cache), c)
-            ks = np.flatnonzero(km)
-            kk = self._get(ksrc, "comparable", a, b, cache)[ks]
-            vv = self._get(vsrc, "value", a, b, cache)[ks]
-            parts.append(bin_sums(kk, vv))
-        if tail_keys:
-            parts.append((self._tail_src(ksrc, "comparable"), np.array([w]), self._tail_src(vsrc, "value") * w))
-        if not parts:
-            return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
-        if len(parts) == 1:
-            return parts[0]
-        uk = np.concatenate([p[0] for p in parts])
-        uniq, inv = np.unique(uk, return_inverse=True)
-        counts = np.bincount(inv, weights=np.concatenate([p[1] for p in parts]), minlength=len(uniq))
-        sums = np.bincount(inv, weights=np.concatenate([p[2] for p in parts]), minlength=len(uniq))
-        return uniq, counts, sums
+        tail = None  # the L - kn tail keys, when allowed: one key of weight L - kn
+        if kn < self.L and bool(kt[0]):
+            tail = (self._tail_src(ksrc, "comparable"), self._tail_src(vsrc, "value"))
+        return Keyed(node, ksrc, vsrc, ssrc, katoms, kn, streamed, tail, float(self.L - kn))
+
+    def _scored_groups(self, k: Keyed, score: C.SOp) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """A value-scored head's groups: streamed over a long key side (not with tail keys: the
+        general path), else over the whole head."""
+        if k.streamed:
+            return None if k.tail is not None else self._scored_stream(k.ksrc, k.vsrc, k.ssrc, k.katoms, k.kn)
+        hk, hv, hs, hw = self._scored_keys(k.ksrc, k.vsrc, k.ssrc, k.katoms, k.kn)
+        if k.tail is not None:
+            hk = np.concatenate([hk, k.tail[0]])
+            hv = np.concatenate([hv, k.tail[1]])
+            hs = np.concatenate([hs, self._tail_src(k.ssrc, "value")])
+            hw = np.concatenate([hw, [k.w]])
+        return max_sums(hk, hv, hs, hw)
 
     def _scored_stream(
         self, ksrc: Any, vsrc: Any, ssrc: Any, katoms: list[tuple[Any, str, Any]], kn: int

@@ -9,15 +9,17 @@
 from __future__ import annotations
 
 import itertools
+from unittest.mock import patch
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim.rasp import core as C
-from attnsim.rasp import evaluate
+from attnsim.rasp import engine, evaluate, stream_plan
 from attnsim.rasp import expr as E
 from attnsim.rasp.engine import Run, arithmetic
+from attnsim.rasp.numeric import NumpyArith
 from attnsim.rasp.selector_plans import piece_maxima, scored_sums
 
 from .test_streamed_values import plain, streamed
@@ -117,3 +119,42 @@ def plain_nonfinite(prog: C.SOp, toks: list[float]) -> np.ndarray:
     run = Run([prog], toks, arithmetic("numpy"), allow_nonfinite=True, track=True)
     run.execute()
     return run.value(prog)
+
+
+def _two_sums() -> tuple[C.SOp, C.SOp, C.SOp]:
+    """Two equality sums over one streamed value ``v`` (an exp of a gather): a batch."""
+    ix = C.indices
+    v = C.apply("exp", C.aggregate(C.select(ix, C.imap(lambda p: (p * 5) % 13, ix), "=="), C.tokens))
+    s1 = C.aggregate(C.select(C.imap(lambda p: p % 3, ix), C.imap(lambda p: p % 4, ix), "=="), v)
+    s2 = C.aggregate(
+        C.select(C.imap(lambda p: p % 5, ix), C.imap(lambda p: p // 3, ix), "=="), C.apply("mul", v, C.tokens)
+    )
+    return v, s1, C.apply("add", C.apply("scale", s1, params=(3,)), s2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1.0, -2.0, 0.1, 0.2, 0.3]), min_size=13, max_size=40), st.integers(1, 5))
+def test_batched_sums_equal_the_sums_one_by_one(toks: list[float], piece: int) -> None:
+    """The sums of a batch, summed in one pass, equal each summed alone bit for bit; the shared
+    value is computed once per piece, not once per sum."""
+    _, s1, prog = _two_sums()
+    batches = stream_plan.key_group_batches(C.topological([prog]))
+    assert list(batches) == [id(s1)] and len(batches[id(s1)]) == 1
+    exps: list[int] = []
+    real = NumpyArith._apply
+
+    def counted(self: NumpyArith, prim: object, params: object, args: object) -> object:
+        exps.append(getattr(prim, "name", "") == "exp")
+        return real(self, prim, params, args)  # type: ignore[arg-type]
+
+    with streamed(2, piece), patch.object(NumpyArith, "_apply", counted):
+        a = evaluate(prog, toks)
+        batched = sum(exps)
+        exps.clear()
+        with patch.object(engine, "key_group_batches", lambda order: {}):
+            one_by_one = evaluate(prog, toks)
+        alone = sum(exps)
+    assert np.array_equal(a, one_by_one)
+    # streamed sums add pieces' partial sums: the plain run's terms in another rounding order
+    np.testing.assert_allclose(a, plain(prog, toks), rtol=1e-13, atol=1e-13)
+    assert batched < alone
