@@ -300,12 +300,15 @@ class Streaming(RunState):
             for x in batch:
                 if a < x.kn:
                     b = min(x.kn, a + long_values.PIECE) if x.streamed else x.kn
-                    km = np.ones(b - a, dtype=bool)
-                    for s, cmp, c in x.katoms:
-                        km &= compare(cmp, self._get(s, "comparable", a, b, cache), c)
-                    ks = np.flatnonzero(km)
-                    kk = self._get(x.ksrc, "comparable", a, b, cache)[ks]
-                    x.parts.append(bin_sums(kk, self._get(x.vsrc, "value", a, b, cache)[ks]))
+                    kk = self._get(x.ksrc, "comparable", a, b, cache)
+                    vv = self._get(x.vsrc, "value", a, b, cache)
+                    if x.katoms:  # without key conditions every key is allowed: no mask, no copy
+                        km = np.ones(b - a, dtype=bool)
+                        for s, cmp, c in x.katoms:
+                            km &= compare(cmp, self._get(s, "comparable", a, b, cache), c)
+                        ks = np.flatnonzero(km)
+                        kk, vv = kk[ks], vv[ks]
+                    x.parts.append(bin_sums(kk, vv))
         for x in batch[1:]:
             self.pending[id(x.node)] = x.groups()
         return k.groups()
