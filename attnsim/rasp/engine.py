@@ -117,6 +117,8 @@ class Run(Streaming, Aggregation):
                     self.stats.head_positions += lz.m
                 if lz.m > long_values.LAZY_MIN and self.streamable.get(key, False):
                     self.lazy[key] = lz  # read piece by piece by its readers, never stored whole
+                elif lz.m > long_values.LAZY_MIN and self.padded_output and any(node is o for o in self.outputs):
+                    (self.ints if lz.is_int else self.vals)[key] = self._trimmed(lz)
                 else:
                     (self.ints if lz.is_int else self.vals)[key] = self._materialize(lz)
                 return
@@ -232,6 +234,7 @@ def evaluate(
             raise C.ProgramError(f"a program's output must be an SOp, got {o!r}")
     arith = arithmetic(backend)
     run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only, memo=memo, stats=stats)
+    run.padded_output = padded_output  # a long output is then held as tail_of would hold it
     run.execute()
     run.stats.runs += 1
     res: list[Any] = [_padded(run.value_t(o), run.L) if padded_output else run.value(o) for o in outs]

@@ -87,6 +87,7 @@ class RunState:
         self.batches: dict[int, list[C.Aggregate]] = {}
         self.pending: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.done: set[int] = set()
+        self.padded_output = False  # the outputs are returned padded (``evaluate``)
 
     # -- access ---------------------------------------------------------------------------
     def _full(self, x: Any) -> Any:
@@ -169,6 +170,32 @@ class RunState:
                     head = np.empty(m, dtype=p.dtype)
                 head[a:b] = p
         return head if m >= self.L else Tail(head, lz.tail)
+
+    def _trimmed(self, lz: Lazy) -> Tail:
+        """A long output returned padded: its values as ``tail_of`` would hold them (the head up
+        to the last position that differs from the last value), evaluated piece by piece and
+        never stored whole -- a piece equal to the last value throughout is kept as a note."""
+        L, piece = self.L, long_values.PIECE
+        last = np.asarray(lz.fn(L - 1, L, {}) if lz.m >= L else lz.tail)[-1:]
+        nan = last.dtype.kind == "f" and bool(np.isnan(last[0]))
+        parts: list[tuple[int, np.ndarray | None]] = []
+        n = 0  # positions before n hold the head
+        for a in range(0, lz.m, piece):
+            p = np.asarray(lz.fn(a, min(lz.m, a + piece), {}))
+            diff = np.flatnonzero(~np.isnan(p) if nan else p != last[0])
+            parts.append((len(p), p if diff.size else None))
+            if diff.size:
+                n = a + int(diff[-1]) + 1
+        if lz.m < L and not np.array_equal(lz.tail, last, equal_nan=True):  # pragma: no cover - tail is last
+            n = lz.m
+        head = np.empty(n, dtype=np.result_type(last, *(p for _, p in parts if p is not None)))
+        a = 0
+        for size, kept in parts:
+            if a >= n:
+                break
+            head[a : min(n, a + size)] = last[0] if kept is None else kept[: n - a]
+            a += size
+        return Tail(head, last.copy())
 
     def _realize(self, node: C.SOp) -> None:
         """Store a streamed node's values (a reader needs them whole)."""

@@ -19,6 +19,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp import engine, evaluate, stream_plan
 from attnsim.rasp import expr as E
 from attnsim.rasp.engine import Run, arithmetic
+from attnsim.rasp.long_values import tail_of
 from attnsim.rasp.numeric import NumpyArith
 from attnsim.rasp.selector_plans import piece_maxima, scored_sums
 
@@ -158,3 +159,17 @@ def test_batched_sums_equal_the_sums_one_by_one(toks: list[float], piece: int) -
     # streamed sums add pieces' partial sums: the plain run's terms in another rounding order
     np.testing.assert_allclose(a, plain(prog, toks), rtol=1e-13, atol=1e-13)
     assert batched < alone
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1.0, -2.0, np.nan]), min_size=4, max_size=30), st.integers(1, 5))
+def test_a_long_padded_output_is_held_as_tail_of_holds_it(toks: list[float], piece: int) -> None:
+    """A long output returned padded is trimmed piece by piece (``RunState._trimmed``): the same
+    head and padding as ``tail_of`` of the whole output, NaN last values included."""
+    ix = C.indices
+    prog = C.apply("add", C.aggregate(C.select(ix, C.imap(lambda p: p + 1, ix), "=="), C.tokens), C.tokens)
+    with streamed(2, piece):
+        got = evaluate(prog, toks, allow_nonfinite=True, padded_output=True)
+    want = tail_of(plain_nonfinite(prog, toks))
+    assert np.array_equal(got.head, want.head, equal_nan=True)
+    assert np.array_equal(np.array([got.pad]), want.tail, equal_nan=True)
