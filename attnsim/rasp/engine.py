@@ -18,8 +18,9 @@ Both paths implement the same semantics (docs/semantics.md); the language obliga
 
 Long values (numpy backend): a value constant after some position keeps only its head
 (``Tail``); a value whose head is longer than ``LAZY_MIN`` and whose every reader reads it at its
-own positions (a Map's argument, an equality head's queries) or sums it by groups (an equality
-sum's key side) is *streamed* (``Lazy``): computed piece by piece, ``PIECE`` positions at a time,
+own positions (a Map's argument, an equality head's queries) or reads it by groups in key order
+(an equality head's key side, value-scored or not; an equality sum's values) is *streamed*
+(``Lazy``): computed piece by piece, ``PIECE`` positions at a time,
 where it is read, and never stored whole.  Other long values are evaluated in pieces into one
 array.  tests/rasp/test_streamed_values.py checks streamed runs against plain and dense ones.
 
