@@ -18,8 +18,9 @@ Both paths implement the same semantics (docs/semantics.md); the language obliga
 
 Long values (numpy backend): a value constant after some position keeps only its head
 (``Tail``); a value whose head is longer than ``LAZY_MIN`` and whose every reader reads it at its
-own positions (a Map's argument, an equality head's queries) or sums it by groups (an equality
-sum's key side) is *streamed* (``Lazy``): computed piece by piece, ``PIECE`` positions at a time,
+own positions (a Map's argument, an equality head's queries) or reads it by groups in key order
+(an equality head's key side, value-scored or not; an equality sum's values) is *streamed*
+(``Lazy``): computed piece by piece, ``PIECE`` positions at a time,
 where it is read, and never stored whole.  Other long values are evaluated in pieces into one
 array.  tests/rasp/test_streamed_values.py checks streamed runs against plain and dense ones.
 
@@ -53,7 +54,8 @@ from attnsim.rasp.exact import ExactArith, SympyArith
 from attnsim.rasp.long_values import Lazy, Padded, Tail, tail_of
 from attnsim.rasp.numeric import NumpyArith
 from attnsim.rasp.selector_plans import selector_leaves
-from attnsim.rasp.streaming import Streaming, position_only_nodes, streamable_nodes
+from attnsim.rasp.stream_plan import key_group_batches, node_reads, position_only_nodes, streamable_nodes
+from attnsim.rasp.streaming import Streaming
 from attnsim.rasp.structural_memo import MemoSummary, RunStats, StructuralMemo
 
 BACKENDS = ("numpy", "exact", "sympy")
@@ -78,14 +80,7 @@ class Run(Streaming, Aggregation):
         reads: dict[int, list[C.SOp]] = {}
         refs: dict[int, int] = {}
         for node in self.order:
-            if isinstance(node, (C.Map, C.SequenceMap)):
-                r = list(node.args)
-            elif isinstance(node, C.Aggregate):
-                r = [*node.reads(), *selector_leaves(node.selector)]
-            elif isinstance(node, C.SelectorWidth):
-                r = selector_leaves(node.selector)
-            else:
-                r = []
+            r = selector_leaves(node.selector) if isinstance(node, C.SelectorWidth) else node_reads(node)
             reads[id(node)] = r
             for x in r:
                 refs[id(x)] = refs.get(id(x), 0) + 1
@@ -93,11 +88,13 @@ class Run(Streaming, Aggregation):
             refs[id(o)] = refs.get(id(o), 0) + 1
         if self.compact:
             self.streamable = streamable_nodes(self.order, self.outputs)
+            self.batches = key_group_batches(self.order)
         if self.memo is not None:
             self.position_only = position_only_nodes(self.order)
         for node in self.order:
-            if isinstance(node, C.SOp):
+            if isinstance(node, C.SOp) and id(node) not in self.done:
                 self.compute(node)
+                self.done.add(id(node))
             if self.keep_all:
                 continue
             for x in reads.get(id(node), []):
@@ -121,6 +118,8 @@ class Run(Streaming, Aggregation):
                     self.stats.head_positions += lz.m
                 if lz.m > long_values.LAZY_MIN and self.streamable.get(key, False):
                     self.lazy[key] = lz  # read piece by piece by its readers, never stored whole
+                elif lz.m > long_values.LAZY_MIN and self.padded_output and any(node is o for o in self.outputs):
+                    (self.ints if lz.is_int else self.vals)[key] = self._trimmed(lz)
                 else:
                     (self.ints if lz.is_int else self.vals)[key] = self._materialize(lz)
                 return
@@ -236,6 +235,7 @@ def evaluate(
             raise C.ProgramError(f"a program's output must be an SOp, got {o!r}")
     arith = arithmetic(backend)
     run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only, memo=memo, stats=stats)
+    run.padded_output = padded_output  # a long output is then held as tail_of would hold it
     run.execute()
     run.stats.runs += 1
     res: list[Any] = [_padded(run.value_t(o), run.L) if padded_output else run.value(o) for o in outs]

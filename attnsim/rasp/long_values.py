@@ -9,7 +9,7 @@ The helpers below read an array or a ``Tail`` alike.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -141,3 +141,35 @@ class Lazy:
     is_int: bool
     label: str
     fn: Callable[[int, int, dict[Any, np.ndarray]], np.ndarray]
+
+
+@dataclass(eq=False)
+class Keyed:
+    """An equality head's key side in a run, prepared to be grouped: the sources of its keys,
+    values (and score) and key conditions, the head length ``kn`` of the key side, whether it
+    is read piece by piece, the tail key (value) when allowed, with weight ``w``, and the
+    per-piece ``(keys, counts, sums)`` gathered so far."""
+
+    node: Any
+    ksrc: Any
+    vsrc: Any
+    ssrc: Any
+    katoms: list[tuple[Any, str, Any]]
+    kn: int
+    streamed: bool
+    tail: tuple[np.ndarray, np.ndarray] | None
+    w: float
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+
+    def groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(sorted distinct keys, weights, sums) over the pieces and the tail key."""
+        parts = list(self.parts)
+        if self.tail is not None:
+            parts.append((self.tail[0], np.array([self.w]), self.tail[1] * self.w))
+        if not parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+        if len(parts) == 1:
+            return parts[0]
+        uniq, inv = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
+        counts = np.bincount(inv, weights=np.concatenate([p[1] for p in parts]), minlength=len(uniq))
+        return uniq, counts, np.bincount(inv, weights=np.concatenate([p[2] for p in parts]), minlength=len(uniq))

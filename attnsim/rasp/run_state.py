@@ -18,6 +18,7 @@ from attnsim.rasp import long_values
 from attnsim.rasp.arith import Arithmetic, BackendError
 from attnsim.rasp.long_values import Lazy, Padded, Tail, tail_of
 from attnsim.rasp.numeric import NumpyArith
+from attnsim.rasp.stream_plan import node_reads
 from attnsim.rasp.structural_memo import RunStats, StructuralMemo
 
 
@@ -80,6 +81,13 @@ class RunState:
         # values that depend only on positions and sizes, kept across runs (compact runs only)
         self.memo = memo if self.compact else None
         self.position_only: dict[int, bool] = {}
+        # equality sums summed in one pass over the pieces of their shared streamed sources
+        # (``stream_plan.key_group_batches``): the groups of those later in a batch wait in
+        # ``pending``; the nodes computed before their turn for them are in ``done``
+        self.batches: dict[int, list[C.Aggregate]] = {}
+        self.pending: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.done: set[int] = set()
+        self.padded_output = False  # the outputs are returned padded (``evaluate``)
 
     # -- access ---------------------------------------------------------------------------
     def _full(self, x: Any) -> Any:
@@ -133,6 +141,20 @@ class RunState:
     def comparable(self, node: C.SOp) -> np.ndarray:
         return self._full(self.comparable_t(node))
 
+    def compute(self, node: C.SOp) -> None:
+        """Compute one node's values (the engine's walk, :class:`attnsim.rasp.engine.Run`)."""
+        raise NotImplementedError
+
+    def compute_early(self, node: C.SOp) -> None:
+        """Compute ``node`` (and what it reads) before its turn, for a batched reader; the walk
+        skips it at its turn."""
+        if id(node) in self.done:
+            return
+        for x in node_reads(node):
+            self.compute_early(x)
+        self.compute(node)
+        self.done.add(id(node))
+
     # -- streamed values stored whole ------------------------------------------------------
     def _materialize(self, lz: Lazy) -> Any:
         """A Lazy's values as a Tail (its head evaluated in pieces into one array)."""
@@ -148,6 +170,32 @@ class RunState:
                     head = np.empty(m, dtype=p.dtype)
                 head[a:b] = p
         return head if m >= self.L else Tail(head, lz.tail)
+
+    def _trimmed(self, lz: Lazy) -> Tail:
+        """A long output returned padded: its values as ``tail_of`` would hold them (the head up
+        to the last position that differs from the last value), evaluated piece by piece and
+        never stored whole -- a piece equal to the last value throughout is kept as a note."""
+        L, piece = self.L, long_values.PIECE
+        last = np.asarray(lz.fn(L - 1, L, {}) if lz.m >= L else lz.tail)[-1:]
+        nan = last.dtype.kind == "f" and bool(np.isnan(last[0]))
+        parts: list[tuple[int, np.ndarray | None]] = []
+        n = 0  # positions before n hold the head
+        for a in range(0, lz.m, piece):
+            p = np.asarray(lz.fn(a, min(lz.m, a + piece), {}))
+            diff = np.flatnonzero(~np.isnan(p) if nan else p != last[0])
+            parts.append((len(p), p if diff.size else None))
+            if diff.size:
+                n = a + int(diff[-1]) + 1
+        if lz.m < L and not np.array_equal(lz.tail, last, equal_nan=True):  # pragma: no cover - tail is last
+            n = lz.m
+        head = np.empty(n, dtype=np.result_type(last, *(p for _, p in parts if p is not None)))
+        a = 0
+        for size, kept in parts:
+            if a >= n:
+                break
+            head[a : min(n, a + size)] = last[0] if kept is None else kept[: n - a]
+            a += size
+        return Tail(head, last.copy())
 
     def _realize(self, node: C.SOp) -> None:
         """Store a streamed node's values (a reader needs them whole)."""

@@ -172,3 +172,47 @@ def max_sums(
     top = ss == gmax[inv]
     inv, vv, w = inv[top], vv[top], w[top]
     return uniq, np.bincount(inv, weights=w, minlength=len(uniq)), np.bincount(inv, weights=vv * w, minlength=len(uniq))
+
+
+def piece_maxima(
+    kk: np.ndarray, vv: np.ndarray, ss: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """One piece of a value-scored head's allowed keys ``kk`` (integers) with values ``vv`` and
+    scores ``ss``: (its distinct keys, each one's maximal score in the piece, the candidates
+    (key, value, score) whose score is their key's maximum in the piece, in index order).
+    An entry of maximal score over all pieces is of maximal score in its piece, so the
+    candidates of every piece hold all of them (:func:`scored_sums`)."""
+    kk = kk.astype(np.int64)
+    if kk.size == 0:
+        return kk, ss[:0], (kk, vv[:0], ss[:0])
+    lo, hi = int(kk.min()), int(kk.max())
+    if hi - lo < 4 * kk.size + 1024:  # bins over the range (a sort when it is wide)
+        bins = kk - lo
+        gmax = np.full(hi - lo + 1, -np.inf)
+        np.maximum.at(gmax, bins, ss)
+        at = np.flatnonzero(np.bincount(bins, minlength=hi - lo + 1))
+        uniq, maxima = at + lo, gmax[at]
+    else:
+        uniq, inv = np.unique(kk, return_inverse=True)
+        bins, gmax = inv.reshape(-1), np.full(len(uniq), -np.inf)
+        np.maximum.at(gmax, bins, ss)
+        maxima = gmax
+    cand = ss == gmax[bins]
+    return uniq, maxima, (kk[cand], vv[cand], ss[cand])
+
+
+def scored_sums(
+    keys: list[np.ndarray], maxima: list[np.ndarray], cands: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pieces' :func:`piece_maxima` (in index order) combined: (sorted distinct keys, counts,
+    sums) over each key's entries of maximal score.  The maximum is exact in any order; the
+    entries of maximal score are the candidates whose score is it, in index order, and each
+    key's sum adds their values one by one from 0.0 (``bincount``): the general path's numbers."""
+    uniq, inv = np.unique(np.concatenate(keys), return_inverse=True)
+    gmax = np.full(len(uniq), -np.inf)
+    np.maximum.at(gmax, inv.reshape(-1), np.concatenate(maxima))
+    ck, cv, cs = (np.concatenate([c[i] for c in cands]) for i in range(3))
+    g = np.searchsorted(uniq, ck)
+    top = cs == gmax[g]
+    counts = np.bincount(g[top], minlength=len(uniq)).astype(np.float64)
+    return uniq, counts, np.bincount(g[top], weights=cv[top], minlength=len(uniq))

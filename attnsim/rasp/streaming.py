@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 
 from attnsim.rasp import core as C
-from attnsim.rasp import long_values
+from attnsim.rasp import long_values, stream_plan
 from attnsim.rasp.arith import BackendError
 from attnsim.rasp.compiled_expr import compiled
 from attnsim.rasp.expr import constant_from
 from attnsim.rasp.long_values import (
+    Keyed,
     Lazy,
     Tail,
     dtype_kind,
@@ -38,59 +39,10 @@ from attnsim.rasp.selector_plans import (
     exact_scalar,
     group_lookup,
     max_sums,
+    piece_maxima,
     plan_selector,
-    selector_leaves,
+    scored_sums,
 )
-
-
-def streamable_nodes(order: Sequence[C.RASPExpr], outputs: Sequence[C.SOp]) -> dict[int, bool]:
-    """Per node: every reader reads it at its own positions (a Map's argument, an equality head's
-    queries and query conditions) or sums it by groups (the key side of an equality sum, no score),
-    and it is no output: such a value can be streamed (``Lazy``)."""
-    ok: dict[int, bool] = {}
-
-    def mark(x: C.SOp, good: bool) -> None:
-        ok[id(x)] = ok.get(id(x), True) and good
-
-    for node in order:
-        if isinstance(node, (C.Map, C.SequenceMap)):
-            for a in node.args:
-                mark(a, True)
-        elif isinstance(node, (C.Aggregate, C.SelectorWidth)):
-            leaves = selector_leaves(node.selector)
-            plan = plan_selector(node.selector) if isinstance(node, C.Aggregate) else None
-            if plan is None or plan.eq is None or plan.empty or not isinstance(node, C.Aggregate):
-                for x in [*leaves, *(node.reads() if isinstance(node, C.Aggregate) else [])]:
-                    mark(x, False)
-                continue
-            ksop, qsop = plan.eq
-            gather = isinstance(ksop, C.Indices)
-            summed = not gather and node.score is None
-            roles: list[tuple[C.SOp, bool]] = [(qsop, True), (ksop, gather or summed), (node.values, summed)]
-            roles += [(s, True) for _, s, _ in plan.query_atoms] + [(s, summed) for s, _, _ in plan.key_atoms]
-            if node.score is not None:
-                roles.append((node.score, False))
-            for x, good in roles:
-                mark(x, good)
-            covered = {id(x) for x, _ in roles}
-            for x in leaves:
-                if id(x) not in covered:
-                    mark(x, False)
-    for o in outputs:
-        mark(o, False)
-    return ok
-
-
-def position_only_nodes(order: Sequence[C.RASPExpr]) -> dict[int, bool]:
-    """Per node: its value depends only on positions and sizes (``indices``, or an index map
-    whose every argument is such a value), so it is the same on every run at one length."""
-    out: dict[int, bool] = {}
-    for node in order:
-        if isinstance(node, C.Indices):
-            out[id(node)] = True
-        elif isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.IndexFn):
-            out[id(node)] = all(out.get(id(a), False) for a in node.args)
-    return out
 
 
 class Streaming(RunState):
@@ -221,6 +173,7 @@ class Streaming(RunState):
         """A primitive on compact values: on the longest head, and once on the tails."""
         prim, params, label = node.fn.primitive, node.fn.params, node.label  # type: ignore[union-attr]
         srcs = [self._src(x, "value") for x in node.args]
+        srcs = self._taken_branch(prim.name, srcs)
         m = max((self._head_of(s) for s in srcs), default=self.L)
 
         def apply(xs: list[np.ndarray]) -> np.ndarray:
@@ -235,6 +188,19 @@ class Streaming(RunState):
 
         tail = apply([self._tail_src(s, "value") for s in srcs]).reshape(1)
         return Lazy(m, tail, False, label, piece)
+
+    def _taken_branch(self, prim: str, srcs: list[Any]) -> list[Any]:
+        """``where(c, x, y)`` with a condition constant at every position (a head of length 0,
+        like U's flags read from the header): the branch not taken replaced by its tail, one
+        value that broadcasts.  ``np.where(c != 0, x, y)`` reads only the taken branch then, so
+        the values are the same, and a streamed branch not taken is never computed."""
+        if prim != "where" or self._head_of(srcs[0]) != 0:
+            return srcs
+        taken = 1 if bool(self._tail_src(srcs[0], "value")[0] != 0) else 2
+        out = list(srcs)
+        t = self._tail_src(srcs[3 - taken], "value")
+        out[3 - taken] = Tail(t[:0], t)
+        return out
 
     def _describe_aggregate(self, node: C.Aggregate) -> Lazy | None:
         """The equality fast paths on compact values (a gather, a group mean, a group max), read
@@ -310,56 +276,96 @@ class Streaming(RunState):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The allowed keys grouped by value: (sorted group values, weights, sums of values) --
         with a score, over each group's keys of maximal score.  Long or streamed key sides are
-        read piece by piece (without a score)."""
-        L = self.L
+        read piece by piece; the sums batched with this one (``key_group_batches``) are summed
+        in the same pass over the pieces and kept for their turn."""
+        got = self.pending.pop(id(node), None)
+        if got is not None:
+            return got
+        k = self._keyed(node, plan, ksop)
+        if k is None:
+            return None
+        if node.score is not None:
+            return self._scored_groups(k, node.score)
+        batch = [k]
+        for sib in self.batches.get(id(node), []) if k.streamed else []:
+            for sop in stream_plan.summed_reads(sib) or []:
+                self.compute_early(sop)
+            sp = plan_selector(sib.selector)
+            kb = None if sp is None or sp.eq is None else self._keyed(sib, sp, sp.eq[0])
+            if kb is not None and kb.streamed:
+                batch.append(kb)
+        n = max(x.kn for x in batch)
+        for a in range(0, n, long_values.PIECE if k.streamed else max(n, 1)):
+            cache: dict[Any, np.ndarray] = {}
+            for x in batch:
+                if a < x.kn:
+                    b = min(x.kn, a + long_values.PIECE) if x.streamed else x.kn
+                    kk = self._get(x.ksrc, "comparable", a, b, cache)
+                    vv = self._get(x.vsrc, "value", a, b, cache)
+                    if x.katoms:  # without key conditions every key is allowed: no mask, no copy
+                        km = np.ones(b - a, dtype=bool)
+                        for s, cmp, c in x.katoms:
+                            km &= compare(cmp, self._get(s, "comparable", a, b, cache), c)
+                        ks = np.flatnonzero(km)
+                        kk, vv = kk[ks], vv[ks]
+                    x.parts.append(bin_sums(kk, vv))
+        for x in batch[1:]:
+            self.pending[id(x.node)] = x.groups()
+        return k.groups()
+
+    def _keyed(self, node: C.Aggregate, plan: SelectorPlan, ksop: C.SOp) -> Keyed | None:
+        """An equality head's key side, prepared for ``_key_groups``; None when its key values
+        are not integers (the general path)."""
         ksrc = self._src(ksop, "comparable")
         if (("i" if ksrc.is_int else "f") if isinstance(ksrc, Lazy) else dtype_kind(ksrc)) not in "iu":
             return None
         vsrc = self._src(node.values, "value")
         katoms = [(self._src(sop, "comparable"), cmp, exact_scalar(c)) for sop, cmp, c in plan.key_atoms]
         srcs = [ksrc, vsrc, *(s for s, _, _ in katoms)]
-        if node.score is not None:
-            srcs.append(self._src(node.score, "value"))
-        kn = max(self._head_of(s) for s in srcs)
-        streamed = kn > long_values.LAZY_MIN or any(isinstance(s, Lazy) for s in srcs)
-        if node.score is not None and streamed:
-            return None  # a max over a long key side: the general path
+        ssrc = None if node.score is None else self._src(node.score, "value")
+        kn = max(self._head_of(s) for s in [*srcs, *([] if ssrc is None else [ssrc])])
+        streamed = kn > long_values.LAZY_MIN or any(isinstance(s, Lazy) for s in [*srcs, ssrc])
         kt = np.ones(1, dtype=bool)
         for s, cmp, c in katoms:
             kt &= compare(cmp, self._tail_src(s, "comparable"), c)
-        tail_keys = kn < L and bool(kt[0])  # the L - kn tail keys: one key of weight L - kn
-        w = float(L - kn)
-        if node.score is not None:
-            hk, hv, hs, hw = self._scored_keys(ksrc, vsrc, srcs[-1], katoms, kn)
-            if tail_keys:
-                hk = np.concatenate([hk, self._tail_src(ksrc, "comparable")])
-                hv = np.concatenate([hv, self._tail_src(vsrc, "value")])
-                hs = np.concatenate([hs, self._tail_src(srcs[-1], "value")])
-                hw = np.concatenate([hw, [w]])
-            return max_sums(hk, hv, hs, hw)
-        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        step = long_values.PIECE if streamed else max(kn, 1)
-        for a in range(0, kn, step):
-            b = min(kn, a + step)
+        tail = None  # the L - kn tail keys, when allowed: one key of weight L - kn
+        if kn < self.L and bool(kt[0]):
+            tail = (self._tail_src(ksrc, "comparable"), self._tail_src(vsrc, "value"))
+        return Keyed(node, ksrc, vsrc, ssrc, katoms, kn, streamed, tail, float(self.L - kn))
+
+    def _scored_groups(self, k: Keyed, score: C.SOp) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """A value-scored head's groups: streamed over a long key side (not with tail keys: the
+        general path), else over the whole head."""
+        if k.streamed:
+            return None if k.tail is not None else self._scored_stream(k.ksrc, k.vsrc, k.ssrc, k.katoms, k.kn)
+        hk, hv, hs, hw = self._scored_keys(k.ksrc, k.vsrc, k.ssrc, k.katoms, k.kn)
+        if k.tail is not None:
+            hk = np.concatenate([hk, k.tail[0]])
+            hv = np.concatenate([hv, k.tail[1]])
+            hs = np.concatenate([hs, self._tail_src(k.ssrc, "value")])
+            hw = np.concatenate([hw, [k.w]])
+        return max_sums(hk, hv, hs, hw)
+
+    def _scored_stream(
+        self, ksrc: Any, vsrc: Any, ssrc: Any, katoms: list[tuple[Any, str, Any]], kn: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A value-scored head's groups over a long key side, read ``PIECE`` keys at a time: each
+        piece's maxima and candidates (``piece_maxima``), then the groups (``scored_sums``)."""
+        keys, maxima, cands = [], [], []
+        for a in range(0, max(kn, 1), long_values.PIECE):
+            b = min(kn, a + long_values.PIECE)
             cache: dict[Any, np.ndarray] = {}
             km = np.ones(b - a, dtype=bool)
             for s, cmp, c in katoms:
                 km &= compare(cmp, self._get(s, "comparable", a, b, cache), c)
             ks = np.flatnonzero(km)
-            kk = self._get(ksrc, "comparable", a, b, cache)[ks]
-            vv = self._get(vsrc, "value", a, b, cache)[ks]
-            parts.append(bin_sums(kk, vv))
-        if tail_keys:
-            parts.append((self._tail_src(ksrc, "comparable"), np.array([w]), self._tail_src(vsrc, "value") * w))
-        if not parts:
-            return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
-        if len(parts) == 1:
-            return parts[0]
-        uk = np.concatenate([p[0] for p in parts])
-        uniq, inv = np.unique(uk, return_inverse=True)
-        counts = np.bincount(inv, weights=np.concatenate([p[1] for p in parts]), minlength=len(uniq))
-        sums = np.bincount(inv, weights=np.concatenate([p[2] for p in parts]), minlength=len(uniq))
-        return uniq, counts, sums
+            reads = ((ksrc, "comparable"), (vsrc, "value"), (ssrc, "value"))
+            kk, vv, ss = (self._get(x, w, a, b, cache)[ks] for x, w in reads)
+            uk, mk, cand = piece_maxima(kk, vv, ss)
+            keys.append(uk)
+            maxima.append(mk)
+            cands.append(cand)
+        return scored_sums(keys, maxima, cands)
 
     def _scored_keys(
         self, ksrc: Any, vsrc: Any, ssrc: Any, katoms: list[tuple[Any, str, Any]], kn: int
