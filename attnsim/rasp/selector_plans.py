@@ -189,13 +189,13 @@ def piece_maxima(
     if hi - lo < 4 * kk.size + 1024:  # bins over the range (a sort when it is wide)
         bins = kk - lo
         gmax = np.full(hi - lo + 1, -np.inf)
-        np.maximum.at(gmax, bins, ss)
+        group_max(gmax, bins, ss)
         at = np.flatnonzero(np.bincount(bins, minlength=hi - lo + 1))
         uniq, maxima = at + lo, gmax[at]
     else:
         uniq, inv = np.unique(kk, return_inverse=True)
         bins, gmax = inv.reshape(-1), np.full(len(uniq), -np.inf)
-        np.maximum.at(gmax, bins, ss)
+        group_max(gmax, bins, ss)
         maxima = gmax
     cand = ss == gmax[bins]
     return uniq, maxima, (kk[cand], vv[cand], ss[cand])
@@ -210,7 +210,7 @@ def scored_sums(
     key's sum adds their values one by one from 0.0 (``bincount``): the general path's numbers."""
     uniq, inv = np.unique(np.concatenate(keys), return_inverse=True)
     gmax = np.full(len(uniq), -np.inf)
-    np.maximum.at(gmax, inv.reshape(-1), np.concatenate(maxima))
+    group_max(gmax, inv.reshape(-1), np.concatenate(maxima))
     ck, cv, cs = (np.concatenate([c[i] for c in cands]) for i in range(3))
     g = np.searchsorted(uniq, ck)
     top = cs == gmax[g]
