@@ -195,13 +195,44 @@ def _canonical_sum(body: Any, limits: list[tuple[Any, Any, Any]]) -> Any:
     return best
 
 
-def normal_forms(a: Any, b: Any) -> tuple[Any, Any, Any]:
-    """The normal forms of ``a`` and ``b`` and their difference (0 when they are equal)."""
-    na, nb = normal_form(a), normal_form(b)
+def _shared_closed_terms(a: Any, b: Any) -> dict[Any, Any]:
+    """Each compound subterm that occurs in both ``a`` and ``b`` and mentions no bound variable of
+    either (so it means the same wherever it stands), mapped to a fresh symbol."""
+    binders = sp.concrete.expr_with_limits.ExprWithLimits  # Sum, MaxOver
+    bound = {v for e in (a, b) for w in sp.sympify(e).atoms(binders) for v in w.variables}
+
+    def closed(t: Any) -> bool:
+        compound = isinstance(t, sp.Expr) and bool(t.args) and not isinstance(t, (sp.Indexed, Ite))
+        return compound and not (t.free_symbols & bound)  # an Expr: no condition, no limits tuple
+
+    in_a = {t for t in sp.preorder_traversal(a) if t.args}
+    return {t: sp.Dummy("shared") for t in sp.preorder_traversal(b) if t in in_a and closed(t)}
+
+
+def _difference(na: Any, nb: Any) -> Any:
+    """``na - nb`` expanded, a positive power of a flag made the flag (rule 6)."""
     diff = sp.expand(na - nb)
     if diff != 0:  # rule 6: a positive power of a 0/1 flag is the flag (expand makes [c] [c] = [c]^2)
         diff = sp.expand(_flag_powers(diff))
-    return na, nb, diff
+    return diff
+
+
+def normal_forms(a: Any, b: Any) -> tuple[Any, Any, Any]:
+    """The normal forms of ``a`` and ``b`` and their difference (0 when they are equal).
+
+    Before expanding the whole difference, the subterms the two sides share (compound, mentioning
+    no bound variable) are read as fresh symbols (:func:`_shared_closed_terms`; ``xreplace`` takes
+    the largest first): a difference 0 for every value of those symbols is 0 at the shared terms'
+    values, so equal sides are decided without multiplying out, e.g., the cube of a LayerNorm
+    output inside tanh-GELU on both sides.  Otherwise the whole difference is expanded (the result
+    and the difference shown are the same as without the shortcut)."""
+    na, nb = normal_form(a), normal_form(b)
+    if na == nb:  # structurally one expression: the difference is 0, nothing to expand
+        return na, nb, sp.Integer(0)
+    shared = _shared_closed_terms(na, nb)
+    if shared and _difference(na.xreplace(shared), nb.xreplace(shared)) == 0:
+        return na, nb, sp.Integer(0)
+    return na, nb, _difference(na, nb)
 
 
 def equal_by_normal_form(a: Any, b: Any) -> tuple[bool, str, Any]:

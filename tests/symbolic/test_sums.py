@@ -75,3 +75,26 @@ def test_independent_double_sums_commute() -> None:
     y = sp.Sum(sp.Sum(A[c, d] * B[d, c], (d, 0, N - 1)), (c, 0, N - 1))
     assert equal_by_normal_form(x, y)[0]
     assert not equal_by_normal_form(x, sp.Sum(sp.Sum(A[c, d] * B[c, d], (d, 0, N - 1)), (c, 0, N - 1)))[0]
+
+
+def test_shared_closed_subterms_decide_equal_sides_without_multiplying_out() -> None:
+    """Theorem 6's ffn stage (tanh-GELU over a LayerNorm output): both sides hold the same closed
+    subterm x inside tanh(x + x^3); read as a fresh symbol it decides equality without expanding x^3.
+    A subterm that mentions a bound variable is never read as a symbol (it means another value at
+    every term of its sum), and unequal sides stay unequal."""
+    from attnsim.symbolic.sums import _shared_closed_terms
+
+    x = sp.Sum(A[L], (L, 0, N - 1)) / N + A[0] * A[1]
+    lhs = sp.tanh(x + x**3 / 7) * (x + 1)
+    rhs = x * sp.tanh(x**3 / 7 + x) + sp.tanh(x + x**3 / 7)
+    same, shown, _ = equal_by_normal_form(lhs, rhs)
+    assert same, shown
+    assert not equal_by_normal_form(lhs, rhs + x)[0]
+    assert not equal_by_normal_form(lhs, x * sp.tanh(x + x**3 / 6) + sp.tanh(x + x**3 / 7))[0]
+    body = A[L] * A[L + 1]  # mentions the bound L: not a shared closed term
+    shared = _shared_closed_terms(
+        normal_form(sp.Sum(body, (L, 0, N - 1))), normal_form(sp.Sum(body + 1, (M, 0, N - 1)))
+    )
+    assert not any(t.has(sp.Symbol("β0", integer=True)) for t in shared), shared
+    renamed = sp.Sum(sp.Sum(A[L, M], (M, 0, N - 1)), (L, 0, N - 1))  # capture is still refused
+    assert not equal_by_normal_form(renamed, sp.Sum(sp.Sum(A[M, M], (M, 0, N - 1)), (L, 0, N - 1)))[0]
