@@ -280,6 +280,10 @@ def _selected(args: argparse.Namespace, err: Console) -> tuple[list[Any], list[A
         raise UsageError(
             f"no obligation matches {args.only!r} (an id prefix, e.g. `matmul/` or `matmul/z3-parametric`)"
         )
+    chosen = len(obs)
+    obs = registry.with_premises(obs)
+    if len(obs) > chosen:  # --only on a conclusion: its premises run too, so it can settle proved
+        err.print(f"--only: also running {len(obs) - chosen} premise(s) of the selected obligations (their requires)")
     obs, without_coq = runnable(obs)
     if without_coq:  # not run, never proved: said once, a skipped JSON row each, listed as not run in the scope
         err.print(f"{len(without_coq)} kernel obligation(s) not run: coqc not installed ({COQ_INSTALL})")

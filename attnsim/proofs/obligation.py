@@ -269,6 +269,9 @@ class Obligation:
     bound: int | None = None
     deep: bool = False
     requires: tuple[str, ...] = ()  # ids of the obligations this conclusion rests on
+    # CPU seconds of the time safety net when the method's default (attnsim.verify.budgets) does not
+    # fit: the measured use times a margin; never what decides a verdict (solver work does)
+    budget: float | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

@@ -40,10 +40,14 @@ deep ``sympy``              120 s    whole-U SymPy: 0.4-1.0 s, FFN post/ReLU 13.
                                      det/inverse n=5 <= 1.9 s
 deep ``z3-bounded``         30 s     U's stage selectors for capacities <= 3: 1.2-2.4 s each
 deep ``exact``/``numeric``  30 s     det/inverse at n = 16: <= 4.4 s; compile exhaustive <= 0.6 s
-deep ``all-sizes``          900 s    U's stage ``scores`` for all sizes: 85-90 s (two option cases, 2-core machine);
-                                     layout + scores + attention chained: 78.8 s; the whole layer chained
-                                     (simulator/all-sizes/layer): 151 s beside one process, 474 s loaded
+deep ``all-sizes``          900 s    the deep all-sizes proofs (U's stacks and frames are not deep)
+own ``budget``              120 s    a stage goal of U's layer (``simulator-stages/.../<stage>/<node>``):
+                                     CPU seconds 0.1-15 each, the FFN 1 pre-activations 10-15 (6 option
+                                     cases; 2026-12-04, one process, 2-core machine)
 ==========================  =======  =======================================================
+
+An obligation may state its own ``budget`` (CPU seconds) when its method's does not fit.  The
+runner starts the largest budgets first, so the long proofs share the workers with the short ones.
 
 An explicit ``--timeout`` replaces every budget.  An obligation that runs out of time is
 *unknown* (never proved), and :func:`explain_timeout` says which ``--timeout`` to rerun it with.
@@ -74,7 +78,10 @@ DEEP_DEFAULT = 30.0
 
 
 def budget(ob: Obligation) -> float:
-    """The default timeout (seconds) of one obligation: 10 s, or its method's deep budget."""
+    """The default timeout (seconds) of one obligation: its own ``budget`` if it states one, else
+    10 s, or its method's (deep) budget."""
+    if ob.budget is not None:
+        return ob.budget
     if not ob.deep:
         return METHOD_TIMEOUTS.get(ob.method, DEFAULT_TIMEOUT)
     return DEEP_TIMEOUTS.get(ob.method, DEEP_DEFAULT)
@@ -117,16 +124,11 @@ def run_budgeted(
 
     ``smt``: :class:`attnsim.verify.runner.SmtOptions` (export / cvc5 cross-check of the deciding queries).
 
-    Obligations are grouped by timeout and each group goes to the forked pool of
-    :func:`attnsim.verify.runner.run_all` in turn; a timed-out result names its rerun command.
+    All go to one forked pool of :func:`attnsim.verify.runner.run_all`, each with its own budget,
+    the largest budgets (the long proofs) started first so the short ones fill the other workers
+    around them; a timed-out result names its rerun command.
     """
 
-    groups: dict[float, list[int]] = {}
-    for i, ob in enumerate(obs):
-        groups.setdefault(timeout_for(ob, timeout), []).append(i)
-    out: dict[int, Result] = {}
-    for t, idx in sorted(groups.items()):
-        res = run_all([obs[i] for i in idx], jobs=jobs, timeout=t, on_done=on_done, smt=smt)
-        for i, r in zip(idx, res, strict=True):
-            out[i] = explain_timeout(r, obs[i], t)
-    return [out[i] for i in range(len(obs))]
+    limits = [timeout_for(ob, timeout) for ob in obs]
+    res = run_all(obs, jobs=jobs, timeout=limits, on_done=on_done, smt=smt)
+    return [explain_timeout(r, ob, t) for r, ob, t in zip(res, obs, limits, strict=True)]

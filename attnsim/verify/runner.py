@@ -109,23 +109,24 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def _worker(obs: Sequence[Obligation], timeout: float, smt: SmtOptions | None, conn: Connection) -> None:
-    """A forked worker: run the obligations whose indices arrive on ``conn`` until None."""
+def _worker(obs: Sequence[Obligation], limits: Sequence[float], smt: SmtOptions | None, conn: Connection) -> None:
+    """A forked worker: run the obligations whose indices arrive on ``conn`` until None, each with
+    its own time limit."""
     while True:
         idx = conn.recv()
         if idx is None:
             return
         t0 = time.perf_counter()
-        out, meter = _metered(obs[idx], timeout, smt)
+        out, meter = _metered(obs[idx], limits[idx], smt)
         conn.send((idx, out, meter, time.perf_counter() - t0))
 
 
 class _Slot:
     """One worker process and the obligation it is running (if any)."""
 
-    def __init__(self, ctx: Any, obs: Sequence[Obligation], timeout: float, smt: SmtOptions | None) -> None:
+    def __init__(self, ctx: Any, obs: Sequence[Obligation], limits: Sequence[float], smt: SmtOptions | None) -> None:
         self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker, args=(obs, timeout, smt, child), daemon=True)
+        self.proc = ctx.Process(target=_worker, args=(obs, limits, smt, child), daemon=True)
         with children_deaf_to_sigint():  # Ctrl-C reaches the parent only, which stops the workers
             self.proc.start()
         child.close()
@@ -161,31 +162,37 @@ class _Slot:
 def run_all(
     obs: Sequence[Obligation],
     jobs: int | None = None,
-    timeout: float = 10.0,
+    timeout: float | Sequence[float] = 10.0,
     on_done: Callable[[Result], None] | None = None,
     smt: SmtOptions | None = None,
 ) -> list[Result]:
     """Run obligations in ``jobs`` forked worker processes; results in input order.
 
-    Workers are forked once and reused (forking per obligation cost more system time than
-    many checks take); a worker whose obligation exceeds ``timeout`` is killed, the obligation
-    is ``unknown``, and a fresh worker takes its place.
+    ``timeout``: one limit for all, or one per obligation.  Workers are forked once and reused
+    (forking per obligation cost more system time than many checks take); the obligations with
+    the largest limits (the long ones) are started first, so they do not end the run alone; a
+    worker whose obligation exceeds its limit is killed, the obligation is ``unknown``, and a
+    fresh worker takes its place.
     """
     jobs = jobs or os.cpu_count() or 1
+    limits = [float(timeout)] * len(obs) if isinstance(timeout, (int, float)) else [float(t) for t in timeout]
+    if len(limits) != len(obs):
+        raise ValueError(f"run_all: {len(limits)} time limits for {len(obs)} obligations")
     if not hasattr(os, "fork"):
         res = []
-        for ob in obs:
-            r = run_inline(ob, timeout, smt)
+        for ob, t in zip(obs, limits, strict=True):
+            r = run_inline(ob, t, smt)
             res.append(r)
             if on_done:
                 on_done(r)
         return res
     ctx = mp.get_context("fork")
-    pending = list(range(len(obs)))
+    # popped from the end: the largest limits first, then input order (a stable sort)
+    pending = sorted(range(len(obs)), key=lambda i: -limits[i])
     pending.reverse()
     results: dict[int, Result] = {}
     cross = smt is not None and smt.cross_check
-    slots = [_Slot(ctx, obs, timeout, smt) for _ in range(min(jobs, max(1, len(obs))))]
+    slots = [_Slot(ctx, obs, limits, smt) for _ in range(min(jobs, max(1, len(obs))))]
 
     def finish(i: int, r: Result) -> None:
         results[i] = r
@@ -213,17 +220,17 @@ def run_all(
                         continue
                     except (EOFError, OSError):
                         finish(task, _result(ob, Outcome(False, died, cause="worker lost"), elapsed))
-                elif sl.used() > (limit := timeout + 0.5 + (CROSS_CHECK_BUDGET if cross else 0)) or (
+                elif sl.used() > (limit := limits[task] + 0.5 + (CROSS_CHECK_BUDGET if cross else 0)) or (
                     elapsed > WALL_NET_FACTOR * limit
                 ):
-                    stopped = Outcome(None, f"timeout after {timeout:g} s (safety net)", cause="timeout")
+                    stopped = Outcome(None, f"timeout after {limits[task]:g} s (safety net)", cause="timeout")
                     finish(task, _result(ob, stopped, elapsed))
                 elif sl.proc.is_alive():
                     continue
                 else:
                     finish(task, _result(ob, Outcome(False, died, cause="worker lost"), elapsed))
                 sl.stop(kill=True)
-                slots[k] = _Slot(ctx, obs, timeout, smt)
+                slots[k] = _Slot(ctx, obs, limits, smt)
     finally:
         for sl in slots:
             sl.stop(kill=sl.task is not None)
