@@ -88,6 +88,37 @@ def test_pool_survives_timeouts_and_dead_workers() -> None:
     assert "worker died" in res[1].detail
 
 
+def test_each_obligation_has_its_own_limit_and_the_largest_start_first() -> None:
+    """Issue 27: one pool, a limit per obligation (its own ``budget`` or its method's): a long proof
+    with a large budget finishes while a short-budget one that runs as long is stopped; the
+    largest budgets are handed out first, so the long proof does not end the run alone."""
+    from attnsim.verify.budgets import run_budgeted
+
+    finished: list[str] = []
+    obs = [
+        Obligation("t/exact/short", "t", "x", "exact", lambda t: _spin(2.0), budget=0.5),
+        Obligation("t/exact/long", "t", "x", "exact", lambda t: _spin(2.0), budget=30.0),
+    ]
+    res = run_budgeted(obs, jobs=1, on_done=lambda r: finished.append(r.id))
+    assert [r.status for r in res] == ["unknown", "passed"]
+    assert res[0].detail.startswith("timeout after 0.5 s (safety net)"), res[0].detail
+    assert finished == ["t/exact/long", "t/exact/short"]  # one worker: the long one went first
+    with pytest.raises(ValueError, match="2 time limits for 1 obligations"):
+        run_all(obs[:1], jobs=1, timeout=[1.0, 2.0])
+
+
+def test_only_on_a_conclusion_runs_its_premises() -> None:
+    """`verify --only` on a conclusion adds the registered obligations it rests on (transitively),
+    so it settles proved instead of conditional."""
+    from attnsim.proofs import registry
+
+    (layer,) = registry.select("simulator/shallow/all-sizes/layer")
+    obs = registry.with_premises([layer])
+    ids = {o.id for o in obs}
+    assert set(layer.requires) <= ids and len(obs) == 1 + len(layer.requires)
+    assert all(q in ids for o in obs for q in o.requires)  # closed under requires
+
+
 def test_without_coqc_the_kernel_obligations_are_not_run_and_never_proved(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
