@@ -58,7 +58,7 @@ STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("attnsim/rasp/z3_translation.py", "attnsim/rasp/expr.py"),
     ),
     (
-        "the whole-layer proof's steps (`--deep`: flags, truncation, positivity, padding, the stage chain)",
+        "the whole-layer proof's steps (flags, truncation, positivity, padding, the stage chain)",
         tuple(
             sorted(
                 p.relative_to(ROOT).as_posix()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from attnsim.proofs.intents import check_intent
+from attnsim.proofs.intents import check_intent, prove_layout
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp.engine import evaluate
@@ -26,29 +26,64 @@ from attnsim.simulator.congruence import Atoms, difference
 from attnsim.simulator.fixtures import check_fixture
 from attnsim.simulator.layerproof.frame import prove_frame
 from attnsim.simulator.layerproof.stack import base_case, prove_stack
-from attnsim.simulator.layerproof.stages.chain import ORDER, prove_layer
-from attnsim.simulator.layerproof.stages.scores import prove_scores
+from attnsim.simulator.layerproof.stage_proof import setup
+from attnsim.simulator.layerproof.stages import Stage
+from attnsim.simulator.layerproof.stages.chain import (
+    ORDER,
+    layer_outcome,
+    order_problem,
+    prove_goal,
+    read_cuts,
+)
 from attnsim.simulator.reference import TransformerLayer
 from attnsim.simulator.universal import UniversalSimulator
 
 SMALL = (3, 3, 2, 2, 3)  # the capacity whose program the Z3 obligations translate (sizes stay symbols)
 
-def scores_check(timeout: float) -> Outcome:
-    """Stage ``scores`` (attnsim.simulator.layerproof.stage_proof) on U (compact) built over unbound capacity sizes."""
 
-    return prove_scores(UniversalSimulator.over_symbolic_capacity(), timeout)
-
-
-def chain_check(names: tuple[str, ...] | None = None, variant: str = "compact") -> Callable[[float], Outcome]:
-    """U's layout and the stages ``names`` (all: the whole layer; attnsim.simulator.layerproof.stages.chain) in
-    one run on U built over unbound capacity sizes: each stage reads only what the run proved
-    before it.  Both variants: the shallow U's scores (one spread product straight from X) are
-    proven by the same stage (attnsim.simulator.layerproof.stages.scores), and its later stages are the compact
-    build's nodes."""
+def layout_check(variant: str) -> Callable[[float], Outcome]:
+    """U's layout over unbound capacity sizes: every block injective, disjoint, in the sequence (the
+    first premise of the layer: a token read through the input map is the entry it names)."""
 
     def check(timeout: float) -> Outcome:
-        stages = [st for st in ORDER if names is None or st.name in names]
-        return prove_layer(UniversalSimulator.over_symbolic_capacity(variant), timeout, stages)
+        u = UniversalSimulator.over_symbolic_capacity(variant)
+        return prove_layout(setup(u)[0].layout, timeout, describe=u.map.describe)
+
+    return check
+
+
+def stage_goal_check(variant: str, stage: str, label: str) -> Callable[[float], Outcome]:
+    """One goal of one stage (attnsim.simulator.layerproof.stages.chain.prove_goal) on U built over
+    unbound capacity sizes, reading the statements of the stages it requires: those stages' goals
+    are its premises, each an obligation of its own."""
+
+    def check(timeout: float) -> Outcome:
+        u = UniversalSimulator.over_symbolic_capacity(variant)
+        (st,) = [s for s in ORDER if s.name == stage]
+        (goal,) = [g for g in st.goals(u) if g.label == label]
+        return prove_goal(u, st, goal, read_cuts(u, st), timeout)
+
+    return check
+
+
+def stage_goals(variant: str) -> list[tuple[str, str]]:
+    """(stage, node label) of every goal of the layer's stages, in ORDER: the layer's premises."""
+    u = UniversalSimulator.over_symbolic_capacity(variant)
+    return [(st.name, g.label) for st in ORDER for g in st.goals(u)]
+
+
+def layer_check(variant: str, stages: Sequence[Stage] = ORDER) -> Callable[[float], Outcome]:
+    """Theorem 6 as the conjunction of its steps: ``stages`` chain in this order (each reads only
+    stages before it) and are the whole layer (ORDER: the last writes U's output over X); the layout
+    and every stage goal are its premises (``requires``), so it is proved only when each of them is."""
+
+    def check(timeout: float) -> Outcome:
+        bad = order_problem(stages)
+        if bad or [st.name for st in stages] != [st.name for st in ORDER]:
+            return Outcome.bad(bad or f"the stages {', '.join(st.name for st in stages)} are not the whole layer")
+        u = UniversalSimulator.over_symbolic_capacity(variant)
+        steps = ", ".join(f"{st.name} ({len(st.goals(u))} goal(s))" for st in stages)
+        return layer_outcome(stages, f"U ({variant}): its layout, then the stages {steps}, each goal an obligation", ())
 
     return check
 

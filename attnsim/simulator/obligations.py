@@ -23,25 +23,28 @@ from attnsim.simulator.checks import (
     WIDE_CASES,
     WIDE_SCALE,
     base_case_check,
-    chain_check,
     coverage_check,
     decoded_intent_check,
     fixture_check,
     frame_check,
+    layer_check,
     layers_check,
+    layout_check,
     layout_enum_check,
     mask_check,
     masked_key_check,
     numeric_check,
     option_tag,
-    scores_check,
     stack_check,
     stack_induction_check,
+    stage_goal_check,
+    stage_goals,
     u_at,
     whole_check,
     wide_check,
 )
 from attnsim.simulator.fixtures import FIXTURES, MASK_FIXTURES
+from attnsim.simulator.layerproof.stages.chain import ORDER
 from attnsim.simulator.universal import UniversalSimulator
 
 CID = "simulator"
@@ -54,7 +57,7 @@ FRAME = "simulator-frame"
 FRAME_REF = "stacks (depth by looping)"
 
 STAGES = "simulator-stages"
-STAGES_REF = "Theorem 6: U's attention stages (projections, scores, softmax, head outputs)"
+STAGES_REF = "Theorem 6: U's layout and stages (scores, attention, ffn, output, write)"
 
 
 def wide_obligations(variant: str) -> Iterable[Obligation]:
@@ -106,51 +109,63 @@ def frame_obligations() -> Iterable[Obligation]:
             "run_stack on M records is the M-layer encoder: a pass that satisfies the frame lemma's cases keeps the "
             "invariant Enc_t (X block X_t; header and masks kept; pointer t; record slot k holding record t + k, "
             "zeros past the last), the slot holding record t. Conditional on its premises, each its own obligation: "
-            "the frame lemma, the layer (deep) and the base case (checked exactly at one capacity only)",
+            "the frame lemma, the layer and the base case (checked exactly at one capacity only)",
             requires=(f"{FRAME}/{tag}all-sizes/frame", f"{CID}/{tag}all-sizes/layer", base_id),
         )
 
+    for variant in ("compact", "shallow"):
+        yield from layer_obligations(variant)
+
+
+STAGE_BUDGET = 120.0  # CPU s per stage goal; the largest, an FFN 1 pre-activation (6 option cases): 10-15 s idle
+
+
+def layer_obligations(variant: str) -> Iterable[Obligation]:
+    """Theorem 6 for every capacity and true size, one variant: U's layout and each goal of each
+    stage its own obligation (spread over the workers; ``--resume`` reuses each), the layer their
+    conjunction (``requires``: proved only when every one of them is)."""
+    tag = "" if variant == "compact" else f"{variant}/"
+    layout_id = f"{STAGES}/{tag}all-sizes/layout"
     yield Obligation(
-        f"{STAGES}/all-sizes/scores",
+        layout_id,
         STAGES,
         STAGES_REF,
         "all-sizes",
-        scores_check,
-        "U (compact), every capacity N, D, H, K, F and true sizes n, d, hh, k (eps > 0; every option: pre and "
-        "not pre as cases, the others symbolic): at every attention product (h, i, j, e), h < hh, i < n, j < n, "
-        "the logit U feeds its softmax equals the spec's logit(h, i, j) (ENCODER_LAYER's own intermediate): the "
-        "projections with LayerNorm 1 and the scores, attention layers 1-3.  NOT covered: the row max and "
-        "softmax, head outputs, R, LayerNorms after attention, the FFN, the output, the shallow variant (the "
-        "whole layer, both variants: simulator/all-sizes/layer)",
-        deep=True,
+        layout_check(variant),
+        f"U ({variant}), every capacity: every block of its layout is injective, the blocks are disjoint and in "
+        "the sequence (so a token read through the input map is the entry it names)",
     )
-    for variant in ("compact", "shallow"):
-        tag = "" if variant == "compact" else f"{variant}/"
+    ids: dict[str, list[str]] = {}
+    for stage, label in stage_goals(variant):
+        oid = f"{STAGES}/{tag}all-sizes/{stage}/{label}"
+        ids.setdefault(stage, []).append(oid)
+        (st,) = [s for s in ORDER if s.name == stage]
         yield Obligation(
-            f"{CID}/{tag}all-sizes/layer",
-            CID,
-            THM6,
+            oid,
+            STAGES,
+            STAGES_REF,
             "all-sizes",
-            chain_check(None, variant),
-            f"U ({variant}), every capacity N, D, H, K, F and every true size n <= N, d <= D, hh <= H, k <= K, "
-            "f <= F (eps > 0; every option; premises stated in the result): U's output at every entry (i, l) of "
-            "the X block equals [i < n] [l < d] T(X)[i, l] (ENCODER_LAYER, in T's matrices), by symbolic "
-            "execution of U's own program: its layout, then the stages scores, attention, ffn, output, write "
-            "chained in one run (multi-head and the hierarchy are this statement: h, n, d are symbols)",
-            deep=True,
+            stage_goal_check(variant, stage, label),
+            f"U ({variant}), every capacity N, D, H, K, F and true size n, d, hh, k, f (eps > 0; every option; "
+            f"premises stated in the result): stage {stage}, U's node {label} equals its statement, written from "
+            f"ENCODER_LAYER's intermediates, at every entry of its region (and its padding value where it has one), "
+            f"by symbolic execution of U's own program"
+            + (f", reading the proven statements of {', '.join(st.requires)}" if st.requires else ""),
+            requires=(layout_id, *(i for r in st.requires for i in ids[r])),
+            budget=STAGE_BUDGET,
         )
     yield Obligation(
-        f"{STAGES}/all-sizes/attention",
-        STAGES,
-        STAGES_REF,
+        f"{CID}/{tag}all-sizes/layer",
+        CID,
+        THM6,
         "all-sizes",
-        chain_check(("scores", "attention")),
-        "U (compact), every capacity and true size (eps > 0; every query row has an unblocked key, stated): "
-        "U's layout, then in one run the scores stage and, reading its logits, the row max, softmax and head "
-        "outputs (attention layers 1-5) at the four grids that hold them equal the spec's "
-        "sum_c W_O[e, h k + c] sum_j weight(h, i, j) v_h[j, c].  NOT covered: R, the LayerNorms after "
-        "attention, the FFN, the output, the write over X, the shallow variant",
-        deep=True,
+        layer_check(variant),
+        f"U ({variant}), every capacity N, D, H, K, F and every true size n <= N, d <= D, hh <= H, k <= K, "
+        "f <= F (eps > 0; every option; the premises its goals state): U's output at every entry (i, l) of "
+        "the X block equals [i < n] [l < d] T(X)[i, l] (ENCODER_LAYER, in T's matrices): the conjunction of "
+        "U's layout and the stages scores, attention, ffn, act, output, write, each goal its own obligation "
+        "(multi-head and the hierarchy are this statement: h, n, d are symbols)",
+        requires=(layout_id, *(i for r in ids.values() for i in r)),
     )
 
 

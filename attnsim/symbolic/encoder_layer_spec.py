@@ -49,7 +49,7 @@ def encoder_layer_parts(
 ) -> dict[str, Callable[..., Any]]:
     """The statement of ENCODER_LAYER as its named intermediate quantities (stage proofs state
     their claims in them): z1(r, t), proj(part, r, h, c), logit(h, r, l), weight(h, r, j),
-    head(hd, r, t), attn(r, t), y1_in(r, t), y1(r, t), z2(r, t), act(r, g), y2_in(r, t), out(i, e).
+    head(hd, r, t), attn(r, t), y1_in(r, t), y1(r, t), z2(r, t), u1(r, g), act(r, g), y2_in(r, t), out(i, e).
 
     ``given`` (name -> function of the same coordinates) replaces those intermediates: every later
     one is then written over the given function instead of the definition (e.g. ``out`` over an
@@ -175,7 +175,7 @@ def _attention_parts(s: _SpecTerms) -> tuple[Callable[..., Any], ...]:
 
 
 def _block_parts(s: _SpecTerms, attn: Callable[..., Any]) -> tuple[Callable[..., Any], ...]:
-    """The residual, LayerNorms and FFN after attention: y1_in, y1, z2, act, y2_in, out."""
+    """The residual, LayerNorms and FFN after attention: y1_in, y1, z2, u1, act, y2_in, out."""
     alg, ops, pick, cached, vec, opt, x, layer_norm = s.alg, s.ops, s.pick, s.cached, s.vec, s.opt, s.x, s.layer_norm
     d, f = s.sz["d"], s.sz["f"]
 
@@ -202,8 +202,14 @@ def _block_parts(s: _SpecTerms, attn: Callable[..., Any]) -> tuple[Callable[...,
     z2 = pick("z2", z2)
 
     @cached
+    def u1(r: Any, g: Any) -> Any:  # FFN 1's pre-activation: linear1(z2)
+        return alg.sum(lambda t: z2(r, t) * ops["linear1_weight"][0, g, t], d) + vec("linear1_bias", g)
+
+    u1 = pick("u1", u1)
+
+    @cached
     def act(r: Any, g: Any) -> Any:
-        u = alg.sum(lambda t: z2(r, t) * ops["linear1_weight"][0, g, t], d) + vec("linear1_bias", g)
+        u = u1(r, g)
         erf_gelu = lambda: u * (1 + alg.erf(u / alg.sqrt(2))) / 2
         # torch's GELU(approximate="tanh"): sqrt(2 / pi) and 0.044715 (a decimal, read exactly)
         inner = lambda: alg.sqrt(2 / alg.pi()) * (u + alg.rational(44715, 10**6) * alg.power(u, 3))
@@ -228,11 +234,11 @@ def _block_parts(s: _SpecTerms, attn: Callable[..., Any]) -> tuple[Callable[...,
             lambda: y1(i, e),
         )
 
-    return y1_in, y1, z2, act, y2_in, out
+    return y1_in, y1, z2, u1, act, y2_in, out
 
 
 #: the intermediate quantities of :func:`encoder_layer_parts`, in order
-PART_NAMES = ("z1", "proj", "logit", "weight", "head", "attn", "y1_in", "y1", "z2", "act", "y2_in", "out")
+PART_NAMES = ("z1", "proj", "logit", "weight", "head", "attn", "y1_in", "y1", "z2", "u1", "act", "y2_in", "out")
 
 
 def given_parts(

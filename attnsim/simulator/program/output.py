@@ -150,7 +150,7 @@ class OutputStages(ProgramBlocks):
         s_bw = self._sum(f"{name}.bw", GridRef(heads.bw, heads.ffn1), ("h", "e"), onto, grp)
         b1 = self._gather(f"{name}.b1", self._rec["b1"], onto, lambda cs: {"f": f(cs)})
         normed = add(mul(rstd, sub(s_rgw, mul(mu, s_gw))), s_bw)
-        pre = add(where(heads.norm_on, normed, s_rgw), b1)
+        pre = add(where(heads.norm_on, normed, s_rgw), b1).named(f"{name}.pre")
         return self._activation(pre).named(f"{name}.act")
 
     def _activation(self, pre: C.SOp) -> C.SOp:

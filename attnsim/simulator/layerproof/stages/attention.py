@@ -30,7 +30,7 @@ import sympy as sp
 
 from attnsim.proofs.obligation import Outcome
 from attnsim.proofs.solver_work import sharing_answers
-from attnsim.simulator.layerproof.cut import Cut
+from attnsim.simulator.layerproof.cut import Cut, part_cut
 from attnsim.simulator.layerproof.divisors import RowWitness
 from attnsim.simulator.layerproof.encoder_spec import SIZE, spec_parts
 from attnsim.simulator.layerproof.flags import flag
@@ -86,26 +86,12 @@ def guarded(h: Any, e: Any, value: Any) -> Any:
 
 
 def goals(u: Any) -> list[Cut]:
-    """U's head outputs at the four grids that hold them."""
-    parts = spec_parts()
+    """U's head outputs at the four grids that hold them: [h < hh] [e < d] times the spec's own
+    intermediate head(h, i, e) (ENCODER_LAYER's, so the ffn stage states its claim over it)."""
     grids = {g.name: g for g in u.stage_grids}
-
-    def spec(ax: str) -> Any:
-        return lambda cs: head_output(parts, cs[ax], cs["i"], cs["e"])
-
     return [
-        Cut(
-            label,
-            grids[grid],
-            (("i", "n"),),
-            spec(ax),
-            "O",
-            (ax, "i", "e"),
-            "attention",
-            ((ax, "hh"), ("e", "d")),
-            padded="O~",
-        )
-        for label, grid, ax in HEADS
+        part_cut(lb, grids[g], (("i", "n"),), "head", "O", (ax, "i", "e"), "attention", ((ax, "hh"), ("e", "d")), "O~")
+        for lb, g, ax in HEADS
     ]
 
 

@@ -1,22 +1,24 @@
 """Theorem 6 (and 9, the hierarchy): one pass of U equals the encoder layer, for every capacity.
 
-:func:`prove_layer` chains the stages on U's own graph: it proves U's layout (every block
-injective, disjoint, in the sequence, so a token read through the input map is the entry it
-names), then runs the stages in order, handing each only the statements (:class:`Cut`) that the
-stages it reads proved earlier in the same run.  The last stage states U's output on the X block
-as the spec's output (``write``), so a green run is the whole layer, program == spec, for all
+The layer is a chain on U's own graph: U's layout (every block injective, disjoint, in the
+sequence, so a token read through the input map is the entry it names), then the stages in
+:data:`ORDER`, each goal proven over only the statements (:class:`Cut`) of the stages it reads
+(:func:`read_cuts`, :func:`prove_goal`).  The last stage states U's output on the X block as the
+spec's output (``write``), so every goal proven is the whole layer, program == spec, for all
 capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (the multi-head
-and hierarchy claims are the same statement: h, n, d are symbols).  Premises the stages state
-(e.g. every query row has an unblocked key) are collected into the Outcome.  A goal that carries a
-padding value (``Cut.padded``: what later stages read on the rows i >= n) is accepted only when its
-proof states it (:func:`attnsim.simulator.layerproof.padding.prove_padding`), every node of one name proven equal
-to one representative node.
+and hierarchy claims are the same statement: h, n, d are symbols).  The default ``attnsim
+verify`` runs each goal as an obligation of its own, the layer their conjunction
+(:mod:`attnsim.simulator.obligations`); :func:`prove_layer` chains them in one run.  Premises the
+stages state (e.g. every query row has an unblocked key) are collected into the Outcome.  A goal
+that carries a padding value (``Cut.padded``: what later stages read on the rows i >= n) is
+accepted only when its proof states it (:func:`attnsim.simulator.layerproof.padding.prove_padding`),
+every node of one name proven equal to one representative node (:func:`padding_reps`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attnsim.proofs.intents import prove_layout
@@ -25,13 +27,14 @@ from attnsim.proofs.solver_work import sharing_answers
 from attnsim.simulator.layerproof.cut import Cut
 from attnsim.simulator.layerproof.stage_proof import setup
 from attnsim.simulator.layerproof.stages import Stage
+from attnsim.simulator.layerproof.stages.act import ACTIVATION
 from attnsim.simulator.layerproof.stages.attention import ATTENTION
 from attnsim.simulator.layerproof.stages.ffn import FFN
 from attnsim.simulator.layerproof.stages.output import OUTPUT
 from attnsim.simulator.layerproof.stages.scores import SCORES
 from attnsim.simulator.layerproof.stages.write import WRITE
 
-ORDER: tuple[Stage, ...] = (SCORES, ATTENTION, FFN, OUTPUT, WRITE)
+ORDER: tuple[Stage, ...] = (SCORES, ATTENTION, FFN, ACTIVATION, OUTPUT, WRITE)
 
 
 UNPROVEN = "NOT PROVEN: "  # how :func:`premises` marks a premise on U's own values that no stage proved
@@ -65,47 +68,79 @@ def padding_proven(goal: Cut, out: Outcome, reps: dict[str, str]) -> str:
     return ""
 
 
+def padding_reps(goals: Sequence[Cut]) -> dict[str, str]:
+    """Each padding value's representative node: the first goal of the stage that carries it (the
+    node every stage's padding proof compares the others with)."""
+    reps: dict[str, str] = {}
+    for g in goals:
+        if g.padded:
+            reps.setdefault(g.padded, g.label)
+    return reps
+
+
+def order_problem(stages: Sequence[Stage]) -> str:
+    """Why ``stages`` cannot be chained in this order (a stage reads one not before it), or ""."""
+    for k, st in enumerate(stages):
+        missing = [r for r in st.requires if r not in {s.name for s in stages[:k]}]
+        if missing:
+            return f"stage {st.name} reads {', '.join(missing)}, not proven earlier in this run"
+    return ""
+
+
+def read_cuts(u: Any, st: Stage, stages: Sequence[Stage] = ORDER) -> dict[str, Cut]:
+    """The statements stage ``st`` reads: every goal of the stages it requires (their proofs are
+    premises: the chain's earlier steps, or obligations of their own)."""
+    return {g.label: g for s in stages if s.name in st.requires for g in s.goals(u)}
+
+
+def prove_goal(u: Any, st: Stage, goal: Cut, cuts: Mapping[str, Cut], timeout: float) -> Outcome:
+    """One goal of stage ``st`` proven over the statements ``cuts`` of the stages it reads, its
+    padding value (if any) proven as its representative's (:func:`padding_reps`)."""
+    out = st.prove(u, goal, cuts, timeout)
+    if out.ok is not True:
+        return out.retold(f"stage {st.name}, {goal.label}: {out.detail}")
+    why = padding_proven(goal, out, padding_reps(st.goals(u)))
+    return Outcome.bad(f"stage {st.name}, {goal.label}: {why}") if why else out
+
+
 @sharing_answers  # the stages of one chain share their decided Z3 answers
 def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outcome:
     """U's layout, then every goal of every stage in order; the first goal not proven ends the run
     (its stage, node and detail named); a stage reading a stage not yet proven is refused."""
-    for k, st in enumerate(stages):  # the order first: nothing is run for a chain that cannot hold
-        missing = [r for r in st.requires if r not in {s.name for s in stages[:k]}]
-        if missing:
-            return Outcome.bad(f"stage {st.name} reads {', '.join(missing)}, not proven earlier in this run")
+    bad_order = order_problem(stages)  # the order first: nothing is run for a chain that cannot hold
+    if bad_order:
+        return Outcome.bad(bad_order)
     t0 = time.perf_counter()
     left = lambda: max(0.5, timeout - (time.perf_counter() - t0))
     lay = prove_layout(setup(u)[0].layout, left(), describe=u.map.describe)
     if lay.ok is not True:
         return lay.retold(f"layout: {lay.detail}")
     done = [f"layout {time.perf_counter() - t0:.1f} s"]
-    proven: dict[str, Cut] = {}
     stated: list[Premise] = []
-    reps: dict[str, str] = {}  # padding value name -> the node it is proven to be (padding_proven)
     for st in stages:
-        cuts = {lb: c for lb, c in proven.items() if c.stage in st.requires}
+        cuts = read_cuts(u, st, stages)
         t1 = time.perf_counter()
         goals = st.goals(u)
         for goal in goals:
-            out = st.prove(u, goal, cuts, left())
+            out = prove_goal(u, st, goal, cuts, left())
             if out.ok is not True:
-                so_far = f" (proven before it: {'; '.join(done)})"
-                return out.retold(f"stage {st.name}, {goal.label}: {out.detail}{so_far}")
-            why = padding_proven(goal, out, reps)
-            if why:
-                return Outcome.bad(f"stage {st.name}, {goal.label}: {why} (proven before it: {'; '.join(done)})")
+                return out.retold(f"{out.detail} (proven before it: {'; '.join(done)})")
             stated += [p for p in out.stated if p not in stated]
-        proven.update({g.label: g for g in goals})
         done.append(f"{st.name} {time.perf_counter() - t1:.1f} s ({len(goals)} goal(s))")
+    return layer_outcome(stages, "; ".join(done), stated)
+
+
+def layer_outcome(stages: Sequence[Stage], done: str, stated: Sequence[Premise]) -> Outcome:
+    """The chain's claim once every goal of ``stages`` is proven (``done``: how), under the premises
+    the goals stated; not proven while one of them is on U's own values."""
     claim = (
         "U's output at every entry (i, l) of X equals [i < n] [l < d] T(X)[i, l], the spec's output"
         if [st.name for st in stages] == [st.name for st in ORDER]
-        else f"the stages {', '.join(st.name for st in stages)} in order, nodes {', '.join(proven)} "
-        "(NOT the whole layer)"
+        else f"the stages {', '.join(st.name for st in stages)} in order (NOT the whole layer)"
     )
     text = (
         "for all capacities N, D, H, K, F and true sizes n <= N, d <= D, hh <= H, k <= K, f <= F (eps > 0): "
-        f"{claim}; {'; '.join(done)}" + "".join(f"; premise: {_shown(p)}" for p in stated)
+        f"{claim}; {done}" + "".join(f"; premise: {_shown(p)}" for p in stated)
     )
     gaps = [p for p in stated if p.unproven]
     if gaps:  # a premise on U's own values: the claim holds only where it does, so it is not proven
@@ -114,4 +149,15 @@ def prove_layer(u: Any, timeout: float, stages: Sequence[Stage] = ORDER) -> Outc
     return Outcome(True, text, stated=tuple(stated))
 
 
-__all__ = ["ORDER", "UNPROVEN", "padding_proven", "premises", "prove_layer"]
+__all__ = [
+    "ORDER",
+    "UNPROVEN",
+    "layer_outcome",
+    "order_problem",
+    "padding_proven",
+    "padding_reps",
+    "premises",
+    "prove_goal",
+    "prove_layer",
+    "read_cuts",
+]

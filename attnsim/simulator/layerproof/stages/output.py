@@ -1,6 +1,6 @@
 """Stage ``output`` (Theorem 6, attention layer 7 of U and its MLP): FFN 2, LayerNorm 2, Y.
 
-Over the ffn stage's Y1 and FFN 1 activations (opaque Y1(i, e), act(i, g)): at every entry (i, e)
+Over the ffn stage's Y1 and the act stage's FFN 1 activations (opaque Y1(i, e), act(i, g)): at every entry (i, e)
 of the out grid, U's ``Y`` equals [i < n] [e < d] out(i, e), the spec's output (FFN 2, the
 residual, LayerNorm 2 when post-norm with its variance through the Gram matrix W2 W2^T, or y1
 without an FFN); padding entries are 0, so the next pass reads a valid encoding.
@@ -17,7 +17,7 @@ LayerNorm 2's variance, computed by U as (sum_e (2 c2 F + c2^2) + sum_{g, g'} ac
 a squared sum), so the divisor sqrt(var + eps) is > 0 (eps > 0) -- at a padding row too: there
 the ffn stage's cuts are read as their proven padding values (:mod:`attnsim.simulator.layerproof.cut`:
 every FFN 1 activation node holds one act~(i, g), 0 for g >= f, every Y1 node one Y1~(i, e), 0
-for e >= d, proven by the chain scores -> attention -> ffn on the rows i >= n, where the encoding
+for e >= d, proven by the chain scores -> attention -> ffn -> act on the rows i >= n, where the encoding
 holds 0), so the variance is a mean of squares of one row of values; the masks' 0/1 flags
 [i < n] [e < d] then absorb the row's values.  No premise on the padding rows.
 """
@@ -65,6 +65,6 @@ def prove(
     )
 
 
-OUTPUT = Stage("output", goals, ("ffn",), prove)
+OUTPUT = Stage("output", goals, ("ffn", "act"), prove)
 
 __all__ = ["CASES", "OUTPUT", "OVER", "goals"]

@@ -29,10 +29,11 @@ def _granted(detail: str, stated: tuple[Premise, ...] = ()) -> Stage:
 
 
 def test_the_order_is_the_layers_and_each_stage_reads_the_one_before() -> None:
+    """Each stage reads the one before it; the output stage also reads Y1, two stages back."""
     names = [st.name for st in ORDER]
-    assert names == ["scores", "attention", "ffn", "output", "write"]
+    assert names == ["scores", "attention", "ffn", "act", "output", "write"]
     for before, st in itertools.pairwise(ORDER):
-        assert st.requires == (before.name,)
+        assert st.requires == ((before.name,) if st.name != "output" else ("ffn", "act"))
 
 
 def test_write_chained_after_a_granted_output_is_proven_and_collects_premises() -> None:

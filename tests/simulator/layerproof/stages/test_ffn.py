@@ -1,5 +1,5 @@
 """Stage ``ffn`` (attnsim.simulator.layerproof.stages.ffn, Theorem 6: attention layer 6 of U and its MLP): U's
-Y1 (the residual sum R, LayerNorm 1 when post-norm) and FFN 1 activation (LayerNorm 2 folded in when
+Y1 (the residual sum R, LayerNorm 1 when post-norm) and FFN 1 pre-activation (LayerNorm 2 folded in when
 pre-norm) equal the encoder layer's specification over the attention stage's proven head outputs,
 for every capacity; wrong U's fail with a counterexample naming the stage and the node; the
 executor's and the normal form's new rules refuse false claims."""
@@ -43,47 +43,22 @@ def test_y1_equals_the_spec_for_every_size(label: str) -> None:
     assert f"U's {label} == Y1~(i, e), the value of ffn2.Y1 there (the arguments' only) [e < d]" in out.detail
 
 
-def test_an_activation_equals_the_spec_for_every_size() -> None:
-    """ffn2.u.act in all 18 option cases (activation relu, gelu or gelu_tanh; 45-70 s idle for the
-    12 cases without gelu_tanh, about half as much again with it).  To keep the file within the CI
-    budget the other activation goals (gram.u.act and gram.u2.act, U's same activation program at
-    ln2.gram_terms, 25-40 s each) are left to ffn.prove run on every goal (the deep verify)."""
-    out = _prove(UniversalSimulator.over_symbolic_capacity(), "ffn2.u.act")
+def test_a_pre_activation_equals_the_spec_for_every_size() -> None:
+    """ffn2.u.pre in its six option cases (residual; pre-, post- or no norm): U's FFN 1 input with
+    LayerNorm 2 folded in when pre-norm is the spec's u1 = linear1(z2); the activation of it is the
+    act stage's (test_act.py)."""
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), "ffn2.u.pre")
     assert out.ok is True, out.detail
-    assert "U's ffn2.u.act == its statement" in out.detail and "mean of squares" in out.detail, out.detail
-    assert out.detail.count("gelu = ") == 36, out.detail  # the true rows, then the padding rows
-    assert "premise: gelu and gelu_tanh are not both 1" in out.detail, out.detail
-    assert "U's ffn2.u.act == act~(i, f), the value of ffn2.u.act there (the arguments' only) [f < f]" in out.detail
+    assert "U's ffn2.u.pre == its statement" in out.detail and "mean of squares" in out.detail, out.detail
+    assert out.detail.count("post = ") == 12, out.detail  # the true rows, then the padding rows
+    assert "premise: pre and post are not both 1" in out.detail, out.detail
+    assert "U's ffn2.u.pre == U1~(i, f), the value of ffn2.u.pre there (the arguments' only) [f < f]" in out.detail
     for case in (
-        "residual = 0, pre = 0, post = 0, gelu = 0, gelu_tanh = 0",
-        "pre = 1, post = 0, gelu = 1, gelu_tanh = 0",
-        "pre = 0, post = 1, gelu = 1, gelu_tanh = 0",
-        "pre = 1, post = 0, gelu = 0, gelu_tanh = 1",
+        "residual = 0, pre = 0, post = 0",
+        "residual = 1, pre = 1, post = 0",
+        "residual = 1, pre = 0, post = 1",
     ):
         assert case in out.detail, out.detail
-
-
-TANH_CASES = [{"residual": 1, "pre": p, "post": 1 - p, "gelu": 0, "gelu_tanh": 1} for p in (0, 1)]
-
-
-def test_the_tanh_gelu_activation_equals_the_spec_for_every_size() -> None:
-    """ffn2.u.act with gelu_tanh = 1 (post- and pre-norm): U's tanh-GELU branch is the spec's
-    u (1 + tanh(sqrt(2 / pi) (u + 0.044715 u^3))) / 2, for every capacity and size."""
-    out = _prove(UniversalSimulator.over_symbolic_capacity(), "ffn2.u.act", TANH_CASES)
-    assert out.ok is True, out.detail
-    assert "gelu = 0, gelu_tanh = 1" in out.detail and "U's ffn2.u.act == its statement" in out.detail, out.detail
-
-
-def test_a_tanh_gelu_branch_computing_erf_gelu_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    """U whose gelu_tanh gate selects erf-GELU (the defect of issue 30, inside U) is refuted in the
-    gelu_tanh case, with a counterexample naming the stage and the node."""
-    real = C.apply
-    monkeypatch.setattr(C, "apply", lambda name, *a, **kw: real("gelu" if name == "gelu_tanh" else name, *a, **kw))
-    out = _prove(UniversalSimulator.over_symbolic_capacity(), "ffn2.u.act", TANH_CASES[:1])
-    assert out.ok is False, out.detail
-    assert out.detail.startswith(
-        "ffn (residual = 1, pre = 0, post = 1, gelu = 0, gelu_tanh = 1): ffn2.u.act at ffn2.products: counterexample"
-    ), out.detail
 
 
 # -- wrong U's fail with a counterexample naming the stage and the node ------------------------------
@@ -140,42 +115,48 @@ def test_ffn_1_reading_layer_norm_1s_gain_when_pre_norm_fails(monkeypatch: pytes
         return real(self, name, grid, onto, cs, **kw)
 
     monkeypatch.setattr(UniversalProgram, "_gather", gather)
-    out = _prove(
-        UniversalSimulator.over_symbolic_capacity(),
-        "ffn2.u.act",
-        [{"residual": 1, "pre": 1, "post": 0, "gelu": 1, "gelu_tanh": 0}],
-    )  # GELU: no 0 clamp
+    out = _prove(UniversalSimulator.over_symbolic_capacity(), "ffn2.u.pre", [{"residual": 1, "pre": 1, "post": 0}])
     assert out.ok is False, out.detail
     assert out.detail.startswith(
-        "ffn (residual = 1, pre = 1, post = 0, gelu = 1, gelu_tanh = 0): ffn2.u.act at ffn2.products: counterexample"
+        "ffn (residual = 1, pre = 1, post = 0): ffn2.u.pre at ffn2.products: counterexample"
     ), out.detail
 
 
 # -- the statement is the spec's --------------------------------------------------------------------
 def test_the_statement_over_the_opaque_heads_is_the_spec_up_to_bound_names() -> None:
+    """The ffn goals are stated over the attention stage's cut O, which states the spec's own
+    intermediate head(h, i, e): unfolded, the statement is the spec's y1 (up to bound names); a
+    statement reading O transposed or one head short is not."""
+    from attnsim.simulator.layerproof.cut import statement_over_cuts
     from attnsim.simulator.layerproof.encoder_spec import spec_parts
     from attnsim.simulator.layerproof.stages import attention, ffn
     from attnsim.symbolic.alpha_equivalence import alpha_equal
 
     u = UniversalSimulator.over_symbolic_capacity()
-    cuts = attention.goals(u)
+    cuts = {c.label: c for c in attention.goals(u)}
+    assert {c.part for c in cuts.values()} == {"head"} and {c.name for c in cuts.values()} == {ffn.HEAD}
     i, e = sp.Symbol("i!", integer=True), sp.Symbol("e!", integer=True)
 
     def unfolded(y1: Any) -> Any:
-        for c in cuts:
+        for c in cuts.values():
             y1 = c.unfold(y1)
         return y1
 
-    spec = spec_parts()["y1_in"](i, e)
-    assert spec != unfolded(ffn.over_heads()["y1_in"](i, e))  # other bound names
-    assert alpha_equal(unfolded(ffn.over_heads()["y1_in"](i, e)), spec)
-    opq = ffn.HEAD
+    (goal,) = [g for g in ffn.goals(u) if g.label == "ffn2.Y1"]
+    stmt, why = statement_over_cuts(goal, {"head": ffn.HEAD}, cuts)
+    assert stmt is not None, why
+    spec = goal.statement({"i": i, "e": e})
+    assert alpha_equal(unfolded(stmt({"i": i, "e": e})), spec)
+    opq = sp.Function(ffn.HEAD)
     hv = sp.Symbol("y!h", integer=True)
+    attn = spec_parts()["attn"](i, e)
+    right = sp.Sum(opq(hv, i, e), (hv, 0, SIZE["hh"] - 1))
+    assert alpha_equal(unfolded(right + sp.IndexedBase("out_proj_bias")[0, 0, e]), attn)  # the control
     for wrong in (
         sp.Sum(opq(hv, e, i), (hv, 0, SIZE["hh"] - 1)),  # O read transposed
         sp.Sum(opq(hv, i, e), (hv, 0, SIZE["hh"] - 2)),  # the last head left out
     ):
-        assert not alpha_equal(unfolded(wrong + sp.IndexedBase("out_proj_bias")[0, 0, e]), spec)
+        assert not alpha_equal(unfolded(wrong + sp.IndexedBase("out_proj_bias")[0, 0, e]), attn)
 
 
 # -- the new rules refuse false claims ---------------------------------------------------------------

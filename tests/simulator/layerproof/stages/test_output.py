@@ -25,9 +25,9 @@ POST = [{"ffn": 1, "residual": 0, "post": 1}]
 
 
 def _prove(u: UniversalSimulator, cases: list[dict[str, int]] | None = None) -> Outcome:
-    from attnsim.simulator.layerproof.stages import ffn, output
+    from attnsim.simulator.layerproof.stages import act, ffn, output
 
-    cuts = {c.label: c for c in ffn.goals(u)}
+    cuts = {c.label: c for c in [*ffn.goals(u), *act.goals(u)]}
     (goal,) = output.goals(u)
     return output.prove(u, goal, cuts, 600, cases)
 
@@ -42,11 +42,11 @@ def test_y_equals_the_spec_for_every_size() -> None:
         "ffn = 1, residual = 0, post = 1 (a variance shown a mean of squares"
     )
     assert cases in out.detail and "ffn = 1, residual = 1, post = 1 (a variance" in out.detail, out.detail
-    assert "the proven stages ffn" in out.detail, out.detail
+    assert "the proven stages act, ffn" in out.detail, out.detail
     assert "stated over the cuts Y1 = y1, act = act (the spec's own out" in out.detail, out.detail
     # the padding rows read the ffn stage's proven padding values, in the post-norm cases: no premise
     read = "padding rows (cases ffn = 1, residual = 0, post = 1; ffn = 1, residual = 1, post = 1): read as the "
-    assert read + "proven padding values Y1~, act~" in out.detail, out.detail
+    assert read + "proven padding values U1~, Y1~, act~" in out.detail, out.detail  # the cuts' (act's reads U1~)
     assert "premise: " not in out.detail.replace("premises: the proven stages", ""), out.detail
 
 
@@ -57,10 +57,10 @@ def test_without_the_padding_values_a_post_norm_row_is_not_proven() -> None:
     import dataclasses
 
     from attnsim.simulator.layerproof.stage_proof import StageProofOptions, prove_stage
-    from attnsim.simulator.layerproof.stages import ffn, output
+    from attnsim.simulator.layerproof.stages import act, ffn, output
 
     u = UniversalSimulator.over_symbolic_capacity()
-    cuts = {c.label: dataclasses.replace(c, padded="") for c in ffn.goals(u)}
+    cuts = {c.label: dataclasses.replace(c, padded="") for c in [*ffn.goals(u), *act.goals(u)]}
     (goal,) = output.goals(u)
     options = StageProofOptions(flags=True, step_cap=120.0, past_divisors_search=True)
     out = prove_stage(u, goal, POST, 600, cuts=cuts, spec_over=output.OVER, options=options)
@@ -71,10 +71,10 @@ def test_without_the_padding_values_a_post_norm_row_is_not_proven() -> None:
 def test_spec_over_refuses_a_function_that_is_no_cuts() -> None:
     from attnsim.simulator.layerproof.cut import statement_over_cuts
     from attnsim.simulator.layerproof.stage_proof import prove_stage
-    from attnsim.simulator.layerproof.stages import ffn, output
+    from attnsim.simulator.layerproof.stages import act, ffn, output
 
     u = UniversalSimulator.over_symbolic_capacity()
-    cuts = {c.label: c for c in ffn.goals(u)}
+    cuts = {c.label: c for c in [*ffn.goals(u), *act.goals(u)]}
     (goal,) = output.goals(u)
     stmt, why = statement_over_cuts(goal, output.OVER, cuts)
     assert stmt is not None and why == "", why
@@ -300,11 +300,11 @@ def test_a_cut_with_padding_values_is_read_as_one_value_per_name() -> None:
     from attnsim.rasp import expr as E
     from attnsim.simulator.layerproof.executor import LayerExecutor
     from attnsim.simulator.layerproof.stage_proof import setup
-    from attnsim.simulator.layerproof.stages import ffn
+    from attnsim.simulator.layerproof.stages import act, ffn
 
     u = UniversalSimulator.over_symbolic_capacity()
     con, caps = setup(u)
-    cut = next(c for c in ffn.goals(u) if c.label == "gram.u2.act")
+    cut = next(c for c in [*ffn.goals(u), *act.goals(u)] if c.label == "gram.u2.act")
     pos = cut.grid.position(*(E.Var(f"{a}!") for a in cut.grid.axes))
     coords = {f"{a}!": cut.grid.dim(a) for a in cut.grid.axes}
     i, f2 = sp.Symbol("i!", integer=True), sp.Symbol("f2!", integer=True)
@@ -320,7 +320,7 @@ def test_a_cut_with_padding_values_is_read_as_one_value_per_name() -> None:
 
 
 # -- the padding values are proven (prove_padding), and a wrong U there fails ---------------
-ONE_ACT_CASE = [{"residual": 0, "pre": 0, "post": 1, "gelu": 0}]
+ONE_PRE_CASE = [{"residual": 0, "pre": 0, "post": 1}]
 
 
 def _prove_padding(u: UniversalSimulator, label: str, rep_label: str, cases: list[dict[str, int]]) -> Outcome:
@@ -337,37 +337,37 @@ def _prove_padding(u: UniversalSimulator, label: str, rep_label: str, cases: lis
     return prove_padding(u, goal, rep, cases, 600, cuts=cuts)
 
 
-def test_the_activations_share_one_padding_value() -> None:
-    out = _prove_padding(UniversalSimulator.over_symbolic_capacity(), "gram.u2.act", "ffn2.u.act", ONE_ACT_CASE)
+def test_the_pre_activations_share_one_padding_value() -> None:
+    out = _prove_padding(UniversalSimulator.over_symbolic_capacity(), "gram.u2.pre", "ffn2.u.pre", ONE_PRE_CASE)
     assert out.ok is True, out.detail
     assert "at every padding row i >= n of ln2.gram_terms" in out.detail, out.detail
-    assert "U's gram.u2.act == act~(i, f2), the value of ffn2.u.act there (the arguments' only) [f2 < f]" in out.detail
+    assert "U's gram.u2.pre == U1~(i, f2), the value of ffn2.u.pre there (the arguments' only) [f2 < f]" in out.detail
 
 
 def test_a_node_claimed_to_share_another_nodes_padding_value_fails() -> None:
-    """Y1 (i, e < D) cannot share the activations' value (i, f < F): refused on the extents; and
-    gram.u.act claimed at the arguments (i, f2) of its grid (its own f stays free) is another value
-    than ffn2.u.act's at (i, f2)."""
+    """Y1 (i, e < D) cannot share the pre-activations' value (i, f < F): refused on the extents; and
+    gram.u.pre claimed at the arguments (i, f2) of its grid (its own f stays free) is another value
+    than ffn2.u.pre's at (i, f2)."""
     import dataclasses
 
     from attnsim.simulator.layerproof.padding import prove_padding
     from attnsim.simulator.layerproof.stages import attention, ffn
 
     out = _prove_padding(
-        UniversalSimulator.over_symbolic_capacity(), "out.Y1", "ffn2.u.act", [{"residual": 0, "post": 0}]
+        UniversalSimulator.over_symbolic_capacity(), "out.Y1", "ffn2.u.pre", [{"residual": 0, "post": 0}]
     )
-    assert out.ok is False and "ffn2.u.act's axis f and out.Y1's axis e differ in extent" in out.detail, out.detail
+    assert out.ok is False and "ffn2.u.pre's axis f and out.Y1's axis e differ in extent" in out.detail, out.detail
     u = UniversalSimulator.over_symbolic_capacity()
     goals = {c.label: c for c in ffn.goals(u)}
-    wrong = dataclasses.replace(goals["gram.u.act"], args=("i", "f2"), guard=(("f2", "f"),))
+    wrong = dataclasses.replace(goals["gram.u.pre"], args=("i", "f2"), guard=(("f2", "f"),))
     cuts = {c.label: c for c in attention.goals(u)}
-    out = prove_padding(u, wrong, goals["ffn2.u.act"], ONE_ACT_CASE, 600, cuts=cuts)
-    assert out.ok is False and "not the value of ffn2.u.act there" in out.detail, out.detail
+    out = prove_padding(u, wrong, goals["ffn2.u.pre"], ONE_PRE_CASE, 600, cuts=cuts)
+    assert out.ok is False and "not the value of ffn2.u.pre there" in out.detail, out.detail
 
 
 def test_an_activation_wrong_only_at_the_padding_rows_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """gram.u2's bias b1 multiplied by the row mask [i < n]: the same U on the true rows, another
-    activation than ffn2.u.act's on a padding row (relu(... + 0), not relu(... + b1))."""
+    pre-activation than ffn2.u.pre's on a padding row (... + 0, not ... + b1)."""
     real = UniversalProgram._gather
 
     def gather(self, name, src, onto, coords, **kw):  # type: ignore[no-untyped-def]
@@ -378,8 +378,8 @@ def test_an_activation_wrong_only_at_the_padding_rows_fails(monkeypatch: pytest.
         return out
 
     monkeypatch.setattr(UniversalProgram, "_gather", gather)
-    out = _prove_padding(UniversalSimulator.over_symbolic_capacity(), "gram.u2.act", "ffn2.u.act", ONE_ACT_CASE)
-    assert out.ok is False and "not the value of ffn2.u.act there" in out.detail, out.detail
+    out = _prove_padding(UniversalSimulator.over_symbolic_capacity(), "gram.u2.pre", "ffn2.u.pre", ONE_PRE_CASE)
+    assert out.ok is False and "not the value of ffn2.u.pre there" in out.detail, out.detail
 
 
 def test_a_padding_value_that_reads_another_coordinate_fails() -> None:
