@@ -300,6 +300,11 @@ def connect(address: str) -> Iterator[Any]:
                     "distributed.worker.multiprocessing-method": "forkserver",
                 }
                 stack.enter_context(dask.config.set(cfg))
+                # a Ctrl-C during the start kills the half-started cluster (_abandon_cluster), and the
+                # resource tracker (started with the forkserver) then frees its semaphores and would
+                # warn about them on stderr: the one line the interrupt prints stays the only one
+                warn = [w for w in (os.environ.get("PYTHONWARNINGS"), "ignore:resource_tracker:UserWarning") if w]
+                os.environ["PYTHONWARNINGS"] = ",".join(warn)
                 deaf_forkserver()
                 try:
                     cluster = stack.enter_context(
