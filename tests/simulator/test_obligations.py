@@ -88,3 +88,33 @@ def test_ts_attention_scale_wrong_only_when_d_head_exceeds_8_fails(monkeypatch: 
     monkeypatch.setattr(record, "spec_operands", capped)
     results = _wide_results()
     assert all(r.status == "failed" for r in results), [(r.id, r.status) for r in results]
+
+
+# -- Theorem 6 in the default run: the layer is the conjunction of its goal obligations --------------
+def test_the_layer_rests_on_its_layout_and_every_stage_goal_and_is_in_the_default_run() -> None:
+    """Issue 27: simulator/{,shallow/}all-sizes/layer is not deep; it requires U's layout and each
+    stage goal (one obligation each), and each goal requires the layout and the goals it reads."""
+    from attnsim.simulator.layerproof.stages.chain import ORDER
+
+    default = {o.id: o for o in registry.all_obligations(include_deep=False)}
+    for tag in ("", "shallow/"):
+        layer = default[f"simulator/{tag}all-sizes/layer"]
+        goals = [
+            f"simulator-stages/{tag}all-sizes/{s}/{g}" for s, g in checks.stage_goals(tag.rstrip("/") or "compact")
+        ]
+        assert len(goals) == 15 and set(layer.requires) == {f"simulator-stages/{tag}all-sizes/layout", *goals}
+        act = default[f"simulator-stages/{tag}all-sizes/act/gram.u2.act"]
+        pre = [g for g in goals if "/ffn/" in g]
+        assert set(act.requires) == {f"simulator-stages/{tag}all-sizes/layout", *pre}
+        assert list(dict.fromkeys(g.split("/")[-2] for g in goals)) == [s.name for s in ORDER]  # in order
+
+
+def test_the_layer_conjunction_fails_for_a_chain_that_is_not_the_whole_layer() -> None:
+    """The conjunction's own check can fail: a stage missing, or a stage before one it reads."""
+    from attnsim.simulator.layerproof.stages.chain import ORDER
+
+    assert checks.layer_check("compact")(10).ok is True
+    short = checks.layer_check("compact", ORDER[:-1])(10)
+    assert short.ok is False and "not the whole layer" in short.detail, short.detail
+    swapped = checks.layer_check("compact", (ORDER[1], ORDER[0], *ORDER[2:]))(10)
+    assert swapped.ok is False and "stage attention reads scores, not proven earlier" in swapped.detail, swapped.detail
