@@ -57,7 +57,7 @@ FRAME = "simulator-frame"
 FRAME_REF = "stacks (depth by looping)"
 
 STAGES = "simulator-stages"
-STAGES_REF = "Theorem 6: U's layout and stages (scores, attention, ffn, output, write)"
+STAGES_REF = "Theorem 6: U's layout and stages (scores, attention, ffn, act, output, write)"
 
 
 def wide_obligations(variant: str) -> Iterable[Obligation]:
