@@ -5,7 +5,8 @@ equal to its statement (:class:`Cut`) at every entry of its grid in a region
 (:func:`attnsim.simulator.layerproof.stage_proof.prove_stage`); a later stage reads that node as an opaque
 function (its proof holds for every value of it) inside the region and as an unknown outside, and
 states its own claim in the opaque functions, which is checked to be the spec's once they are
-unfolded (:func:`same_unfolded`) -- or, with ``spec_over``, is the spec's own intermediate built
+unfolded (``Cut.unfold``, in :func:`~attnsim.simulator.layerproof.stage_proof.prove_stage`) -- or,
+with ``spec_over``, is the spec's own intermediate built
 over the cuts (:func:`statement_over_cuts`: refused unless every opaque function in it is a proven
 cut stating that intermediate).  A cut proven on the padding rows too (``Cut.padded``,
 :func:`attnsim.simulator.layerproof.padding.prove_padding`) is read there as one value per name
@@ -23,7 +24,6 @@ import sympy as sp
 from attnsim.rasp.layout import Grid
 from attnsim.simulator.layerproof.encoder_spec import SIZE, spec_parts
 from attnsim.simulator.layerproof.flags import flag
-from attnsim.symbolic.alpha_equivalence import alpha_equal
 from attnsim.symbolic.encoder_layer_spec import ENCODER_LAYER, given_parts
 
 
@@ -143,20 +143,7 @@ def statement_over_cuts(
     return stmt, ""
 
 
-def same_unfolded(statement: Any, spec: Any, cuts: Mapping[str, Cut]) -> bool:
-    """``statement`` with every cut unfolded is ``spec``, structurally or up to the names of bound
-    variables (:func:`alpha_equal`)."""
-    by_name: dict[str, Cut] = {}
-    for c in cuts.values():
-        by_name.setdefault(c.name, c)  # nodes with one statement share its name (Cut)
-    # each opaque application replaced at once (a cut's spec is in the spec's operands: no opaque
-    # function inside it), without walking the unfolded expression once per cut
-    apps = [x for x in sp.sympify(statement).atoms(sp.core.function.AppliedUndef) if x.func.__name__ in by_name]
-    unfolded = sp.sympify(statement).xreplace({x: by_name[x.func.__name__].unfold(x) for x in apps})
-    return bool(unfolded == spec) or alpha_equal(unfolded, spec)
-
-
-__all__ = ["Cut", "part_cut", "same_unfolded", "statement_over_cuts"]
+__all__ = ["Cut", "part_cut", "statement_over_cuts"]
 
 
 def reads_padding(e: Any) -> bool:

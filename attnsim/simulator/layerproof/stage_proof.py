@@ -24,7 +24,7 @@ from attnsim.proofs.solver_work import sharing_answers
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Layout
-from attnsim.simulator.layerproof.cut import Cut, same_unfolded, statement_over_cuts
+from attnsim.simulator.layerproof.cut import Cut, statement_over_cuts
 from attnsim.simulator.layerproof.divisors import RowWitness
 from attnsim.simulator.layerproof.encoder_spec import fix
 from attnsim.simulator.layerproof.executor import LayerExecutor
@@ -105,8 +105,6 @@ class StageProofOptions:
     (:func:`~attnsim.simulator.layerproof.flags.flag_form`); ``spec_flags``: the statement too, where
     the flagged branch is shown finite
     (:meth:`~attnsim.simulator.layerproof.divisors.Positivity.as_flags_where_finite`).
-    ``spec_once``: the statement is checked to be the spec's once, with the options left as
-    operands (else once per case, after the case's values are substituted).
     ``past_divisors_search``: when a divisor is not shown > 0, U's value is executed again past it
     and compared where the divisors are > 0 (:func:`past_divisors`; a counterexample or unknown:
     it costs a second execution of the rest of the case).
@@ -115,7 +113,6 @@ class StageProofOptions:
 
     flags: bool = False
     spec_flags: bool = False
-    spec_once: bool = False
     past_divisors_search: bool = False
     step_cap: float = 20.0
     witnesses: tuple[RowWitness, ...] = ()
@@ -146,7 +143,7 @@ def prove_stage(
     level: the whole spec is not built.  A cut proven on the padding rows (``Cut.padded``) is read
     there as its proven padding value; the cases where a variance read one are named in the Outcome.
     ``options``: how the values are compared (:class:`StageProofOptions`)."""
-    flags, spec_flags, spec_once = options.flags, options.spec_flags, options.spec_once
+    flags, spec_flags = options.flags, options.spec_flags
     past_divisors_search, step_cap, witnesses = options.past_divisors_search, options.step_cap, options.witnesses
     cut_map = {c.label: c for c in (cuts or {}).values()}
     if spec_over is not None:
@@ -164,12 +161,6 @@ def prove_stage(
     cs = {a: sym(v) for a, v in vs.items()}
     pos = grid.position(*(vs[a] for a in grid.axes))
     run = CaseRun(u, con, caps, timeout, coords, below, cut_map, step_cap, witnesses)
-    # spec_once: the statement is the spec's in every case when it is so with the options left as
-    # operands (structurally or up to bound names: a case substitutes the same 0/1 values into both);
-    # one check on the larger unfixed expressions, cheaper than one per case when there are many
-    spec_for_every_case = (
-        spec_once and statement is not None and same_unfolded(statement(cs), goal.statement(cs), cut_map)
-    )
     steps = 0
     done = []
     padded: list[str] = []  # the cases where a variance read a cut's proven padding values
@@ -192,7 +183,7 @@ def prove_stage(
         if not same:
             fixed = {k: v for w in witnesses for k, v in w.sample}
             return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf, fixed)
-        if statement is not None and spec_over is None and not spec_for_every_case:
+        if statement is not None and spec_over is None:
             differs = _not_the_specs(want, goal.statement(cs), cut_map, case)
             if differs is not None:
                 return Outcome.bad(f"{goal.stage} ({what}): the stage's statement is not the spec's: {differs}")
