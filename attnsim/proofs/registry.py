@@ -125,16 +125,16 @@ def with_premises(obs: list[Obligation]) -> list[Obligation]:
     """``obs`` and every registered obligation they rest on (``requires``, transitively), in
     registration order: a conclusion selected alone is then settled on its premises, not left
     conditional.  A premise that names no registered obligation is left out (settle says so)."""
-    known = {o.id: o for o in all_obligations()}
-    want = {o.id for o in obs}
+    known = {o.id: o for o in all_obligations()}  # registration order
+    chosen = {o.id for o in obs}
+    want = set(chosen)
     todo = [q for o in obs for q in o.requires]
     while todo:
         q = todo.pop()
         if q in known and q not in want:
             want.add(q)
             todo.extend(known[q].requires)
-    extra = [o for o in all_obligations() if o.id in want and o.id not in {x.id for x in obs}]
-    return [*obs, *extra]
+    return [*obs, *(o for oid, o in known.items() if oid in want - chosen)]
 
 
 def select(prefix: str | None = None, include_deep: bool = False) -> list[Obligation]:
