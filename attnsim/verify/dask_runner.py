@@ -43,6 +43,7 @@ from attnsim.verify.runner import CROSS_CHECK_BUDGET, SmtOptions, _check, _resul
 from attnsim.verify.sigint import children_deaf_to_sigint
 
 INSTALL = 'pip install "attnsim[dask]"'
+ABANDONED_STARTS = "attnsim.verify.abandoned_starts"  # the preload of the local cluster's forkserver, by name
 Ref = str | bytes  # a registered obligation's id, or a cloudpickled obligation
 
 
@@ -67,7 +68,8 @@ def _context() -> Any:
         # it makes the allocation-heavy SymPy and Z3 checks measurably slower than in the local pool.
         os.environ.pop("MALLOC_TRIM_THRESHOLD_", None)
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["attnsim.preload"])  # by name: the catalogue lives above the harness
+        # by name: the catalogue lives above the harness
+        ctx.set_forkserver_preload([ABANDONED_STARTS, "attnsim.preload"])
         _CTX.append(ctx)
     return _CTX[0]
 
@@ -86,9 +88,12 @@ def _abandon_cluster() -> None:
 
 def deaf_forkserver() -> None:
     """Start this process's forkserver with SIGINT ignored (kept across its exec): every process it
-    forks, and every process those start, ignores Ctrl-C, which this process handles."""
+    forks, and every process those start, ignores Ctrl-C, which this process handles.  Its preload
+    (:mod:`attnsim.verify.abandoned_starts`) keeps a child whose start a Ctrl-C abandoned from
+    printing a traceback."""
     from multiprocessing import forkserver
 
+    forkserver.set_forkserver_preload(["__main__", ABANDONED_STARTS])
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         forkserver.ensure_running()
