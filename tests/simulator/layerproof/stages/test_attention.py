@@ -142,8 +142,11 @@ def test_keys_up_to_n_allowed_fails(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # -- the executor's new rules refuse false claims ------------------------------------------------
-def _head_executor(u: UniversalSimulator, witnesses: tuple[Any, ...] = ()) -> tuple[Any, E.Expr]:
-    """An executor at a symbolic entry (i, e, h) of attn.heads with i < n, and that entry."""
+def _head_executor(
+    u: UniversalSimulator, witnesses: tuple[Any, ...] = (), proofs: dict[Any, Any] | None = None
+) -> tuple[Any, E.Expr]:
+    """An executor at a symbolic entry (i, e, h) of attn.heads with i < n, and that entry (``proofs``:
+    decided Z3 answers shared with other executors, keyed by the whole query, as a stage's cases share them)."""
     from attnsim.simulator.layerproof.executor import LayerExecutor
     from attnsim.simulator.layerproof.stage_proof import setup
 
@@ -151,7 +154,14 @@ def _head_executor(u: UniversalSimulator, witnesses: tuple[Any, ...] = ()) -> tu
     grid = next(g for g in u.stage_grids if g.name == "attn.heads")
     vs = {a: E.Var(f"{a}!") for a in grid.axes}
     ex = LayerExecutor(
-        con, 120, sources=u.map.sources(), options={"pre": 0}, capacity=caps, below={"i!": "n"}, witnesses=witnesses
+        con,
+        120,
+        sources=u.map.sources(),
+        options={"pre": 0},
+        capacity=caps,
+        below={"i!": "n"},
+        witnesses=witnesses,
+        proofs={} if proofs is None else proofs,
     )
     # one Z3 call may take the whole budget: a refutation cut at the executor's default 20 s step
     # cap on a loaded CI machine reads 'unknown', and these tests ask for a refutation (ok False)
@@ -176,7 +186,8 @@ def test_a_key_listing_is_refused_through_a_wrong_intent_or_a_short_hint() -> No
     first = Enumeration(key=it.keys.key, witness=it.keys.witness, count=(E.Const(1),))  # j = 0 only
     narrow = dataclasses.replace(it, intent=it.intent & products.coords(z3sel.K)["j"].eq(0), keys=first)
 
-    ex, pos = _head_executor(u)
+    shared: dict[Any, Any] = {}  # the query every case asks (a selected key is listed) is decided once
+    ex, pos = _head_executor(u, proofs=shared)
     assert ex.over_keys(it.selector, pos, lambda key: sp.Integer(1)) == sp.Sum(
         1, (sp.Symbol("l!0", integer=True), 0, sp.Symbol("N", integer=True) - 1)
     )
@@ -184,7 +195,7 @@ def test_a_key_listing_is_refused_through_a_wrong_intent_or_a_short_hint() -> No
         (narrow, "not shown to be its intent"),
         (dataclasses.replace(it, keys=first), "every selected key is listed"),
     ):
-        ex, pos = _head_executor(u)
+        ex, pos = _head_executor(u, proofs=shared)
         ex.con.intents = [wrong if x is it else x for x in ex.con.intents]
         with pytest.raises(ExecutionFailed) as err:
             ex.over_keys(it.selector, pos, lambda key: sp.Integer(1))
