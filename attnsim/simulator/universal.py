@@ -44,6 +44,17 @@ from attnsim.simulator.torch_encoder import TorchEncoder
 
 GATED_ACTIVATIONS = ("relu", "gelu", "gelu_tanh")  # U's MLP selects by the record's gelu and gelu_tanh gates
 SEQ = E.Var("seq_len")
+CAPACITY_SYMBOLS = {s: sp.Symbol(s, positive=True, integer=True) for s in ("N", "D", "H", "K", "F")}
+_CLOSED_FORMS: dict[str, sp.Expr] = {}  # an index expression's text -> it in SymPy over CAPACITY_SYMBOLS
+
+
+def closed_form(e: E.Expr) -> sp.Expr:
+    """``e`` over the capacity symbols N, D, H, K, F in SymPy, kept by its text: U's positions are the
+    same expression at every capacity of a variant, and SymPy's Max of its grid ends takes ~1 s."""
+    key = E.render(e)
+    if key not in _CLOSED_FORMS:
+        _CLOSED_FORMS[key] = e.to_sympy(dict(CAPACITY_SYMBOLS))
+    return _CLOSED_FORMS[key]
 
 
 def _is_torch_encoder(m: Any) -> bool:
@@ -389,8 +400,7 @@ class UniversalSimulator:
         of position-only index maps (``memo``: kept maps, bytes, budget)."""
         positions = None if self.symbolic else self.positions()
         c: Cost = cost(self.program, positions=positions)
-        syms = {s: sp.Symbol(s, positive=True, integer=True) for s in ("N", "D", "H", "K", "F")}
-        pos = self._positions_expr().to_sympy(dict(syms))
+        pos = closed_form(self._positions_expr())
         return {
             "layers": c.layers,
             "heads": c.heads,
@@ -402,7 +412,7 @@ class UniversalSimulator:
                 "layers": sp.Integer(c.layers),
                 "heads": [sp.Integer(h) for h in c.heads],
                 "positions": pos,
-                "positions_per_extra_layer": self.record_size.to_sympy(dict(syms)),
+                "positions_per_extra_layer": closed_form(self.record_size),
             },
             "generalized_primitives": c.generalized,
             # what a numeric run holds besides its values: the input without its padding, and the
