@@ -4,13 +4,27 @@
 which takes seconds; a Ctrl-C before that (or while the parser is built) would print Python's
 traceback.  This module imports nothing of attnsim until :func:`main` runs, and catches it there.
 Spawned worker processes re-import the main module: this one costs them nothing.
+
+It is also the preload of a local Dask cluster's forkserver (``verify --scheduler local:N``,
+:func:`attnsim.verify.dask_runner.deaf_forkserver`), for what it installs at import: a Ctrl-C while
+the cluster starts stops the parent, which unlinks its semaphores and closes its pipes as it exits;
+a worker process the cluster was starting then fails while it reads what its parent sent
+(``FileNotFoundError`` rebuilding a semaphore, ``EOFError`` on the pipe), and the server would print
+that traceback after the run's one line.  The ``sys.excepthook`` installed here (the server's, so
+every child's; a worker's own forkserver for its slots preloads this module too) drops exactly such
+a failure (:func:`start_data_lost`) and prints every other exception as before.  A preload that
+imported attnsim would load it in the server from the working directory, not from the parent's
+``sys.path`` (Python 3.11's server ignores it), and the workers would run another copy.
 """
 
 from __future__ import annotations
 
 import sys
+import traceback
+from types import TracebackType
 
 EXIT_INTERRUPTED = 130
+LOST = (EOFError, FileNotFoundError)  # the parent's pipe closed, or its semaphores unlinked
 
 
 def main() -> int:
@@ -23,6 +37,26 @@ def main() -> int:
         print("attnsim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 
+
+def start_data_lost(exc_type: type[BaseException], tb: TracebackType | None) -> bool:
+    """Whether an exception is a child's failure to read its start data: one of :data:`LOST`,
+    raised inside ``multiprocessing.spawn._main`` and not in the process's own run (``_bootstrap``)."""
+    if not issubclass(exc_type, LOST):
+        return False
+    frames = [(f.f_code.co_filename.replace("\\", "/"), f.f_code.co_name) for f, _ in traceback.walk_tb(tb)]
+    reading = any(path.endswith("multiprocessing/spawn.py") and name == "_main" for path, name in frames)
+    running = any(path.endswith("multiprocessing/process.py") and name == "_bootstrap" for path, name in frames)
+    return reading and not running
+
+
+def _quiet_lost_starts(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    if start_data_lost(exc_type, tb):
+        return
+    _PREVIOUS_HOOK(exc_type, exc, tb)
+
+
+_PREVIOUS_HOOK = sys.excepthook
+sys.excepthook = _quiet_lost_starts
 
 if __name__ == "__main__":
     sys.exit(main())

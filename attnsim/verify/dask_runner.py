@@ -43,7 +43,8 @@ from attnsim.verify.runner import CROSS_CHECK_BUDGET, SmtOptions, _check, _resul
 from attnsim.verify.sigint import children_deaf_to_sigint
 
 INSTALL = 'pip install "attnsim[dask]"'
-ABANDONED_STARTS = "attnsim.verify.abandoned_starts"  # the preload of the local cluster's forkserver, by name
+# the preload of the local cluster's forkserver, by name: its excepthook keeps an abandoned start quiet
+ABANDONED_STARTS = "attnsim_launcher"
 Ref = str | bytes  # a registered obligation's id, or a cloudpickled obligation
 
 
@@ -89,7 +90,7 @@ def _abandon_cluster() -> None:
 def deaf_forkserver() -> None:
     """Start this process's forkserver with SIGINT ignored (kept across its exec): every process it
     forks, and every process those start, ignores Ctrl-C, which this process handles.  Its preload
-    (:mod:`attnsim.verify.abandoned_starts`) keeps a child whose start a Ctrl-C abandoned from
+    (:mod:`attnsim_launcher`, which imports nothing of attnsim) keeps a child whose start a Ctrl-C abandoned from
     printing a traceback."""
     from multiprocessing import forkserver
 
@@ -317,7 +318,9 @@ def connect(address: str) -> Iterator[Any]:
                             n_workers=n,
                             threads_per_worker=1,
                             processes=True,
-                            dashboard_address=None,
+                            # its HTTP server on any free port: on 8787, the default, a second cluster
+                            # (another verify, a test) makes the scheduler warn on stderr and take another
+                            dashboard_address=":0",
                             silence_logs=logging.ERROR,
                         )
                     )
