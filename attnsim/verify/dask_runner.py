@@ -76,13 +76,20 @@ def _context() -> Any:
 
 
 def _abandon_cluster() -> None:
-    """After a Ctrl-C inside LocalCluster's start: kill its processes now, and drop Dask's exit
-    hook, which would try to close the half-started cluster and print a traceback."""
+    """After a Ctrl-C inside LocalCluster's start: kill its processes now, drop Dask's exit hook,
+    which would try to close the half-started cluster and print a traceback, and mute this
+    process's asyncio and Dask loggers: the start's pending tasks fail as the processes die
+    ("Nanny failed to start", logged as "Task exception was never retrieved" when collected), and
+    the run ends with its one line "interrupted" anyway."""
     import atexit
+    import logging
 
     from distributed.deploy import spec
 
     atexit.unregister(spec.close_clusters)
+    dask_loggers = [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "distributed"]
+    for name in ("asyncio", *dask_loggers):
+        logging.getLogger(name).disabled = True
     for child in mp.active_children():
         child.kill()
 
@@ -321,10 +328,18 @@ def connect(address: str) -> Iterator[Any]:
                             # its HTTP server on any free port: on 8787, the default, a second cluster
                             # (another verify, a test) makes the scheduler warn on stderr and take another
                             dashboard_address=":0",
-                            silence_logs=logging.ERROR,
+                            # its processes' own log lines never reach the terminal: what a check finds
+                            # or a lost worker is a typed result of the run; a worker's ERROR lines
+                            # (a heartbeat to a scheduler that a Ctrl-C is closing) would follow the
+                            # one line an interrupted run prints
+                            silence_logs=logging.CRITICAL,
                         )
                     )
                 except KeyboardInterrupt:
+                    # the cluster's loop thread may still start a worker while this unwinds: the
+                    # forkserver method stays set for good (the with-block would restore Dask's
+                    # "spawn", whose fresh interpreter has no quiet-start hook), then its processes die
+                    dask.config.set(cfg)
                     _abandon_cluster()
                     raise
                 client = stack.enter_context(Client(cluster))
