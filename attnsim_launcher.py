@@ -39,14 +39,13 @@ def main() -> int:
 
 
 def start_data_lost(exc_type: type[BaseException], tb: TracebackType | None) -> bool:
-    """Whether an exception is a child's failure to read its start data: one of :data:`LOST`,
-    raised inside ``multiprocessing.spawn._main`` and not in the process's own run (``_bootstrap``)."""
+    """Whether an exception is a child's failure to read its start data: one of :data:`LOST`, raised
+    inside ``multiprocessing.spawn._main`` (which then runs the process as ``_bootstrap``, and that
+    prints its own errors and returns an exit code: none of them reaches the hook)."""
     if not issubclass(exc_type, LOST):
         return False
     frames = [(f.f_code.co_filename.replace("\\", "/"), f.f_code.co_name) for f, _ in traceback.walk_tb(tb)]
-    reading = any(path.endswith("multiprocessing/spawn.py") and name == "_main" for path, name in frames)
-    running = any(path.endswith("multiprocessing/process.py") and name == "_bootstrap" for path, name in frames)
-    return reading and not running
+    return any(path.endswith("multiprocessing/spawn.py") and name == "_main" for path, name in frames)
 
 
 def _quiet_lost_starts(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:

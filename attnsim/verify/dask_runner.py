@@ -97,8 +97,8 @@ def _abandon_cluster() -> None:
 def deaf_forkserver() -> None:
     """Start this process's forkserver with SIGINT ignored (kept across its exec): every process it
     forks, and every process those start, ignores Ctrl-C, which this process handles.  Its preload
-    (:mod:`attnsim_launcher`, which imports nothing of attnsim) keeps a child whose start a Ctrl-C abandoned from
-    printing a traceback."""
+    (:mod:`attnsim_launcher`, which imports nothing of attnsim) keeps a child whose start a Ctrl-C
+    abandoned from printing a traceback."""
     from multiprocessing import forkserver
 
     forkserver.set_forkserver_preload(["__main__", ABANDONED_STARTS])
