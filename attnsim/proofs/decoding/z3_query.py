@@ -11,6 +11,7 @@ sizes <= 2, 3, 4 or 8 when it can be.  Every deciding query is recorded for expo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -104,28 +105,45 @@ def _z3(
 
 
 class _LinearTranslator(Z3Translator):
-    """Z3 translation with every product of two non-constant terms replaced by a fresh integer.
+    """Z3 translation with every product of non-constant terms replaced by a constant times a fresh
+    integer, one per monomial: a product tree is flattened into its constant factors and its
+    other factors (each rendered), and products with the same factors (as a multiset) share
+    the fresh integer, so ``(2*D)*F``, ``2*(D*F)`` and ``F*D`` mean 2, 2 and 1 times one
+    unknown.  A model of the full query is one of the abstraction (each fresh integer the value
+    of its product), so unsat here is unsat there.
 
-    A product of variables with known non-negative lower bounds (sizes >= their minimum,
+    A product of factors with known non-negative lower bounds (sizes >= their minimum,
     coordinates >= 0) keeps the product of those bounds as a fact (``bounds``).
     """
 
     def __init__(self, env: Mapping[str, Any], side: list[Any], lower: Mapping[str, int]) -> None:
         super().__init__(env, side)
         self.lower = lower
-        self.products: dict[str, Any] = {}
+        self.products: dict[tuple[str, ...], Any] = {}
         self.bounds: list[Any] = []
 
     def term(self, e: E.Expr) -> Any:
         if isinstance(e, E.BinOp) and e.op == "*" and not isinstance(e.a, E.Const) and not isinstance(e.b, E.Const):
-            key = E.render(e)
+            coeff, factors = 1, []
+            stack: list[E.Expr] = [e]
+            while stack:
+                f = stack.pop()
+                if isinstance(f, E.BinOp) and f.op == "*":
+                    stack += [f.a, f.b]
+                elif isinstance(f, E.Const):
+                    coeff *= f.value
+                else:
+                    factors.append(f)
+            if len(factors) < 2:
+                return coeff * super().term(factors[0]) if factors else z3.IntVal(coeff)
+            key = tuple(sorted(E.render(f) for f in factors))
             if key not in self.products:
                 v = z3.Int(f"mono!{len(self.products)}")
                 self.products[key] = v
-                lb = self._lower(e)
-                if lb is not None:
-                    self.bounds.append(v >= lb)
-            return self.products[key]
+                lows = [self._lower(f) for f in factors]
+                if all(lb is not None and lb >= 0 for lb in lows):
+                    self.bounds.append(v >= math.prod(lb for lb in lows if lb is not None))
+            return self.products[key] if coeff == 1 else coeff * self.products[key]
         return super().term(e)
 
     def _lower(self, e: E.Expr) -> int | None:
@@ -133,9 +151,4 @@ class _LinearTranslator(Z3Translator):
             return e.value
         if isinstance(e, E.Var):
             return self.lower.get(e.name)
-        if isinstance(e, E.BinOp) and e.op == "*":
-            a, b = self._lower(e.a), self._lower(e.b)
-            if a is None or b is None or a < 0 or b < 0:
-                return None
-            return a * b
         return None
