@@ -35,6 +35,7 @@ ordinary factor: it moves out of a sum only when the bound variable is not free 
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any
 
@@ -42,10 +43,19 @@ import sympy as sp
 
 from attnsim.symbolic.if_then_else import Ite
 
+SUMS_KEPT = 4096  # the most Sums whose normal form one process keeps (least recently used dropped)
+
 
 def bound_symbol(k: int) -> sp.Symbol:
     """The canonical bound variable number ``k``."""
     return sp.Symbol(f"β{k}", integer=True)
+
+
+def fresh_bound(*exprs: Any) -> sp.Symbol:
+    """A bound variable ``β<k>`` no ``β`` in ``exprs`` (bound or free) has: binding it in a Sum over
+    parts of them captures nothing.  Named by the expressions, unlike a Dummy, so the same Sum is
+    built each time (and its normal form is kept, :func:`_sum`)."""
+    return bound_symbol(max((_fresh_level(sp.sympify(e)) for e in exprs), default=0))
 
 
 def _level(sym: Any) -> int | None:
@@ -114,8 +124,14 @@ def _truncate(body: Any, var: Any, lo: Any, hi: Any) -> tuple[Any, Any] | None:
     return None
 
 
+@functools.lru_cache(maxsize=SUMS_KEPT)
 def _sum(s: sp.Sum) -> Any:
-    """A Sum (SymPy flattens nested Sums into several limits, innermost first) in normal form."""
+    """A Sum (SymPy flattens nested Sums into several limits, innermost first) in normal form.
+
+    Kept by the Sum (a SymPy expression: equal when structurally equal, its symbols' assumptions
+    included): the normal form depends on nothing else (the names it introduces are the canonical
+    ``β<k>``), and one proof normalizes the same Sums many times (a LayerNorm mean in every
+    option case and padding row: the ffn pre-activation goal asks 926 times for 173 Sums)."""
     out = normal_form(s.function)
     for var, lo, hi in s.limits:  # innermost first
         out = _sum_one(out, var, lo, hi)
@@ -146,6 +162,10 @@ def _sum_one(inner: Any, var: Any, lo: Any, hi: Any) -> Any:
                 coeff *= f
         grouped[dep] = grouped.get(dep, 0) + coeff
     for dep, coeff in grouped.items():
+        # a sum in ``inner`` that binds a variable of var's name (a canonical ``β<k>``, named
+        # before this sum was) was renamed with it; a factor free of ``new`` holds ``new`` only
+        # bound, so naming it back is a renaming of bound variables (no Dummy leaks out)
+        coeff = sp.sympify(coeff).xreplace({new: var})
         total += coeff * (hi - lo + 1) if dep == 1 else coeff * _prenex(dep, new, lo, hi)
     return total
 
@@ -187,11 +207,13 @@ def _canonical_sum(body: Any, limits: list[tuple[Any, Any, Any]]) -> Any:
     orders = itertools.permutations(limits) if independent and len(limits) <= 4 else [tuple(limits)]
     base = _fresh_level(body.xreplace(dict.fromkeys(names, sp.Integer(0))))
     best: Any = None
+    best_text = ""
     for order in orders:
         ren = {v: bound_symbol(base + k) for k, (v, _, _) in enumerate(order)}
         cand = sp.Sum(body.xreplace(ren), *((ren[v], a.xreplace(ren), b.xreplace(ren)) for v, a, b in order))
-        if best is None or sp.sstr(cand) < sp.sstr(best):
-            best = cand
+        text = sp.sstr(cand)  # each candidate printed once (the kept one's text kept with it)
+        if best is None or text < best_text:
+            best, best_text = cand, text
     return best
 
 
@@ -217,6 +239,7 @@ def _difference(na: Any, nb: Any) -> Any:
     return diff
 
 
+@functools.lru_cache(maxsize=SUMS_KEPT)
 def normal_forms(a: Any, b: Any) -> tuple[Any, Any, Any]:
     """The normal forms of ``a`` and ``b`` and their difference (0 when they are equal).
 
@@ -225,7 +248,8 @@ def normal_forms(a: Any, b: Any) -> tuple[Any, Any, Any]:
     the largest first): a difference 0 for every value of those symbols is 0 at the shared terms'
     values, so equal sides are decided without multiplying out, e.g., the cube of a LayerNorm
     output inside tanh-GELU on both sides.  Otherwise the whole difference is expanded (the result
-    and the difference shown are the same as without the shortcut)."""
+    and the difference shown are the same as without the shortcut).  Kept by the pair (like
+    :func:`_sum`: the result depends on the two expressions only)."""
     na, nb = normal_form(a), normal_form(b)
     if na == nb:  # structurally one expression: the difference is 0, nothing to expand
         return na, nb, sp.Integer(0)
@@ -233,6 +257,12 @@ def normal_forms(a: Any, b: Any) -> tuple[Any, Any, Any]:
     if shared and _difference(na.xreplace(shared), nb.xreplace(shared)) == 0:
         return na, nb, sp.Integer(0)
     return na, nb, _difference(na, nb)
+
+
+def same_normal_form(a: Any, b: Any) -> bool:
+    """Whether a - b normalizes to 0: :func:`equal_by_normal_form`'s verdict, without printing the
+    common normal form (a caller that shows nothing when they agree)."""
+    return bool(normal_forms(a, b)[2] == 0)
 
 
 def equal_by_normal_form(a: Any, b: Any) -> tuple[bool, str, Any]:
@@ -243,4 +273,12 @@ def equal_by_normal_form(a: Any, b: Any) -> tuple[bool, str, Any]:
     return False, sp.sstr(diff), diff
 
 
-__all__ = ["bound_symbol", "equal_by_normal_form", "normal_form", "normal_forms", "simplify_conditions"]
+__all__ = [
+    "bound_symbol",
+    "equal_by_normal_form",
+    "fresh_bound",
+    "normal_form",
+    "normal_forms",
+    "same_normal_form",
+    "simplify_conditions",
+]

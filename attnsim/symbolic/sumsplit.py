@@ -22,7 +22,7 @@ import sympy as sp
 
 from attnsim.symbolic.if_then_else import Ite
 from attnsim.symbolic.positivity import Signs
-from attnsim.symbolic.sums import equal_by_normal_form
+from attnsim.symbolic.sums import fresh_bound, same_normal_form
 
 
 def split_terms(e: Any) -> Any:
@@ -136,9 +136,9 @@ def row_variance_nonnegative(var: Any, signs: Signs, steps: list[str] | None = N
     squares = [p.base for p in sp.sympify(var).atoms(sp.Pow) if p.exp == 2 and p.base.has(sp.Sum)]
     for total in squares:
         for y, m in _row_functions(total, signs):
-            w = sp.Dummy("w")
+            w = fresh_bound(var, total)  # not a Dummy: the same square each time (its normal form kept)
             square = sp.Sum((y(w) - total / m) ** 2, (w, 0, m - 1)) / m
-            same, _, _ = equal_by_normal_form(var, square)
+            same = same_normal_form(var, square)
             if same:
                 if steps is not None:
                     steps.append(f"variance {sp.sstr(var)[:60]}... is a mean of squares over a row of {m} (>= 0)")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
+from attnsim.symbolic import sums
 from attnsim.symbolic.if_then_else import Ite
-from attnsim.symbolic.sums import equal_by_normal_form, normal_form
+from attnsim.symbolic.sums import bound_symbol, equal_by_normal_form, fresh_bound, normal_form
 
 A = sp.IndexedBase("A")
 L, M, N, D, d, c = (sp.Symbol(s, integer=True) for s in ("l", "m", "n", "D", "d", "c"))
@@ -98,3 +99,38 @@ def test_shared_closed_subterms_decide_equal_sides_without_multiplying_out() -> 
     assert not any(t.has(sp.Symbol("β0", integer=True)) for t in shared), shared
     renamed = sp.Sum(sp.Sum(A[L, M], (M, 0, N - 1)), (L, 0, N - 1))  # capture is still refused
     assert not equal_by_normal_form(renamed, sp.Sum(sp.Sum(A[M, M], (M, 0, N - 1)), (L, 0, N - 1)))[0]
+
+
+def test_a_sum_bound_by_a_canonical_name_over_a_sum_leaves_no_dummy() -> None:
+    """Theorem 6's LayerNorm variances are shown means of squares by the normal form, the square
+    built over a canonical bound variable (``fresh_bound``, so its normal form is kept between
+    calls).  The inner sum's normal form binds the same name ``β0``; renaming the outer one
+    renamed the inner binder too, and that Dummy leaked into the result: two equal sides no
+    longer compared equal (an incompleteness, found when the square stopped using a Dummy)."""
+    b = bound_symbol(0)
+    mean = sp.Sum(A[L], (L, 0, D - 1)) / D
+    square = sp.Sum((A[b] - mean) ** 2, (b, 0, D - 1)) / D
+    assert not normal_form(square).atoms(sp.Dummy)
+    variance = sp.Sum(A[M] ** 2, (M, 0, D - 1)) / D - mean**2
+    assert equal_by_normal_form(variance, square)[0]
+    w = fresh_bound(variance)
+    assert equal_by_normal_form(variance, square.xreplace({b: w}))[0]
+    assert not equal_by_normal_form(variance, square.xreplace({b: w}) + 1 / D)[0]
+
+
+def test_fresh_bound_is_above_every_canonical_name() -> None:
+    inner = sp.Sum(A[bound_symbol(3)], (bound_symbol(3), 0, N - 1)) * A[bound_symbol(1)]
+    assert fresh_bound(inner) == bound_symbol(4)
+    assert fresh_bound(A[L]) == bound_symbol(0)
+    assert fresh_bound(inner, A[bound_symbol(7)]) == bound_symbol(8)
+
+
+def test_kept_normal_forms_are_the_computed_ones() -> None:
+    """``_sum`` and ``normal_forms`` keep their results by the expression: the kept answer is the
+    one a fresh computation gives."""
+    e = sp.Sum(A[L] * sp.Sum(A[M], (M, 0, N - 1)), (L, 0, N - 1))
+    first = normal_form(e)
+    sums._sum.cache_clear()
+    sums.normal_forms.cache_clear()
+    assert normal_form(e) == first
+    assert sums.normal_forms(e, first)[2] == 0 and sums.normal_forms(e, first + 1)[2] != 0

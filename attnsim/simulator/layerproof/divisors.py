@@ -33,7 +33,7 @@ from attnsim.simulator.layerproof.frame import FrameExecutor
 from attnsim.simulator.record import TRUE
 from attnsim.symbolic.if_then_else import Ite
 from attnsim.symbolic.positivity import Signs
-from attnsim.symbolic.sums import equal_by_normal_form
+from attnsim.symbolic.sums import fresh_bound, same_normal_form
 from attnsim.symbolic.sumsplit import row_variance_nonnegative
 
 
@@ -169,10 +169,10 @@ class Positivity(FrameExecutor):
             if not self.signs.positive(sp.expand(m)):
                 continue
             y = s.function
-            w = sp.Dummy("w")
+            w = fresh_bound(var)  # not a Dummy: the same square each time (its normal form kept)
             mean = s / m
             square = sp.Sum((y.xreplace({v: w}) - mean) ** 2, (w, lo, hi)) / m
-            same, _, _ = equal_by_normal_form(var, square)
+            same = same_normal_form(var, square)
             if same:
                 self.steps.append(f"variance {sp.sstr(var)[:60]}... is a mean of squares (>= 0)")
                 return True

@@ -22,7 +22,7 @@ from attnsim.simulator.layerproof.encoder_spec import SIZE
 from attnsim.simulator.layerproof.flags import assuming, flag_form, merge_flags
 from attnsim.simulator.layerproof.stage_proof import CaseRun, node_of, setup
 from attnsim.symbolic.execute import ExecutionFailed, sym
-from attnsim.symbolic.sums import equal_by_normal_form
+from attnsim.symbolic.sums import normal_forms
 
 
 @sharing_answers  # the option cases ask many of the same queries
@@ -88,14 +88,14 @@ def prove_padding(
                 f"{what0} ({what}): {rep.label}'s value there reads {', '.join(stray)}: {sp.sstr(ref)[:200]}"
             )
         if rep.label != goal.label:
-            same, shown, _ = equal_by_normal_form(got, ref)
-            if not same:
-                return Outcome.bad(f"{what0} ({what}): not the value of {rep.label} there: {shown[:300]}")
+            diff = normal_forms(got, ref)[2]
+            if diff != 0:
+                return Outcome.bad(f"{what0} ({what}): not the value of {rep.label} there: {sp.sstr(diff)[:300]}")
         for a, t in goal.guard:
             off = merge_flags(assuming(got, {sp.Lt(cs[a], SIZE[t]): sp.false, sp.Gt(SIZE[t], cs[a]): sp.false}))
-            zero, shown, _ = equal_by_normal_form(off, sp.Integer(0))
-            if not zero:
-                return Outcome.bad(f"{what0} ({what}): not 0 where {a} >= {t}: {shown[:300]}")
+            off_nf = normal_forms(off, sp.Integer(0))[2]
+            if off_nf != 0:
+                return Outcome.bad(f"{what0} ({what}): not 0 where {a} >= {t}: {sp.sstr(off_nf)[:300]}")
         done.append(what)
     read = f"; premises: the proven stages {', '.join(sorted({c.stage for c in cut_map.values()}))}" if cut_map else ""
     return Outcome(

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import sympy as sp
+
 from attnsim.proofs.obligation import Outcome, Premise
 from attnsim.proofs.solver_work import sharing_answers
 from attnsim.rasp import core as C
@@ -34,7 +36,7 @@ from attnsim.simulator.layerproof.refutation import past_divisors, refuted
 from attnsim.simulator.record import CAPACITY, TRUE
 from attnsim.symbolic.alpha_equivalence import alpha_equal
 from attnsim.symbolic.execute import ExecutionFailed, sym
-from attnsim.symbolic.sums import equal_by_normal_form
+from attnsim.symbolic.sums import normal_forms
 
 
 def setup(u: Any) -> tuple[_Program, dict[str, Any]]:
@@ -179,8 +181,9 @@ def prove_stage(
         mine = flag_form(got) if flags else got
         theirs = ex.as_flags_where_finite(want) if spec_flags else want
         theirs = merge_flags(theirs) if flags else theirs
-        same, shown_nf, _ = equal_by_normal_form(mine, theirs)
-        if not same:
+        diff = normal_forms(mine, theirs)[2]
+        if diff != 0:  # the difference is what is shown (nothing is printed when they agree)
+            shown_nf = sp.sstr(diff)
             fixed = {k: v for w in witnesses for k, v in w.sample}
             return refuted(f"{goal.stage} ({what}): {goal.label} at {grid.name}", got, want, shown_nf, fixed)
         if statement is not None and spec_over is None:
@@ -207,8 +210,8 @@ def _not_the_specs(want: Any, spec: Any, cut_map: Mapping[str, Cut], case: dict[
         same = alpha_equal(lhs, rhs)  # the same up to the names of bound variables
     if same:
         return None
-    same, shown_nf, _ = equal_by_normal_form(lhs, rhs)
-    return None if same else shown_nf[:300]
+    diff = normal_forms(lhs, rhs)[2]
+    return None if diff == 0 else sp.sstr(diff)[:300]
 
 
 def _proven(
