@@ -17,6 +17,7 @@ from types import ModuleType
 import pytest
 
 from attnsim import catalog
+from attnsim.symbolic import sums
 
 catalog.load()
 
@@ -60,3 +61,12 @@ def benchmark_script() -> Callable[[str], ModuleType]:
         return mod
 
     return load
+
+
+@pytest.fixture(autouse=True)
+def _fresh_normal_forms() -> None:
+    """Each test starts with no kept Sum normal forms (:mod:`attnsim.symbolic.sums` keeps them per
+    process): a test that monkeypatches a rule must see it applied, not an answer kept by an
+    earlier test."""
+    sums._sum.cache_clear()
+    sums.normal_forms.cache_clear()
