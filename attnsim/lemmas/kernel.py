@@ -219,6 +219,13 @@ class CoqRun:
     axioms: tuple[str, ...]  # axioms the theorems depend on (all of them, allowed or not)
 
 
+# OCaml's garbage collector for coqc: a 4 M-word minor heap and 32 M-word major increments (the
+# defaults are 256 k words and 15 %).  Loading MathComp's .vo files and checking the proofs then
+# collects less often: the 8 kernel obligations took 28.5-29.2 s instead of 30.7-35.5 s, one after
+# another on the 2-core machine.  A user's own OCAMLRUNPARAM wins.  The check is the same.
+COQC_GC = "s=4M,i=32M"
+
+
 def _coqc(coqc: str, build: Path, name: str, timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [coqc, "-w", "none", "-Q", ".", "Attnsim", f"{name}.v"],
@@ -226,6 +233,7 @@ def _coqc(coqc: str, build: Path, name: str, timeout: float) -> subprocess.Compl
         capture_output=True,
         text=True,
         timeout=timeout,
+        env={"OCAMLRUNPARAM": COQC_GC, **os.environ},
     )
 
 

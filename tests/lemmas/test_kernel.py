@@ -400,3 +400,19 @@ def test_differential_softmax_with_rational_exp(
     res = _coq_accepts(build, "Wrong", _differential_file(export, [other], EXP_STANDIN_COQ))
     assert res.returncode != 0  # rejected at `vm_compute. reflexivity.`, not by a compile error elsewhere
     assert 'Wrong.v", line 10' in res.stderr and 'Unable to unify "true" with "false"' in res.stderr
+
+
+def test_coqc_runs_with_the_tuned_collector_unless_the_user_sets_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The kernel checks' coqc gets OCaml GC settings that make the run shorter (COQC_GC); a user's
+    own OCAMLRUNPARAM is passed through unchanged."""
+    from attnsim.lemmas import kernel
+
+    seen: list[dict[str, str]] = []
+    monkeypatch.setattr(kernel.subprocess, "run", lambda *a, **k: seen.append(k["env"]))
+    monkeypatch.delenv("OCAMLRUNPARAM", raising=False)
+    _coqc("coqc", tmp_path, "X", 1.0)
+    monkeypatch.setenv("OCAMLRUNPARAM", "v=0x400")
+    _coqc("coqc", tmp_path, "X", 1.0)
+    assert [e["OCAMLRUNPARAM"] for e in seen] == [kernel.COQC_GC, "v=0x400"]
