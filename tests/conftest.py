@@ -17,6 +17,7 @@ from types import ModuleType
 import pytest
 
 from attnsim import catalog
+from attnsim.proofs.decoding import answers
 from attnsim.symbolic import sums
 
 catalog.load()
@@ -64,9 +65,11 @@ def benchmark_script() -> Callable[[str], ModuleType]:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_normal_forms() -> None:
-    """Each test starts with no kept Sum normal forms (:mod:`attnsim.symbolic.sums` keeps them per
-    process): a test that monkeypatches a rule must see it applied, not an answer kept by an
-    earlier test."""
+def _fresh_kept_results() -> None:
+    """Each test starts with no kept Sum normal forms and no kept decoding answers (each process
+    keeps them: :mod:`attnsim.symbolic.sums`, :data:`attnsim.proofs.decoding.answers.PROCESS`): a
+    test that monkeypatches a rule or counts what is computed must see it applied, not an answer
+    kept by an earlier test."""
     sums._sum.cache_clear()
     sums.normal_forms.cache_clear()
+    answers.PROCESS.clear()

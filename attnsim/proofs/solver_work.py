@@ -60,6 +60,10 @@ ANSWERS: contextvars.ContextVar[dict[tuple[Any, ...], Any] | None] = contextvars
 )
 ANSWERS_KEPT = 4096  # the most decided answers one proof keeps (the oldest is dropped first)
 
+TRACE: contextvars.ContextVar[list[tuple[Any, ...]] | None] = contextvars.ContextVar(
+    "attnsim_work_trace", default=None
+)
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -72,7 +76,9 @@ def shared_answers() -> Iterator[dict[tuple[Any, ...], Any]]:
     only on the query and its budget in units (a fresh context, the same seeds), so this is the
     answer Z3 would give; an undecided answer is never kept.  Inside a scope already open, that
     scope's answers (so a chain of stages shares one); the answers are dropped when the outermost
-    scope ends (nothing is shared between proofs, so the work one proof reports is its own)."""
+    scope ends.  A decided answer another proof of this process computed is given with its work
+    replayed into this proof's meter (:data:`attnsim.proofs.decoding.answers.PROCESS`), so the work
+    a proof reports is what computing its own answers takes, whatever ran before it."""
     got = ANSWERS.get()
     if got is not None:
         yield got
@@ -130,23 +136,58 @@ def check(solver: z3.Solver) -> Any:
     before = units_of(solver)
     res = solver.check()
     used = units_of(solver) - before
+    metered(used, res == z3.unknown)
+    return res
+
+
+def metered(used: int, exhausted: bool) -> None:
+    """A check's work added to :data:`METER` (and to :data:`TRACE` when one records): what
+    :func:`check` does after Z3 answers, and what a replayed answer does again."""
+    trace = TRACE.get()
+    if trace is not None:
+        trace.append(("check", used, exhausted))
     meter = METER.get()
     if meter is not None:
         meter.units += used
         meter.queries += 1
-        if res == z3.unknown:
+        if exhausted:
             meter.exhausted += 1
         else:
             meter.largest = max(meter.largest, used)
-    return res
 
 
 def record_premises(pc: PremiseCheck) -> PremiseCheck:
     """Keep a premise check in the current meter (the obligation's result carries the first)."""
+    trace = TRACE.get()
+    if trace is not None:
+        trace.append(("record", pc))
     meter = METER.get()
     if meter is not None:
         meter.premises.append(pc)
     return pc
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[tuple[Any, ...]]]:
+    """What the checks inside do to the meter, in order (``("check", units, exhausted)``,
+    ``("record", premise check)``, and the kept answers' own ``("sub", ...)`` events): the trace a
+    kept answer is replayed from (:mod:`attnsim.proofs.decoding.answers`)."""
+    trace: list[tuple[Any, ...]] = []
+    token = TRACE.set(trace)
+    try:
+        yield trace
+    finally:
+        TRACE.reset(token)
+
+
+@contextlib.contextmanager
+def not_recording() -> Iterator[None]:
+    """No trace inside (a replay's own events belong to the answer replayed, not to its caller)."""
+    token = TRACE.set(None)
+    try:
+        yield
+    finally:
+        TRACE.reset(token)
 
 
 def model_of(solver: z3.Solver, names: Sequence[str], env: dict[str, Any]) -> tuple[tuple[str, int], ...]:
@@ -178,13 +219,17 @@ __all__ = [
     "QUERY_RLIMIT",
     "RESTART_FIRST",
     "RESTART_TOTAL",
+    "TRACE",
     "Stopwatch",
     "WorkMeter",
     "check",
     "isolated",
     "keep_answer",
+    "metered",
     "model_of",
+    "not_recording",
     "record_premises",
+    "recording",
     "shared_answers",
     "sharing_answers",
     "units_of",

@@ -2,8 +2,9 @@
 
 **Solver work decides** (issue 27).  Every Z3 query of the proof kit runs in a fresh context with
 an ``rlimit`` (:mod:`attnsim.proofs.solver_work`), so the same commit gives the same answers on an
-idle and on a loaded machine.  The limits, from the default run measured on 2026-12-03 (1,120
-obligations, 0 unknown, `attnsim verify --json`, Z3 4.15 / z3-solver 5.4.1, load average ~14):
+idle and on a loaded machine.  The limits were set from the default run measured on 2026-12-03
+(1,120 obligations, 0 unknown, ``attnsim verify --json``, Z3 4.15 / z3-solver 5.4.1, load
+average ~14) and still cover the run of 2026-12-05 (1,227 obligations, 0 unknown, idle):
 
 ===============================  ============  ===================================================
 query                            rlimit units  measured use (decided queries)
@@ -14,7 +15,10 @@ decoding prover, seeded restarts 4 M, doubled  total 120 M per query; the larges
                                                shallow eps/ffn/d/scale gathers, first seed)
 ===============================  ============  ===================================================
 
-Per obligation: 143 M units in all, the most 19.2 M (``linformer/all-sizes/lemma``, 302 queries).
+Per run: 143 M units in all on 2026-12-03, the most for one obligation 19.2 M
+(``linformer/all-sizes/lemma``, 302 queries); on 2026-12-05 222.4 M in all (Theorem 6's stage
+goals now in the run; 652.7 M before the linear abstraction's monomials), the largest decided
+query 3.48 M (U's shallow gathers), the most 18.9 M (``linformer/all-sizes/lemma``, 281 queries).
 ``attnsim verify`` prints the units per obligation, ``--json`` carries them (``units``,
 ``queries``, ``exhausted``: queries stopped by their rlimit, ``largest``).
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim.proofs import solver_work, z3sel
-from attnsim.proofs.decoding import premises, prover
+from attnsim.proofs.decoding import answers, premises, prover
 from attnsim.proofs.decoding.answers import query_key
 from attnsim.proofs.obligation import Outcome
 from attnsim.proofs.solver_work import WorkMeter
@@ -93,6 +93,7 @@ def test_a_query_asked_again_in_one_proof_is_answered_from_the_first(monkeypatch
     asked: list[str] = []
     real = prover._prove
     monkeypatch.setattr(prover, "_prove", lambda g, *a: asked.append(E.render(g)) or real(g, *a))
+    answers.PROCESS.clear()  # none kept by the proofs above (this counts what one proof asks)
     with solver_work.shared_answers():
         for _ in range(2):
             prover.prove(goal, coords=coords)
@@ -160,3 +161,47 @@ def test_a_premise_check_is_kept_by_its_exact_premises(monkeypatch: pytest.Monke
 
     meter = _metered(proofs)
     assert len(meter.premises) == 4
+
+
+def _stage_like_proofs() -> None:
+    """A few decoding proofs in one scope (one 'obligation'): goals over shared premises, a premise
+    check kept by its premises, a refutation."""
+    n, x = C.Size("n"), E.Var("x")
+    with solver_work.shared_answers():
+        assert prover.prove(x < n, coords={"x": n}).ok is True
+        assert prover.prove(((x + 2 * n) // n).eq(x // n + 2), coords={"x": n * 3}).ok is True
+        assert prover.prove(x >= 0, [x < 3], coords={"x": n}).ok is True
+        assert prover.prove(x >= 1, coords={"x": n}).ok is False
+
+
+def test_an_answer_kept_by_the_process_reports_the_work_of_computing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another proof in the same process (another obligation on the same worker) is given the
+    decided answers with their work replayed: the same units, queries, largest query and premise
+    checks as computing them, without asking Z3 (so a verdict's figures never depend on which
+    obligations a worker ran before)."""
+    fresh = _metered(_stage_like_proofs)
+    assert fresh.queries > 0 and answers.PROCESS
+    monkeypatch.setattr(solver_work, "check", lambda s: pytest.fail("Z3 asked again"))
+    again = _metered(_stage_like_proofs)
+    assert (again.units, again.queries, again.exhausted, again.largest) == (
+        fresh.units,
+        fresh.queries,
+        fresh.exhausted,
+        fresh.largest,
+    )
+    assert again.premises == fresh.premises
+
+
+def test_no_answer_is_kept_by_the_process_while_queries_are_exported(tmp_path: object) -> None:
+    """With --smt2 or --cross-check every deciding query must reach the sink: nothing is replayed."""
+    from attnsim.proofs import smtlib
+
+    seen: list[str] = []
+    token = smtlib.SINK.set(lambda text, answer, kind: seen.append(kind))
+    try:
+        _metered(_stage_like_proofs)
+        first = len(seen)
+        _metered(_stage_like_proofs)
+    finally:
+        smtlib.SINK.reset(token)
+    assert first > 0 and len(seen) == 2 * first and not answers.PROCESS
