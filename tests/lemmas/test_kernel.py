@@ -36,6 +36,7 @@ from attnsim.lemmas.kernel import (
     _remove_orphaned_bases,
     coq_sources,
     kernel_check,
+    merged_theory,
     parse_assumptions,
 )
 from attnsim.lemmas.matmul import matmul
@@ -128,6 +129,29 @@ def test_matmul_whose_average_misses_one_key_fails() -> None:
     assert "iif" in mutant[0].text
     out = kernel_check(_theorem("matmul"), mutant)(120.0)
     assert out.ok is False and "Coq rejects Matmul.v" in out.detail
+
+
+def test_the_merged_file_holds_the_export_above_the_theory_without_its_import() -> None:
+    """One coqc run per kernel check: the export's definitions, then the theory, whose Require line
+    no longer names the export module; a theory that does not import its export is refused."""
+    thm = _theorem("relu")
+    progs = thm.programs()
+    theory = (coq_sources() / "Relu.v").read_text()
+    merged = merged_theory(thm, progs, theory)
+    assert merged is not None
+    text, lines = merged
+    export = module_text(progs)
+    assert text.startswith(export) and lines == export.count("\n") + 1
+    assert "From Attnsim Require Import Semantics Lemmas." in text and "Export_relu" not in text
+    assert merged_theory(thm, progs, theory.replace(" Export_relu", "")) is None
+
+
+@needs_coq
+def test_an_export_coq_rejects_is_named_in_the_failure() -> None:
+    """A term Coq cannot type in the export is reported in the export's file, not the theory's."""
+    bad = [CoqProgram("relu_prog", ("n", "rows"), "Definition relu_prog (n rows : Z) : sop := Map1 PRelu Tokenz.\n")]
+    out = kernel_check(_theorem("relu"), bad)(120.0)
+    assert out.ok is False and "Coq rejects Export_relu.v" in out.detail
 
 
 @needs_coq
