@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import z3
 
 from attnsim.proofs import smtlib, solver_work
@@ -108,8 +109,16 @@ def prove(
             premises.append(env[n] <= bound)
     premises += [tr.boolean(a) for a in assumptions]
     g = tr.boolean(goal)
-    # first the premises, shown satisfiable by a model: else the proof would prove anything
-    pc = premises_check(premises, list(side), env, timeout)
+    # first the premises, shown satisfiable by a model (a small one by evaluation, else Z3's):
+    # else the proof would prove anything
+    floors = {n: (minimum or {}).get(n, 1) for n in sizes}
+    free = sorted({v for a in assumptions for v in a.variables()} - set(sizes))
+    found = witness_by_evaluation(assumptions, floors, free, bound)
+    if found is not None:
+        export_witness(assumptions, found)
+        pc = solver_work.record_premises(PremiseCheck("sat", tuple(sorted(found.items()))))
+    else:
+        pc = premises_check(premises, list(side), env, timeout)
     refused = pc.refusal()
     if refused is not None:
         return refused
@@ -135,6 +144,55 @@ def _reason(s: z3.Solver) -> str:
     """Z3's reason for an unknown, saying so when the query ran out of its rlimit budget."""
     why = s.reason_unknown()
     return "out of its rlimit budget" if why in ("canceled", "max. resource limit exceeded") else why
+
+
+WITNESS_SIZES = (1, 2, 3, 5)  # the size values a witness by evaluation tries (each at least the minimum)
+WITNESS_POINTS = 12  # each free variable is tried at 0 .. WITNESS_POINTS - 1
+WITNESS_FREE = 4  # at most this many free variables (WITNESS_POINTS ** free points)
+
+
+def witness_by_evaluation(
+    hyps: Sequence[E.Expr], floors: Mapping[str, int], free: Sequence[str], bound: int | None = None
+) -> dict[str, int] | None:
+    """A point where every premise in ``hyps`` holds, found by evaluating them exactly (integers):
+    every size (``floors``: name -> minimum) at one small value (:data:`WITNESS_SIZES`, at least its
+    minimum, at most ``bound``), each free variable at each of 0 .. 11; None when no point is found
+    (then Z3 looks for a model).  A witness shows the premises satisfiable as Z3's model would: the
+    premises are the same expressions, evaluated with the same integer semantics (div and mod by a
+    divisor >= 1; a point where a divisor is not is skipped)."""
+    if len(free) > WITNESS_FREE:  # (checked before the grid is built: 12^len(free) points)
+        return None
+    for base in WITNESS_SIZES:
+        env: dict[str, Any] = {s: max(lo, base) for s, lo in sorted(floors.items())}
+        if bound is not None and any(v > bound for v in env.values()):
+            break
+        grids = np.meshgrid(*[np.arange(0, WITNESS_POINTS) for _ in free], indexing="ij") if free else []
+        env.update({v: g.reshape(-1) for v, g in zip(free, grids, strict=True)})
+        try:
+            ok = np.ones(1, dtype=bool)
+            for h in hyps:
+                ok = ok & (np.asarray(h.evaluate(env)) != 0)
+            hits = np.flatnonzero(np.broadcast_to(ok, (WITNESS_POINTS ** len(free),)))
+        except (E.ExprError, ZeroDivisionError):
+            continue
+        if hits.size:
+            at = int(hits[0])
+            return {n: int(env[n]) for n in sorted(floors)} | {v: int(env[v][at]) for v in free}
+    return None
+
+
+def export_witness(hyps: Sequence[E.Expr], model: Mapping[str, int]) -> None:
+    """When queries are exported: the premises with a witness found by evaluation, as a query Z3
+    answers (sat), so that the second solver sees every premise check, this one too."""
+    if not smtlib.wanted():
+        return
+    env = {n: z3.Int(n) for n in model}
+    side: list[Any] = []
+    tr = Z3Translator(env, side)
+    facts = [*[env[n] == v for n, v in model.items()], *[tr.boolean(h) for h in hyps], *side]
+    s = solver_work.isolated(facts, solver_work.PREMISE_RLIMIT)
+    text = smtlib.text_of(s)
+    smtlib.record(text, str(solver_work.check(s)), "premises")
 
 
 def premises_check(
@@ -181,6 +239,12 @@ def check_premises(
     premises = [env[n] >= (minimum or {}).get(n, 1) for n in sizes]
     premises += [env[n] <= bound for n in sizes] if bound is not None else []
     premises += [tr.boolean(a) for a in assumptions]
+    found = witness_by_evaluation(
+        assumptions, {n: (minimum or {}).get(n, 1) for n in sizes}, sorted(names - set(sizes)), bound
+    )
+    if found is not None:
+        export_witness(assumptions, found)
+        return solver_work.record_premises(PremiseCheck("sat", tuple(sorted(found.items()))))
     return premises_check(premises, side, env, timeout)
 
 

@@ -43,7 +43,7 @@ def test_the_same_proof_uses_the_same_units_every_time(m: int) -> None:
         assert z3sel.prove(n * n >= n, [n > m]).ok is True
 
     first, second = _metered(proof), _metered(proof)
-    assert first.units > 0 and first.queries >= 3
+    assert first.units > 0 and first.queries >= 2  # the two proofs (a premise witness may be found by evaluation)
     assert (first.units, first.queries, first.largest) == (second.units, second.queries, second.largest)
 
 

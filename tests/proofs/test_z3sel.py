@@ -6,7 +6,8 @@ premises satisfiable by a model; empty premises fail "vacuous", undecided ones l
 
 from __future__ import annotations
 
-from attnsim.proofs import z3sel
+from attnsim.proofs import solver_work, z3sel
+from attnsim.proofs.solver_work import WorkMeter
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 
@@ -38,3 +39,26 @@ def test_check_premises_decides_plainly_empty_premises() -> None:
     n = C.Size("n")
     assert z3sel.check_premises([n < 1]).status == "unsat"
     assert z3sel.check_premises([n < 3], minimum={"n": 2}).status == "sat"
+
+
+def test_a_small_witness_is_found_by_evaluation_and_then_z3_is_not_asked() -> None:
+    """Premises a small point satisfies are shown so by evaluating them (no premise query: the
+    proof's one query is the claim's); premises no small point satisfies still go to Z3, which
+    finds a model or shows them empty.  The witness is a model of the premises: checked here."""
+    n, q = C.Size("n"), E.Var("q")
+    premises = [q >= 0, q < n * n + 3, n > 2]
+    found = z3sel.witness_by_evaluation(premises, {"n": 1}, ["q"])
+    assert found == {"n": 3, "q": 0}
+    assert all(int(p.evaluate(found)) for p in premises)
+    meter = WorkMeter()
+    token = solver_work.METER.set(meter)
+    try:
+        out = z3sel.prove(q < n * n + 3, premises)
+    finally:
+        solver_work.METER.reset(token)
+    assert out.ok is True and out.premises is not None and dict(out.premises.model) == {"n": 3, "q": 0}
+    assert meter.queries == 1
+    assert z3sel.witness_by_evaluation([n > 7], {"n": 1}, []) is None  # past the small sizes: Z3's model
+    far = z3sel.prove(n + 1 > n, [n > 7])
+    assert far.ok is True and far.premises is not None and dict(far.premises.model)["n"] > 7
+    assert z3sel.witness_by_evaluation([n > 2], {"n": 1}, [], bound=2) is None  # sizes stay <= bound

@@ -5,7 +5,7 @@ of the top-level premises (the assumptions, each decoded variable's ranges and b
 coordinate in range, every size at least its minimum): by evaluation at small values, then by Z3
 at small fixed sizes, then by Z3 in full (issue 26, item 4).  Empty premises fail the proof
 "vacuous"; undecided ones leave it unknown.  A witness found by evaluation is exported as a query
-too (``_export_witness``), so that the second solver sees every premise check.
+too (:func:`~attnsim.proofs.z3sel.export_witness`), so that the second solver sees every premise check.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import z3
 
 from attnsim.proofs import smtlib, solver_work
 from attnsim.proofs.decoding.answers import kept_or_checked
 from attnsim.proofs.decoding.query import Decode, _free_vars, _sizes_of
 from attnsim.proofs.obligation import PremiseCheck
+from attnsim.proofs.z3sel import export_witness, witness_by_evaluation
 from attnsim.rasp import expr as E
 from attnsim.rasp.z3_translation import Z3Translator
 
@@ -62,24 +62,10 @@ def _premises_checked(
     hyps += [(E.Var(c) >= 0) & (E.Var(c) < ext) for c, ext in coords.items()]
     sizes = _sizes_of(*hyps)
     free = sorted(_free_vars(*hyps) - sizes)
-    for base in (1, 2, 3, 5):  # a witness by evaluation: sizes small, each free variable tried at a few points
-        env: dict[str, Any] = {s: max(mins.get(s, 1), base) for s in sorted(sizes)}
-        if len(free) > 4:  # (checked before the grid is built: 12^len(free) points)
-            break
-        grids = np.meshgrid(*[np.arange(0, 12) for _ in free], indexing="ij") if free else []
-        env.update({v: g.reshape(-1) for v, g in zip(free, grids, strict=True)})
-        try:
-            ok = np.ones(1, dtype=bool)
-            for h in hyps:
-                ok = ok & (np.asarray(h.evaluate(env)) != 0)
-            hits = np.flatnonzero(np.broadcast_to(ok, (12 ** len(free),)))
-            if hits.size:
-                at = int(hits[0])
-                model = {n: int(env[n]) for n in sorted(sizes)} | {v: int(env[v][at]) for v in free}
-                _export_witness(hyps, model)
-                return solver_work.record_premises(PremiseCheck("sat", tuple(sorted(model.items()))))
-        except (E.ExprError, ZeroDivisionError):
-            continue
+    model = witness_by_evaluation(hyps, {s: mins.get(s, 1) for s in sizes}, free)
+    if model is not None:
+        export_witness(hyps, model)
+        return solver_work.record_premises(PremiseCheck("sat", tuple(sorted(model.items()))))
     for base in (1, 2, 3):  # a witness by Z3 at small fixed sizes: the free variables' problem is then linear
         pc = _premises_check(hyps, sizes, free, mins, timeout, at=base, rlimit=solver_work.PREMISE_RLIMIT // 5)
         if pc.status == "sat":
@@ -117,17 +103,3 @@ def _premises_check(
         return PremiseCheck("unsat")
     why = s.reason_unknown()
     return PremiseCheck("unknown", reason="out of its rlimit budget" if why == "canceled" else why)
-
-
-def _export_witness(hyps: Sequence[E.Expr], model: Mapping[str, int]) -> None:
-    """When queries are exported: the premises with a witness found by evaluation, as a query Z3
-    answers (sat), so that the second solver sees every premise check, this one too."""
-    if not smtlib.wanted():
-        return
-    env = {n: z3.Int(n) for n in model}
-    side: list[Any] = []
-    tr = Z3Translator(env, side)
-    facts = [*[env[n] == v for n, v in model.items()], *[tr.boolean(h) for h in hyps], *side]
-    s = solver_work.isolated(facts, solver_work.PREMISE_RLIMIT)
-    text = smtlib.text_of(s)
-    smtlib.record(text, str(solver_work.check(s)), "premises")
