@@ -43,7 +43,7 @@ def test_check_premises_decides_plainly_empty_premises() -> None:
 
 def test_a_small_witness_is_found_by_evaluation_and_then_z3_is_not_asked() -> None:
     """Premises a small point satisfies are shown so by evaluating them (no premise query: the
-    proof's one query is the claim's); premises no small point satisfies still go to Z3, which
+    proof's queries are the claim's); premises no small point satisfies still go to Z3, which
     finds a model or shows them empty.  The witness is a model of the premises: checked here."""
     n, q = C.Size("n"), E.Var("q")
     premises = [q >= 0, q < n * n + 3, n > 2]
@@ -57,8 +57,29 @@ def test_a_small_witness_is_found_by_evaluation_and_then_z3_is_not_asked() -> No
     finally:
         solver_work.METER.reset(token)
     assert out.ok is True and out.premises is not None and dict(out.premises.model) == {"n": 3, "q": 0}
-    assert meter.queries == 1
+    assert meter.queries == 2  # the claim without its assumptions (sat), then with them: no premise query
     assert z3sel.witness_by_evaluation([n > 7], {"n": 1}, []) is None  # past the small sizes: Z3's model
     far = z3sel.prove(n + 1 > n, [n > 7])
     assert far.ok is True and far.premises is not None and dict(far.premises.model)["n"] > 7
     assert z3sel.witness_by_evaluation([n > 2], {"n": 1}, [], bound=2) is None  # sizes stay <= bound
+
+
+def test_a_claim_that_needs_no_assumption_is_decided_without_them() -> None:
+    """A gather from one fixed position: its intent holds whatever the key range, so the claim is
+    first shown without the assumptions (a stronger statement); a claim that needs them is proven
+    with them, and a false one still fails with a counterexample inside them."""
+    n, k = C.Size("n"), E.Var("k")
+    length = n * n * n + 3 * n + 7
+    fixed = n * n + 1
+    gather = (k.eq(fixed) & ((k >= fixed) & (k < fixed + 1))) | (
+        E.Not(k.eq(fixed)) & E.Not((k >= fixed) & (k < fixed + 1))
+    )
+    ranges = [k >= 0, k < length]
+    out = z3sel.prove(gather, ranges)
+    assert out.ok is True and out.detail.endswith("(without its assumptions)")
+    needs = z3sel.prove(k < length + 1, ranges)
+    assert needs.ok is True and "without" not in needs.detail
+    wrong = z3sel.prove(k < length - 1, ranges)
+    assert wrong.ok is False and wrong.counterexample is not None
+    model = dict(wrong.counterexample)
+    assert all(int(r.evaluate(model)) for r in ranges) and not int((k < length - 1).evaluate(model))

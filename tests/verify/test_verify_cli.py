@@ -22,8 +22,9 @@ def test_verify_json_only(capsys: pytest.CaptureFixture[str]) -> None:
     }
     assert all(d["status"] == "proved" for d in data)
     assert all(d["scope"]["sizes"] and d["scope"]["bound"] is None and d["cause"] == "" for d in data)
-    # the solver work is carried (issue 27) and each proof's premises were shown satisfiable (issue 26)
-    assert all(d["units"] > 0 and d["queries"] >= 2 and d["exhausted"] == 0 for d in data)
+    # the solver work is carried (issue 27) and each proof's premises were shown satisfiable (issue 26;
+    # by a witness found by evaluation here, so the queries are the claim's)
+    assert all(d["units"] > 0 and d["queries"] >= 1 and d["exhausted"] == 0 for d in data)
     assert all(d["premises"] == "sat" and d["premise_model"] for d in data)
 
 
