@@ -1,14 +1,19 @@
 """Key listings through intents: every key a selector selects is listed, through its proven intent.
 
 A sum or max head lists its keys by a hint (see :mod:`attnsim.symbolic.execute`); that every
-selected key is listed is proven, for a selector with a declared intent I (``u.intents``), as: S <-> I
+selected key is listed is proven, for a selector with a declared intent I (the construction's
+``intents``: a lemma's, or U's), as: S <-> I
 for every query of I's region and every key, for all sizes, on the executor's own layout (the
 decoding prover, :func:`attnsim.proofs.intents.check_intent`, once per selector and run); the query in
 I's region; and ``not I(q, K) or K listed`` with K decoded only through the blocks I names.  The
-first two give S(q, K) -> I(q, K).
+first two give S(q, K) -> I(q, K).  The plain route, K decoded through every block of the
+layout, is one large query per head: for the Linformer lemma it was 8.2 of its 8.9 s; through
+intents its all-sizes proof takes 1.3 s (the 22 lemma and application all-sizes proofs 15.9 -> 5.0 s).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from attnsim.proofs import z3sel
 from attnsim.proofs.decoding import prover, selectors
@@ -17,17 +22,17 @@ from attnsim.proofs.intents import Intent, check_intent
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
-from attnsim.simulator.layerproof.frame import FrameExecutor
-from attnsim.symbolic.execute import ExecutionFailed
+from attnsim.symbolic.execute import ExecutionFailed, Executor
 
 
-class IntentListing(FrameExecutor):
-    """The layer executor's key listings through intents (a mixin of
-    :class:`~attnsim.simulator.layerproof.executor.LayerExecutor`, whose fields below it reads)."""
+@dataclass
+class IntentListing(Executor):
+    """The executor with key listings through intents: what a lemma's all-sizes proof runs, and a
+    base of :class:`~attnsim.simulator.layerproof.executor.LayerExecutor`."""
 
     # (id(selector), id(layout)) -> the proof that the selector is its intent on that layout
-    intent_proofs: dict[tuple[int, int], Outcome]
-    step_cap: float  # seconds for one Z3 call
+    intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)
+    step_cap: float = 20.0  # seconds for one Z3 call (a safety net: each query has its rlimit)
 
     def intent_of(self, sel: C.Selector) -> Intent | None:
         """The intent U declares for ``sel`` (the very selector object), if any."""

@@ -1,5 +1,6 @@
 """program == spec for every size: the all-sizes proof of a construction (issue "proofs that mean
-what they say"), driving :class:`attnsim.symbolic.execute.Executor`.
+what they say"), driving :class:`attnsim.symbolic.key_listing.IntentListing` (the executor, with each head's keys
+listed through its selector's proven intent).
 
 For a construction built over unbound sizes, with an independent specification: the domain is
 not vacuous; the layout is injective, disjoint and in range; the output block has the spec's
@@ -32,6 +33,7 @@ from attnsim.rasp import expr as E
 from attnsim.symbolic.counterexample import constants_compared, with_counterexample
 from attnsim.symbolic.execute import ExecutionFailed, Executor, sym
 from attnsim.symbolic.if_then_else import Ite
+from attnsim.symbolic.key_listing import IntentListing
 from attnsim.symbolic.sums import normal_forms
 
 
@@ -85,7 +87,7 @@ def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: 
         con = con.reparametrize(**{ext.name: fresh * m})
         renamed[sp.Symbol(ext.name, integer=True)] = m * sym(fresh)
     out = con.layout[con.output]
-    ex = Executor(con, timeout)
+    ex = IntentListing(con, timeout)
     coords: list[E.Expr] = []
     for name, extent in (("o_h", out.stack), ("o_i", out.rows), ("o_j", out.cols)):
         if name in split:

@@ -18,7 +18,7 @@ cut (:meth:`LayerExecutor.cut_value`, :mod:`attnsim.simulator.layerproof.cut`).
 The executor's other concerns are mixins, each in its module: gathers with a condition
 (:mod:`attnsim.simulator.layerproof.gather_cases`), truncation of sums (:mod:`attnsim.simulator.layerproof.truncation`),
 positivity and finiteness (:mod:`attnsim.simulator.layerproof.divisors`), key listings through intents
-(:mod:`attnsim.simulator.layerproof.key_listing`).
+(:mod:`attnsim.symbolic.key_listing`).
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from attnsim.simulator.layerproof.divisors import Positivity, RowWitness
 from attnsim.simulator.layerproof.encoder_spec import SIZE
 from attnsim.simulator.layerproof.flags import flag, nonzero_flags, split_conjunctions
 from attnsim.simulator.layerproof.gather_cases import GatherCases
-from attnsim.simulator.layerproof.key_listing import IntentListing
 from attnsim.simulator.layerproof.truncation import Truncation
 from attnsim.simulator.record import Source
 from attnsim.symbolic.execute import ExecutionFailed, sym
 from attnsim.symbolic.if_then_else import Ite
+from attnsim.symbolic.key_listing import IntentListing
 
 
 @dataclass
