@@ -179,7 +179,8 @@ def witness_by_evaluation(
     minimum, at most ``bound``), each free variable at each of 0 .. 11; None when no point is found
     (then Z3 looks for a model).  A witness shows the premises satisfiable as Z3's model would: the
     premises are the same expressions, evaluated with the same integer semantics (div and mod by a
-    divisor >= 1; a point where a divisor is not is skipped)."""
+    divisor >= 1; a point where a divisor is not is skipped), the point confirmed in Python's
+    unbounded integers (the grid is searched in int64, which can wrap)."""
     if len(free) > WITNESS_FREE:  # (checked before the grid is built: 12^len(free) points)
         return None
     for base in WITNESS_SIZES:
@@ -193,12 +194,21 @@ def witness_by_evaluation(
             for h in hyps:
                 ok = ok & (np.asarray(h.evaluate(env)) != 0)
             hits = np.flatnonzero(np.broadcast_to(ok, (WITNESS_POINTS ** len(free),)))
-        except (E.ExprError, ZeroDivisionError):
+        except (E.ExprError, ZeroDivisionError, OverflowError):
             continue
-        if hits.size:
-            at = int(hits[0])
-            return {n: int(env[n]) for n in sorted(floors)} | {v: int(env[v][at]) for v in free}
+        for at in hits:  # int64 arithmetic may wrap: a point counts once it holds in Python's integers
+            point = {n: int(env[n]) for n in sorted(floors)} | {v: int(env[v][at]) for v in free}
+            if _holds_exactly(hyps, point):
+                return point
     return None
+
+
+def _holds_exactly(hyps: Sequence[E.Expr], point: Mapping[str, int]) -> bool:
+    """Every premise holds at ``point``, evaluated in Python's unbounded integers."""
+    try:
+        return all(int(h.evaluate(point)) != 0 for h in hyps)
+    except (E.ExprError, ZeroDivisionError):
+        return False
 
 
 def export_witness(hyps: Sequence[E.Expr], model: Mapping[str, int]) -> None:

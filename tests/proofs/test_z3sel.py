@@ -83,3 +83,14 @@ def test_a_claim_that_needs_no_assumption_is_decided_without_them() -> None:
     assert wrong.ok is False and wrong.counterexample is not None
     model = dict(wrong.counterexample)
     assert all(int(r.evaluate(model)) for r in ranges) and not int((k < length - 1).evaluate(model))
+
+
+def test_a_witness_is_confirmed_in_unbounded_integers() -> None:
+    """The grid is searched in int64, which wraps: x * 2^62 * 4 == 0 holds there at x = 2, not in
+    the integers.  Such a point is no witness; the premises are then Z3's to decide (empty here:
+    the false claim fails 'vacuous', never proved)."""
+    x = E.Var("x")
+    premises = [((x * 2**62) * 4).eq(0), x.eq(2)]
+    assert z3sel.witness_by_evaluation(premises, {}, ["x"]) is None
+    out = z3sel.prove(E.Const(0).eq(1), premises)
+    assert out.ok is False and out.detail.startswith("vacuous")
