@@ -4,7 +4,7 @@
 From mathcomp Require Import all_ssreflect all_algebra.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas Export_consumer_matmul.
+From Attnsim Require Import Semantics Lemmas Exports.
 Import GRing.Theory Num.Theory.
 
 Section ConsumerMatmul.

@@ -5,7 +5,7 @@ From mathcomp Require Import all_ssreflect all_algebra.
 From mathcomp Require Import reals sequences exp.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas Export_softmax.
+From Attnsim Require Import Semantics Lemmas Exports.
 Import GRing.Theory Num.Theory.
 
 Section Softmax.

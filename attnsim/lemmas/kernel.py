@@ -3,19 +3,22 @@
 Each :class:`KernelTheorem` names a hand-written Coq file of ``coq/`` (``Transpose.v``...), the
 theorems in it, the MathComp definition they are stated against, and the Python programs (built
 over unbound sizes) it is about.  Its ``kernel`` obligation exports the programs with
-:mod:`attnsim.proofs.coq` into a fresh build directory, runs ``coqc`` once on the export followed by
-the theory file (:func:`merged_theory`; the semantics and the general lemmas compiled once per
-process), then ``Print Assumptions``
-of every theorem: proved only when Coq accepts every file and no theorem depends on an axiom
-outside :data:`ALLOWED_AXIOMS` (an ``Admitted`` proof is an axiom of the file's own name, so it
-fails), and no hand-written file has a proof hole or defines an exported program's name itself
-(the theorem must be about the exported term).  Without ``coqc`` the obligation is unknown, "not
-run (coqc not installed)": never proved.
+:mod:`attnsim.proofs.coq` into ``Exports.v``, one generated library holding every kernel theorem's
+programs (compiled once per process with the semantics and the general lemmas; a construction's
+own ``programs`` in place of its defaults make a library of their own), then runs ``coqc`` once on
+the theory file in a fresh build directory, then ``Print Assumptions`` of every theorem: proved
+only when Coq accepts every file and no theorem depends on an axiom outside
+:data:`ALLOWED_AXIOMS` (an ``Admitted`` proof is an axiom of the file's own name, so it fails), and
+no hand-written file has a proof hole, undoes a definition (``Reset``, ``Back``) or defines an
+exported program's name itself (the theorem must be about the exported term, which a file of its
+own keeps out of the theory's reach).  Without ``coqc`` the obligation is unknown, "not run (coqc
+not installed)": never proved.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import os
 import re
@@ -56,7 +59,13 @@ ALLOWED_AXIOMS = frozenset(
     }
 )
 HAND_WRITTEN = ("Semantics", "Lemmas")  # compiled before every export, in this order
-_FORBIDDEN = re.compile(r"\b(Admitted|admit|Axiom|Axioms|Parameter|Parameters|Conjecture)\b")
+EXPORTS = "Exports"  # the generated library of exported programs every theory imports
+_FORBIDDEN = re.compile(r"\b(Admitted|admit|Axiom|Axioms|Parameter|Parameters|Conjecture|Reset|Back|BackTo)\b")
+# vernacular that defines a name: a theory must not define an exported program's name itself
+_DEFINING = (
+    "Definition|Fixpoint|CoFixpoint|Let|Notation|Lemma|Theorem|Fact|Remark|Corollary|Proposition|Example|"
+    "Instance|Inductive|CoInductive|Variant|Record|Structure|Class|Parameter|Axiom|Variable|Hypothesis|Context"
+)
 
 
 class KernelError(RuntimeError):
@@ -74,10 +83,6 @@ class KernelTheorem:
     against: str  # the MathComp (or textbook) definition the theorems are stated against
     statement: str
     programs: Callable[[], list[CoqProgram]]
-
-    @property
-    def export_module(self) -> str:
-        return "Export_" + self.construction.replace("-", "_")
 
 
 def _transpose_programs() -> list[CoqProgram]:
@@ -311,52 +316,70 @@ def _compiled_base(coqc: str, src: Path, timeout: float) -> Path | CoqRun:
     return base
 
 
-def merged_theory(thm: KernelTheorem, programs: Sequence[CoqProgram], theory: str) -> tuple[str, int] | None:
-    """The export of ``programs`` followed by the theory text, whose ``From Attnsim Require Import``
-    line no longer names the export module (its definitions are now above it), and the export's
-    number of lines; None when the theory does not import its export module.
-
-    One coqc run then checks both: loading MathComp twice (once for the export, once for the
-    theory) cost ~0.85 s per kernel obligation.  The export is elaborated first, under its own
-    imports only (:data:`attnsim.proofs.coq.HEADER`), exactly as in a file of its own."""
-    pattern = re.compile(rf"^(From Attnsim Require Import\b[^.\n]*?)\s+{re.escape(thm.export_module)}\b", re.M)
-    body, found = pattern.subn(r"\1", theory)
-    if found != 1:
-        return None
-    export = module_text(programs)
-    return export + "\n" + body, export.count("\n") + 1
+@functools.cache
+def default_programs() -> tuple[CoqProgram, ...]:
+    """Every kernel theorem's exported programs, once per process (the library's default text)."""
+    return tuple(p for thm in THEOREMS for p in thm.programs())
 
 
-def run_coq(thm: KernelTheorem, programs: Sequence[CoqProgram], timeout: float, coqc: str) -> CoqRun:
-    """Compile the export of ``programs`` and the theory (its theorems' ``Print Assumptions``
-    appended) as one file (:func:`merged_theory`) against the compiled semantics and lemmas, in a
-    fresh directory.  A failure is reported in the export's file when Coq's error is in its lines."""
-    src = coq_sources()
-    merged = merged_theory(thm, programs, (src / f"{thm.theory}.v").read_text())
-    if merged is None:
-        return CoqRun(f"{thm.theory}.v", f"Error: {thm.theory}.v does not import {thm.export_module}", ())
-    text, export_lines = merged
+def exports_text(programs: Sequence[CoqProgram]) -> str:
+    """``Exports.v``: the default programs, each replaced by the one of ``programs`` of its name."""
+    given = {p.name: p for p in programs}
+    names = {p.name for p in default_programs()}
+    return module_text(
+        [given.get(p.name, p) for p in default_programs()] + [p for p in programs if p.name not in names]
+    )
+
+
+_EXPORTS: dict[tuple[str, str], Path] = {}  # (coqc, digest of the base and the export) -> compiled copy
+
+
+def _compiled_exports(coqc: str, src: Path, text: str, timeout: float) -> Path | CoqRun:
+    """A directory holding Semantics, Lemmas and Exports compiled (once per process and text)."""
     base = _compiled_base(coqc, src, timeout)
     if isinstance(base, CoqRun):
         return base
+    key = (coqc, hashlib.sha256(str(base).encode() + b"\0" + text.encode()).hexdigest())
+    if key in _EXPORTS:
+        return _EXPORTS[key]
+    lib = Path(tempfile.mkdtemp(prefix=f"{_BASE_PREFIX}{os.getpid()}-"))
+    atexit.register(shutil.rmtree, lib, True)
+    for name in HAND_WRITTEN:
+        for ext in (".v", ".vo"):
+            shutil.copy(base / f"{name}{ext}", lib / f"{name}{ext}")
+    (lib / f"{EXPORTS}.v").write_text(text)
+    res = _coqc(coqc, lib, EXPORTS, timeout)
+    if res.returncode != 0:
+        return CoqRun(f"{EXPORTS}.v", res.stdout + res.stderr, ())
+    _EXPORTS[key] = lib
+    return lib
+
+
+def run_coq(thm: KernelTheorem, programs: Sequence[CoqProgram], timeout: float, coqc: str) -> CoqRun:
+    """Compile the theory (its theorems' ``Print Assumptions`` appended) against the compiled
+    semantics, lemmas and export of ``programs`` (:func:`exports_text`), in a fresh directory: one
+    coqc run per check, the export a library of its own (a theory cannot ``Reset`` it)."""
+    src = coq_sources()
+    lib = _compiled_exports(coqc, src, exports_text(programs), timeout)
+    if isinstance(lib, CoqRun):
+        return lib
     with tempfile.TemporaryDirectory(prefix=f"{_BUILD_PREFIX}{os.getpid()}-") as tmp:
         build = Path(tmp)
-        for name in HAND_WRITTEN:
+        for name in (*HAND_WRITTEN, EXPORTS):
             for ext in (".v", ".vo"):
-                shutil.copy(base / f"{name}{ext}", build / f"{name}{ext}")
+                shutil.copy(lib / f"{name}{ext}", build / f"{name}{ext}")
         checks = "\n".join(f"Print Assumptions {t}." for t in thm.theorems)
-        (build / f"{thm.theory}.v").write_text(text + f"\n{checks}\n")
+        (build / f"{thm.theory}.v").write_text((src / f"{thm.theory}.v").read_text() + f"\n{checks}\n")
         res = _coqc(coqc, build, thm.theory, timeout)
         out = res.stdout + res.stderr
         if res.returncode != 0:
-            at = re.search(r", line (\d+)", out)
-            in_export = at is not None and int(at.group(1)) <= export_lines
-            return CoqRun(f"{thm.export_module if in_export else thm.theory}.v", out, ())
+            return CoqRun(f"{thm.theory}.v", out, ())
         return CoqRun(None, out, parse_assumptions(out))
 
 
 def forbidden_in_sources(thm: KernelTheorem) -> list[str]:
-    """Hand-written files of ``thm`` that contain Admitted/admit/Axiom/Parameter (a proof hole)."""
+    """Hand-written files of ``thm`` that contain Admitted/admit/Axiom/Parameter (a proof hole) or
+    Reset/Back (a definition undone)."""
     src = coq_sources()
     return [f"{n}.v" for n in (*HAND_WRITTEN, thm.theory) if _FORBIDDEN.search((src / f"{n}.v").read_text())]
 
@@ -373,10 +396,12 @@ def kernel_check(thm: KernelTheorem, programs: Sequence[CoqProgram] | None = Non
         except KernelError as exc:
             return Outcome.bad(str(exc))
         if holes:
-            return Outcome.bad(f"proof holes (Admitted/admit/Axiom/Parameter) in {', '.join(holes)}")
+            return Outcome.bad(
+                f"proof holes or undone definitions (Admitted/admit/Axiom/Parameter/Reset) in {', '.join(holes)}"
+            )
         progs = list(programs) if programs is not None else thm.programs()
         theory = (coq_sources() / f"{thm.theory}.v").read_text()
-        shadowed = [p.name for p in progs if re.search(rf"\b(Definition|Fixpoint|Let|Notation)\s+{p.name}\b", theory)]
+        shadowed = [p.name for p in progs if re.search(rf"\b({_DEFINING})\s+{p.name}\b", theory)]
         if shadowed:
             return Outcome.bad(f"{thm.theory}.v defines {', '.join(shadowed)} itself instead of using the export")
         try:
@@ -424,9 +449,10 @@ __all__ = [
     "KernelError",
     "KernelTheorem",
     "coq_sources",
+    "default_programs",
+    "exports_text",
     "kernel_check",
     "kernel_obligation",
-    "merged_theory",
     "parse_assumptions",
     "run_coq",
 ]

@@ -35,8 +35,8 @@ from attnsim.lemmas.kernel import (
     _coqc,
     _remove_orphaned_bases,
     coq_sources,
+    exports_text,
     kernel_check,
-    merged_theory,
     parse_assumptions,
 )
 from attnsim.lemmas.matmul import matmul
@@ -131,19 +131,16 @@ def test_matmul_whose_average_misses_one_key_fails() -> None:
     assert out.ok is False and "Coq rejects Matmul.v" in out.detail
 
 
-def test_the_merged_file_holds_the_export_above_the_theory_without_its_import() -> None:
-    """One coqc run per kernel check: the export's definitions, then the theory, whose Require line
-    no longer names the export module; a theory that does not import its export is refused."""
-    thm = _theorem("relu")
-    progs = thm.programs()
-    theory = (coq_sources() / "Relu.v").read_text()
-    merged = merged_theory(thm, progs, theory)
-    assert merged is not None
-    text, lines = merged
-    export = module_text(progs)
-    assert text.startswith(export) and lines == export.count("\n") + 1
-    assert "From Attnsim Require Import Semantics Lemmas." in text and "Export_relu" not in text
-    assert merged_theory(thm, progs, theory.replace(" Export_relu", "")) is None
+def test_the_exports_library_holds_every_program_and_a_given_one_replaces_its_default() -> None:
+    """Exports.v: every kernel theorem's programs; a construction's own programs (a mutant) take the
+    place of the defaults of their names, so the theory is checked against exactly them."""
+    text = exports_text([])
+    for thm in THEOREMS:
+        for prog in thm.programs():
+            assert f"Definition {prog.name} " in text
+    own = CoqProgram("relu_prog", ("n", "rows"), "Definition relu_prog (n rows : Z) : sop := Tokens.\n")
+    mutant = exports_text([own])
+    assert own.text in mutant and mutant.count("Definition relu_prog ") == 1
 
 
 @needs_coq
@@ -151,7 +148,7 @@ def test_an_export_coq_rejects_is_named_in_the_failure() -> None:
     """A term Coq cannot type in the export is reported in the export's file, not the theory's."""
     bad = [CoqProgram("relu_prog", ("n", "rows"), "Definition relu_prog (n rows : Z) : sop := Map1 PRelu Tokenz.\n")]
     out = kernel_check(_theorem("relu"), bad)(120.0)
-    assert out.ok is False and "Coq rejects Export_relu.v" in out.detail
+    assert out.ok is False and "Coq rejects Exports.v" in out.detail
 
 
 @needs_coq
@@ -180,6 +177,25 @@ def test_a_theory_defining_the_program_itself_fails(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("ATTNSIM_COQ_DIR", str(tmp_path))
     out = kernel_check(_theorem("relu"))(120.0)
     assert out.ok is False and "defines relu_prog itself" in out.detail
+
+
+@needs_coq
+def test_a_theory_that_undoes_the_export_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A theory that defines the program's name by a Lemma, or Resets a definition, is refused before
+    Coq runs (with the export a library of its own, Reset cannot reach it anyway)."""
+    src = coq_sources()
+    for f in src.glob("*.v"):
+        shutil.copy(f, tmp_path / f.name)
+    relu_v = tmp_path / "Relu.v"
+    text = relu_v.read_text()
+    own = "Lemma relu_prog (n rows : Z) : sop. exact (Map1 PRelu Tokens). Defined.\n"
+    relu_v.write_text(text.replace("Section Relu.", own + "Section Relu."))
+    monkeypatch.setenv("ATTNSIM_COQ_DIR", str(tmp_path))
+    out = kernel_check(_theorem("relu"))(120.0)
+    assert out.ok is False and "defines relu_prog itself" in out.detail
+    relu_v.write_text("Reset relu_prog.\n" + text)
+    out = kernel_check(_theorem("relu"))(120.0)
+    assert out.ok is False and "undone definitions" in out.detail and "Relu.v" in out.detail
 
 
 def test_orphaned_bases_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
