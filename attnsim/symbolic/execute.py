@@ -29,7 +29,6 @@ The value is compared with the independent specification (:mod:`attnsim.symbolic
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from attnsim.rasp.layout import Block
 from attnsim.symbolic.if_then_else import from_piecewise, ite
 from attnsim.symbolic.maxover import max_over
 from attnsim.symbolic.positivity import Signs
+from attnsim.symbolic.summation_names import SummationNames
 from attnsim.symbolic.sums import simplify_conditions
 
 
@@ -140,7 +140,7 @@ class Executor:
     steps: list[str] = field(default_factory=list)
     lemmas: set[str] = field(default_factory=set)
     started: float = field(default_factory=time.process_time)  # CPU seconds: load does not move it
-    _fresh: Any = field(default_factory=itertools.count)
+    _names: SummationNames = field(default_factory=SummationNames)  # summation variables' names
     _memo: dict[tuple[int, str], sp.Expr] = field(default_factory=dict)
     _layout_sizes: tuple[Any, frozenset[str]] | None = field(default=None, repr=False)
 
@@ -262,7 +262,8 @@ class Executor:
         key = (id(node), E.render(pos))
         got = self._memo.get(key)
         if got is None:
-            got = self._memo[key] = self._value(node, pos)
+            with self._names.computing(node.label, pos):
+                got = self._memo[key] = self._value(node, pos)
         return got
 
     def _value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:
@@ -415,7 +416,9 @@ class Executor:
                 Outcome.unknown(f"{sel.label}: not a gather and no enumeration hint (out of the method's scope)")
             )
         counts = hint.counts
-        lvars = [f"l!{next(self._fresh)}" for _ in counts]  # "!": no size can take the name
+        lvars: list[str] = []  # "!": no size can take the name
+        for cnt in counts:
+            lvars.append(self._names.draw(cnt, {**self.coords, **dict.fromkeys(lvars)}))
         ls = [E.Var(v) for v in lvars]
         try:
             s_expr = z3sel.selector_expr(sel).substitute({"length": ln, z3sel.Q.name: pos})

@@ -46,7 +46,8 @@ class GatherCases(FrameExecutor):
             scoped = (*key, *(E.render(a) for a in self.assumed))
             got = self._scoped_memo.get(scoped)
             if got is None:
-                got = self._scoped_memo[scoped] = self._value(node, pos)
+                with self._names.computing(node.label, pos, tuple(self.assumed)):
+                    got = self._scoped_memo[scoped] = self._value(node, pos)
         return got
 
     def sample_env(self) -> dict[str, int]:

@@ -123,9 +123,9 @@ def past_divisors(
         ex.con, max(0.5, ex.timeout), sampling=True, **{name: getattr(ex, name) for name in _SHARED_WITH_AGAIN}
     )
     again.coords.update({k: v for k, v in ex.coords.items() if k.endswith("!")})  # the entry's coordinates
-    # the values computed before the failure (each proven as usual), and fresh names past theirs
+    # the values computed before the failure (each proven as usual); a head computed again gets
+    # the same summation names (derived from the computation, attnsim.symbolic.summation_names)
     again._memo.update(ex._memo)
-    again._fresh = ex._fresh
     try:
         got = again.value(node, pos)
     except ExecutionFailed as exc:
