@@ -18,7 +18,11 @@ decoding prover, seeded restarts 4 M, doubled  total 120 M per query; the larges
 Per run: 143 M units in all on 2026-12-03, the most for one obligation 19.2 M
 (``linformer/all-sizes/lemma``, 302 queries); on 2026-12-05 222.4 M in all (Theorem 6's stage
 goals now in the run; 652.7 M before the linear abstraction's monomials), the largest decided
-query 3.48 M (U's shallow gathers), the most 18.9 M (``linformer/all-sizes/lemma``, 281 queries).
+query 3.48 M (U's shallow gathers), the most 18.9 M (``linformer/all-sizes/lemma``, 281 queries);
+later that day 93.9 M in all (premises shown by a witness found by evaluation, a claim first tried
+without its assumptions in 200 k units, the lemmas' key listings through their intents), the
+largest decided query 3.29 M and the most for one obligation 8.56 M (both
+``simulator-frame/shallow/all-sizes/frame``).
 ``attnsim verify`` prints the units per obligation, ``--json`` carries them (``units``,
 ``queries``, ``exhausted``: queries stopped by their rlimit, ``largest``).
 

@@ -9,8 +9,9 @@ by the Sum normal form (``simplify`` is never called).  The proof is split by co
 - :mod:`.encoder_spec`: the true sizes' symbols, eps, the option cases, the spec's parts;
 - :mod:`.cut`: a stage's proven statement (:class:`Cut`), read by later stages, and its padding values;
 - :mod:`.executor`: the executor (:class:`LayerExecutor`), tokens read through the input map, with
-  its mixins :mod:`.gather_cases`, :mod:`.truncation`, :mod:`.divisors` and
-  :mod:`attnsim.symbolic.key_listing` (key listings through intents, shared with the lemmas' proofs);
+  its mixins :mod:`.case_sharing` (values the option cases share), :mod:`.gather_cases`,
+  :mod:`.truncation`, :mod:`.divisors` and :mod:`attnsim.symbolic.key_listing` (key listings
+  through intents, shared with the lemmas' proofs);
 - :mod:`.activation`: the FFN's activations as the executor reads them;
 - :mod:`.flags`: products of 0/1 flags and the flag form of U's value;
 - :mod:`.stage_proof`: the stage proof (:func:`prove_stage`);

@@ -57,7 +57,7 @@ class Positivity(FrameExecutor):
     capacity: dict[str, Any]  # true size name -> its capacity (SymPy)
     below: dict[str, str]  # entry coordinate -> the true size it is below
     witnesses: tuple[RowWitness, ...]  # premises of the domain (see witnessed_sum)
-    padding_used: bool  # a variance read a cut's proven padding values
+    padding_reads: int  # reads of a cut's proven padding values by a variance
 
     @property
     def signs(self) -> Signs:
@@ -74,7 +74,7 @@ class Positivity(FrameExecutor):
             if self.nonnegative_variance(var) or self.flagged_nonnegative_variance(var):
                 return True
             if row_variance_nonnegative(var, self.signs, self.steps):
-                self.padding_used |= reads_padding(var)
+                self.padding_reads += int(reads_padding(var))
                 return True
             return False
         if isinstance(e, sp.Sum) and self.witnessed_sum(e):

@@ -36,6 +36,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Grid
 from attnsim.simulator.layerproof.activation import ACTIVATIONS, activation
+from attnsim.simulator.layerproof.case_sharing import CaseSharing, SharedValue, _Frame
 from attnsim.simulator.layerproof.cut import Cut
 from attnsim.simulator.layerproof.divisors import Positivity, RowWitness
 from attnsim.simulator.layerproof.encoder_spec import SIZE
@@ -49,7 +50,7 @@ from attnsim.symbolic.key_listing import IntentListing
 
 
 @dataclass
-class LayerExecutor(GatherCases, Truncation, Positivity, IntentListing):
+class LayerExecutor(CaseSharing, GatherCases, Truncation, Positivity, IntentListing):
     """U's program with tokens read through the input map's sources (see the module docstring)."""
 
     sources: tuple[tuple[Grid, Source], ...] = ()
@@ -64,7 +65,16 @@ class LayerExecutor(GatherCases, Truncation, Positivity, IntentListing):
     # once, shared by the executors of one run)
     intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)
     witnesses: tuple[RowWitness, ...] = ()  # premises of the domain (see witnessed_sum)
-    padding_used: bool = False  # a variance read a cut's proven padding values (see cut_value)
+    padding_reads: int = 0  # reads of a cut's proven padding values by a variance (see cut_value)
+    shared: dict[tuple[int, str], SharedValue] | None = None  # values shared by a run's cases
+    case_reads: int = 0  # gate tokens read (see case_sharing)
+    _tainted: set[tuple[int, str]] = field(default_factory=set)
+    _frames: list[_Frame] = field(default_factory=list)
+
+    @property
+    def padding_used(self) -> bool:
+        """A variance read a cut's proven padding values."""
+        return self.padding_reads > 0
     # counterexample search only: a divisor not shown > 0 is recorded here instead of failing (its
     # value is then checked > 0 at the sampled point before U's value there is trusted)
     sampling: bool = False
@@ -99,6 +109,7 @@ class LayerExecutor(GatherCases, Truncation, Positivity, IntentListing):
                 raise ExecutionFailed(Outcome.unknown(f"{grid.name}: entry {E.render(first)} is not decided"))
             name = src.operand[first.value]
             if name in self.options:
+                self.case_reads += 1
                 return guards * sp.Integer(self.options[name])
             if name in SIZE:
                 return guards * SIZE[name]

@@ -26,6 +26,7 @@ from attnsim.proofs.solver_work import sharing_answers
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Layout
+from attnsim.simulator.layerproof.case_sharing import SharedValue
 from attnsim.simulator.layerproof.cut import Cut, statement_over_cuts
 from attnsim.simulator.layerproof.divisors import RowWitness
 from attnsim.simulator.layerproof.encoder_spec import fix
@@ -76,6 +77,8 @@ class CaseRun:
     intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)
     proofs: dict[tuple[Any, ...], Outcome] = field(default_factory=dict)  # Z3 answers, shared by the cases
     t0: float = field(default_factory=time.perf_counter)
+    # node values that read no option, shared by the cases (see case_sharing)
+    shared: dict[tuple[int, str], SharedValue] = field(default_factory=dict)
 
     def executor(self, case: dict[str, int]) -> tuple[LayerExecutor, str]:
         """The executor of the option case ``case`` at the run's entry, and the case's label."""
@@ -92,6 +95,7 @@ class CaseRun:
             intent_proofs=self.intent_proofs,
             witnesses=self.witnesses,
             proofs=self.proofs,
+            shared=self.shared,
         )
         ex.coords.update(self.coords)
         what = ", ".join(f"{k} = {v}" for k, v in case.items()) or "every option a symbol"
