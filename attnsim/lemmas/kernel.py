@@ -298,22 +298,36 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _compiled_into(
+    coqc: str, files: Sequence[tuple[str, bytes]], timeout: float, beside: Path | None = None
+) -> Path | CoqRun:
+    """A fresh directory (removed at exit) with the hand-written files compiled in ``beside`` copied
+    in, then each of ``files`` (name, text) written and compiled in order; or the failed run."""
+    lib = Path(tempfile.mkdtemp(prefix=f"{_BASE_PREFIX}{os.getpid()}-"))
+    atexit.register(shutil.rmtree, lib, True)
+    if beside is not None:
+        for name in HAND_WRITTEN:
+            for ext in (".v", ".vo"):
+                shutil.copy(beside / f"{name}{ext}", lib / f"{name}{ext}")
+    for name, text in files:
+        (lib / f"{name}.v").write_bytes(text)
+        res = _coqc(coqc, lib, name, timeout)
+        if res.returncode != 0:
+            return CoqRun(f"{name}.v", res.stdout + res.stderr, ())
+    return lib
+
+
 def _compiled_base(coqc: str, src: Path, timeout: float) -> Path | CoqRun:
     """A directory holding Semantics and Lemmas compiled (once per process and content), or the failed run."""
     texts = [(src / f"{n}.v").read_bytes() for n in HAND_WRITTEN]
     key = (coqc, hashlib.sha256(b"\0".join(texts)).hexdigest())
-    if key in _BASE:
-        return _BASE[key]
-    _remove_orphaned_bases()
-    base = Path(tempfile.mkdtemp(prefix=f"{_BASE_PREFIX}{os.getpid()}-"))
-    atexit.register(shutil.rmtree, base, True)
-    for name, text in zip(HAND_WRITTEN, texts, strict=True):
-        (base / f"{name}.v").write_bytes(text)
-        res = _coqc(coqc, base, name, timeout)
-        if res.returncode != 0:
-            return CoqRun(f"{name}.v", res.stdout + res.stderr, ())
-    _BASE[key] = base
-    return base
+    if key not in _BASE:
+        _remove_orphaned_bases()
+        got = _compiled_into(coqc, list(zip(HAND_WRITTEN, texts, strict=True)), timeout)
+        if isinstance(got, CoqRun):
+            return got
+        _BASE[key] = got
+    return _BASE[key]
 
 
 @functools.cache
@@ -340,19 +354,12 @@ def _compiled_exports(coqc: str, src: Path, text: str, timeout: float) -> Path |
     if isinstance(base, CoqRun):
         return base
     key = (coqc, hashlib.sha256(str(base).encode() + b"\0" + text.encode()).hexdigest())
-    if key in _EXPORTS:
-        return _EXPORTS[key]
-    lib = Path(tempfile.mkdtemp(prefix=f"{_BASE_PREFIX}{os.getpid()}-"))
-    atexit.register(shutil.rmtree, lib, True)
-    for name in HAND_WRITTEN:
-        for ext in (".v", ".vo"):
-            shutil.copy(base / f"{name}{ext}", lib / f"{name}{ext}")
-    (lib / f"{EXPORTS}.v").write_text(text)
-    res = _coqc(coqc, lib, EXPORTS, timeout)
-    if res.returncode != 0:
-        return CoqRun(f"{EXPORTS}.v", res.stdout + res.stderr, ())
-    _EXPORTS[key] = lib
-    return lib
+    if key not in _EXPORTS:
+        got = _compiled_into(coqc, [(EXPORTS, text.encode())], timeout, beside=base)
+        if isinstance(got, CoqRun):
+            return got
+        _EXPORTS[key] = got
+    return _EXPORTS[key]
 
 
 def run_coq(thm: KernelTheorem, programs: Sequence[CoqProgram], timeout: float, coqc: str) -> CoqRun:
