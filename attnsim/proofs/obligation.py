@@ -73,8 +73,8 @@ class ObligationError(ValueError):
     """An obligation was registered wrongly (unknown method, duplicate id...)."""
 
 
-Cause = Literal["", "timeout", "worker lost", "divisor not shown > 0"]
-CAUSES: tuple[Cause, ...] = ("", "timeout", "worker lost", "divisor not shown > 0")
+Cause = Literal["", "timeout", "worker lost", "divisor not shown > 0", "over its node budget"]
+CAUSES: tuple[Cause, ...] = ("", "timeout", "worker lost", "divisor not shown > 0", "over its node budget")
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,11 @@ def sharing_answers(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     return run
 
 
+class NodeBudgetExceeded(Exception):
+    """A symbolic step's expression grew past its node budget: the obligation is unknown ("over its
+    node budget"), whatever the machine (the size of an expression does not depend on the load)."""
+
+
 def keep_answer(answers: dict[tuple[Any, ...], Any], key: tuple[Any, ...], answer: Any) -> None:
     """``answer`` kept under ``key``; the oldest answer dropped past :data:`ANSWERS_KEPT`."""
     answers[key] = answer
@@ -220,6 +225,7 @@ __all__ = [
     "RESTART_FIRST",
     "RESTART_TOTAL",
     "TRACE",
+    "NodeBudgetExceeded",
     "Stopwatch",
     "WorkMeter",
     "check",

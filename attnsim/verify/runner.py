@@ -55,7 +55,9 @@ def _metered(ob: Obligation, timeout: float, smt: SmtOptions | None) -> tuple[Ou
 
 
 def _check(ob: Obligation, timeout: float, smt: SmtOptions | None = None) -> Outcome:
-    """The obligation's outcome; a crashing check is a failed check, with its reason.
+    """The obligation's outcome; a crashing check is a failed check, with its reason, and one whose
+    expression grew past a node budget (:class:`~attnsim.proofs.solver_work.NodeBudgetExceeded`) is
+    unknown.
 
     With ``smt``, every deciding Z3 query of the check is exported and/or given to cvc5; a sat
     against unsat disagreement fails the obligation, cvc5 unknowns are only reported."""
@@ -66,6 +68,8 @@ def _check(ob: Obligation, timeout: float, smt: SmtOptions | None = None) -> Out
         token = smtlib.SINK.set(col)
     try:
         out = ob.check(timeout)
+    except solver_work.NodeBudgetExceeded as exc:  # too large to go on: not decided, on any machine
+        out = Outcome(None, f"over its node budget: {exc}", cause="over its node budget")
     except Exception as exc:
         tb = traceback.format_exc(limit=3).strip().splitlines()[-1]
         out = Outcome.bad(f"{type(exc).__name__}: {exc} ({tb})")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
+from attnsim.proofs.obligation import Outcome
 from attnsim.symbolic import sums
 from attnsim.symbolic.if_then_else import Ite
-from attnsim.symbolic.sums import bound_symbol, equal_by_normal_form, fresh_bound, normal_form
+from attnsim.symbolic.sums import bound_symbol, equal_by_normal_form, fresh_bound, normal_form, same_normal_form
 
 A = sp.IndexedBase("A")
 L, M, N, D, d, c = (sp.Symbol(s, integer=True) for s in ("l", "m", "n", "D", "d", "c"))
@@ -134,3 +135,29 @@ def test_kept_normal_forms_are_the_computed_ones() -> None:
     sums.normal_forms.cache_clear()
     assert normal_form(e) == first
     assert sums.normal_forms(e, first)[2] == 0 and sums.normal_forms(e, first + 1)[2] != 0
+
+
+def test_an_expansion_past_the_node_budget_is_not_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The normal form's node budget (issue 27): a Sum body or a difference that expands to more
+    terms than sums.TERMS_BUDGET stops the step (NodeBudgetExceeded), and the obligation is unknown
+    "over its node budget", never proved or failed; within the budget the same claim is proved."""
+    from attnsim.proofs.obligation import Obligation
+    from attnsim.proofs.solver_work import NodeBudgetExceeded
+    from attnsim.verify.runner import run_inline
+
+    x, y, v, n = sp.symbols("x y v n", integer=True)
+    lhs = sp.Sum((x + y + v) ** 3, (v, 0, n - 1))
+    rhs = sp.Sum(sp.expand((x + y + v) ** 3), (v, 0, n - 1))
+
+    def claim(timeout: float) -> Outcome:
+        return Outcome.good("equal") if same_normal_form(lhs, rhs) else Outcome.bad("differ")
+
+    ob = Obligation("t/all-sizes/budget", "t", "Proposition 1", "all-sizes", claim)
+    assert run_inline(ob, 10).status == "proved"
+    sums._sum.cache_clear()
+    sums.normal_forms.cache_clear()
+    monkeypatch.setattr(sums, "TERMS_BUDGET", 5)  # (x + y + v)^3 has 10 terms
+    with pytest.raises(NodeBudgetExceeded):
+        sums.normal_form(lhs)
+    r = run_inline(ob, 10)
+    assert r.status == "unknown" and r.cause == "over its node budget" and "10 terms" in r.detail
