@@ -41,7 +41,12 @@ STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "symbolic execution (the program's value at a symbolic entry; the case splits)",
-        ("attnsim/symbolic/execute.py", "attnsim/symbolic/program_equals_spec.py"),
+        (
+            "attnsim/symbolic/execute.py",
+            "attnsim/symbolic/program_equals_spec.py",
+            "attnsim/symbolic/key_listing.py",
+            "attnsim/symbolic/summation_names.py",
+        ),
     ),
     (
         "the decoding prover's rewriting (positions decoded, div/mod rewritten before Z3 sees the query)",
