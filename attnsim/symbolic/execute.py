@@ -141,6 +141,7 @@ class Executor:
     lemmas: set[str] = field(default_factory=set)
     started: float = field(default_factory=time.process_time)  # CPU seconds: load does not move it
     _names: SummationNames = field(default_factory=SummationNames)  # summation variables' names
+    _order: dict[int, int] | None = field(default=None, repr=False)  # id(node) -> topological index
     _memo: dict[tuple[int, str], sp.Expr] = field(default_factory=dict)
     _layout_sizes: tuple[Any, frozenset[str]] | None = field(default=None, repr=False)
 
@@ -258,11 +259,19 @@ class Executor:
         return got[0]
 
     # -- values ------------------------------------------------------------------------------
+    def node_key(self, node: C.SOp) -> str:
+        """The node's label and its place in the program's topological order: unique in the program
+        (labels alone need not be) and the same in every run, so summation names derived from it
+        never give one name two bindings."""
+        if self._order is None:
+            self._order = {id(n): k for k, n in enumerate(C.topological([self.con.program]))}
+        return f"{self._order.get(id(node), -1)}:{node.label}"
+
     def value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:
         key = (id(node), E.render(pos))
         got = self._memo.get(key)
         if got is None:
-            with self._names.computing(node.label, pos):
+            with self._names.computing(self.node_key(node), pos):
                 got = self._memo[key] = self._value(node, pos)
         return got
 

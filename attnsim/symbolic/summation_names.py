@@ -1,9 +1,9 @@
 """The names of a head's summation variables, derived from what is being computed.
 
 A head over listed keys binds one variable per count of its hint (``Sum_{l < count}``).  The name
-is a digest of the node value being computed (its label and position, with the assumptions of a
-gather's branch), the how-many-th variable that computation draws, and the variable's extent; a
-name already bound by an enclosing head gets a prime.  So:
+is a digest of the node value being computed (the node's place in the program and its label, its
+position, with the assumptions of a gather's branch), the how-many-th variable that computation
+draws, and the variable's extent; a name already bound by an enclosing head gets a prime.  So:
 
 * within one executor a name is never bound twice at once, and one name always has one extent
   (a value memoized at a position over it is read only where the name means the same range);
@@ -30,9 +30,10 @@ class SummationNames:
     scopes: list[list[object]] = field(default_factory=lambda: [["", 0]])
 
     @contextlib.contextmanager
-    def computing(self, label: str, pos: E.Expr, assumed: tuple[E.Expr, ...] = ()) -> Iterator[None]:
-        """A node's value at ``pos`` (under ``assumed``) is being computed: its heads draw names here."""
-        base = "|".join([label, E.render(pos), *(E.render(a) for a in assumed)])
+    def computing(self, node: str, pos: E.Expr, assumed: tuple[E.Expr, ...] = ()) -> Iterator[None]:
+        """A node's value at ``pos`` (under ``assumed``) is being computed: its heads draw names here.
+        ``node`` names the node uniquely in its program (:meth:`attnsim.symbolic.execute.Executor.node_key`)."""
+        base = "|".join([node, E.render(pos), *(E.render(a) for a in assumed)])
         self.scopes.append([base, 0])
         try:
             yield

@@ -42,3 +42,18 @@ def test_an_assumed_branch_is_another_computation() -> None:
     with names.computing("gather", q, (q < n,)):
         under = names.draw(n, {})
     assert under != _draw("gather", q, n)[0]
+
+
+def test_two_nodes_with_one_label_are_two_computations() -> None:
+    """Labels need not be unique (``.named`` does not enforce it): the executor names a node by its
+    place in the program too, so two nodes of one label never share summation names."""
+    from types import SimpleNamespace
+
+    from attnsim.rasp import core as C
+    from attnsim.symbolic.execute import Executor
+
+    a = C.apply("relu", C.tokens).named("same")
+    b = C.apply("relu", a).named("same")
+    ex = Executor(SimpleNamespace(program=b))
+    assert ex.node_key(a) != ex.node_key(b) and ex.node_key(a).endswith(":same")
+    assert ex.node_key(a) == Executor(SimpleNamespace(program=b)).node_key(a)  # the same in every run

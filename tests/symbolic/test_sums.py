@@ -161,3 +161,8 @@ def test_an_expansion_past_the_node_budget_is_not_taken(monkeypatch: pytest.Monk
         sums.normal_form(lhs)
     r = run_inline(ob, 10)
     assert r.status == "unknown" and r.cause == "over its node budget" and "10 terms" in r.detail
+    # a mutant's check over the budget is not decided either (not a kill: mutation/run.py)
+    from attnsim.verify.mutation.run import _run_check
+
+    out = _run_check(ob, 10)
+    assert out.ok is None and out.cause == "over its node budget"

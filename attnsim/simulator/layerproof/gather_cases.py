@@ -46,7 +46,7 @@ class GatherCases(FrameExecutor):
             scoped = (*key, *(E.render(a) for a in self.assumed))
             got = self._scoped_memo.get(scoped)
             if got is None:
-                with self._names.computing(node.label, pos, tuple(self.assumed)):
+                with self._names.computing(self.node_key(node), pos, tuple(self.assumed)):
                     got = self._scoped_memo[scoped] = self._value(node, pos)
         return got
 

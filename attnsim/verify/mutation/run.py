@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Literal
 
 from attnsim.lemmas.construction import Construction
-from attnsim.proofs import z3sel
+from attnsim.proofs import solver_work, z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
@@ -123,6 +123,8 @@ def _run_check(ob: Obligation, timeout: float) -> Outcome:
             return ob.check(timeout)
         except _Timeout:
             return Outcome.unknown(f"timeout after {timeout:g} s")
+        except solver_work.NodeBudgetExceeded as exc:  # too large to decide: not a kill (as the runner)
+            return Outcome(None, f"over its node budget: {exc}", cause="over its node budget")
         except Exception as exc:  # a crash on a mutant is a failure of the mutant
             return Outcome.bad(f"{type(exc).__name__}: {exc}")
         finally:
