@@ -102,29 +102,21 @@ def prove(
     env = {n: z3.Int(n) for n in sorted(names)}  # sorted: the query never depends on the string hash seed
     side: list[Any] = []
     tr = Z3Translator(env, side)
-    premises: list[Any] = []
+    ranges: list[Any] = []  # each size's range
     for n in sizes:
-        premises.append(env[n] >= (minimum or {}).get(n, 1))
+        ranges.append(env[n] >= (minimum or {}).get(n, 1))
         if bound is not None:
-            premises.append(env[n] <= bound)
-    premises += [tr.boolean(a) for a in assumptions]
+            ranges.append(env[n] <= bound)
+    premises = [*ranges, *(tr.boolean(a) for a in assumptions)]
     g = tr.boolean(goal)
-    # first the premises, shown satisfiable by a model (a small one by evaluation, else Z3's):
-    # else the proof would prove anything
-    floors = {n: (minimum or {}).get(n, 1) for n in sizes}
-    free = sorted({v for a in assumptions for v in a.variables()} - set(sizes))
-    found = witness_by_evaluation(assumptions, floors, free, bound)
-    if found is not None:
-        export_witness(assumptions, found)
-        pc = solver_work.record_premises(PremiseCheck("sat", tuple(sorted(found.items()))))
-    else:
-        pc = premises_check(premises, list(side), env, timeout)
+    # first the premises, shown satisfiable by a model: else the proof would prove anything
+    pc = _premises_shown(assumptions, sizes, minimum, bound, premises, side, env, timeout)
     refused = pc.refusal()
     if refused is not None:
         return refused
     claim = z3.Not(z3.And(g, tr.defined()))  # a divisor <= 0 anywhere refutes
     scope = Scope(tuple(sorted(sizes)), bound)
-    if assumptions and _holds_without_assumptions(claim, premises[: len(premises) - len(assumptions)], side, timeout):
+    if assumptions and _holds_without_assumptions(claim, ranges, side, timeout):
         return Outcome(True, f"unsat: holds for {scope.text()} (without its assumptions)", pc, scope=scope)
     facts = [*premises, claim, *side]
     s = solver_work.isolated(facts, rlimit or solver_work.QUERY_RLIMIT, seconds=timeout)
@@ -269,13 +261,29 @@ def check_premises(
     premises = [env[n] >= (minimum or {}).get(n, 1) for n in sizes]
     premises += [env[n] <= bound for n in sizes] if bound is not None else []
     premises += [tr.boolean(a) for a in assumptions]
-    found = witness_by_evaluation(
-        assumptions, {n: (minimum or {}).get(n, 1) for n in sizes}, sorted(names - set(sizes)), bound
-    )
-    if found is not None:
-        export_witness(assumptions, found)
-        return solver_work.record_premises(PremiseCheck("sat", tuple(sorted(found.items()))))
-    return premises_check(premises, side, env, timeout)
+    return _premises_shown(assumptions, sizes, minimum, bound, premises, side, env, timeout)
+
+
+def _premises_shown(
+    assumptions: Sequence[E.Expr],
+    sizes: Mapping[str, int | None],
+    minimum: Mapping[str, int] | None,
+    bound: int | None,
+    premises: Sequence[Any],
+    side: Sequence[Any],
+    env: Mapping[str, Any],
+    timeout: float,
+) -> PremiseCheck:
+    """The premises (``premises``: the sizes' ranges and ``assumptions`` in Z3) shown satisfiable
+    by a small witness found by evaluation (:func:`witness_by_evaluation`, exported when queries
+    are), else by Z3 (:func:`premises_check`)."""
+    floors = {n: (minimum or {}).get(n, 1) for n in sizes}
+    free = sorted({v for a in assumptions for v in a.variables()} - set(sizes))
+    found = witness_by_evaluation(assumptions, floors, free, bound)
+    if found is None:
+        return premises_check(premises, side, env, timeout)
+    export_witness(assumptions, found)
+    return solver_work.record_premises(PremiseCheck("sat", tuple(sorted(found.items()))))
 
 
 def prove_selector(
