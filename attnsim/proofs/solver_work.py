@@ -27,7 +27,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import z3
 
-from attnsim.proofs.obligation import PremiseCheck
+from attnsim.proofs.obligation import Outcome, PremiseCheck
 
 QUERY_RLIMIT = 60_000_000  # one plain query (a lemma, a bounded selector, a linear abstraction)
 PREMISE_RLIMIT = 5_000_000  # a vacuity check (premises satisfiable?)
@@ -105,6 +105,10 @@ def sharing_answers(fn: Callable[_P, _R]) -> Callable[_P, _R]:
 class NodeBudgetExceeded(Exception):
     """A symbolic step's expression grew past its node budget: the obligation is unknown ("over its
     node budget"), whatever the machine (the size of an expression does not depend on the load)."""
+
+    def outcome(self) -> Outcome:
+        """What a check that raised it gives: not decided (the runner's and the mutation runner's)."""
+        return Outcome(None, f"over its node budget: {self}", cause="over its node budget")
 
 
 def keep_answer(answers: dict[tuple[Any, ...], Any], key: tuple[Any, ...], answer: Any) -> None:

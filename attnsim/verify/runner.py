@@ -69,7 +69,7 @@ def _check(ob: Obligation, timeout: float, smt: SmtOptions | None = None) -> Out
     try:
         out = ob.check(timeout)
     except solver_work.NodeBudgetExceeded as exc:  # too large to go on: not decided, on any machine
-        out = Outcome(None, f"over its node budget: {exc}", cause="over its node budget")
+        out = exc.outcome()
     except Exception as exc:
         tb = traceback.format_exc(limit=3).strip().splitlines()[-1]
         out = Outcome.bad(f"{type(exc).__name__}: {exc} ({tb})")

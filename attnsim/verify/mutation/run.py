@@ -124,7 +124,7 @@ def _run_check(ob: Obligation, timeout: float) -> Outcome:
         except _Timeout:
             return Outcome.unknown(f"timeout after {timeout:g} s")
         except solver_work.NodeBudgetExceeded as exc:  # too large to decide: not a kill (as the runner)
-            return Outcome(None, f"over its node budget: {exc}", cause="over its node budget")
+            return exc.outcome()
         except Exception as exc:  # a crash on a mutant is a failure of the mutant
             return Outcome.bad(f"{type(exc).__name__}: {exc}")
         finally:
