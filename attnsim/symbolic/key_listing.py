@@ -35,7 +35,7 @@ class IntentListing(Executor):
     step_cap: float = 20.0  # seconds for one Z3 call (a safety net: each query has its rlimit)
 
     def intent_of(self, sel: C.Selector) -> Intent | None:
-        """The intent U declares for ``sel`` (the very selector object), if any."""
+        """The intent the construction declares for ``sel`` (the very selector object), if any."""
         return next((it for it in self.con.intents if it.selector is sel), None)
 
     def selector_is_its_intent(self, it: Intent) -> Outcome:

@@ -23,18 +23,26 @@ from attnsim.rasp import expr as E
 
 
 @dataclass
+class _Scope:
+    """A node value being computed: what its names are derived from, and how many it drew."""
+
+    base: str
+    drawn: int = 0
+
+
+@dataclass
 class SummationNames:
     """The executor's naming scopes: one per node value being computed, innermost last."""
 
-    # [base text, variables drawn]; the first is the executor's own (a head outside any node value)
-    scopes: list[list[object]] = field(default_factory=lambda: [["", 0]])
+    # the first is the executor's own (a head outside any node value)
+    scopes: list[_Scope] = field(default_factory=lambda: [_Scope("")])
 
     @contextlib.contextmanager
     def computing(self, node: str, pos: E.Expr, assumed: tuple[E.Expr, ...] = ()) -> Iterator[None]:
         """A node's value at ``pos`` (under ``assumed``) is being computed: its heads draw names here.
         ``node`` names the node uniquely in its program (:meth:`attnsim.symbolic.execute.Executor.node_key`)."""
         base = "|".join([node, E.render(pos), *(E.render(a) for a in assumed)])
-        self.scopes.append([base, 0])
+        self.scopes.append(_Scope(base))
         try:
             yield
         finally:
@@ -44,8 +52,8 @@ class SummationNames:
         """A fresh name for a variable ranging over [0, extent), none of ``bound`` (the variables
         in scope)."""
         scope = self.scopes[-1]
-        scope[1] = int(str(scope[1])) + 1
-        text = f"{scope[0]}#{scope[1]}#{E.render(extent)}"
+        scope.drawn += 1
+        text = f"{scope.base}#{scope.drawn}#{E.render(extent)}"
         name = "l!" + hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
         while name in bound:
             name += "'"

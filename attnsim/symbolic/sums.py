@@ -51,7 +51,6 @@ SUMS_KEPT = 4096  # the most Sums whose normal form one process keeps (least rec
 # safety net of an expansion itself.  Measured on 2026-12-05 over every obligation of
 # ``attnsim verify --deep`` (1,246): at most 21 terms (a Sum's body) and 18 (a difference), both in
 # ``simulator-stages/all-sizes/ffn/ffn2.Y1``; the budget is about 100 times that.
-MEASURED_TERMS = 21
 TERMS_BUDGET = 2_000
 
 

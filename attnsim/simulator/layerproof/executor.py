@@ -70,11 +70,6 @@ class LayerExecutor(CaseSharing, GatherCases, Truncation, Positivity, IntentList
     case_reads: int = 0  # gate tokens read (see case_sharing)
     _tainted: set[tuple[int, str]] = field(default_factory=set)
     _frames: list[_Frame] = field(default_factory=list)
-
-    @property
-    def padding_used(self) -> bool:
-        """A variance read a cut's proven padding values."""
-        return self.padding_reads > 0
     # counterexample search only: a divisor not shown > 0 is recorded here instead of failing (its
     # value is then checked > 0 at the sampled point before U's value there is trusted)
     sampling: bool = False
@@ -82,6 +77,11 @@ class LayerExecutor(CaseSharing, GatherCases, Truncation, Positivity, IntentList
     # Z3 answers (proven or refuted) by proof_key, shared by the executors of one run (the option
     # cases ask the same goals)
     proofs: dict[tuple[Any, ...], Outcome] = field(default_factory=dict)
+
+    @property
+    def padding_used(self) -> bool:
+        """A variance read a cut's proven padding values."""
+        return self.padding_reads > 0
 
     def token(self, pos: E.Expr) -> sp.Expr:
         blocks = [g.block for g, _ in self.sources]
