@@ -20,6 +20,7 @@ from attnsim.lemmas.relu import CONSTRUCTIONS as RELU
 from attnsim.lemmas.relu import relu_obligations
 from attnsim.lemmas.softmax import CONSTRUCTIONS as SOFTMAX
 from attnsim.proofs import language, registry
+from attnsim.simulator import all_sizes as simulator_all_sizes
 from attnsim.simulator import obligations as simulator
 from attnsim.verify import spec_check
 
@@ -55,7 +56,7 @@ def make_registrations() -> None:
     # the universal simulator U (Theorem 6, Corollary 6.1, Theorem 9, Corollary 9.1, hierarchy, stacks)
     registry.register(
         simulator.CONSTRUCTIONS,
-        simulator.frame_obligations,
+        simulator_all_sizes.frame_obligations,
         simulator.simulator_obligations,
         simulator.shallow_obligations,
     )

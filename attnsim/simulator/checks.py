@@ -25,7 +25,7 @@ from attnsim.rasp.engine import evaluate
 from attnsim.simulator.congruence import Atoms, difference
 from attnsim.simulator.fixtures import check_fixture
 from attnsim.simulator.layerproof.frame import prove_frame
-from attnsim.simulator.layerproof.stack import base_case, prove_stack
+from attnsim.simulator.layerproof.stack import base_case, prove_base_case, prove_stack
 from attnsim.simulator.layerproof.stage_proof import setup
 from attnsim.simulator.layerproof.stages import Stage
 from attnsim.simulator.layerproof.stages.chain import (
@@ -114,11 +114,21 @@ def stack_induction_check(variant: str) -> Callable[[float], Outcome]:
     return check
 
 
+def base_case_proof(variant: str) -> Callable[[float], Outcome]:
+    """The base case of the stack induction (attnsim.simulator.layerproof.stack) for every capacity and M."""
+
+    def check(timeout: float) -> Outcome:
+        return prove_base_case(UniversalSimulator.over_symbolic_capacity(variant), timeout)
+
+    return check
+
+
 BASE_CAPACITY = (2, 2, 1, 2, 2)
 
 
 def base_case_check(variant: str) -> Callable[[float], Outcome]:
-    """The base case of the stack induction: ``encode`` of 3 layers is Enc_0, exactly, at one capacity."""
+    """``encode``'s output for 3 layers is Enc_0, exactly, at one capacity (beside the base case's proof,
+    :func:`base_case_proof`: a check of ``encode``'s evaluation of the stacking)."""
 
     def check(timeout: float) -> Outcome:
         return base_case(lambda: u_at(*BASE_CAPACITY, variant=variant))

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Grid, value_of
 from attnsim.simulator.reference import TransformerLayer
@@ -207,6 +208,16 @@ class InputMap:
         at = ", ".join(f"{a}={v}" for a, v in cs.items())
         return f"{name}[{h}, {i}, {j}] ({g.name} at {at})"
 
+    def stacking(self, records: E.Expr | int) -> Stacking:
+        """Where <T1..T_records, X> takes each token: before ``base`` from layer 0's one-layer
+        encoding at the same place, at ``base + l S + r`` from layer l's at ``base + r``; the
+        stack's base case proves this for every capacity and record count."""
+        at, base, size = STACKED_AT, self.base, self.record_size
+        past = at >= base
+        return Stacking(
+            E.if_(past, (at - base) // size, 0), E.if_(past, base + (at - base) % size, at), base + records * size
+        )
+
     # -- encoding, generated from the map ------------------------------------------------------
     def encode(
         self,
@@ -218,13 +229,14 @@ class InputMap:
         pointer: int = 0,
         symbolic: bool = False,
     ) -> np.ndarray:
-        """The token sequence of length ``total``: each grid filled from its declared source."""
+        """The token sequence of length ``total``: token p below the stacking's end is its layer's
+        one-layer encoding (each grid filled from its declared source) at its slot; the rest 0."""
         zero: Any = sp.Integer(0) if symbolic else 0.0
-        seq = np.full(total, zero, dtype=object if symbolic else np.float64)
-        size = value_of(self.record_size)
+        dtype = object if symbolic else np.float64
+        one = np.full((len(layers), value_of(self.base + self.record_size)), zero, dtype=dtype)
 
-        def put(g: Grid, src: Source, ops: dict[str, np.ndarray], sz: dict[str, int], shift: int = 0) -> None:
-            block = np.full(g.shape, zero, dtype=object if symbolic else np.float64)
+        def put(row: np.ndarray, g: Grid, src: Source, ops: dict[str, np.ndarray], sz: dict[str, int]) -> None:
+            block = np.full(g.shape, zero, dtype=dtype)
             true = tuple(full if t is None else sz[t] for t, full in zip(src.true, g.shape, strict=True))
             cs = dict(zip(g.axes, np.indices(true), strict=True))
             corner = tuple(slice(0, t) for t in true)
@@ -235,13 +247,34 @@ class InputMap:
             else:
                 idx = np.broadcast_arrays(*src.index(cs, sz), cs[g.axes[0]])[:3]
                 block[corner] = ops[src.operand][idx[0], idx[1], idx[2]]
-            start = value_of(g.offset) + shift
-            seq[start : start + block.size] = block.reshape(-1)
+            start = value_of(g.offset)
+            row[start : start + block.size] = block.reshape(-1)
 
         for li, T in enumerate(layers):
             ops, sz = spec_operands(T, x, additive, blocked, symbolic)
             for nm, v in (("n", sz["n"]), ("d", sz["d"]), ("ptr", pointer)):
                 ops[nm] = np.full((1, 1, 1), int(v), dtype=object)
-            for g, src in self.sources()[4 if li else 0 :]:
-                put(g, src, ops, sz, li * size)
+            for g, src in self.sources():
+                put(one[li], g, src, ops, sz)
+        place = self.stacking(len(layers))
+        end = value_of(place.end)
+        if end > total:
+            raise ValueError(f"encode: {len(layers)} records need {end} tokens, the sequence has {total}")
+        seq = np.full(total, zero, dtype=dtype)
+        env = {**C.size_bindings(place.end), STACKED_AT.name: np.arange(end, dtype=np.int64)}
+        seq[:end] = one[place.layer.evaluate(env), place.slot.evaluate(env)]
         return seq
+
+
+STACKED_AT = E.Var("at!")  # a token's position in <T1..TM, X>
+
+
+@dataclass(frozen=True)
+class Stacking:
+    """Where <T1..TM, X> takes token ``at`` (:data:`STACKED_AT`) below ``end``: from layer
+    ``layer``'s one-layer encoding at ``slot``; from ``end`` on it is 0.  One declaration,
+    evaluated by :meth:`InputMap.encode` and read by the stack's base case."""
+
+    layer: E.Expr
+    slot: E.Expr
+    end: E.Expr

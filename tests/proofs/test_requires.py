@@ -58,8 +58,9 @@ def test_the_stack_obligations_declare_the_layer_the_frame_and_the_base_case() -
         ob = registry.by_id(f"simulator-frame/{tag}all-sizes/stack")
         assert f"simulator/{tag}all-sizes/layer" in ob.requires
         assert f"simulator-frame/{tag}all-sizes/frame" in ob.requires
-        base = [q for q in ob.requires if "/exact/base-case" in q]
-        assert base and registry.by_id(base[0]).method == "exact"  # labelled for what it is: one capacity
+        assert f"simulator-frame/{tag}all-sizes/base-case" in ob.requires
+        assert registry.by_id(f"simulator-frame/{tag}all-sizes/base-case").method == "all-sizes"
+        assert not [q for q in ob.requires if "/exact/" in q]  # no premise checked at one capacity only
 
 
 def test_a_requirement_naming_no_obligation_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

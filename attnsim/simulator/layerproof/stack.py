@@ -8,9 +8,12 @@ sequence length, R(q) the q-th token after ``base`` in the encoding, X_t the X b
 * header and masks, the pointer aside: the encoding's token; the pointer: t;
 * records, p >= base: R(p - base + t S) while p - base + t S < M S, else 0.
 
-Base: ``encode`` writes layer l's record l S after ``base`` and the pointer 0 (checked exactly on
-``encode`` at one capacity; :meth:`attnsim.simulator.record.InputMap.encode` shifts record l by
-l S for every capacity).  Step, proven here by Z3 for every capacity, M and t < M at a symbolic
+Base, proven by Z3 for every capacity and M (:func:`prove_base_case`): ``encode`` takes each token
+where the input map's stacking (:meth:`attnsim.simulator.record.InputMap.stacking`, the index
+expressions ``encode`` evaluates) says, so below ``base`` the tokens are layer 0's one-layer
+encoding (pointer 0), at ``base + l S + r`` layer l's one-layer record token ``base + r``, and
+zero from ``base + M S`` on (also checked exactly on ``encode``'s output at one capacity,
+:func:`base_case`).  Step, proven here by Z3 for every capacity, M and t < M at a symbolic
 position: a pass that satisfies the frame lemma (:func:`attnsim.simulator.layerproof.frame.frame_cases`, the
 cases :func:`~attnsim.simulator.layerproof.frame.prove_frame` proves on U's program) maps ``Enc_t`` outside X
 to ``Enc_{t+1}``; the frame cases and X cover every position; the record slot [base, base + S),
@@ -46,6 +49,7 @@ from attnsim.simulator.layerproof.frame import (
     frame_binding,
     frame_cases,
 )
+from attnsim.simulator.record import STACKED_AT
 from attnsim.simulator.reference import TransformerLayer
 
 PASS = E.Var("t!")  # the pass index
@@ -166,6 +170,45 @@ def base_case(make: Any, layers: int = 3, seed: int = 0) -> Outcome:
     return Outcome.good(f"encode == Enc_0 at capacity {dict(cap)}, M = {layers} (exact)")
 
 
+def base_goals(u: Any) -> list[tuple[str, E.Expr, list[E.Expr]]]:
+    """(what, goal, premises) whose proofs make ``encode`` of M records ``Enc_0``, for ``u`` built
+    over unbound sizes: read from its input map's stacking, for every capacity and M >= 1."""
+    im = u.map
+    place = im.stacking(RECORDS)
+    base, S, M = im.base, im.record_size, RECORDS
+    p, layer, r = POSITION, E.Var("l!"), E.Var("r!")
+    at = lambda e, q: e.substitute({STACKED_AT.name: q})
+    q = base + layer * S + r
+    return [
+        (
+            "base: below base, layer 0's one-layer encoding at the same place",
+            at(place.layer, p).eq(0) & at(place.slot, p).eq(p) & (p < place.end),
+            [M >= 1, p >= 0, p < base],
+        ),
+        (
+            "base: at base + l S + r, layer l's one-layer record token base + r",
+            at(place.layer, q).eq(layer) & at(place.slot, q).eq(base + r) & (q < place.end),
+            [M >= 1, layer >= 0, layer < M, r >= 0, r < S],
+        ),
+        ("base: zero from base + M S on", place.end.eq(base + M * S), [M >= 1]),
+    ]
+
+
+def prove_base_case(u: Any, timeout: float = 60.0) -> Outcome:
+    """The base case of the induction for ``u`` built over unbound sizes (see the module docstring)."""
+    t0 = time.perf_counter()
+    goals = base_goals(u)
+    for what, goal, premises in goals:
+        out = _prove(goal, premises, what, timeout - (time.perf_counter() - t0))
+        if out.ok is not True:
+            return out
+    return Outcome.good(
+        f"for all capacities and record counts M >= 1: encode (the input map's stacking it evaluates) puts layer "
+        f"0's one-layer encoding below base, layer l's record at base + l S and zeros from base + M S: Enc_0 "
+        f"({len(goals)} Z3 goals)"
+    )
+
+
 def prove_stack(u: Any, timeout: float = 120.0, cases: Sequence[FrameCase] | None = None) -> Outcome:
     """The step of the induction for ``u`` built over unbound sizes, given the frame cases
     (default: the frame lemma's, :func:`frame_cases`); see the module docstring."""
@@ -182,4 +225,15 @@ def prove_stack(u: Any, timeout: float = 120.0, cases: Sequence[FrameCase] | Non
     )
 
 
-__all__ = ["PASS", "Region", "base_case", "map_goals", "place_facts", "prove_stack", "regions", "step_goals"]
+__all__ = [
+    "PASS",
+    "Region",
+    "base_case",
+    "base_goals",
+    "map_goals",
+    "place_facts",
+    "prove_base_case",
+    "prove_stack",
+    "regions",
+    "step_goals",
+]

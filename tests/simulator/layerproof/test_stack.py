@@ -2,7 +2,9 @@
 
 The step is proven from the frame lemma's own cases for every capacity, record count and pass; a
 frame that moves the queue wrongly, keeps the pointer, changes a header token or leaves a region
-unstated fails it, and an ``encode`` that places a record elsewhere fails the base case."""
+unstated fails it.  The base case is proven for every capacity and M from the stacking ``encode``
+evaluates; a stacking that places a record elsewhere (also only past some size) fails the proof,
+and ``encode``'s output with it fails the exact check at one capacity."""
 
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from attnsim.rasp import expr as E
 from attnsim.simulator.layerproof.frame import FrameCase, frame_cases
-from attnsim.simulator.layerproof.stack import base_case, prove_stack
+from attnsim.simulator.layerproof.stack import base_case, prove_base_case, prove_stack
+from attnsim.simulator.record import STACKED_AT, InputMap, Stacking
 from attnsim.simulator.universal import UniversalSimulator
 
 
@@ -81,3 +85,45 @@ def test_a_slot_one_token_short_of_the_record_fails_at_the_map() -> None:
     out = prove_stack(u, 120)
     assert out.ok is False and out.detail.startswith("map: grid be2 inside the slot"), out.detail
     assert "counterexample" in out.detail
+
+
+@pytest.mark.parametrize("variant", ["compact", "shallow"])
+def test_the_base_case_is_proven_for_every_capacity_and_record_count(variant: str) -> None:
+    out = prove_base_case(UniversalSimulator.over_symbolic_capacity(variant))
+    assert out.ok is True, out.detail
+    assert "for all capacities and record counts" in out.detail
+
+
+def _late_third_record(self: InputMap, records: E.Expr | int) -> Stacking:
+    """Record l >= 2 taken one token late, only when the record is longer than 40 tokens."""
+    right = REAL_STACKING(self, records)
+    at, base, size = STACKED_AT, self.base, self.record_size
+    late = E.if_((at >= base + 2 * size) & (size > 40), 1, 0)
+    return Stacking(right.layer, right.slot + late, right.end)
+
+
+def _records_reversed(self: InputMap, records: E.Expr | int) -> Stacking:
+    right = REAL_STACKING(self, records)
+    return Stacking(E.if_(STACKED_AT >= self.base, E.lift(records) - 1 - right.layer, 0), right.slot, right.end)
+
+
+def _one_record_short(self: InputMap, records: E.Expr | int) -> Stacking:
+    right = REAL_STACKING(self, records)
+    return Stacking(right.layer, right.slot, right.end - self.record_size)
+
+
+REAL_STACKING = InputMap.stacking
+
+
+@pytest.mark.parametrize(
+    ("wrong", "fails_at"),
+    [(_late_third_record, "layer l's"), (_records_reversed, "layer l's"), (_one_record_short, "layer l's")],
+)
+def test_a_wrong_stacking_fails_the_proof_and_encode_with_it_fails_the_exact_check(
+    monkeypatch: pytest.MonkeyPatch, wrong: Any, fails_at: str
+) -> None:
+    monkeypatch.setattr(InputMap, "stacking", wrong)
+    out = prove_base_case(UniversalSimulator.over_symbolic_capacity())
+    assert out.ok is False and fails_at in out.detail and "counterexample" in out.detail, out.detail
+    if wrong is not _late_third_record:  # a capacity-(2, 2, 1, 2, 2) record is short of 40 tokens
+        assert base_case(lambda: UniversalSimulator(2, 2, 1, 2, 2)).ok is False
