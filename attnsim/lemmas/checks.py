@@ -24,6 +24,7 @@ from attnsim.proofs.intents import Intent, check_intent, prove_layout, z3_method
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
+from attnsim.symbolic.sympy_work import CANCEL_NODES, within_nodes
 
 
 def symbolic_operands(con: Construction, prefix: str = "") -> list[np.ndarray]:
@@ -71,7 +72,7 @@ def sympy_check(
         ops = symbolic_operands(con)
         got = con.run(*ops, backend="sympy")
         want = con.reference(*ops, backend="sympy")
-        simp = simplify or (lambda e: sp.simplify(sp.expand(e)))
+        simp = simplify or (lambda e: sp.simplify(within_nodes(sp.expand(e), CANCEL_NODES, "a difference")))
         diff = first_difference(got, want, simp)
         if diff:
             return Outcome.bad(diff)
@@ -232,15 +233,15 @@ def exp_canonical(e: Any) -> Any:
     for at in atoms:
         d = sp.expand(at.args[0]).as_coefficients_dict()
         if any(s not in syms or not v.is_Rational for s, v in d.items()):
-            return sp.simplify(e)
+            return sp.simplify(within_nodes(e, CANCEL_NODES, "a program - reference difference"))
         linear.append(d)
     den = math.lcm(1, *(int(v.q) for d in linear for v in d.values()))
     t = {s: sp.Symbol(f"_t_{s}", positive=True) for s in syms}
     rep = {at: sp.Mul(*(t[s] ** (v * den) for s, v in d.items())) for at, d in zip(atoms, linear, strict=True)}
     out = e.xreplace(rep)
     if out.free_symbols & set(syms):
-        return sp.simplify(e)
-    return sp.cancel(sp.together(out))
+        return sp.simplify(within_nodes(e, CANCEL_NODES, "a program - reference difference"))
+    return sp.cancel(within_nodes(sp.together(out), CANCEL_NODES, "a program - reference difference"))
 
 
 def embedded_obligations(

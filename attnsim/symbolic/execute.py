@@ -50,6 +50,7 @@ from attnsim.symbolic.maxover import max_over
 from attnsim.symbolic.positivity import Signs
 from attnsim.symbolic.summation_names import SummationNames
 from attnsim.symbolic.sums import simplify_conditions
+from attnsim.symbolic.sympy_work import count_step
 
 
 class ExecutionFailed(Exception):
@@ -143,6 +144,7 @@ class Executor:
     _names: SummationNames = field(default_factory=SummationNames)  # summation variables' names
     _order: dict[int, int] | None = field(default=None, repr=False)  # id(node) -> topological index
     _memo: dict[tuple[int, str], sp.Expr] = field(default_factory=dict)
+    computed: int = 0  # values computed (memo misses), within sympy_work.EXECUTOR_STEPS
     _layout_sizes: tuple[Any, frozenset[str]] | None = field(default=None, repr=False)
 
     # -- proofs ------------------------------------------------------------------------------
@@ -271,6 +273,7 @@ class Executor:
         key = (id(node), E.render(pos))
         got = self._memo.get(key)
         if got is None:
+            self.computed = count_step(self.computed, "symbolic execution")
             with self._names.computing(self.node_key(node), pos):
                 got = self._memo[key] = self._value(node, pos)
         return got

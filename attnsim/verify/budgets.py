@@ -29,10 +29,10 @@ largest decided query 3.29 M and the most for one obligation 8.56 M (both
 **Time is the safety net only.**  The seconds below are what ``--timeout`` replaces; the runner
 counts them in the worker's CPU seconds (``/proc``), so a loaded machine does not stop a check
 that an idle one finishes, and in-process loops (decoding cases, the symbolic executor) count CPU
-seconds too.  The Sum normal form has a node budget (:data:`attnsim.symbolic.sums.TERMS_BUDGET`
-terms per expansion: past it the obligation is unknown, "over its node budget", on any machine);
-the rest of the SymPy work has none yet: its limit is these CPU seconds (still a safety net that a
-load does not move, unlike wall time).
+seconds too.  SymPy work is counted (:mod:`attnsim.symbolic.sympy_work`): terms per expansion of
+the Sum normal form, values one executor computes, nodes of an expression handed to ``cancel``;
+past a budget the obligation is unknown, "over its node budget", on any machine.  SymPy's own work
+within those budgets is limited by these CPU seconds (a net a load does not move, unlike wall time).
 
 One timeout for everything either starves the slow deep obligations (the whole-U SymPy ones
 take 9-24 s on this project's 2-core machine, so a flat 10 s left them *unknown*) or lets a
