@@ -48,9 +48,10 @@ def frame_obligations() -> Iterable[Obligation]:
             FRAME_REF,
             "all-sizes",
             base_case_proof(variant),
-            f"U ({variant}), every capacity and record count M >= 1: encode of M layers is Enc_0 (below base layer "
-            "0's one-layer encoding, pointer 0; at base + l S + r layer l's one-layer record token base + r; zeros "
-            "from base + M S), read from the input map's stacking, the index expressions encode evaluates",
+            f"U ({variant}), every capacity and record count M >= 1, region by region of Enc_0: encode of M "
+            "layers takes X, the pointer and the fixed tokens from layer 0's one-layer encoding at the same place, "
+            "record token q from layer q div S's at base + q mod S, and 0 past base + M S; read from the input "
+            "map's stacking, the index expressions encode evaluates (the tokens' values are the one-layer encodings')",
         )
         yield Obligation(
             f"{FRAME}/{tag}exact/base-case-{'-'.join(map(str, BASE_CAPACITY))}",
@@ -59,7 +60,8 @@ def frame_obligations() -> Iterable[Obligation]:
             "exact",
             base_case_check(variant),
             f"U ({variant}) at capacity {BASE_CAPACITY}: encode's output for M = 3 random layers is Enc_0 (record l "
-            "at base + l S, the pointer 0, zeros past M S), compared exactly with the one-layer encodings",
+            "at base + l S, the pointer 0, zeros past M S), compared exactly with the one-layer encodings (which go "
+            "through the same stacking: a check of the multi-layer path, not an independent one)",
         )
         yield Obligation(
             f"{FRAME}/{tag}all-sizes/stack",

@@ -1,6 +1,8 @@
 """Depth by looping: ``run_stack`` on m records is the m-layer encoder, for every m and capacity.
 
-The induction, machine-checked.  The invariant I(t), for a pass index 0 <= t <= M (M records, a
+The induction: each of its parts machine-checked (the base case, the step, the frame lemma and
+the one-layer statement, each an obligation), their combination by induction on t argued here.
+The invariant I(t), for a pass index 0 <= t <= M (M records, a
 symbol), says the sequence before pass t is ``Enc_t``, region by region (S the record size, L the
 sequence length, R(q) the q-th token after ``base`` in the encoding, X_t the X block):
 
@@ -11,9 +13,10 @@ sequence length, R(q) the q-th token after ``base`` in the encoding, X_t the X b
 Base, proven by Z3 for every capacity and M (:func:`prove_base_case`): ``encode`` takes each token
 where the input map's stacking (:meth:`attnsim.simulator.record.InputMap.stacking`, the index
 expressions ``encode`` evaluates) says, so below ``base`` the tokens are layer 0's one-layer
-encoding (pointer 0), at ``base + l S + r`` layer l's one-layer record token ``base + r``, and
-zero from ``base + M S`` on (also checked exactly on ``encode``'s output at one capacity,
-:func:`base_case`).  Step, proven here by Z3 for every capacity, M and t < M at a symbolic
+encoding (the pointer is ``encode``'s argument, 0), at ``base + l S + r`` layer l's one-layer
+record token ``base + r``, and zero from ``base + M S`` on, region by region of ``Enc_0`` as the
+step states it (also checked exactly on ``encode``'s output at one capacity, :func:`base_case`,
+which goes through the same stacking).  Step, proven here by Z3 for every capacity, M and t < M at a symbolic
 position: a pass that satisfies the frame lemma (:func:`attnsim.simulator.layerproof.frame.frame_cases`, the
 cases :func:`~attnsim.simulator.layerproof.frame.prove_frame` proves on U's program) maps ``Enc_t`` outside X
 to ``Enc_{t+1}``; the frame cases and X cover every position; the record slot [base, base + S),
@@ -171,27 +174,32 @@ def base_case(make: Any, layers: int = 3, seed: int = 0) -> Outcome:
 
 
 def base_goals(u: Any) -> list[tuple[str, E.Expr, list[E.Expr]]]:
-    """(what, goal, premises) whose proofs make ``encode`` of M records ``Enc_0``, for ``u`` built
-    over unbound sizes: read from its input map's stacking, for every capacity and M >= 1."""
-    im = u.map
-    place = im.stacking(RECORDS)
-    base, S, M = im.base, im.record_size, RECORDS
-    p, layer, r = POSITION, E.Var("l!"), E.Var("r!")
-    at = lambda e, q: e.substitute({STACKED_AT.name: q})
-    q = base + layer * S + r
-    return [
-        (
-            "base: below base, layer 0's one-layer encoding at the same place",
-            at(place.layer, p).eq(0) & at(place.slot, p).eq(p) & (p < place.end),
-            [M >= 1, p >= 0, p < base],
-        ),
-        (
-            "base: at base + l S + r, layer l's one-layer record token base + r",
-            at(place.layer, q).eq(layer) & at(place.slot, q).eq(base + r) & (q < place.end),
-            [M >= 1, layer >= 0, layer < M, r >= 0, r < S],
-        ),
-        ("base: zero from base + M S on", place.end.eq(base + M * S), [M >= 1]),
-    ]
+    """(what, goal, premises) whose proofs make ``encode`` of M records ``Enc_0`` for ``u`` built
+    over unbound sizes, for every capacity and M >= 1: region by region of ``regions(p, 0)`` at
+    ``u``'s places, where its input map's stacking (what ``encode`` evaluates) takes the token.
+    X, the pointer and the fixed tokens: layer 0's one-layer encoding at the same place (their
+    values are that encoding's: the pointer is ``encode``'s argument, 0 by default); record token
+    q = p - base: layer q div S's one-layer record token base + q mod S; past the records: 0."""
+    place = u.map.stacking(RECORDS)
+    binding = frame_binding(u)
+    p, base, S = POSITION, u.map.base, u.map.record_size
+    layer, slot = (e.substitute({STACKED_AT.name: p}) for e in (place.layer, place.slot))
+    goals: list[tuple[str, E.Expr, list[E.Expr]]] = []
+    for region in regions(p, E.Const(0)):
+        cond = region.cond.substitute(binding)
+        if region.kind in ("X", "pointer", "fixed"):
+            what, goal = "layer 0's one-layer encoding at the same place", layer.eq(0) & slot.eq(p) & (p < place.end)
+        elif region.kind == "record":
+            assert region.arg is not None
+            q = region.arg.substitute(binding)
+            what = "layer q div S's one-layer record token base + q mod S"
+            goal = layer.eq(q // S) & slot.eq(base + q % S) & (p < place.end)
+        elif region.kind == "zero":
+            what, goal = "0 (past the stacking's end)", p >= place.end
+        else:
+            continue  # outside the sequence: no token
+        goals.append((f"base: Enc_0 {region.kind} is {what}", goal, [RECORDS >= 1, cond]))
+    return goals
 
 
 def prove_base_case(u: Any, timeout: float = 60.0) -> Outcome:
@@ -203,8 +211,9 @@ def prove_base_case(u: Any, timeout: float = 60.0) -> Outcome:
         if out.ok is not True:
             return out
     return Outcome.good(
-        f"for all capacities and record counts M >= 1: encode (the input map's stacking it evaluates) puts layer "
-        f"0's one-layer encoding below base, layer l's record at base + l S and zeros from base + M S: Enc_0 "
+        f"for all capacities and record counts M >= 1, region by region of Enc_0: encode (the input map's "
+        f"stacking it evaluates) takes X, the pointer and the fixed tokens from layer 0's one-layer encoding at "
+        f"the same place, record token q from layer q div S's at base + q mod S, and 0 past base + M S "
         f"({len(goals)} Z3 goals)"
     )
 
