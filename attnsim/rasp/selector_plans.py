@@ -89,11 +89,53 @@ def selector_leaves(sel: C.Selector) -> list[C.SOp]:
     return out
 
 
+REGULAR_WINDOW = 32_768  # how far regular_groups looks for the period and the block
+
+
+def regular_groups(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`bin_sums` when the keys are blocks of one period repeated: ``kk`` reshaped to
+    (blocks, m, P) has every row of a block equal, and the rows' keys increase along blocks and
+    period (U's sums over a contiguous inner axis: P = 1, runs of m equal keys; over an outer
+    axis: P keys cycling m times); None otherwise.  The sums are one reduction over the middle
+    axis (NumPy's pairwise or row-by-row order, not ``bincount``'s one-by-one, so equal to its sums
+    within rounding), without scattering each value into its bin (3-15x faster at capacity 128)."""
+    n = int(kk.size)
+    window = kk[: min(n, REGULAR_WINDOW)]
+    again = np.flatnonzero(window[1:] == window[0])
+    if not again.size:
+        return None
+    period = int(again[0]) + 1
+    if period == 1:
+        other = np.flatnonzero(window != window[0])
+        if not other.size and len(window) < n:
+            return None
+        m = int(other[0]) if other.size else n
+    else:
+        reps = len(window) // period
+        same = (window[: reps * period].reshape(reps, period) == window[:period]).all(axis=1)
+        if bool(same.all()) and reps * period < n:
+            return None
+        m = int(np.argmin(same)) if not bool(same.all()) else reps
+    if m < 2 or n % (m * period):
+        return None
+    blocks = kk.reshape(-1, m, period)
+    keys = blocks[:, 0, :].reshape(-1)
+    if not (bool(np.all(keys[1:] > keys[:-1])) and bool((blocks == blocks[:, :1, :]).all())):
+        return None
+    sums = vv.reshape(-1, m, period).sum(axis=1).reshape(-1)
+    return keys.astype(np.int64), np.full(len(keys), float(m)), sums
+
+
 def bin_sums(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Integer keys ``kk`` with values ``vv``: (sorted distinct keys, counts, sums); by bins when
-    the key range is at most 4 x the number of keys (the same sums, in key order), else a sort."""
+    """Integer keys ``kk`` with values ``vv``: (sorted distinct keys, counts, sums); by one
+    reduction when the keys are regular (:func:`regular_groups`), by bins when the key range is at most 4 x
+    the number of keys (the same sums, in key order), else a sort."""
     if kk.size == 0:
         return kk.astype(np.int64), np.zeros(0), np.zeros(0)
+    if kk.size >= 64:
+        regular = regular_groups(kk, vv)
+        if regular is not None:
+            return regular
     lo, hi = int(kk.min()), int(kk.max())
     if hi - lo < 4 * kk.size:
         bins = kk - lo
