@@ -69,11 +69,18 @@ class AffinePieces:
         k1 = int(np.searchsorted(self.starts, b, side="left"))
         st = self.starts[k0:k1]
         lens = np.diff(np.concatenate([np.maximum(st[:1], a), st[1:], [b]]))
-        offset = np.repeat(self.values[k0:k1] - self.slopes[k0:k1] * st, lens)
         slope = self.slopes[k0:k1]
+        offset = np.repeat(self.values[k0:k1] - slope * st, lens)
         if not slope.any():
             return offset
-        return offset + np.repeat(slope, lens) * np.arange(a, b, dtype=np.int64)
+        ramp = np.arange(a, b, dtype=np.int64)
+        if bool((slope == slope[0]).all()):  # one slope over the range (most reads): no second repeat
+            if slope[0] != 1:
+                ramp *= slope[0]
+        else:
+            ramp *= np.repeat(slope, lens)
+        offset += ramp
+        return offset
 
 
 def affine_pieces(head: np.ndarray) -> AffinePieces:

@@ -141,6 +141,7 @@ class Lazy:
     is_int: bool
     label: str
     fn: Callable[[int, int, dict[Any, np.ndarray]], np.ndarray]
+    position_only: bool = False  # read from the structural memo: the same values on every run
 
 
 @dataclass(eq=False)

@@ -92,13 +92,31 @@ def selector_leaves(sel: C.Selector) -> list[C.SOp]:
 REGULAR_WINDOW = 32_768  # how far regular_groups looks for the period and the block
 
 
-def regular_groups(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """:func:`bin_sums` when the keys are blocks of one period repeated: ``kk`` reshaped to
-    (blocks, m, P) has every row of a block equal, and the rows' keys increase along blocks and
-    period (U's sums over a contiguous inner axis: P = 1, runs of m equal keys; over an outer
-    axis: P keys cycling m times); None otherwise.  The sums are one reduction over the middle
-    axis (NumPy's pairwise or row-by-row order, not ``bincount``'s one-by-one, so equal to its sums
-    within rounding), without scattering each value into its bin (3-15x faster at capacity 128)."""
+@dataclass(frozen=True)
+class RegularKeys:
+    """A regular key side (:func:`regular_keys`): its distinct keys in order, each held by m
+    positions, the keys of a block cycling with period P."""
+
+    keys: np.ndarray
+    m: int
+    period: int
+
+    @property
+    def counts(self) -> np.ndarray:
+        return np.full(len(self.keys), float(self.m))
+
+    def sums(self, vv: np.ndarray) -> np.ndarray:
+        """Each key's sum of ``vv``: one reduction over the middle axis of a (blocks, m, P) view
+        (NumPy's pairwise or row order, not ``bincount``'s one-by-one, so equal to its sums
+        within rounding), without scattering each value into its bin."""
+        return vv.reshape(-1, self.m, self.period).sum(axis=1).reshape(-1)
+
+
+def regular_keys(kk: np.ndarray) -> RegularKeys | None:
+    """``kk`` as blocks of one period repeated, if it is: reshaped to (blocks, m, P), every row
+    of a block equal and the rows' keys increasing along blocks and period (U's sums over a
+    contiguous inner axis: P = 1, runs of m equal keys; over an outer axis: P keys cycling m
+    times); checked on the whole key side.  None otherwise (or when m < 2)."""
     n = int(kk.size)
     window = kk[: min(n, REGULAR_WINDOW)]
     again = np.flatnonzero(window[1:] == window[0])
@@ -122,8 +140,14 @@ def regular_groups(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarr
     keys = blocks[:, 0, :].reshape(-1)
     if not (bool(np.all(keys[1:] > keys[:-1])) and bool((blocks == blocks[:, :1, :]).all())):
         return None
-    sums = vv.reshape(-1, m, period).sum(axis=1).reshape(-1)
-    return keys.astype(np.int64), np.full(len(keys), float(m)), sums
+    return RegularKeys(keys.astype(np.int64), m, period)
+
+
+def regular_groups(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`bin_sums` by :func:`regular_keys` when the key side is regular (3-15x faster than
+    two bincounts at capacity 128); None otherwise."""
+    reg = regular_keys(kk)
+    return None if reg is None else (reg.keys, reg.counts, reg.sums(vv))
 
 
 def bin_sums(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -132,10 +156,9 @@ def bin_sums(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     the number of keys (the same sums, in key order), else a sort."""
     if kk.size == 0:
         return kk.astype(np.int64), np.zeros(0), np.zeros(0)
-    if kk.size >= 64:
-        regular = regular_groups(kk, vv)
-        if regular is not None:
-            return regular
+    regular = regular_groups(kk, vv) if kk.size >= 64 else None  # tiny sides: not worth the check
+    if regular is not None:
+        return regular
     lo, hi = int(kk.min()), int(kk.max())
     if hi - lo < 4 * kk.size:
         bins = kk - lo

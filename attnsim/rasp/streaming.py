@@ -41,6 +41,7 @@ from attnsim.rasp.selector_plans import (
     max_sums,
     piece_maxima,
     plan_selector,
+    regular_keys,
     scored_sums,
 )
 
@@ -118,7 +119,7 @@ class Streaming(RunState):
         def read(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
             return form.slice(a, b)
 
-        return Lazy(form.length, tail, True, node.label, read)
+        return Lazy(form.length, tail, True, node.label, read, position_only=True)
 
     def _describe(self, node: C.SOp) -> Lazy | None:
         """The node as a Lazy (its values computable piece by piece); None: the general path."""
@@ -300,6 +301,8 @@ class Streaming(RunState):
             for x in batch:
                 if a < x.kn:
                     b = min(x.kn, a + long_values.PIECE) if x.streamed else x.kn
+                    if self._regular_part(x, a, b, cache):
+                        continue
                     kk = self._get(x.ksrc, "comparable", a, b, cache)
                     vv = self._get(x.vsrc, "value", a, b, cache)
                     if x.katoms:  # without key conditions every key is allowed: no mask, no copy
@@ -312,6 +315,22 @@ class Streaming(RunState):
         for x in batch[1:]:
             self.pending[id(x.node)] = x.groups()
         return k.groups()
+
+    def _regular_part(self, x: Keyed, a: int, b: int, cache: dict[Any, np.ndarray]) -> bool:
+        """Keys a..b-1 of ``x`` grouped by their regular shape kept in the memo (found on the
+        first run from the keys themselves, then reused: the keys are position-only), so a run
+        reads only the values; False (nothing done) when the side is not such a side."""
+        memo = self.memo
+        if memo is None or x.katoms or not (isinstance(x.ksrc, Lazy) and x.ksrc.position_only):
+            return False
+        known, reg = memo.grouping(x.node, self.L, a, b)
+        if not known:
+            reg = regular_keys(self._get(x.ksrc, "comparable", a, b, cache)) if b - a >= 64 else None
+            memo.offer_grouping(x.node, self.L, a, b, reg)
+        if reg is None:
+            return False
+        x.parts.append((reg.keys, reg.counts, reg.sums(self._get(x.vsrc, "value", a, b, cache))))
+        return True
 
     def _keyed(self, node: C.Aggregate, plan: SelectorPlan, ksop: C.SOp) -> Keyed | None:
         """An equality head's key side, prepared for ``_key_groups``; None when its key values

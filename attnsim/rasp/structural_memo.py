@@ -15,6 +15,7 @@ from attnsim.rasp import core as C
 from attnsim.rasp import long_values
 from attnsim.rasp.kept_values import AffinePieces, Chunked, KeptForm, NarrowArray, kept_form
 from attnsim.rasp.long_values import Lazy
+from attnsim.rasp.selector_plans import RegularKeys
 
 
 @dataclass
@@ -55,6 +56,7 @@ class StructuralMemo:
     budget_bytes: int = 256 << 20
     stored: dict[tuple[int, int], tuple[C.SOp, KeptForm, np.ndarray]] = field(default_factory=dict)
     refused: set[tuple[int, int]] = field(default_factory=set)
+    groupings: dict[tuple[int, int, int, int], tuple[C.SOp, RegularKeys | None]] = field(default_factory=dict)
     used_bytes: int = 0
     hits: int = 0
     misses: int = 0
@@ -88,6 +90,21 @@ class StructuralMemo:
         self.stored[(id(node), L)] = (node, kept, np.asarray(lz.tail, dtype=np.int64).reshape(1))
         self.used_bytes += size
         return kept, self.stored[(id(node), L)][2]
+
+    def grouping(self, node: C.SOp, L: int, a: int, b: int) -> tuple[bool, RegularKeys | None]:
+        """(known, its regular key side) for the keys a..b-1 of an equality head ``node`` whose
+        key side is position-only (``Lazy.position_only``, no key condition): known False when
+        not offered yet; a known None is a side that is not regular (grouped by ``bin_sums``)."""
+        hit = self.groupings.get((id(node), L, a, b))
+        return (False, None) if hit is None else (True, hit[1])
+
+    def offer_grouping(self, node: C.SOp, L: int, a: int, b: int, reg: RegularKeys | None) -> None:
+        """Keep what :func:`~attnsim.rasp.selector_plans.regular_keys` found for these keys (its
+        distinct keys count against the byte budget; over it, nothing is kept)."""
+        size = 0 if reg is None else int(reg.keys.nbytes)
+        if self.used_bytes + size <= self.budget_bytes:
+            self.groupings[(id(node), L, a, b)] = (node, reg)
+            self.used_bytes += size
 
     def tried(self, node: C.SOp, L: int) -> bool:
         """The node was refused before: do not compute it whole again to offer it."""

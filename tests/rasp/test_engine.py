@@ -1,6 +1,10 @@
 """The language's semantics (docs/semantics.md): averaging, empty default, fast paths, errors."""
 
+import contextlib
+import dataclasses
+from collections.abc import Iterator
 from fractions import Fraction
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -19,6 +23,7 @@ from attnsim.rasp import (
     full,
     imap,
     indices,
+    long_values,
     select,
     selector_width,
     tokens,
@@ -278,6 +283,43 @@ def test_memo_refuses_past_its_budget() -> None:
     assert evaluate(prog, toks, memo=memo).tolist() == evaluate(prog, toks).tolist()
     s = memo.summary()
     assert (s.kept, s.refused, s.bytes) == (1, 1, 25) and s.bytes <= s.budget_bytes
+
+
+@contextlib.contextmanager
+def _streamed_in_pieces() -> Iterator[None]:
+    """Values longer than 64 streamed in pieces of 128 (as U's long values are)."""
+    with patch.object(long_values, "LAZY_MIN", 64), patch.object(long_values, "PIECE", 128):
+        yield
+
+
+def test_a_regular_position_only_key_side_is_grouped_once_and_reused() -> None:
+    """Issue 29: the groups of a position-only key side (block means over runs of 8) are found on
+    the first run and kept in the memo; later runs read only the values.  A side that is not
+    regular (p mod 7 over 256 positions) is kept as such and grouped by bincount."""
+    blocks = imap(lambda p: p // 8, indices).named("block")
+    cyclic = imap(lambda p: p % 7, indices).named("cyclic")
+    prog = apply(
+        "add",
+        aggregate(select(blocks, blocks, "=="), tokens),
+        aggregate(select(cyclic, cyclic, "=="), tokens),
+    )
+    memo = StructuralMemo()
+    toks = np.random.default_rng(1).normal(size=256)
+    plain = evaluate(prog, toks)
+    for run in (toks, toks, toks * 3):
+        with _streamed_in_pieces():  # the key sides streamed, as U's long ones are
+            got = evaluate(prog, run, memo=memo)
+        np.testing.assert_allclose(got, evaluate(prog, run), rtol=1e-13, atol=1e-13)
+    kept = [reg for _, reg in memo.groupings.values()]
+    regular = [r for r in kept if r is not None]
+    assert len(kept) == 4 and len(regular) == 2  # two pieces of 128 keys per side
+    assert all((r.m, r.period) == (8, 1) for r in regular)
+    # mutation: a tampered kept shape changes the output, so runs do read it
+    key = next(k for k, (_, r) in memo.groupings.items() if r is not None)
+    node, reg = memo.groupings[key]
+    memo.groupings[key] = (node, dataclasses.replace(reg, keys=reg.keys[::-1].copy()))
+    with _streamed_in_pieces():
+        assert not np.allclose(evaluate(prog, toks, memo=memo), plain)
 
 
 @settings(max_examples=100, deadline=None)
