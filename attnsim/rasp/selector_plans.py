@@ -112,28 +112,38 @@ class RegularKeys:
         return vv.reshape(-1, self.m, self.period).sum(axis=1).reshape(-1)
 
 
-def regular_keys(kk: np.ndarray) -> RegularKeys | None:
-    """``kk`` as blocks of one period repeated, if it is: reshaped to (blocks, m, P), every row
-    of a block equal and the rows' keys increasing along blocks and period (U's sums over a
-    contiguous inner axis: P = 1, runs of m equal keys; over an outer axis: P keys cycling m
-    times); checked on the whole key side.  None otherwise (or when m < 2)."""
-    n = int(kk.size)
-    window = kk[: min(n, REGULAR_WINDOW)]
+def _block_shape(window: np.ndarray, n: int) -> tuple[int, int] | None:
+    """(m, P) of the first block of a key side of length ``n`` starting with ``window``: the period
+    P (where the first key recurs) and how many times the first period repeats; None when the
+    window does not show them (no recurrence, or the first block fills the window)."""
     again = np.flatnonzero(window[1:] == window[0])
     if not again.size:
         return None
     period = int(again[0]) + 1
     if period == 1:
         other = np.flatnonzero(window != window[0])
-        if not other.size and len(window) < n:
-            return None
-        m = int(other[0]) if other.size else n
-    else:
-        reps = len(window) // period
-        same = (window[: reps * period].reshape(reps, period) == window[:period]).all(axis=1)
-        if bool(same.all()) and reps * period < n:
-            return None
-        m = int(np.argmin(same)) if not bool(same.all()) else reps
+        if not other.size:
+            return None if len(window) < n else (n, 1)
+        return int(other[0]), 1
+    reps = len(window) // period
+    same = (window[: reps * period].reshape(reps, period) == window[:period]).all(axis=1)
+    if bool(same.all()):
+        return None if reps * period < n else (reps, period)
+    return int(np.argmin(same)), period
+
+
+def regular_keys(kk: np.ndarray) -> RegularKeys | None:
+    """``kk`` as blocks of one period repeated, if it is: reshaped to (blocks, m, P), every row
+    of a block equal and the rows' keys increasing along blocks and period (U's sums over a
+    contiguous inner axis: P = 1, runs of m equal keys; over an outer axis: P keys cycling m
+    times); checked on the whole key side.  None otherwise (or when m < 2)."""
+    n = int(kk.size)
+    shape = _block_shape(kk[: min(n, REGULAR_WINDOW)], n)
+    if shape is None and n > REGULAR_WINDOW:  # a first block longer than the window: look at all
+        shape = _block_shape(kk, n)
+    if shape is None:
+        return None
+    m, period = shape
     if m < 2 or n % (m * period):
         return None
     blocks = kk.reshape(-1, m, period)

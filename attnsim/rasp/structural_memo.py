@@ -64,7 +64,7 @@ class StructuralMemo:
     def get(self, node: C.SOp, L: int) -> tuple[KeptForm, np.ndarray] | None:
         """(kept head, tail) of ``node`` at length L, if kept."""
         hit = self.stored.get((id(node), L))
-        if hit is None:
+        if hit is None or hit[0] is not node:  # kept for another node of the same id: not this one's
             return None
         self.hits += 1
         return hit[1], hit[2]
@@ -96,7 +96,7 @@ class StructuralMemo:
         key side is position-only (``Lazy.position_only``, no key condition): known False when
         not offered yet; a known None is a side that is not regular (grouped by ``bin_sums``)."""
         hit = self.groupings.get((id(node), L, a, b))
-        return (False, None) if hit is None else (True, hit[1])
+        return (False, None) if hit is None or hit[0] is not node else (True, hit[1])
 
     def offer_grouping(self, node: C.SOp, L: int, a: int, b: int, reg: RegularKeys | None) -> None:
         """Keep what :func:`~attnsim.rasp.selector_plans.regular_keys` found for these keys (its

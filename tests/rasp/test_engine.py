@@ -322,6 +322,20 @@ def test_a_regular_position_only_key_side_is_grouped_once_and_reused() -> None:
         assert not np.allclose(evaluate(prog, toks, memo=memo), plain)
 
 
+def test_a_kept_entry_is_read_only_by_the_node_it_was_kept_for() -> None:
+    """The memo keys entries by id(node); an entry kept for another node (a reused id, e.g. after
+    a copy of U) is not read as this node's."""
+    prog = _memo_program()
+    memo = StructuralMemo()
+    evaluate(prog, np.arange(25, dtype=np.float64), memo=memo)
+    (key, (node, form, tail)), *_ = memo.stored.items()
+    stranger = imap(lambda p: p + 1, indices)
+    memo.stored[key] = (stranger, form, tail)
+    assert memo.get(node, key[1]) is None
+    memo.groupings[(id(node), 25, 0, 25)] = (stranger, None)
+    assert memo.grouping(node, 25, 0, 25) == (False, None)
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 3), st.floats(-9, 9)), min_size=1, max_size=20),

@@ -5,9 +5,11 @@ rounding of the one-by-one sums ``bincount`` adds (a reduction sums in another o
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attnsim.rasp import selector_plans
 from attnsim.rasp.selector_plans import bin_sums, regular_groups
 
 
@@ -74,3 +76,18 @@ def test_a_near_regular_key_side_is_not_taken_for_regular() -> None:
     short = np.delete(kk, 100)
     assert regular_groups(short, vv[:-1]) is None
     assert agrees(bin_sums(short, vv[:-1]), short, vv[:-1])
+
+
+@pytest.mark.parametrize("window", [4, 7, 64])
+def test_a_first_block_longer_than_the_window_is_still_regular(monkeypatch: pytest.MonkeyPatch, window: int) -> None:
+    """Runs or blocks longer than the window the period is looked for in (at capacity 256: runs of
+    32,768 keys and more) are found by looking at the whole side."""
+    monkeypatch.setattr(selector_plans, "REGULAR_WINDOW", window)
+    rng = np.random.default_rng(3)
+    for kk in (np.repeat(np.arange(4), 100), np.tile(np.arange(9), 50), np.repeat(np.arange(3) * 5, 2)):
+        vv = rng.normal(size=kk.size)
+        got = regular_groups(kk, vv)
+        assert got is not None and agrees(got, kk, vv)
+    changed = np.repeat(np.arange(4), 100)
+    changed[250] = 0
+    assert regular_groups(changed, np.ones(changed.size)) is None

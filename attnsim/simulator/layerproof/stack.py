@@ -96,6 +96,17 @@ def _prove(goal: E.Expr, assume: Sequence[E.Expr], what: str, left: float) -> Ou
     return out.retold(f"{what}: {out.detail}")
 
 
+def _all_proved(goals: Sequence[tuple[str, E.Expr, list[E.Expr]]], timeout: float, claim: str) -> Outcome:
+    """``claim`` (with the number of goals) when Z3 proves every one of ``goals`` (what, goal,
+    premises), in order, within ``timeout`` seconds for all; else the first one's outcome."""
+    t0 = time.perf_counter()
+    for what, goal, premises in goals:
+        out = _prove(goal, premises, what, timeout - (time.perf_counter() - t0))
+        if out.ok is not True:
+            return out
+    return Outcome.good(f"{claim} ({len(goals)} Z3 goals)")
+
+
 def map_goals(u: Any) -> list[tuple[str, E.Expr, list[E.Expr]]]:
     """The place facts at ``u``'s own places, and the slot [base, base + S) holding every record grid."""
     binding = frame_binding(u)
@@ -204,33 +215,23 @@ def base_goals(u: Any) -> list[tuple[str, E.Expr, list[E.Expr]]]:
 
 def prove_base_case(u: Any, timeout: float = 60.0) -> Outcome:
     """The base case of the induction for ``u`` built over unbound sizes (see the module docstring)."""
-    t0 = time.perf_counter()
-    goals = base_goals(u)
-    for what, goal, premises in goals:
-        out = _prove(goal, premises, what, timeout - (time.perf_counter() - t0))
-        if out.ok is not True:
-            return out
-    return Outcome.good(
-        f"for all capacities and record counts M >= 1, region by region of Enc_0: encode (the input map's "
-        f"stacking it evaluates) takes X, the pointer and the fixed tokens from layer 0's one-layer encoding at "
-        f"the same place, record token q from layer q div S's at base + q mod S, and 0 past base + M S "
-        f"({len(goals)} Z3 goals)"
+    return _all_proved(
+        base_goals(u),
+        timeout,
+        "for all capacities and record counts M >= 1, region by region of Enc_0: encode (the input map's "
+        "stacking it evaluates) takes X, the pointer and the fixed tokens from layer 0's one-layer encoding at "
+        "the same place, record token q from layer q div S's at base + q mod S, and 0 past base + M S",
     )
 
 
 def prove_stack(u: Any, timeout: float = 120.0, cases: Sequence[FrameCase] | None = None) -> Outcome:
     """The step of the induction for ``u`` built over unbound sizes, given the frame cases
     (default: the frame lemma's, :func:`frame_cases`); see the module docstring."""
-    t0 = time.perf_counter()
-    goals = [*map_goals(u), *step_goals(frame_cases() if cases is None else cases)]
-    for what, goal, premises in goals:
-        out = _prove(goal, premises, what, timeout - (time.perf_counter() - t0))
-        if out.ok is not True:
-            return out
-    return Outcome.good(
-        f"for all capacities, record counts M >= 1 and passes t < M: a pass that satisfies the frame lemma maps "
-        f"Enc_t to Enc_(t+1) outside X, the frame cases and X cover every position, and the slot holds record t "
-        f"({len(goals)} Z3 goals)"
+    return _all_proved(
+        [*map_goals(u), *step_goals(frame_cases() if cases is None else cases)],
+        timeout,
+        "for all capacities, record counts M >= 1 and passes t < M: a pass that satisfies the frame lemma maps "
+        "Enc_t to Enc_(t+1) outside X, the frame cases and X cover every position, and the slot holds record t",
     )
 
 
