@@ -164,11 +164,14 @@ def bin_sums(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     """Integer keys ``kk`` with values ``vv``: (sorted distinct keys, counts, sums); by one
     reduction when the keys are regular (:func:`regular_groups`), by bins when the key range is at most 4 x
     the number of keys (the same sums, in key order), else a sort."""
+    regular = regular_groups(kk, vv) if kk.size >= 64 else None  # tiny sides: not worth the check
+    return regular if regular is not None else binned_sums(kk, vv)
+
+
+def binned_sums(kk: np.ndarray, vv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`bin_sums` without the regular-shape check (a side already known not regular)."""
     if kk.size == 0:
         return kk.astype(np.int64), np.zeros(0), np.zeros(0)
-    regular = regular_groups(kk, vv) if kk.size >= 64 else None  # tiny sides: not worth the check
-    if regular is not None:
-        return regular
     lo, hi = int(kk.min()), int(kk.max())
     if hi - lo < 4 * kk.size:
         bins = kk - lo

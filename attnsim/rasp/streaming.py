@@ -33,8 +33,10 @@ from attnsim.rasp.long_values import (
 )
 from attnsim.rasp.run_state import RunState
 from attnsim.rasp.selector_plans import (
+    RegularKeys,
     SelectorPlan,
     bin_sums,
+    binned_sums,
     compare,
     exact_scalar,
     group_lookup,
@@ -301,7 +303,9 @@ class Streaming(RunState):
             for x in batch:
                 if a < x.kn:
                     b = min(x.kn, a + long_values.PIECE) if x.streamed else x.kn
-                    if self._regular_part(x, a, b, cache):
+                    known, reg = self._regular_shape(x, a, b, cache)
+                    if reg is not None:
+                        x.parts.append((reg.keys, reg.counts, reg.sums(self._get(x.vsrc, "value", a, b, cache))))
                         continue
                     kk = self._get(x.ksrc, "comparable", a, b, cache)
                     vv = self._get(x.vsrc, "value", a, b, cache)
@@ -311,26 +315,24 @@ class Streaming(RunState):
                             km &= compare(cmp, self._get(s, "comparable", a, b, cache), c)
                         ks = np.flatnonzero(km)
                         kk, vv = kk[ks], vv[ks]
-                    x.parts.append(bin_sums(kk, vv))
+                    x.parts.append(binned_sums(kk, vv) if known else bin_sums(kk, vv))
         for x in batch[1:]:
             self.pending[id(x.node)] = x.groups()
         return k.groups()
 
-    def _regular_part(self, x: Keyed, a: int, b: int, cache: dict[Any, np.ndarray]) -> bool:
-        """Keys a..b-1 of ``x`` grouped by their regular shape kept in the memo (found on the
-        first run from the keys themselves, then reused: the keys are position-only), so a run
-        reads only the values; False (nothing done) when the side is not such a side."""
+    def _regular_shape(self, x: Keyed, a: int, b: int, cache: dict[Any, np.ndarray]) -> tuple[bool, RegularKeys | None]:
+        """(known, shape) of keys a..b-1 of ``x`` when its key side is position-only (read from the
+        memo, no key condition): the regular shape kept in the memo (found on the first run from
+        the keys themselves), so a run reads only the values; None when the side is not regular.
+        (False, None) for any other side (not known: ``bin_sums`` checks it)."""
         memo = self.memo
         if memo is None or x.katoms or not (isinstance(x.ksrc, Lazy) and x.ksrc.position_only):
-            return False
+            return False, None
         known, reg = memo.grouping(x.node, self.L, a, b)
         if not known:
             reg = regular_keys(self._get(x.ksrc, "comparable", a, b, cache)) if b - a >= 64 else None
             memo.offer_grouping(x.node, self.L, a, b, reg)
-        if reg is None:
-            return False
-        x.parts.append((reg.keys, reg.counts, reg.sums(self._get(x.vsrc, "value", a, b, cache))))
-        return True
+        return True, reg
 
     def _keyed(self, node: C.Aggregate, plan: SelectorPlan, ksop: C.SOp) -> Keyed | None:
         """An equality head's key side, prepared for ``_key_groups``; None when its key values
