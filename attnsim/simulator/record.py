@@ -230,7 +230,8 @@ class InputMap:
         symbolic: bool = False,
     ) -> np.ndarray:
         """The token sequence of length ``total``: token p below the stacking's end is its layer's
-        one-layer encoding (each grid filled from its declared source) at its slot; the rest 0."""
+        one-layer encoding (each grid filled from its declared source; X, header and masks in layer
+        0's only) at its slot; the rest 0."""
         zero: Any = sp.Integer(0) if symbolic else 0.0
         dtype = object if symbolic else np.float64
         one = np.full((len(layers), value_of(self.base + self.record_size)), zero, dtype=dtype)
@@ -254,7 +255,8 @@ class InputMap:
             ops, sz = spec_operands(T, x, additive, blocked, symbolic)
             for nm, v in (("n", sz["n"]), ("d", sz["d"]), ("ptr", pointer)):
                 ops[nm] = np.full((1, 1, 1), int(v), dtype=object)
-            for g, src in self.sources():
+            # X, header and masks only in layer 0's row: the stacking reads them from layer 0 alone
+            for g, src in self.sources() if li == 0 else self.sources()[-len(self.record) :]:
                 put(one[li], g, src, ops, sz)
         place = self.stacking(len(layers))
         end = value_of(place.end)
