@@ -34,7 +34,7 @@ from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
 from attnsim.symbolic import application_specs
 from attnsim.symbolic.execute import Enumeration
-from attnsim.symbolic.sympy_work import CANCEL_NODES, within_nodes
+from attnsim.symbolic.sympy_work import cancelled
 
 LINEAR_REF = "Application (linear attention; Katharopoulos et al. 2020)"
 LINFORMER_REF = "Application (Linformer; Wang et al. 2020)"
@@ -252,7 +252,7 @@ def atomized(e: Any) -> Any:
         if isinstance(inv, sp.exp):
             inv = sp.exp(sp.expand(inv.args[0]))
         rep[a] = 1 / rep[inv] if inv in rep else sp.Symbol(f"_a{i}", positive=True)
-    return sp.cancel(within_nodes(sp.together(e.xreplace(rep)), CANCEL_NODES, "a program - reference difference"))
+    return cancelled(e.xreplace(rep), "a program - reference difference")
 
 
 __all__ = ["atomized", "linear_attention", "linformer"]

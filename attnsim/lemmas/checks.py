@@ -24,7 +24,7 @@ from attnsim.proofs.intents import Intent, check_intent, prove_layout, z3_method
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic.sympy_work import CANCEL_NODES, within_nodes
+from attnsim.symbolic.sympy_work import CANCEL_NODES, cancelled, within_nodes
 
 
 def symbolic_operands(con: Construction, prefix: str = "") -> list[np.ndarray]:
@@ -241,7 +241,7 @@ def exp_canonical(e: Any) -> Any:
     out = e.xreplace(rep)
     if out.free_symbols & set(syms):
         return sp.simplify(within_nodes(e, CANCEL_NODES, "a program - reference difference"))
-    return sp.cancel(within_nodes(sp.together(out), CANCEL_NODES, "a program - reference difference"))
+    return cancelled(out, "a program - reference difference")
 
 
 def embedded_obligations(

@@ -18,13 +18,13 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.symbolic.sympy_work import CANCEL_NODES, within_nodes
+from attnsim.symbolic.sympy_work import cancelled
 
 
 def _canonical(e: Any) -> Any:
     """A canonical form of a rational function of the symbols (and atoms): equal functions, equal
     forms (``cancel``: expanded numerator over expanded denominator, common factors removed)."""
-    return sp.cancel(within_nodes(sp.together(sp.sympify(e)), CANCEL_NODES, "a congruence atom's argument"))
+    return cancelled(sp.sympify(e), "a congruence atom's argument")
 
 
 class Atoms:
@@ -93,4 +93,4 @@ def difference(got: Any, want: Any, atoms: Atoms | None = None) -> Any:
     """The atom-replaced difference got - want, cancelled (0 means proven equal)."""
     atoms = atoms or Atoms()
     d = atoms.replace(got) - atoms.replace(want)
-    return sp.cancel(within_nodes(sp.together(d), CANCEL_NODES, "the difference U - T(X)"))
+    return cancelled(d, "the difference U - T(X)")

@@ -41,25 +41,10 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.proofs.solver_work import NodeBudgetExceeded
 from attnsim.symbolic.if_then_else import Ite
+from attnsim.symbolic.sympy_work import expanded_terms
 
 SUMS_KEPT = 4096  # the most Sums whose normal form one process keeps (least recently used dropped)
-# The node budget of the normal form: the most terms one expanded Sum body, or one expanded
-# difference of two sides, may have.  Past it the step is not taken and the obligation is unknown
-# (NodeBudgetExceeded, "over its node budget"), the same on every machine; CPU seconds stay the
-# safety net of an expansion itself.  Measured on 2026-12-05 over every obligation of
-# ``attnsim verify --deep`` (1,246): at most 21 terms (a Sum's body) and 18 (a difference), both in
-# ``simulator-stages/all-sizes/ffn/ffn2.Y1``; the budget is about 100 times that.
-TERMS_BUDGET = 2_000
-
-
-def _expanded_terms(e: Any, what: str) -> tuple[Any, ...]:
-    """The terms of ``e`` expanded, at most :data:`TERMS_BUDGET` of them (else NodeBudgetExceeded)."""
-    terms = sp.Add.make_args(sp.expand(e))
-    if len(terms) > TERMS_BUDGET:
-        raise NodeBudgetExceeded(f"the Sum normal form: {what} has {len(terms)} terms (budget {TERMS_BUDGET})")
-    return terms
 
 
 def bound_symbol(k: int) -> sp.Symbol:
@@ -169,7 +154,7 @@ def _sum_one(inner: Any, var: Any, lo: Any, hi: Any) -> Any:
     body = inner.xreplace({var: new})
     total: Any = sp.Integer(0)
     grouped: dict[Any, Any] = {}
-    for term in _expanded_terms(body, "a Sum's body"):
+    for term in expanded_terms(body, "a Sum's body"):
         coeff, dep = sp.Integer(1), sp.Integer(1)
         for f in sp.Mul.make_args(term):
             if new in f.free_symbols:
@@ -249,9 +234,9 @@ def _shared_closed_terms(a: Any, b: Any) -> dict[Any, Any]:
 
 def _difference(na: Any, nb: Any) -> Any:
     """``na - nb`` expanded, a positive power of a flag made the flag (rule 6)."""
-    diff = sp.Add(*_expanded_terms(na - nb, "the difference of the two sides"))
+    diff = sp.Add(*expanded_terms(na - nb, "the difference of the two sides"))
     if diff != 0:  # rule 6: a positive power of a 0/1 flag is the flag (expand makes [c] [c] = [c]^2)
-        diff = sp.Add(*_expanded_terms(_flag_powers(diff), "the difference of the two sides"))
+        diff = sp.Add(*expanded_terms(_flag_powers(diff), "the difference of the two sides"))
     return diff
 
 

@@ -6,7 +6,7 @@ import pytest
 import sympy as sp
 
 from attnsim.proofs.obligation import Outcome
-from attnsim.symbolic import sums
+from attnsim.symbolic import sums, sympy_work
 from attnsim.symbolic.if_then_else import Ite
 from attnsim.symbolic.sums import bound_symbol, equal_by_normal_form, fresh_bound, normal_form, same_normal_form
 
@@ -139,7 +139,7 @@ def test_kept_normal_forms_are_the_computed_ones() -> None:
 
 def test_an_expansion_past_the_node_budget_is_not_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     """The normal form's node budget (issue 27): a Sum body or a difference that expands to more
-    terms than sums.TERMS_BUDGET stops the step (NodeBudgetExceeded), and the obligation is unknown
+    terms than sympy_work.TERMS_BUDGET stops the step (NodeBudgetExceeded), and the obligation is unknown
     "over its node budget", never proved or failed; within the budget the same claim is proved."""
     from attnsim.proofs.obligation import Obligation
     from attnsim.proofs.solver_work import NodeBudgetExceeded
@@ -156,7 +156,7 @@ def test_an_expansion_past_the_node_budget_is_not_taken(monkeypatch: pytest.Monk
     assert run_inline(ob, 10).status == "proved"
     sums._sum.cache_clear()
     sums.normal_forms.cache_clear()
-    monkeypatch.setattr(sums, "TERMS_BUDGET", 5)  # (x + y + v)^3 has 10 terms
+    monkeypatch.setattr(sympy_work, "TERMS_BUDGET", 5)  # (x + y + v)^3 has 10 terms
     with pytest.raises(NodeBudgetExceeded):
         sums.normal_form(lhs)
     r = run_inline(ob, 10)

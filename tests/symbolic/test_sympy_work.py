@@ -44,6 +44,6 @@ def test_a_congruence_difference_past_its_node_budget_is_not_cancelled(monkeypat
     x, y = sp.symbols("x y", real=True)
     got, want = (x + y) ** 2 / (x + 1), (x**2 + 2 * x * y + y**2) / (x + 1)
     assert congruence.difference(got, want) == 0
-    monkeypatch.setattr(congruence, "CANCEL_NODES", 5)
+    monkeypatch.setattr(sympy_work, "CANCEL_NODES", 5)
     with pytest.raises(NodeBudgetExceeded, match="the difference U - T"):
         congruence.difference(got, want)
