@@ -19,6 +19,8 @@ imported attnsim would load it in the server from the working directory, not fro
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import traceback
 from types import TracebackType
@@ -35,7 +37,12 @@ def main() -> int:
         return run()
     except KeyboardInterrupt:
         print("attnsim: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        # Leave now: a Ctrl-C that cut an import short can leave CPython's "unhandled
+        # KeyboardInterrupt" mark set (measured: 1 run in 12 interrupted as z3 loads), and the
+        # interpreter would then kill itself with SIGINT at exit (-2), not exit 130.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
 
 
 def start_data_lost(exc_type: type[BaseException], tb: TracebackType | None) -> bool:
@@ -54,8 +61,25 @@ def _quiet_lost_starts(exc_type: type[BaseException], exc: BaseException, tb: Tr
     _PREVIOUS_HOOK(exc_type, exc, tb)
 
 
+def preloaded_by_a_forkserver() -> bool:
+    """Whether this import is a forkserver's preload: ``multiprocessing.forkserver.main`` is on the stack."""
+    frame = sys._getframe()
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "main" and code.co_filename.replace("\\", "/").endswith("multiprocessing/forkserver.py"):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
 _PREVIOUS_HOOK = sys.excepthook
 sys.excepthook = _quiet_lost_starts
+if preloaded_by_a_forkserver():
+    # The server saves SIGINT's handler after its preloads and gives the saved one to every child it
+    # forks: ignored here, no child (nor what it execs) hears Ctrl-C, which the client handles.  Set
+    # in the server, not in the client around the server's start, where setting it ignored would
+    # discard a Ctrl-C arriving meanwhile (a verify interrupted as its Dask cluster started went on).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 if __name__ == "__main__":
     sys.exit(main())

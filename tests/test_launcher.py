@@ -82,15 +82,21 @@ def test_a_child_whose_parent_unlinked_its_semaphore_prints_nothing() -> None:
 
 
 def test_the_forkserver_installs_the_hook_in_every_child(tmp_path: Path) -> None:
-    """deaf_forkserver's server preloads the module: a process it forks runs with the hook."""
+    """deaf_forkserver's server preloads the module: a process it forks runs with the hook, and
+    ignores SIGINT (the server's preload set it so; the client's own SIGINT is left alone)."""
     script = tmp_path / "probe.py"
     script.write_text(
         "import multiprocessing as mp, sys\n"
         "from attnsim.verify.dask_runner import deaf_forkserver\n"
         "def probe():\n"
-        "    sys.exit(0 if getattr(sys.excepthook, '__name__', '') == '_quiet_lost_starts' else 3)\n"
+        "    import signal\n"
+        "    hooked = getattr(sys.excepthook, '__name__', '') == '_quiet_lost_starts'\n"
+        "    sys.exit(0 if hooked and signal.getsignal(signal.SIGINT) == signal.SIG_IGN else 3)\n"
         "if __name__ == '__main__':\n"
+        "    import signal\n"
+        "    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's foreground job\n"
         "    deaf_forkserver()\n"
+        "    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
         "    p = mp.get_context('forkserver').Process(target=probe)\n"
         "    p.start()\n"
         "    p.join()\n"
@@ -101,6 +107,31 @@ def test_the_forkserver_installs_the_hook_in_every_child(tmp_path: Path) -> None
         [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
     )
     assert out.stdout.strip() == "0", out.stdout + out.stderr
+
+
+def test_a_ctrl_c_while_the_forkserver_starts_is_not_lost(tmp_path: Path) -> None:
+    """A Ctrl-C that arrives while connect() blocks SIGINT, before deaf_forkserver() ignores it for the
+    server's start, still stops the parent when the block ends (it was discarded, and a verify
+    interrupted as its Dask cluster started ran on to exit 0)."""
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import signal, sys\n"
+        "from attnsim.verify.dask_runner import deaf_forkserver\n"
+        "from attnsim.verify.sigint import children_deaf_to_sigint\n"
+        "if __name__ == '__main__':\n"
+        "    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's foreground job\n"
+        "    try:\n"
+        "        with children_deaf_to_sigint():\n"
+        "            signal.raise_signal(signal.SIGINT)  # the Ctrl-C, pending while blocked\n"
+        "            deaf_forkserver()\n"
+        "    except KeyboardInterrupt:\n"
+        "        print('interrupted')\n"
+        "    else:\n"
+        "        print('lost')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert out.stdout.strip() == "interrupted", out.stdout + out.stderr
 
 
 def test_the_preload_imports_nothing_of_attnsim() -> None:

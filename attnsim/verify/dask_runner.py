@@ -95,18 +95,24 @@ def _abandon_cluster() -> None:
 
 
 def deaf_forkserver() -> None:
-    """Start this process's forkserver with SIGINT ignored (kept across its exec): every process it
-    forks, and every process those start, ignores Ctrl-C, which this process handles.  Its preload
-    (:mod:`attnsim_launcher`, which imports nothing of attnsim) keeps a child whose start a Ctrl-C
-    abandoned from printing a traceback."""
-    from multiprocessing import forkserver
+    """Start this process's forkserver preloaded with :mod:`attnsim_launcher`, which, imported as a
+    forkserver's preload, makes SIGINT ignored in the server, so every process it forks, and every
+    process those start, ignores Ctrl-C, which this process handles; it also keeps a child whose
+    start a Ctrl-C abandoned from printing a traceback.
+
+    This process's SIGINT handler is not touched (ignoring it would discard a pending Ctrl-C), and
+    its mask is kept: CPython unblocks SIGINT after it starts the resource tracker (bpo-33613), so
+    the tracker is started first and the caller's mask put back before the server starts, whose
+    fresh interpreter would otherwise die of a Ctrl-C while it imports.  A Ctrl-C meanwhile pends
+    (under :func:`connect`'s block) and stops the run when the block ends."""
+    from multiprocessing import forkserver, resource_tracker
 
     forkserver.set_forkserver_preload(["__main__", ABANDONED_STARTS])
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        forkserver.ensure_running()
-    finally:
-        signal.signal(signal.SIGINT, old)
+    if hasattr(signal, "pthread_sigmask"):
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        resource_tracker.ensure_running()
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    forkserver.ensure_running()
 
 
 def start_forkserver() -> None:
