@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -73,3 +74,27 @@ def _fresh_kept_results() -> None:
     sums._sum.cache_clear()
     sums.normal_forms.cache_clear()
     answers.PROCESS.clear()
+
+
+def _sigint_state() -> tuple[object, ...]:
+    """SIGINT as the kernel sees this thread (blocked, ignored, caught: what a process started now
+    inherits) and Python's handler for it."""
+    kernel: tuple[bool, ...] = ()
+    try:
+        fields = dict(ln.split(":", 1) for ln in Path("/proc/thread-self/status").read_text().splitlines() if ":" in ln)
+        kernel = tuple(bool(int(fields[k], 16) & (1 << (signal.SIGINT - 1))) for k in ("SigBlk", "SigIgn", "SigCgt"))
+    except (OSError, KeyError, ValueError):  # no /proc (not Linux): Python's view only
+        pass
+    return (*kernel, signal.getsignal(signal.SIGINT))
+
+
+@pytest.fixture(autouse=True)
+def _sigint_left_as_found() -> Iterator[None]:
+    """No test leaves SIGINT ignored, handled elsewhere or blocked: every process a later test starts
+    inherits that (a blocked mask or an ignored handler survives fork and exec), and the Ctrl-C tests
+    of tests/proofs/test_sigint.py, run after it in the same worker, would see a verify that never
+    hears its interrupt."""
+    before = _sigint_state()
+    yield
+    after = _sigint_state()
+    assert after == before, f"this test changed SIGINT (blocked, ignored, caught, handler) from {before} to {after}"
