@@ -26,6 +26,7 @@ import traceback
 from types import TracebackType
 
 EXIT_INTERRUPTED = 130
+DEAF = "ATTNSIM_DEAF_FORKSERVER"  # set by attnsim.verify.dask_runner.deaf_forkserver for its server only
 LOST = (EOFError, FileNotFoundError)  # the parent's pipe closed, or its semaphores unlinked
 
 
@@ -34,15 +35,22 @@ def main() -> int:
     try:
         from attnsim.cli.main import main as run  # here, not at the top: a Ctrl-C during it is caught
 
-        return run()
+        code = run()
     except KeyboardInterrupt:
         print("attnsim: interrupted", file=sys.stderr)
-        # Leave now: a Ctrl-C that cut an import short can leave CPython's "unhandled
-        # KeyboardInterrupt" mark set (measured: 1 run in 12 interrupted as z3 loads), and the
-        # interpreter would then kill itself with SIGINT at exit (-2), not exit 130.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(EXIT_INTERRUPTED)
+        code = EXIT_INTERRUPTED
+    if code == EXIT_INTERRUPTED:
+        _forget_the_interrupt()
+    return code
+
+
+def _forget_the_interrupt() -> None:
+    """Clear CPython's "unhandled KeyboardInterrupt" mark: a KeyboardInterrupt that escaped an
+    ``exec`` of a source string (dataclasses and namedtuple run one while modules import) sets it
+    even when it is caught later, and under ``python -m`` the interpreter then kills itself with
+    SIGINT at exit (-2, not 130; measured: 1 interrupted import in 12).  Running any source string
+    resets it (CPython 3.11's ``run_eval_code_obj`` clears it first)."""
+    exec("pass")
 
 
 def start_data_lost(exc_type: type[BaseException], tb: TracebackType | None) -> bool:
@@ -62,12 +70,16 @@ def _quiet_lost_starts(exc_type: type[BaseException], exc: BaseException, tb: Tr
 
 
 def preloaded_by_a_forkserver() -> bool:
-    """Whether this import is a forkserver's preload: ``multiprocessing.forkserver.main`` is on the stack."""
+    """Whether this import is a forkserver's preload for :func:`deaf_forkserver`'s server: the server's
+    ``main`` is on the stack, not inside a child it forked (``_serve_one``), and the client asked for
+    a deaf server (:data:`DEAF`, in the server's environment)."""
+    if os.environ.get(DEAF) != "1":
+        return False
     frame = sys._getframe()
     while frame is not None:
         code = frame.f_code
-        if code.co_name == "main" and code.co_filename.replace("\\", "/").endswith("multiprocessing/forkserver.py"):
-            return True
+        if code.co_filename.replace("\\", "/").endswith("multiprocessing/forkserver.py"):
+            return code.co_name == "main"  # the innermost forkserver frame: main in the server itself
         frame = frame.f_back  # type: ignore[assignment]
     return False
 

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attnsim_launcher
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # a child's start: spawn._main reading the parent's data from a pipe whose writer is gone
@@ -106,6 +108,33 @@ def test_the_forkserver_installs_the_hook_in_every_child(tmp_path: Path) -> None
     out = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
     )
+    assert out.stdout.strip() == "0", out.stdout + out.stderr
+
+
+def test_only_the_deaf_server_ignores_sigint(tmp_path: Path) -> None:
+    """Only deaf_forkserver's server (DEAF_SERVER in its environment, the server's own main on the
+    stack) sets SIGINT ignored: not another forkserver preloading the module (a Dask worker's own,
+    for its slots, whose children then hear Ctrl-C as before)."""
+    from attnsim.verify.dask_runner import DEAF_SERVER
+
+    assert DEAF_SERVER == attnsim_launcher.DEAF
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import multiprocessing as mp, signal, sys\n"
+        "def probe():\n"
+        "    import attnsim_launcher\n"
+        "    sys.exit(0 if signal.getsignal(signal.SIGINT) is signal.default_int_handler else 3)\n"
+        "if __name__ == '__main__':\n"
+        "    signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "    ctx = mp.get_context('forkserver')\n"
+        "    ctx.set_forkserver_preload(['attnsim_launcher'])\n"
+        "    p = ctx.Process(target=probe)\n"
+        "    p.start()\n"
+        "    p.join()\n"
+        "    print(p.exitcode)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert out.stdout.strip() == "0", out.stdout + out.stderr
 
 

@@ -45,6 +45,8 @@ from attnsim.verify.sigint import children_deaf_to_sigint
 INSTALL = 'pip install "attnsim[dask]"'
 # the preload of the local cluster's forkserver, by name: its excepthook keeps an abandoned start quiet
 ABANDONED_STARTS = "attnsim_launcher"
+# in the environment of deaf_forkserver's server only: its preload then ignores SIGINT (attnsim_launcher.DEAF)
+DEAF_SERVER = "ATTNSIM_DEAF_FORKSERVER"
 Ref = str | bytes  # a registered obligation's id, or a cloudpickled obligation
 
 
@@ -95,24 +97,30 @@ def _abandon_cluster() -> None:
 
 
 def deaf_forkserver() -> None:
-    """Start this process's forkserver preloaded with :mod:`attnsim_launcher`, which, imported as a
-    forkserver's preload, makes SIGINT ignored in the server, so every process it forks, and every
-    process those start, ignores Ctrl-C, which this process handles; it also keeps a child whose
-    start a Ctrl-C abandoned from printing a traceback.
+    """Start this process's forkserver preloaded with :mod:`attnsim_launcher`, which, told so by
+    :data:`DEAF_SERVER` in the server's environment, makes SIGINT ignored in the server, so every
+    process it forks, and every process those start, ignores Ctrl-C, which this process handles; it
+    also keeps a child whose start a Ctrl-C abandoned from printing a traceback.
 
     This process's SIGINT handler is not touched (ignoring it would discard a pending Ctrl-C), and
-    its mask is kept: CPython unblocks SIGINT after it starts the resource tracker (bpo-33613), so
-    the tracker is started first and the caller's mask put back before the server starts, whose
-    fresh interpreter would otherwise die of a Ctrl-C while it imports.  A Ctrl-C meanwhile pends
-    (under :func:`connect`'s block) and stops the run when the block ends."""
+    its mask is put back after both starts: CPython unblocks SIGINT after it starts the resource
+    tracker (bpo-33613), and the server's fresh interpreter would die of a Ctrl-C while it imports.
+    Under :func:`connect`'s block a Ctrl-C meanwhile is held, never lost (threads that do not block
+    SIGINT may take it earlier: the run then stops inside the block)."""
     from multiprocessing import forkserver, resource_tracker
 
     forkserver.set_forkserver_preload(["__main__", ABANDONED_STARTS])
-    if hasattr(signal, "pthread_sigmask"):
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, []) if hasattr(signal, "pthread_sigmask") else None
+    os.environ[DEAF_SERVER] = "1"
+    try:
         resource_tracker.ensure_running()
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    forkserver.ensure_running()
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        forkserver.ensure_running()
+    finally:
+        os.environ.pop(DEAF_SERVER, None)
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def start_forkserver() -> None:
@@ -408,7 +416,6 @@ def run_obligations(
     import cloudpickle
     from distributed import as_completed
 
-
     known = _registered()
     refs: list[Ref] = [ob.id if known.get(ob.id) is ob else cloudpickle.dumps(ob) for ob in obs]
     workers = sum(client.nthreads().values()) or 1
@@ -445,7 +452,6 @@ def run_mutants(
 
     Killers are not confirmed here (see :func:`attnsim.verify.mutation.pool.confirm_killers`)."""
     from distributed import as_completed
-
 
     results: dict[int, MutantResult] = {}
     futures: dict[Any, int] = {}

@@ -18,7 +18,7 @@ import attnsim_launcher
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Outcome
 
-MARK = Path(sys.argv.pop(1))
+MARK = Path("running")  # the first argument, set under __main__ (a re-import leaves sys.argv alone)
 _SELECT = registry.select
 
 
@@ -45,5 +45,6 @@ def _selected(prefix: str | None = None, include_deep: bool = False) -> list[Obl
 
 
 if __name__ == "__main__":
+    MARK = Path(sys.argv.pop(1))
     registry.select = _selected
     sys.exit(attnsim_launcher.main())

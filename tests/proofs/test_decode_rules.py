@@ -146,8 +146,7 @@ def test_divmod_unique_without_its_range_check_fails(monkeypatch: pytest.MonkeyP
     ctx = _ctx()
     parts = ctx.eq_parts(ctx.to_sym(a), ctx.to_sym(b))
     assert any(
-        (_value(a, p) == _value(b, p)) != all(_sym_value(x, p) == _sym_value(y, p) for x, y in parts)
-        for p in _points()
+        (_value(a, p) == _value(b, p)) != all(_sym_value(x, p) == _sym_value(y, p) for x, y in parts) for p in _points()
     )
 
 
