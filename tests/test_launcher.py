@@ -83,6 +83,16 @@ def test_a_child_whose_parent_unlinked_its_semaphore_prints_nothing() -> None:
     assert _stderr(write=write, after="sys.stderr.flush()\nos._exit(0)") == ""
 
 
+# the end of a probe script: start the Process p, print its exit code
+RUN_AND_SAY_EXIT = "    p.start()\n    p.join()\n    print(p.exitcode)\n"
+
+
+def _run(script: Path) -> subprocess.CompletedProcess[str]:
+    """Run a probe script in its own directory with this checkout importable."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=script.parent, env=env)
+
+
 def test_the_forkserver_installs_the_hook_in_every_child(tmp_path: Path) -> None:
     """deaf_forkserver's server preloads the module: a process it forks runs with the hook, and
     ignores SIGINT (the server's preload set it so; the client's own SIGINT is left alone)."""
@@ -99,15 +109,9 @@ def test_the_forkserver_installs_the_hook_in_every_child(tmp_path: Path) -> None
         "    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's foreground job\n"
         "    deaf_forkserver()\n"
         "    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
-        "    p = mp.get_context('forkserver').Process(target=probe)\n"
-        "    p.start()\n"
-        "    p.join()\n"
-        "    print(p.exitcode)\n"
+        "    p = mp.get_context('forkserver').Process(target=probe)\n" + RUN_AND_SAY_EXIT
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
-    )
+    out = _run(script)
     assert out.stdout.strip() == "0", out.stdout + out.stderr
 
 
@@ -128,20 +132,16 @@ def test_only_the_deaf_server_ignores_sigint(tmp_path: Path) -> None:
         "    signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "    ctx = mp.get_context('forkserver')\n"
         "    ctx.set_forkserver_preload(['attnsim_launcher'])\n"
-        "    p = ctx.Process(target=probe)\n"
-        "    p.start()\n"
-        "    p.join()\n"
-        "    print(p.exitcode)\n"
+        "    p = ctx.Process(target=probe)\n" + RUN_AND_SAY_EXIT
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env)
+    out = _run(script)
     assert out.stdout.strip() == "0", out.stdout + out.stderr
 
 
 def test_a_ctrl_c_while_the_forkserver_starts_is_not_lost(tmp_path: Path) -> None:
-    """A Ctrl-C that arrives while connect() blocks SIGINT, before deaf_forkserver() ignores it for the
-    server's start, still stops the parent when the block ends (it was discarded, and a verify
-    interrupted as its Dask cluster started ran on to exit 0)."""
+    """A Ctrl-C that arrives while connect() blocks SIGINT, before deaf_forkserver() starts the
+    server, still stops the parent (the old deaf_forkserver set SIGINT ignored around the start,
+    which discarded it, and a verify interrupted as its Dask cluster started ran on to exit 0)."""
     script = tmp_path / "probe.py"
     script.write_text(
         "import signal, sys\n"
@@ -158,8 +158,7 @@ def test_a_ctrl_c_while_the_forkserver_starts_is_not_lost(tmp_path: Path) -> Non
         "    else:\n"
         "        print('lost')\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env)
+    out = _run(script)
     assert out.stdout.strip() == "interrupted", out.stdout + out.stderr
 
 
