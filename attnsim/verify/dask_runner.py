@@ -119,7 +119,7 @@ def deaf_forkserver() -> None:
         forkserver.ensure_running()
     finally:
         os.environ.pop(DEAF_SERVER, None)
-        if mask is not None:
+        if mask is not None:  # again: forkserver.ensure_running restarts a dead tracker, unblocking again
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
