@@ -38,6 +38,7 @@ kept across runs :mod:`attnsim.rasp.structural_memo`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -51,6 +52,7 @@ from attnsim.rasp.aggregation import DENSE_CELLS, Aggregation
 from attnsim.rasp.arith import Arithmetic, BackendError, NonFiniteError
 from attnsim.rasp.compiled_expr import compiled
 from attnsim.rasp.exact import ExactArith, SympyArith
+from attnsim.rasp.heap import kept_heap
 from attnsim.rasp.long_values import Lazy, Padded, Tail, tail_of
 from attnsim.rasp.numeric import NumpyArith
 from attnsim.rasp.selector_plans import selector_leaves
@@ -236,9 +238,10 @@ def evaluate(
     arith = arithmetic(backend)
     run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only, memo=memo, stats=stats)
     run.padded_output = padded_output  # a long output is then held as tail_of would hold it
-    run.execute()
+    with kept_heap() if run.L >= long_values.PIECE else contextlib.nullcontext():  # arrays of 1 MiB and more: reused
+        run.execute()
+        res: list[Any] = [_padded(run.value_t(o), run.L) if padded_output else run.value(o) for o in outs]
     run.stats.runs += 1
-    res: list[Any] = [_padded(run.value_t(o), run.L) if padded_output else run.value(o) for o in outs]
     if finite is not None and finite is not False:
         for i, r in enumerate(res):
             _check_finite(outs, i, r, inputs, arith, allow_nonfinite, dense_only, finite)

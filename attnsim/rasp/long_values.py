@@ -121,8 +121,8 @@ def slice_of(x: Any, a: int, b: int) -> np.ndarray:
     n = len(x.head)
     if b <= n:
         return x.head[a:b]
-    if a >= n:
-        return np.repeat(x.tail, b - a)
+    if a >= n:  # the tail value at every position: a read-only view, not b - a copies
+        return np.broadcast_to(x.tail, (b - a,))
     return np.concatenate([x.head[a:], np.repeat(x.tail, b - n)])
 
 

@@ -176,7 +176,9 @@ class Streaming(RunState):
         """A primitive on compact values: on the longest head, and once on the tails."""
         prim, params, label = node.fn.primitive, node.fn.params, node.label  # type: ignore[union-attr]
         srcs = [self._src(x, "value") for x in node.args]
-        srcs = self._taken_branch(prim.name, srcs)
+        taken = self._taken_branch(prim.name, srcs)
+        if taken is not None:  # where(c, x, y) on a constant flag: the taken branch's own values
+            return self._branch(taken, label)
         m = max((self._head_of(s) for s in srcs), default=self.L)
 
         def apply(xs: list[np.ndarray]) -> np.ndarray:
@@ -192,18 +194,24 @@ class Streaming(RunState):
         tail = apply([self._tail_src(s, "value") for s in srcs]).reshape(1)
         return Lazy(m, tail, False, label, piece)
 
-    def _taken_branch(self, prim: str, srcs: list[Any]) -> list[Any]:
-        """``where(c, x, y)`` with a condition constant at every position (a head of length 0,
-        like U's flags read from the header): the branch not taken replaced by its tail, one
-        value that broadcasts.  ``np.where(c != 0, x, y)`` reads only the taken branch then, so
-        the values are the same, and a streamed branch not taken is never computed."""
+    def _taken_branch(self, prim: str, srcs: list[Any]) -> Any:
+        """The source ``where(c, x, y)`` reads at every position when its condition is a constant
+        flag (a head of length 0, like U's flags read from the header): ``x`` when ``c != 0``,
+        else ``y``; None for any other primitive or condition.  ``np.where(c != 0, x, y)`` then
+        copies that branch unchanged, so the branch's values are the node's, and the branch not
+        taken is never computed."""
         if prim != "where" or self._head_of(srcs[0]) != 0:
-            return srcs
-        taken = 1 if bool(self._tail_src(srcs[0], "value")[0] != 0) else 2
-        out = list(srcs)
-        t = self._tail_src(srcs[3 - taken], "value")
-        out[3 - taken] = Tail(t[:0], t)
-        return out
+            return None
+        return srcs[1] if bool(self._tail_src(srcs[0], "value")[0] != 0) else srcs[2]
+
+    def _branch(self, src: Any, label: str) -> Lazy:
+        """A node whose values are those of ``src`` (as float64 values): read from it, not copied."""
+
+        def piece(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+            return self._get(src, "value", a, b, cache)
+
+        tail = np.asarray(self._tail_src(src, "value"), dtype=np.float64).reshape(1)
+        return Lazy(self._head_of(src), tail, False, label, piece)
 
     def _describe_aggregate(self, node: C.Aggregate) -> Lazy | None:
         """The equality fast paths on compact values (a gather, a group mean, a group max), read
