@@ -4,8 +4,8 @@ A streamed run allocates and frees NumPy arrays of one piece (``PIECE`` float64s
 thousands of times.  Under glibc's default thresholds such an array is mapped and unmapped
 (over the mmap threshold, 128 KiB until a free raises it), and the heap's top is given back to
 the system whenever twice that threshold lies free, so each new piece faults its pages in
-again: at capacity 128 that was 400-620 K minor page faults per run of compact U, 0.5-0.9 s of
-kernel CPU in a run of 1.8-2.1 s (1.05-1.25 s without them).
+again: at capacity 128 that was 400-620 K minor page faults per run of compact U, and close to
+half of the run's CPU time spent in the kernel.
 
 :func:`kept_heap` holds, while the outermost long run of the process lasts, glibc's mmap
 threshold at 32 MiB (the upper bound glibc's own dynamic threshold stops at: a piece comes from

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from attnsim.rasp import core as C
+from attnsim.rasp.expr import constant_from
 from attnsim.rasp.selector_plans import plan_selector, selector_leaves
 
 
@@ -95,42 +96,85 @@ def node_reads(node: C.RASPExpr) -> list[C.SOp]:
     return []
 
 
+def constant_nodes(order: Sequence[C.RASPExpr]) -> dict[int, bool]:
+    """Per node: the same value at every position whatever the input, bar the tokens it gathers
+    from one fixed position: constants, index maps over positions that are constant from
+    position 0 (``E.constant_from``), gathers at such a position (U's flags read from the
+    header) and maps of such values."""
+    out: dict[int, bool] = {}
+    for node in order:
+        if isinstance(node, C.Full):
+            out[id(node)] = True
+        elif isinstance(node, (C.Map, C.SequenceMap)) and isinstance(node.fn, C.IndexFn):
+            fn = node.fn
+            over = len(node.args) == 1 and isinstance(node.args[0], C.Indices)
+            out[id(node)] = (over and constant_from(fn.expr, fn.argnames[0], dict(fn.bindings)) == 0) or all(
+                out.get(id(a), False) for a in node.args
+            )
+        elif isinstance(node, (C.Map, C.SequenceMap)):
+            out[id(node)] = all(out.get(id(a), False) for a in node.args)
+        elif is_gather(node):
+            plan = plan_selector(node.selector)  # type: ignore[attr-defined]
+            assert plan is not None and plan.eq is not None
+            out[id(node)] = not plan.key_atoms and not plan.query_atoms and out.get(id(plan.eq[1]), False)
+    return out
+
+
 def key_group_batches(order: Sequence[C.RASPExpr]) -> dict[int, list[C.Aggregate]]:
     """Per equality sum A (no score, no gather): the later ones B summed in the same pass.  B
-    joins when its values share a computed source with A's (a map or an aggregate, not the
+    can join A when its values share a computed source with A's (a map or an aggregate, not the
     tokens nor a position-only index map) and every value B reads exists at A's turn: computed
-    before A, or computable then from such values by maps and gathers (``early``)."""
+    before A, or computable then from such values by maps, gathers and sums batched before A
+    (their groups exist then: ``early``).  B joins the batch it can join that already sums B's
+    values, else the one whose first sum shares the most sources with B (the first on a tie: a
+    flag read from the header is a shared source too, so any shared source is not enough), or
+    starts a batch of its own."""
     index = {id(n): i for i, n in enumerate(order)}
     pos_only = position_only_nodes(order)
+    const = constant_nodes(order)
 
     def sources(x: C.SOp) -> set[int]:
+        """What a pass over ``x``'s pieces computes: the maps under it, down to aggregates (read
+        by lookups of groups summed before, not computed again), tokens, index maps over
+        positions and values the same at every position (the header's flags)."""
         out, stack = set(), [x]
         while stack:
             y = stack.pop()
-            if id(y) in out or pos_only.get(id(y), False) or isinstance(y, (C.Tokens, C.Full, C.Indices)):
+            if id(y) in out or pos_only.get(id(y), False) or const.get(id(y), False):
+                continue
+            if isinstance(y, (C.Tokens, C.Full, C.Indices)):
                 continue
             out.add(id(y))
-            stack += node_reads(y)
+            if isinstance(y, (C.Map, C.SequenceMap)):
+                stack += list(y.args)
         return out
 
     sums = [(n, r) for n in order if (r := summed_reads(n)) is not None]
     srcs = {id(n): sources(r[0]) for n, r in sums}
     batches: dict[int, list[C.Aggregate]] = {}
-    taken: set[int] = set()
-    for i, (a, _) in enumerate(sums):
-        if id(a) in taken:
-            continue
-        at = index[id(a)]
-        ok: dict[int, bool] = {}
+    leaders: list[C.RASPExpr] = []  # each batch's first sum
+    summed: dict[int, set[int]] = {}  # per batch, the values its sums read
+    grouped: dict[int, int] = {}  # a batched sum: the turn of its batch's first sum (its groups exist from then)
 
-        def early(x: C.SOp, at: int = at, ok: dict[int, bool] = ok) -> bool:
-            if id(x) not in ok:
-                movable = isinstance(x, (C.Indices, C.Full, C.Map, C.SequenceMap)) or is_gather(x)
-                ok[id(x)] = index[id(x)] < at or (movable and all(early(y) for y in node_reads(x)))
-            return ok[id(x)]
+    def early(x: C.SOp, at: int, ok: dict[int, bool]) -> bool:
+        if id(x) not in ok:
+            movable = isinstance(x, (C.Indices, C.Full, C.Map, C.SequenceMap)) or is_gather(x)
+            movable = movable or grouped.get(id(x), at) < at
+            ok[id(x)] = index[id(x)] < at or (movable and all(early(y, at, ok) for y in node_reads(x)))
+        return ok[id(x)]
 
-        for b, reads in sums[i + 1 :]:
-            if id(b) not in taken and srcs[id(a)] & srcs[id(b)] and all(early(x) for x in reads):
-                batches.setdefault(id(a), []).append(b)  # type: ignore[arg-type]
-                taken.add(id(b))
+    for b, reads in sums:
+        best, score = None, (False, 0)
+        for a in leaders:
+            n = len(srcs[id(a)] & srcs[id(b)])
+            sc = (id(reads[0]) in summed[id(a)], n)
+            if n > 0 and sc > score and all(early(x, index[id(a)], {}) for x in reads):
+                best, score = a, sc
+        if best is None:
+            leaders.append(b)
+            summed[id(b)] = {id(reads[0])}
+        else:
+            batches.setdefault(id(best), []).append(b)  # type: ignore[arg-type]
+            summed[id(best)].add(id(reads[0]))
+            grouped[id(b)] = index[id(best)]
     return batches

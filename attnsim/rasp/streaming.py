@@ -83,8 +83,7 @@ class Streaming(RunState):
     def _tail_src(self, src: Any, want: str) -> np.ndarray:
         return self._convert(src.tail, src, want) if isinstance(src, Lazy) else tail_value(src)
 
-    @staticmethod
-    def _piece(lz: Lazy, a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+    def _piece(self, lz: Lazy, a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
         key = (id(lz), a, b)
         p = cache.get(key)
         if p is None:
@@ -95,6 +94,8 @@ class Streaming(RunState):
                 p = lz.fn(a, b, cache)
             else:
                 p = np.concatenate([lz.fn(a, m, cache), np.repeat(lz.tail, b - m)])
+            if not lz.position_only:  # a read of a kept index map is counted in memo_positions
+                self.stats.piece_positions += min(b, m) - min(a, m)
             cache[key] = p
         return p
 

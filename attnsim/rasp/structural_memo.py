@@ -22,13 +22,16 @@ from attnsim.rasp.selector_plans import RegularKeys
 class RunStats:
     """What runs computed (numpy backend): SOp nodes, and the positions of their values that a
     run had to produce (``head_positions``: a compact value's head, else the whole length; the
-    position-only index maps read from a memo are counted apart, in ``memo_positions``).
-    Accumulates over the runs it is given to."""
+    position-only index maps read from a memo are counted apart, in ``memo_positions``), and
+    the positions of streamed values computed piece by piece (``piece_positions``: each time a
+    reader or a batched pass computed them, not the reads of kept index maps; above the heads of
+    the streamed values, it is work done again).  Accumulates over the runs it is given to."""
 
     runs: int = 0
     nodes: int = 0
     head_positions: int = 0
     memo_positions: int = 0
+    piece_positions: int = 0
 
 
 @dataclass(frozen=True)

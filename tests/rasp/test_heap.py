@@ -1,7 +1,7 @@
 """rasp/heap.py: glibc's heap kept through a long run (issue 29, the engine at U's capacities).
 
 The figure it backs: without it, a streamed run of compact U at capacity 128 page-faulted
-400-620 K times (0.5-0.9 s of kernel CPU); docs/engine-performance.md.
+400-620 K times, close to half of its CPU time in the kernel; docs/engine-performance.md.
 """
 
 from __future__ import annotations
