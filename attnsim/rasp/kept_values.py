@@ -108,6 +108,15 @@ class Chunked:
 
     chunk: int
     parts: tuple[NarrowArray | AffinePieces, ...]
+    part_bounds: tuple[tuple[int, int], ...] | None = None  # each chunk's least and greatest value
+
+    def bounds_over(self, a: int, b: int) -> tuple[int, int] | None:
+        """The least and greatest value at positions a..b-1 (a < b <= length), from the chunks
+        they cover; None when the chunks' bounds are not kept."""
+        if self.part_bounds is None:
+            return None
+        got = self.part_bounds[a // self.chunk : (b - 1) // self.chunk + 1]
+        return min(lo for lo, _ in got), max(hi for _, hi in got)
 
     @property
     def length(self) -> int:

@@ -142,6 +142,8 @@ class Lazy:
     label: str
     fn: Callable[[int, int, dict[Any, np.ndarray]], np.ndarray]
     position_only: bool = False  # read from the structural memo: the same values on every run
+    # integers known without reading them (a kept index map): the least and greatest value at a..b-1
+    bounds: Callable[[int, int], tuple[int, int] | None] | None = None
 
 
 @dataclass(eq=False)

@@ -202,12 +202,13 @@ def group_max(gmax: np.ndarray, groups: np.ndarray, scores: np.ndarray) -> None:
 
 def group_lookup(
     uniq: np.ndarray, counts: np.ndarray, sums: np.ndarray
-) -> Callable[[np.ndarray, np.ndarray | None], np.ndarray]:
+) -> Callable[[np.ndarray, np.ndarray | None, tuple[int, int] | None], np.ndarray]:
     """Each query's group mean (0 where its group is empty or absent, or ``ok`` is False), from
     the sorted distinct group values ``uniq`` (non-empty) with their weights and sums.  Integer
     groups in a range at most 8 x their number (+ 1024) are read from a table indexed by value,
-    one gather per query; others by a binary search.  The means are the same divisions.
-    ``ok`` None: every query reads."""
+    one gather per query (without a range check when the queries' bounds ``qb``, known before
+    reading them, lie in the table); others by a binary search.  The means are the same
+    divisions.  ``ok`` None: every query reads."""
     lo, hi = int(uniq[0]), int(uniq[-1])
     if uniq.dtype.kind in "iu" and hi - lo < 8 * len(uniq) + 1024:
         size = hi - lo + 1
@@ -217,7 +218,9 @@ def group_lookup(
         has[uniq[nz] - lo] = True
         means[uniq[nz] - lo] = sums[nz] / counts[nz]
 
-        def table(q: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+        def table(q: np.ndarray, ok: np.ndarray | None, qb: tuple[int, int] | None = None) -> np.ndarray:
+            if ok is None and qb is not None and lo <= qb[0] and qb[1] <= hi:
+                return means[q - lo] if lo else means[q]  # known bounds: every query in the table
             idx = q - lo
             if ok is None and idx.size and int(idx.min()) >= 0 and int(idx.max()) < size:
                 return means[idx]  # 0 where a value has no group: the table holds 0 there
@@ -227,7 +230,7 @@ def group_lookup(
 
         return table
 
-    def search(q: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+    def search(q: np.ndarray, ok: np.ndarray | None, qb: tuple[int, int] | None = None) -> np.ndarray:
         pos = np.minimum(np.searchsorted(uniq, q), len(uniq) - 1)
         hit = (uniq[pos] == q) & (counts[pos] > 0)
         if ok is not None:

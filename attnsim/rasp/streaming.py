@@ -20,6 +20,7 @@ from attnsim.rasp import long_values, stream_plan
 from attnsim.rasp.arith import BackendError
 from attnsim.rasp.compiled_expr import compiled
 from attnsim.rasp.expr import constant_from
+from attnsim.rasp.kept_values import Chunked
 from attnsim.rasp.long_values import (
     Keyed,
     Lazy,
@@ -122,7 +123,16 @@ class Streaming(RunState):
         def read(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
             return form.slice(a, b)
 
-        return Lazy(form.length, tail, True, node.label, read, position_only=True)
+        m, t = form.length, int(tail[0])
+
+        def bounds(a: int, b: int) -> tuple[int, int] | None:
+            """The least and greatest value at a..b-1: the kept chunks' bounds, the tail past m."""
+            got = form.bounds_over(a, min(b, m)) if a < m and isinstance(form, Chunked) else (t, t)
+            if got is None or b <= m:
+                return got
+            return min(got[0], t), max(got[1], t)
+
+        return Lazy(m, tail, True, node.label, read, position_only=True, bounds=bounds)
 
     def _describe(self, node: C.SOp) -> Lazy | None:
         """The node as a Lazy (its values computable piece by piece); None: the general path."""
@@ -232,7 +242,7 @@ class Streaming(RunState):
         if (("i" if qsrc.is_int else "f") if isinstance(qsrc, Lazy) else dtype_kind(qsrc)) not in "iu":
             return None
         L = self.L
-        look: Callable[[np.ndarray, np.ndarray | None], np.ndarray]
+        look: Callable[[np.ndarray, np.ndarray | None, tuple[int, int] | None], np.ndarray]
         if isinstance(ksop, C.Indices):  # a gather: query q reads position qv[q]
             values = self.value_t(node.values)
             km: Any = Tail(np.zeros(0, dtype=bool), np.ones(1, dtype=bool))
@@ -240,8 +250,11 @@ class Streaming(RunState):
                 km = self._cmp_t(km, self.comparable_t(sop), cmp, exact_scalar(c), key_side=True)
 
             every_key = not plan.key_atoms
+            whole = values.head if isinstance(values, Tail) else values
 
-            def read(qi: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+            def read(qi: np.ndarray, ok: np.ndarray | None, qb: tuple[int, int] | None) -> np.ndarray:
+                if ok is None and every_key and qb is not None and qb[0] >= 0 and qb[1] < len(whole):
+                    return whole[qi]  # known bounds (a kept index map's): every query reads ``whole``
                 if ok is None and every_key and qi.size and int(qi.min()) >= 0 and int(qi.max()) < L:
                     return value_at(values, qi)  # every query reads a position: no masks
                 ok = (qi >= 0) & (qi < L) if ok is None else ok & (qi >= 0) & (qi < L)
@@ -258,7 +271,7 @@ class Streaming(RunState):
             uniq, counts, sums = groups
             if len(uniq) == 0:
 
-                def none(q: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+                def none(q: np.ndarray, ok: np.ndarray | None, qb: tuple[int, int] | None) -> np.ndarray:
                     return np.zeros(len(q))
 
                 look = none
@@ -276,11 +289,13 @@ class Streaming(RunState):
                 qm &= compare(cmp, c, part(s))
             return qm
 
+        known = self.bounds.get(id(qsop))
+
         def piece(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
             qm = qmask(b - a, lambda s: self._get(s, "comparable", a, b, cache))
-            return look(self._get(qsrc, "comparable", a, b, cache), qm)
+            return look(self._get(qsrc, "comparable", a, b, cache), qm, None if known is None else known(a, b))
 
-        tail = look(self._tail_src(qsrc, "comparable"), qmask(1, lambda s: self._tail_src(s, "comparable")))
+        tail = look(self._tail_src(qsrc, "comparable"), qmask(1, lambda s: self._tail_src(s, "comparable")), None)
         return Lazy(m, tail.reshape(1), False, node.label, piece)
 
     def _key_groups(

@@ -80,6 +80,8 @@ class StructuralMemo:
         room = self.budget_bytes - self.used_bytes
         parts: list[NarrowArray | AffinePieces] = []
         size = 0
+        tail = np.asarray(lz.tail, dtype=np.int64).reshape(1)
+        bounds: list[tuple[int, int]] = []
         for a in range(0, lz.m, long_values.PIECE):
             b = min(lz.m, a + long_values.PIECE)
             piece = np.broadcast_to(np.asarray(lz.fn(a, b, {}), dtype=np.int64), (b - a,))
@@ -89,8 +91,9 @@ class StructuralMemo:
                 self.refused.add((id(node), L))
                 return None
             parts.append(form)
-        kept = Chunked(long_values.PIECE, tuple(parts))
-        self.stored[(id(node), L)] = (node, kept, np.asarray(lz.tail, dtype=np.int64).reshape(1))
+            bounds.append((int(piece.min()), int(piece.max())) if b > a else (0, 0))
+        kept = Chunked(long_values.PIECE, tuple(parts), tuple(bounds))
+        self.stored[(id(node), L)] = (node, kept, tail)
         self.used_bytes += size
         return kept, self.stored[(id(node), L)][2]
 

@@ -29,6 +29,7 @@ from attnsim.rasp import (
     tokens,
 )
 from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
 from attnsim.rasp.core import Map, Prim, Size
 from attnsim.rasp.engine import Padded, StructuralMemo
 from attnsim.rasp.kept_values import Chunked, NarrowArray
@@ -290,6 +291,29 @@ def _streamed_in_pieces() -> Iterator[None]:
     """Values longer than 64 streamed in pieces of 128 (as U's long values are)."""
     with patch.object(long_values, "LAZY_MIN", 64), patch.object(long_values, "PIECE", 128):
         yield
+
+
+def test_known_bounds_of_kept_queries_give_the_same_values_and_are_read() -> None:
+    """Issue 29: a gather and a group mean whose queries are a kept index map read the map's
+    bounds per piece from the memo and skip their range checks where every query lies in range
+    (here the pieces after the first: positions below 100 read no source, -1).  The values are
+    the run's without a memo; bounds tampered to claim the first piece in range change them."""
+    src = imap(lambda p: E.if_(p < 100, -1, p - 100), indices).named("src")
+    gathered = aggregate(select(indices, src, "=="), tokens).named("gathered")
+    grp = imap(lambda p: E.if_(p < 100, -2, p % 16), indices).named("grp")
+    means = aggregate(select(imap(lambda p: p % 16, indices), grp, "=="), tokens).named("means")
+    prog = apply("add", gathered, means)
+    toks = np.arange(600, dtype=np.float64) * 0.5
+    with _streamed_in_pieces():
+        plain = evaluate(prog, toks)
+        memo = StructuralMemo()
+        assert evaluate(prog, toks, memo=memo).tolist() == plain.tolist()
+        assert evaluate(prog, toks * 3, memo=memo).tolist() == evaluate(prog, toks * 3).tolist()
+        for key, (node, form, tail) in list(memo.stored.items()):
+            assert isinstance(form, Chunked) and form.part_bounds is not None
+            lying = ((0, form.part_bounds[0][1]), *form.part_bounds[1:])  # the first piece "in range"
+            memo.stored[key] = (node, Chunked(form.chunk, form.parts, lying), tail)
+        assert evaluate(prog, toks, memo=memo).tolist() != plain.tolist()
 
 
 def test_a_regular_position_only_key_side_is_grouped_once_and_reused() -> None:

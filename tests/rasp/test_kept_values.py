@@ -45,3 +45,25 @@ def test_a_wrong_piece_is_caught() -> None:
     bad = AffinePieces(good.starts, good.values, good.slopes + 1, good.length)
     assert good.slice(0, 15).tolist() == head.tolist()
     assert bad.slice(0, 15).tolist() != head.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(_piecewise(), st.data())
+def test_chunk_bounds_are_the_least_and_greatest_value_over_a_range(head: np.ndarray, data: st.DataObject) -> None:
+    """``Chunked.bounds_over`` (what lets a gather or group lookup skip its range checks) holds
+    every value of the range: the chunks' own least and greatest values, exact on whole chunks."""
+    n = len(head)
+    if n == 0:
+        return
+    chunk = data.draw(st.integers(1, 40))
+    starts = range(0, n, chunk)
+    parts = tuple(kept_form(head[i : i + chunk]) for i in starts)
+    bounds = tuple((int(head[i : i + chunk].min()), int(head[i : i + chunk].max())) for i in starts)
+    form = Chunked(chunk, parts, bounds)
+    a = data.draw(st.integers(0, n - 1))
+    b = data.draw(st.integers(a + 1, n))
+    got = form.bounds_over(a, b)
+    assert got is not None and got[0] <= head[a:b].min() and head[a:b].max() <= got[1]
+    if a % chunk == 0 and (b % chunk == 0 or b == n):
+        assert got == (head[a:b].min(), head[a:b].max())
+    assert Chunked(chunk, parts).bounds_over(a, b) is None
