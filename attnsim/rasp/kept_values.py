@@ -67,6 +67,9 @@ class AffinePieces:
             return np.zeros(0, dtype=np.int64)
         k0 = int(np.searchsorted(self.starts, a, side="right")) - 1
         k1 = int(np.searchsorted(self.starts, b, side="left"))
+        regular = self._regular(k0, k1, a, b)
+        if regular is not None:
+            return regular
         st = self.starts[k0:k1]
         lens = np.diff(np.concatenate([np.maximum(st[:1], a), st[1:], [b]]))
         slope = self.slopes[k0:k1]
@@ -83,6 +86,26 @@ class AffinePieces:
         return offset
 
 
+    def _regular(self, k0: int, k1: int, a: int, b: int) -> np.ndarray | None:
+        """Positions a..b-1 when pieces k0..k1-1 (those they meet) have one length r (the last
+        maybe shorter) and one slope: each piece's values in one pass (a repeat of each start
+        value for slope 0, an outer sum with the ramp 0, s, .., (r - 1) s otherwise); else None."""
+        if k1 - k0 < 2:
+            return None
+        nxt = self.starts[k0 + 1 : k1 + 1]
+        ends = nxt if k1 < len(self.starts) else np.append(nxt, self.length)
+        lens = ends - self.starts[k0:k1]
+        r = int(lens[0])
+        slope = self.slopes[k0:k1]
+        s = int(slope[0])
+        if not ((lens[:-1] == r).all() and lens[-1] <= r and (slope == s).all()):
+            return None
+        base = int(self.starts[k0])
+        vals = self.values[k0:k1]
+        whole = np.repeat(vals, r) if s == 0 else np.add.outer(vals, np.arange(0, r * s, s, dtype=np.int64)).ravel()
+        return whole[a - base : b - base]
+
+
 def affine_pieces(head: np.ndarray) -> AffinePieces:
     """``head`` (integers) as maximal affine pieces: a piece ends where the step to the next
     position changes."""
@@ -95,6 +118,16 @@ def affine_pieces(head: np.ndarray) -> AffinePieces:
     # a new piece at p + 1 when the step p -> p + 1 differs from the step p - 1 -> p
     starts = np.concatenate([[0], np.flatnonzero(d[1:] != d[:-1]) + 2]).astype(np.int64)
     starts = starts[starts < n]
+    # ... but after a jump to p (a piece of p alone, the next at p + 1) p starts the next piece
+    # when the step p -> p + 1 is that piece's slope (or p + 1 is the last position): the rows
+    # of a staircase (3 positions or more each) are whole pieces.  Never are both p and p + 1
+    # dropped: p + 1 starts a piece when the steps into and out of p differ, p is dropped only
+    # when they are equal.
+    alone = np.flatnonzero(starts[1:] == starts[:-1] + 1)
+    s = starts[alone]
+    join = s + 1 == n - 1
+    join[~join] = d[s[~join]] == d[s[~join] + 1]
+    starts = np.delete(starts, alone[join] + 1)
     slopes = np.zeros(len(starts), dtype=np.int64)
     inner = starts < n - 1
     slopes[inner] = d[starts[inner]]

@@ -67,3 +67,35 @@ def test_chunk_bounds_are_the_least_and_greatest_value_over_a_range(head: np.nda
     if a % chunk == 0 and (b % chunk == 0 or b == n):
         assert got == (head[a:b].min(), head[a:b].max())
     assert Chunked(chunk, parts).bounds_over(a, b) is None
+
+
+@st.composite
+def _staircase(draw: st.DrawFn) -> tuple[np.ndarray, int]:
+    """A grid decoding as U's index maps have them: rows of r >= 3 positions, each row a start
+    value (a jump from the last) and one slope along it (0 on a broadcast axis)."""
+    r = draw(st.integers(3, 20))
+    rows = draw(st.integers(1, 12))
+    slope = draw(st.sampled_from([0, 1, 2, -1, 128]))
+    starts = draw(st.lists(st.integers(-1000, 1000), min_size=rows, max_size=rows))
+    last = draw(st.integers(1, r))  # the last row maybe shorter
+    out = np.add.outer(np.array(starts, dtype=np.int64), slope * np.arange(r, dtype=np.int64)).ravel()
+    return out[: (rows - 1) * r + last], rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(_staircase(), st.data())
+def test_a_staircase_is_kept_row_by_row_and_read_back_exactly(
+    stairs: tuple[np.ndarray, int], data: st.DataObject
+) -> None:
+    """Issue 29: a jump into a row does not leave its first position a piece of its own (the
+    rows are the pieces, at most one per row), and ranges over rows of one length and slope are
+    read in one pass (``AffinePieces._regular``); every range comes back exactly."""
+    head, rows = stairs
+    form = affine_pieces(head)
+    assert len(form.starts) <= rows
+    n = len(head)
+    a = data.draw(st.integers(0, n - 1))
+    b = data.draw(st.integers(a + 1, n))
+    got = form.slice(a, b)
+    assert got.dtype == np.int64 and got.tolist() == head[a:b].tolist()
+
