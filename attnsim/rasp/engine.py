@@ -103,7 +103,7 @@ class Run(Streaming, Aggregation):
                 refs[id(x)] -= 1
                 if refs[id(x)] == 0:
                     self.ints.pop(id(x), None)
-                    self.bounds.pop(id(x), None)
+                    self.kept_maps.pop(id(x), None)
                     self.vals.pop(id(x), None)
                     self.lazy.pop(id(x), None)
                     self.origin.pop(id(x), None)
@@ -115,8 +115,8 @@ class Run(Streaming, Aggregation):
             lz = self._memoized(node) if memoize else self._describe(node)
             if lz is not None:
                 self.stats.nodes += 1
-                if lz.bounds is not None:
-                    self.bounds[key] = lz.bounds
+                if lz.kept is not None:
+                    self.kept_maps[key] = lz
                 if memoize and self.memo is not None and not self.memo.tried(node, L):
                     self.stats.memo_positions += lz.m
                 else:

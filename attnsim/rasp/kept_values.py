@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 
 def narrowest(a: np.ndarray) -> np.ndarray:
@@ -65,11 +66,12 @@ class AffinePieces:
         """Positions a..b-1 as int64."""
         if b <= a:
             return np.zeros(0, dtype=np.int64)
-        k0 = int(np.searchsorted(self.starts, a, side="right")) - 1
-        k1 = int(np.searchsorted(self.starts, b, side="left"))
-        regular = self._regular(k0, k1, a, b)
-        if regular is not None:
-            return regular
+        k0, k1 = self._met(a, b)
+        rows = self._rows(k0, k1)
+        if rows is not None:  # one pass: a repeat of each row's start, or an outer sum with the ramp
+            vals, r, s, base = rows
+            whole = np.repeat(vals, r) if s == 0 else np.add.outer(vals, np.arange(0, r * s, s, dtype=np.int64)).ravel()
+            return whole[a - base : b - base]
         st = self.starts[k0:k1]
         lens = np.diff(np.concatenate([np.maximum(st[:1], a), st[1:], [b]]))
         slope = self.slopes[k0:k1]
@@ -85,25 +87,41 @@ class AffinePieces:
         offset += ramp
         return offset
 
+    def take(self, arr: np.ndarray, a: int, b: int, shift: int = 0) -> np.ndarray | None:
+        """``arr[v - shift]`` for the values v at positions a..b-1 without forming them, when the
+        pieces they meet are rows of one length and slope 0 or 1 whose every index lies in
+        ``arr``: a repeat of each row's entry, or a copy of each row's run of ``arr``; else None."""
+        if b <= a:
+            return None
+        rows = self._rows(*self._met(a, b))
+        if rows is None or rows[2] not in (0, 1):
+            return None
+        vals, r, s, base = rows
+        first = vals - shift
+        if int(first.min()) < 0 or int(first.max()) + (r - 1) * s >= len(arr):
+            return None
+        whole = np.repeat(arr[first], r) if s == 0 else sliding_window_view(arr, r)[first].ravel()
+        return whole[a - base : b - base]
 
-    def _regular(self, k0: int, k1: int, a: int, b: int) -> np.ndarray | None:
-        """Positions a..b-1 when pieces k0..k1-1 (those they meet) have one length r (the last
-        maybe shorter) and one slope: each piece's values in one pass (a repeat of each start
-        value for slope 0, an outer sum with the ramp 0, s, .., (r - 1) s otherwise); else None."""
+    def _met(self, a: int, b: int) -> tuple[int, int]:
+        """The pieces k0..k1-1 that positions a..b-1 meet."""
+        return int(np.searchsorted(self.starts, a, side="right")) - 1, int(np.searchsorted(self.starts, b, side="left"))
+
+    def _rows(self, k0: int, k1: int) -> tuple[np.ndarray, int, int, int] | None:
+        """(start values, length r, slope, first position) when pieces k0..k1-1 (two or more)
+        have one length r (the last maybe shorter) and one slope (but a last piece of one
+        position, whose slope is never read); else None."""
         if k1 - k0 < 2:
             return None
         nxt = self.starts[k0 + 1 : k1 + 1]
         ends = nxt if k1 < len(self.starts) else np.append(nxt, self.length)
         lens = ends - self.starts[k0:k1]
         r = int(lens[0])
-        slope = self.slopes[k0:k1]
+        slope = self.slopes[k0:k1] if lens[-1] > 1 else self.slopes[k0 : k1 - 1]  # one position: any slope
         s = int(slope[0])
         if not ((lens[:-1] == r).all() and lens[-1] <= r and (slope == s).all()):
             return None
-        base = int(self.starts[k0])
-        vals = self.values[k0:k1]
-        whole = np.repeat(vals, r) if s == 0 else np.add.outer(vals, np.arange(0, r * s, s, dtype=np.int64)).ravel()
-        return whole[a - base : b - base]
+        return self.values[k0:k1], r, s, int(self.starts[k0])
 
 
 def affine_pieces(head: np.ndarray) -> AffinePieces:
@@ -158,6 +176,24 @@ class Chunked:
     @property
     def nbytes(self) -> int:
         return sum(p.nbytes for p in self.parts)
+
+    def take(self, arr: np.ndarray, a: int, b: int, shift: int = 0) -> np.ndarray | None:
+        """``arr[v - shift]`` for the values v at positions a..b-1, read by each chunk's rows
+        (:meth:`AffinePieces.take`); None when a chunk cannot."""
+        if b <= a:
+            return None
+        out = []
+        for k in range(a // self.chunk, (b - 1) // self.chunk + 1):
+            base, part = k * self.chunk, self.parts[k]
+            got = (
+                part.take(arr, max(a, base) - base, min(b, base + self.chunk) - base, shift)
+                if isinstance(part, AffinePieces)
+                else None
+            )
+            if got is None:
+                return None
+            out.append(got)
+        return out[0] if len(out) == 1 else np.concatenate(out)
 
     def slice(self, a: int, b: int) -> np.ndarray:
         """Positions a..b-1 as int64."""

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from attnsim.rasp.arith import BackendError
+from attnsim.rasp.kept_values import Chunked
 
 # the two sizes are read as ``long_values.LAZY_MIN`` and ``long_values.PIECE`` by the run's modules
 # (one place to set them: tests set them small to stream short values)
@@ -144,6 +145,7 @@ class Lazy:
     position_only: bool = False  # read from the structural memo: the same values on every run
     # integers known without reading them (a kept index map): the least and greatest value at a..b-1
     bounds: Callable[[int, int], tuple[int, int] | None] | None = None
+    kept: Chunked | None = None  # the kept form it is read from (a kept index map)
 
 
 @dataclass(eq=False)

@@ -8,7 +8,7 @@ walk over the program, :mod:`attnsim.rasp.streaming` the streamed values and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -81,8 +81,8 @@ class RunState:
         # values that depend only on positions and sizes, kept across runs (compact runs only)
         self.memo = memo if self.compact else None
         self.position_only: dict[int, bool] = {}
-        # a kept index map's least and greatest value at positions a..b-1 (``Lazy.bounds``)
-        self.bounds: dict[int, Callable[[int, int], tuple[int, int] | None]] = {}
+        # the index maps read from the memo in this run, with their kept forms and bounds
+        self.kept_maps: dict[int, Lazy] = {}
         # equality sums summed in one pass over the pieces of their shared streamed sources
         # (``stream_plan.key_group_batches``): the groups of those later in a batch wait in
         # ``pending``; the nodes computed before their turn for them are in ``done``

@@ -200,23 +200,36 @@ def group_max(gmax: np.ndarray, groups: np.ndarray, scores: np.ndarray) -> None:
     np.maximum.at(gmax, groups, scores)
 
 
+def group_table(uniq: np.ndarray, counts: np.ndarray, sums: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """The group means indexed by value, when the integer groups ``uniq`` (sorted, non-empty)
+    span at most 8 x their number (+ 1024): (least value lo, means by value - lo with 0 where a
+    value has no group or an empty one, whether it has a non-empty one); else None."""
+    lo, hi = int(uniq[0]), int(uniq[-1])
+    if uniq.dtype.kind not in "iu" or hi - lo >= 8 * len(uniq) + 1024:
+        return None
+    size = hi - lo + 1
+    has = np.zeros(size, dtype=bool)
+    means = np.zeros(size)
+    nz = counts > 0
+    has[uniq[nz] - lo] = True
+    means[uniq[nz] - lo] = sums[nz] / counts[nz]
+    return lo, means, has
+
+
 def group_lookup(
-    uniq: np.ndarray, counts: np.ndarray, sums: np.ndarray
+    uniq: np.ndarray, counts: np.ndarray, sums: np.ndarray, tab: tuple[int, np.ndarray, np.ndarray] | None = None
 ) -> Callable[[np.ndarray, np.ndarray | None, tuple[int, int] | None], np.ndarray]:
     """Each query's group mean (0 where its group is empty or absent, or ``ok`` is False), from
-    the sorted distinct group values ``uniq`` (non-empty) with their weights and sums.  Integer
-    groups in a range at most 8 x their number (+ 1024) are read from a table indexed by value,
-    one gather per query (without a range check when the queries' bounds ``qb``, known before
-    reading them, lie in the table); others by a binary search.  The means are the same
-    divisions.  ``ok`` None: every query reads."""
-    lo, hi = int(uniq[0]), int(uniq[-1])
-    if uniq.dtype.kind in "iu" and hi - lo < 8 * len(uniq) + 1024:
-        size = hi - lo + 1
-        has = np.zeros(size, dtype=bool)
-        means = np.zeros(size)
-        nz = counts > 0
-        has[uniq[nz] - lo] = True
-        means[uniq[nz] - lo] = sums[nz] / counts[nz]
+    the sorted distinct group values ``uniq`` (non-empty) with their weights and sums.  Groups
+    with a :func:`group_table` (``tab``, made here when not given) are read from it, one gather
+    per query (without a range check when the queries' bounds ``qb``, known before reading
+    them, lie in the table); others by a binary search.  The means are the same divisions.
+    ``ok`` None: every query reads."""
+    tab = group_table(uniq, counts, sums) if tab is None else tab
+    if tab is not None:
+        lo, means, has = tab
+        size = len(means)
+        hi = lo + size - 1
 
         def table(q: np.ndarray, ok: np.ndarray | None, qb: tuple[int, int] | None = None) -> np.ndarray:
             if ok is None and qb is not None and lo <= qb[0] and qb[1] <= hi:

@@ -41,6 +41,7 @@ from attnsim.rasp.selector_plans import (
     compare,
     exact_scalar,
     group_lookup,
+    group_table,
     max_sums,
     piece_maxima,
     plan_selector,
@@ -132,7 +133,8 @@ class Streaming(RunState):
                 return got
             return min(got[0], t), max(got[1], t)
 
-        return Lazy(m, tail, True, node.label, read, position_only=True, bounds=bounds)
+        kept = form if isinstance(form, Chunked) else None
+        return Lazy(m, tail, True, node.label, read, position_only=True, bounds=bounds, kept=kept)
 
     def _describe(self, node: C.SOp) -> Lazy | None:
         """The node as a Lazy (its values computable piece by piece); None: the general path."""
@@ -251,6 +253,7 @@ class Streaming(RunState):
 
             every_key = not plan.key_atoms
             whole = values.head if isinstance(values, Tail) else values
+            table: tuple[int, np.ndarray] | None = (0, whole) if every_key else None
 
             def read(qi: np.ndarray, ok: np.ndarray | None, qb: tuple[int, int] | None) -> np.ndarray:
                 if ok is None and every_key and qb is not None and qb[0] >= 0 and qb[1] < len(whole):
@@ -269,6 +272,7 @@ class Streaming(RunState):
             if groups is None:
                 return None
             uniq, counts, sums = groups
+            table = None
             if len(uniq) == 0:
 
                 def none(q: np.ndarray, ok: np.ndarray | None, qb: tuple[int, int] | None) -> np.ndarray:
@@ -276,7 +280,9 @@ class Streaming(RunState):
 
                 look = none
             else:
-                look = group_lookup(uniq, counts, sums)
+                tab = group_table(uniq, counts, sums)
+                table = None if tab is None else (tab[0], tab[1])
+                look = group_lookup(uniq, counts, sums, tab)
         qatoms = [(exact_scalar(c), self._src(sop, "comparable"), cmp) for c, sop, cmp in plan.query_atoms]
         m = max([self._head_of(qsrc), *(self._head_of(s) for _, s, _ in qatoms)])
 
@@ -289,9 +295,17 @@ class Streaming(RunState):
                 qm &= compare(cmp, c, part(s))
             return qm
 
-        known = self.bounds.get(id(qsop))
+        kept = self.kept_maps.get(id(qsop))
+        known = None if kept is None else kept.bounds
+        # queries from a kept map, every query reads (no query conditions), a table to read: the
+        # kept rows read the table directly (``Chunked.take``), no query array formed
+        take = None if kept is None or kept.kept is None or qatoms or table is None else (kept.kept, table)
 
         def piece(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
+            if take is not None and b <= m:
+                got = take[0].take(take[1][1], a, b, take[1][0])
+                if got is not None:
+                    return got
             qm = qmask(b - a, lambda s: self._get(s, "comparable", a, b, cache))
             return look(self._get(qsrc, "comparable", a, b, cache), qm, None if known is None else known(a, b))
 

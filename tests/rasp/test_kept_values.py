@@ -11,7 +11,7 @@ from attnsim.rasp.kept_values import AffinePieces, Chunked, NarrowArray, affine_
 @st.composite
 def _piecewise(draw: st.DrawFn) -> np.ndarray:
     """Concatenated affine runs (as U's index maps are), with random lengths, values, slopes."""
-    parts = draw(st.lists(st.tuples(st.integers(1, 30), st.integers(-10**6, 10**6), st.integers(-3, 3)), max_size=8))
+    parts = draw(st.lists(st.tuples(st.integers(1, 30), st.integers(-(10**6), 10**6), st.integers(-3, 3)), max_size=8))
     out = [v + s * np.arange(n, dtype=np.int64) for n, v, s in parts]
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
@@ -99,3 +99,30 @@ def test_a_staircase_is_kept_row_by_row_and_read_back_exactly(
     got = form.slice(a, b)
     assert got.dtype == np.int64 and got.tolist() == head[a:b].tolist()
 
+
+@settings(max_examples=300, deadline=None)
+@given(_staircase(), st.data())
+def test_a_take_through_kept_rows_is_the_gather_it_replaces(
+    stairs: tuple[np.ndarray, int], data: st.DataObject
+) -> None:
+    """Issue 29: ``take`` reads ``arr[v - shift]`` row by row (a repeat for slope 0, a copy of a
+    run of ``arr`` for slope 1) and equals the gather through the values; it declines (None)
+    where an index would leave ``arr``, and for other slopes."""
+    head, _ = stairs
+    n = len(head)
+    a = data.draw(st.integers(0, n - 1))
+    b = data.draw(st.integers(a + 1, n))
+    shift = data.draw(st.integers(-1100, 1100))
+    arr = np.random.default_rng(n).normal(size=data.draw(st.integers(1, 3000)))
+    chunk = data.draw(st.integers(1, 40))
+    forms = [affine_pieces(head), Chunked(chunk, tuple(affine_pieces(head[i : i + chunk]) for i in range(0, n, chunk)))]
+    for form in forms:
+        got = form.take(arr, a, b, shift)
+        idx = head[a:b] - shift
+        if got is not None:
+            assert idx.min() >= 0 and idx.max() < len(arr) and got.tolist() == arr[idx].tolist()
+    rows = affine_pieces(head)
+    idx = head - shift
+    if len(rows.starts) >= 2 and set(rows.slopes.tolist()) <= {0, 1} and idx.min() >= 0 and idx.max() < len(arr) - 20:
+        whole = rows.take(arr, 0, n, shift)
+        assert whole is not None and whole.tolist() == arr[idx].tolist()
