@@ -11,10 +11,11 @@ value chunk by chunk, each chunk in its own smaller form, so that it is built pi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided
 
 
 def narrowest(a: np.ndarray) -> np.ndarray:
@@ -57,6 +58,8 @@ class AffinePieces:
     values: np.ndarray  # int64
     slopes: np.ndarray  # int64
     length: int
+    # what ``_rows`` found for pieces (k0, k1): the same on every read of a kept map
+    _row_memo: dict[tuple[int, int], Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def nbytes(self) -> int:
@@ -89,18 +92,31 @@ class AffinePieces:
 
     def take(self, arr: np.ndarray, a: int, b: int, shift: int = 0) -> np.ndarray | None:
         """``arr[v - shift]`` for the values v at positions a..b-1 without forming them, when the
-        pieces they meet are rows of one length and slope 0 or 1 whose every index lies in
-        ``arr``: a repeat of each row's entry, or a copy of each row's run of ``arr``; else None."""
+        pieces they meet are rows of one length and one slope s >= 0 (or one piece) whose every
+        index lies in ``arr``: a repeat of each row's entry (s = 0), or a copy of each row's
+        stride-s run of ``arr``; else None."""
         if b <= a:
             return None
-        rows = self._rows(*self._met(a, b))
-        if rows is None or rows[2] not in (0, 1):
+        k0, k1 = self._met(a, b)
+        if k1 - k0 == 1:  # one piece: a stride-s slice of arr
+            v = int(self.values[k0]) + int(self.slopes[k0]) * (a - int(self.starts[k0])) - shift
+            s = int(self.slopes[k0]) if b - a > 1 else 0  # one position: any stride
+            if s < 0 or v < 0 or v + s * (b - a - 1) >= len(arr):
+                return None
+            return np.full(b - a, arr[v]) if s == 0 else arr[v : v + s * (b - a - 1) + 1 : s].copy()
+        rows = self._rows(k0, k1)
+        if rows is None or rows[2] < 0:
             return None
         vals, r, s, base = rows
         first = vals - shift
         if int(first.min()) < 0 or int(first.max()) + (r - 1) * s >= len(arr):
             return None
-        whole = np.repeat(arr[first], r) if s == 0 else sliding_window_view(arr, r)[first].ravel()
+        if s == 0:
+            whole = np.repeat(arr[first], r)
+        else:  # row k of the view: arr[k], arr[k + s], .., arr[k + (r - 1) s]
+            step = arr.strides[0]
+            view = as_strided(arr, shape=(len(arr) - (r - 1) * s, r), strides=(step, s * step), writeable=False)
+            whole = view[first].ravel()
         return whole[a - base : b - base]
 
     def _met(self, a: int, b: int) -> tuple[int, int]:
@@ -108,20 +124,40 @@ class AffinePieces:
         return int(np.searchsorted(self.starts, a, side="right")) - 1, int(np.searchsorted(self.starts, b, side="left"))
 
     def _rows(self, k0: int, k1: int) -> tuple[np.ndarray, int, int, int] | None:
-        """(start values, length r, slope, first position) when pieces k0..k1-1 (two or more)
-        have one length r (the last maybe shorter) and one slope (but a last piece of one
-        position, whose slope is never read); else None."""
+        """(row start values, row length r, slope, first row's position) when pieces k0..k1-1
+        (two or more) are rows of one length r and one slope (see ``_find_rows``); else None."""
         if k1 - k0 < 2:
             return None
+        got = self._row_memo.get((k0, k1))
+        if got is None:
+            got = self._find_rows(k0, k1)
+            self._row_memo[(k0, k1)] = got
+        return got or None
+
+    def _find_rows(self, k0: int, k1: int) -> tuple[np.ndarray, int, int, int] | tuple[()]:
+        """Pieces k0..k1-1 as rows: one slope s (a piece of one position takes any), the inner
+        pieces r positions long or a multiple (rows that meet end to end are one piece), r >= 8;
+        the first piece is extended back to whole rows (a row cut by the start of a chunk), the
+        last may end inside a row.  () when they are not such rows."""
         nxt = self.starts[k0 + 1 : k1 + 1]
         ends = nxt if k1 < len(self.starts) else np.append(nxt, self.length)
         lens = ends - self.starts[k0:k1]
-        r = int(lens[0])
-        slope = self.slopes[k0:k1] if lens[-1] > 1 else self.slopes[k0 : k1 - 1]  # one position: any slope
+        slope = self.slopes[k0:k1][lens > 1]
+        if slope.size == 0 or not (slope == slope[0]).all():
+            return ()
         s = int(slope[0])
-        if not ((lens[:-1] == r).all() and lens[-1] <= r and (slope == s).all()):
-            return None
-        return self.values[k0:k1], r, s, int(self.starts[k0])
+        mid = lens[1:-1]
+        r = int(np.gcd.reduce(mid)) if mid.size else int(lens.max())
+        if r < 8 or bool((mid % r).any()):
+            return ()
+        short = (-int(lens[0])) % r
+        full = lens.copy()
+        full[0] += short
+        counts = -(-full // r)  # rows per piece, the last maybe ending inside its row
+        first = self.values[k0:k1].copy()
+        first[0] -= s * short
+        within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        return np.repeat(first, counts) + s * r * within, r, s, int(self.starts[k0]) - short
 
 
 def affine_pieces(head: np.ndarray) -> AffinePieces:

@@ -387,13 +387,15 @@ def test_group_lookup_reads_each_querys_group_mean(
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 9), st.floats(allow_infinity=True, allow_nan=True)), min_size=1, max_size=40),
-    st.booleans(),
+    st.sampled_from(["any", "sorted", "runs"]),
 )
-def test_group_max_equals_maximum_at(entries: list[tuple[int, float]], contiguous: bool) -> None:
-    """The value-scored head's group maximum (by runs when the groups are contiguous) is
-    ``np.maximum.at``'s, NaN included."""
-    if contiguous:
+def test_group_max_equals_maximum_at(entries: list[tuple[int, float]], order: str) -> None:
+    """The value-scored head's group maximum (by runs when the groups are sorted, or come in
+    runs of 5 in any order, as U's row max does) is ``np.maximum.at``'s, NaN included."""
+    if order == "sorted":
         entries = sorted(entries, key=lambda e: e[0])
+    if order == "runs":
+        entries = [(g, s - k) for g, s in entries for k in range(5)]
     groups = np.array([g for g, _ in entries], dtype=np.int64)
     scores = np.array([s for _, s in entries])
     got, want = np.full(10, -np.inf), np.full(10, -np.inf)

@@ -2,6 +2,7 @@
 positions back exactly; they back U's runs (Theorem 6) reading its index maps from its memo."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,11 +73,15 @@ def test_chunk_bounds_are_the_least_and_greatest_value_over_a_range(head: np.nda
 @st.composite
 def _staircase(draw: st.DrawFn) -> tuple[np.ndarray, int]:
     """A grid decoding as U's index maps have them: rows of r >= 3 positions, each row a start
-    value (a jump from the last) and one slope along it (0 on a broadcast axis)."""
+    value (a jump from the last, or the last row's end: rows that meet end to end) and one
+    slope along it (0 on a broadcast axis)."""
     r = draw(st.integers(3, 20))
     rows = draw(st.integers(1, 12))
     slope = draw(st.sampled_from([0, 1, 2, -1, 128]))
-    starts = draw(st.lists(st.integers(-1000, 1000), min_size=rows, max_size=rows))
+    jumps = draw(st.lists(st.one_of(st.integers(-1000, 1000), st.none()), min_size=rows, max_size=rows))
+    starts = []  # None: the row goes on from the last one's end (the two are one affine piece)
+    for k, j in enumerate(jumps):
+        starts.append(starts[-1] + r * slope if j is None and k else (j or 0))
     last = draw(st.integers(1, r))  # the last row maybe shorter
     out = np.add.outer(np.array(starts, dtype=np.int64), slope * np.arange(r, dtype=np.int64)).ravel()
     return out[: (rows - 1) * r + last], rows
@@ -121,8 +126,20 @@ def test_a_take_through_kept_rows_is_the_gather_it_replaces(
         idx = head[a:b] - shift
         if got is not None:
             assert idx.min() >= 0 and idx.max() < len(arr) and got.tolist() == arr[idx].tolist()
-    rows = affine_pieces(head)
-    idx = head - shift
-    if len(rows.starts) >= 2 and set(rows.slopes.tolist()) <= {0, 1} and idx.min() >= 0 and idx.max() < len(arr) - 20:
-        whole = rows.take(arr, 0, n, shift)
-        assert whole is not None and whole.tolist() == arr[idx].tolist()
+
+
+@pytest.mark.parametrize("slope", [0, 1, 128])
+def test_u_shaped_rows_are_taken_without_forming_the_queries(slope: int) -> None:
+    """Rows of 128 (some meeting end to end, so one piece of 256), kept in chunks of 1,000 that
+    cut rows: every read of a range is a take (never declined) equal to the gather, and a read
+    reaching an index out of the array is declined."""
+    rng = np.random.default_rng(slope)
+    starts = rng.integers(0, 5000, size=40)
+    starts[7] = starts[6] + 128 * slope  # row 7 goes on from row 6
+    head = np.add.outer(starts, slope * np.arange(128)).ravel()
+    arr = rng.normal(size=int(head.max()) + 1)
+    form = Chunked(1000, tuple(affine_pieces(head[i : i + 1000]) for i in range(0, len(head), 1000)))
+    for a, b in [(0, len(head)), (5, 4093), (999, 1001), (700, 701), (1000, 2000)]:
+        got = form.take(arr, a, b)
+        assert got is not None and got.tolist() == arr[head[a:b]].tolist()
+    assert form.take(arr[:-1], 0, len(head)) is None
