@@ -125,20 +125,31 @@ class AffinePieces:
 
     def _rows(self, k0: int, k1: int) -> tuple[np.ndarray, int, int, int] | None:
         """(row start values, row length r, slope, first row's position) when pieces k0..k1-1
-        (two or more) are rows of one length r and one slope (see ``_find_rows``); else None."""
+        (two or more) are rows of one length r and one slope (see ``_find_rows``); else None.
+        What the pieces are is found once per range and kept (a few numbers, and the rows per
+        piece where rows meet end to end), the start values formed on each read."""
         if k1 - k0 < 2:
             return None
-        got = self._row_memo.get((k0, k1))
-        if got is None:
-            got = self._find_rows(k0, k1)
-            self._row_memo[(k0, k1)] = got
-        return got or None
+        shape = self._row_memo.get((k0, k1))
+        if shape is None:
+            shape = self._find_rows(k0, k1)
+            self._row_memo[(k0, k1)] = shape
+        if not shape:
+            return None
+        r, s, short, counts = shape
+        first = self.values[k0:k1].copy()
+        first[0] -= s * short
+        if counts is not None:
+            within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+            first = np.repeat(first, counts) + s * r * within
+        return first, r, s, int(self.starts[k0]) - short
 
-    def _find_rows(self, k0: int, k1: int) -> tuple[np.ndarray, int, int, int] | tuple[()]:
+    def _find_rows(self, k0: int, k1: int) -> tuple[int, int, int, np.ndarray | None] | tuple[()]:
         """Pieces k0..k1-1 as rows: one slope s (a piece of one position takes any), the inner
         pieces r positions long or a multiple (rows that meet end to end are one piece), r >= 8;
-        the first piece is extended back to whole rows (a row cut by the start of a chunk), the
-        last may end inside a row.  () when they are not such rows."""
+        the first piece is extended back by ``short`` positions to whole rows (a row cut by the
+        start of a chunk), the last may end inside a row.  (r, s, short, rows per piece when
+        some piece holds more than one row, else None); () when they are not such rows."""
         nxt = self.starts[k0 + 1 : k1 + 1]
         ends = nxt if k1 < len(self.starts) else np.append(nxt, self.length)
         lens = ends - self.starts[k0:k1]
@@ -154,10 +165,7 @@ class AffinePieces:
         full = lens.copy()
         full[0] += short
         counts = -(-full // r)  # rows per piece, the last maybe ending inside its row
-        first = self.values[k0:k1].copy()
-        first[0] -= s * short
-        within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-        return np.repeat(first, counts) + s * r * within, r, s, int(self.starts[k0]) - short
+        return r, s, short, None if bool((counts == 1).all()) else counts
 
 
 def affine_pieces(head: np.ndarray) -> AffinePieces:
