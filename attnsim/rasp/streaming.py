@@ -49,6 +49,10 @@ from attnsim.rasp.selector_plans import (
     scored_sums,
 )
 
+# a fast path's reader: the values at queries q (positions or group values), with the query
+# conditions' mask (None: every query reads) and the queries' bounds when known before reading
+Look = Callable[[np.ndarray, np.ndarray | None, tuple[int, int] | None], np.ndarray]
+
 
 class Streaming(RunState):
     """A run's compact (``Tail``) and streamed (``Lazy``) values: described, read piece by piece."""
@@ -243,30 +247,9 @@ class Streaming(RunState):
         qsrc = self._src(qsop, "comparable")
         if (("i" if qsrc.is_int else "f") if isinstance(qsrc, Lazy) else dtype_kind(qsrc)) not in "iu":
             return None
-        L = self.L
-        look: Callable[[np.ndarray, np.ndarray | None, tuple[int, int] | None], np.ndarray]
+        look: Look
         if isinstance(ksop, C.Indices):  # a gather: query q reads position qv[q]
-            values = self.value_t(node.values)
-            km: Any = Tail(np.zeros(0, dtype=bool), np.ones(1, dtype=bool))
-            for sop, cmp, c in plan.key_atoms:
-                km = self._cmp_t(km, self.comparable_t(sop), cmp, exact_scalar(c), key_side=True)
-
-            every_key = not plan.key_atoms
-            whole = values.head if isinstance(values, Tail) else values
-            table: tuple[int, np.ndarray] | None = (0, whole) if every_key else None
-
-            def read(qi: np.ndarray, ok: np.ndarray | None, qb: tuple[int, int] | None) -> np.ndarray:
-                if ok is None and every_key and qb is not None and qb[0] >= 0 and qb[1] < len(whole):
-                    return whole[qi]  # known bounds (a kept index map's): every query reads ``whole``
-                if ok is None and every_key and qi.size and int(qi.min()) >= 0 and int(qi.max()) < L:
-                    return value_at(values, qi)  # every query reads a position: no masks
-                ok = (qi >= 0) & (qi < L) if ok is None else ok & (qi >= 0) & (qi < L)
-                idx = np.where(ok, qi, 0)
-                if not every_key:
-                    ok &= value_at(km, idx)
-                return np.where(ok, value_at(values, idx), 0.0)
-
-            look = read
+            look, table = self._gather_look(node, plan)
         else:
             groups = self._key_groups(node, plan, ksop)
             if groups is None:
@@ -311,6 +294,30 @@ class Streaming(RunState):
 
         tail = look(self._tail_src(qsrc, "comparable"), qmask(1, lambda s: self._tail_src(s, "comparable")), None)
         return Lazy(m, tail.reshape(1), False, node.label, piece)
+
+    def _gather_look(self, node: C.Aggregate, plan: SelectorPlan) -> tuple[Look, tuple[int, np.ndarray] | None]:
+        """A gather's reader of queries (positions), and the array a take reads at every query
+        (offset 0) when every key is allowed (no key conditions)."""
+        L = self.L
+        values = self.value_t(node.values)
+        km: Any = Tail(np.zeros(0, dtype=bool), np.ones(1, dtype=bool))
+        for sop, cmp, c in plan.key_atoms:
+            km = self._cmp_t(km, self.comparable_t(sop), cmp, exact_scalar(c), key_side=True)
+        every_key = not plan.key_atoms
+        whole = values.head if isinstance(values, Tail) else values
+
+        def read(qi: np.ndarray, ok: np.ndarray | None, qb: tuple[int, int] | None) -> np.ndarray:
+            if ok is None and every_key and qb is not None and qb[0] >= 0 and qb[1] < len(whole):
+                return whole[qi]  # known bounds (a kept index map's): every query reads ``whole``
+            if ok is None and every_key and qi.size and int(qi.min()) >= 0 and int(qi.max()) < L:
+                return value_at(values, qi)  # every query reads a position: no masks
+            ok = (qi >= 0) & (qi < L) if ok is None else ok & (qi >= 0) & (qi < L)
+            idx = np.where(ok, qi, 0)
+            if not every_key:
+                ok &= value_at(km, idx)
+            return np.where(ok, value_at(values, idx), 0.0)
+
+        return read, ((0, whole) if every_key else None)
 
     def _key_groups(
         self, node: C.Aggregate, plan: SelectorPlan, ksop: C.SOp
