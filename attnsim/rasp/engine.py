@@ -245,10 +245,27 @@ def evaluate(
         run.execute()
         res: list[Any] = [_padded(run.value_t(o), run.L) if padded_output else run.value(o) for o in outs]
     run.stats.runs += 1
+    res = _own_memory(res, inputs)
     if finite is not None and finite is not False:
         for i, r in enumerate(res):
             _check_finite(outs, i, r, inputs, arith, allow_nonfinite, dense_only, finite)
     return res[0] if isinstance(program, C.SOp) else res
+
+
+def _own_memory(res: list[Any], inputs: Any) -> list[Any]:
+    """The outputs, each in memory of its own: an output that may share memory with the input
+    or an earlier output (a value passed on unchanged, like the taken branch of a ``where``
+    on a constant flag, is the array it reads) is copied, so writing one never changes another."""
+    seen = [inputs.head if isinstance(inputs, Padded) else inputs]
+    out = []
+    for r in res:
+        arr = r.head if isinstance(r, Padded) else r
+        if isinstance(arr, np.ndarray) and any(isinstance(x, np.ndarray) and np.may_share_memory(arr, x) for x in seen):
+            arr = arr.copy()
+            r = Padded(arr, r.length, r.pad) if isinstance(r, Padded) else arr
+        seen.append(arr)
+        out.append(r)
+    return out
 
 
 def _padded(v: Any, L: int) -> Padded:

@@ -13,8 +13,10 @@ the heap, a larger array is still mapped) and its trim threshold at 1 GiB (freed
 for the next piece).  When that run ends the trim threshold is set to 64 MiB (where glibc's
 dynamic rule puts it for a 32 MiB mmap threshold) and the free memory is given back to the
 system (``malloc_trim(0)``), so a run does not leave the process larger than its own peak did.
-Values are untouched: only where the allocator takes memory from changes.  Elsewhere than on
-glibc (no ``mallopt``) nothing is done.
+These are settings of the whole process, kept after the run: glibc's dynamic thresholds stay
+off (the mmap threshold stays at 32 MiB, the trim threshold at 64 MiB), and while a run lasts
+every thread's freed memory is held too.  Values are untouched: only where the allocator takes
+memory from changes.  Elsewhere than on glibc (no ``mallopt``) nothing is done.
 """
 
 from __future__ import annotations
@@ -56,19 +58,22 @@ def kept_heap() -> Iterator[bool]:
     if _LIBC is None:  # pragma: no cover - not glibc
         yield False
         return
-    with _lock:
-        _depth += 1
-        if _depth == 1:
-            _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-            _LIBC.mallopt(M_TRIM_THRESHOLD, TRIM_DURING_RUN)
+    entered = False
     try:
+        with _lock:
+            _depth += 1
+            entered = True
+            if _depth == 1:
+                _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+                _LIBC.mallopt(M_TRIM_THRESHOLD, TRIM_DURING_RUN)
         yield True
     finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0:
-                _LIBC.mallopt(M_TRIM_THRESHOLD, TRIM_AFTER_RUN)
-                _LIBC.malloc_trim(0)
+        if entered:
+            with _lock:
+                _depth -= 1
+                if _depth == 0:
+                    _LIBC.mallopt(M_TRIM_THRESHOLD, TRIM_AFTER_RUN)
+                    _LIBC.malloc_trim(0)
 
 
 __all__ = ["kept_heap"]

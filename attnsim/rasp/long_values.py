@@ -146,6 +146,7 @@ class Lazy:
     # integers known without reading them (a kept index map): the least and greatest value at a..b-1
     bounds: Callable[[int, int], tuple[int, int] | None] | None = None
     kept: Chunked | None = None  # the kept form it is read from (a kept index map)
+    computes: bool = True  # False: its pieces are read (a kept map) or passed on (a taken branch)
 
 
 @dataclass(eq=False)

@@ -193,7 +193,8 @@ def group_max(gmax: np.ndarray, groups: np.ndarray, scores: np.ndarray) -> None:
     in runs (U's rows are contiguous), each run's maximum is one ``reduceat``, which NumPy does
     many times faster than the unbuffered ``maximum.at``: the runs' maxima are then put in
     directly when the groups are non-decreasing, else by ``maximum.at`` over the runs alone (runs
-    of 4 entries or more on average).  A maximum is exact in any order."""
+    of 4 entries or more on average).  The maxima are equal under ``==`` in any order (NaN
+    kept; the sign of a zero maximum may differ, and maxima are only compared with ``==``)."""
     if groups.size > 1:
         starts = np.concatenate([[0], np.flatnonzero(groups[1:] != groups[:-1]) + 1])
         g = groups[starts]

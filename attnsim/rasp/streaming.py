@@ -100,7 +100,7 @@ class Streaming(RunState):
                 p = lz.fn(a, b, cache)
             else:
                 p = np.concatenate([lz.fn(a, m, cache), np.repeat(lz.tail, b - m)])
-            if not lz.position_only:  # a read of a kept index map is counted in memo_positions
+            if lz.computes:  # not a read of a kept index map (in memo_positions) nor a pass-through
                 self.stats.piece_positions += min(b, m) - min(a, m)
             cache[key] = p
         return p
@@ -129,16 +129,19 @@ class Streaming(RunState):
             return form.slice(a, b)
 
         m, t = form.length, int(tail[0])
+        kept = form if isinstance(form, Chunked) else None
 
         def bounds(a: int, b: int) -> tuple[int, int] | None:
-            """The least and greatest value at a..b-1: the kept chunks' bounds, the tail past m."""
-            got = form.bounds_over(a, min(b, m)) if a < m and isinstance(form, Chunked) else (t, t)
+            """The least and greatest value at a..b-1: the kept chunks' bounds, the tail past m;
+            None when the head is read and its form keeps no bounds."""
+            if a < m and kept is None:
+                return None
+            got = kept.bounds_over(a, min(b, m)) if kept is not None and a < m else (t, t)
             if got is None or b <= m:
                 return got
             return min(got[0], t), max(got[1], t)
 
-        kept = form if isinstance(form, Chunked) else None
-        return Lazy(m, tail, True, node.label, read, position_only=True, bounds=bounds, kept=kept)
+        return Lazy(m, tail, True, node.label, read, position_only=True, bounds=bounds, kept=kept, computes=False)
 
     def _describe(self, node: C.SOp) -> Lazy | None:
         """The node as a Lazy (its values computable piece by piece); None: the general path."""
@@ -228,7 +231,7 @@ class Streaming(RunState):
             return self._get(src, "value", a, b, cache)
 
         tail = np.asarray(self._tail_src(src, "value"), dtype=np.float64).reshape(1)
-        return Lazy(self._head_of(src), tail, False, label, piece)
+        return Lazy(self._head_of(src), tail, False, label, piece, computes=False)
 
     def _describe_aggregate(self, node: C.Aggregate) -> Lazy | None:
         """The equality fast paths on compact values (a gather, a group mean, a group max), read

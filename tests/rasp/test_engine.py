@@ -433,3 +433,17 @@ def test_non_finite_padding_is_reported_at_its_first_position() -> None:
     prog = apply("reciprocal", tokens)
     with pytest.raises(NonFiniteError, match=r"^output position 3 is inf \(2 read position\(s\) not finite\)"):
         evaluate(prog, Padded(np.ones(3), 5, 0.0), finite=True, padded_output=True)
+
+
+def test_outputs_never_share_memory_with_each_other_or_the_input() -> None:
+    """A value passed on unchanged (the taken branch of a ``where`` on a constant flag is the
+    array it reads) is an output of its own: writing one output changes neither another output
+    nor the caller's input."""
+    y = apply("add", tokens, imap(lambda p: p, indices))
+    flagged = apply("where", full(1), y, tokens)
+    x = np.arange(6, dtype=np.float64)
+    o1, o2 = evaluate([flagged, y], x)
+    assert o1.tolist() == o2.tolist() and not np.shares_memory(o1, o2)
+    head = np.arange(4, dtype=np.float64)
+    out = evaluate(apply("where", full(1), tokens, y), Padded(head, 4))
+    assert out.tolist() == head.tolist() and not np.shares_memory(out, head)

@@ -94,7 +94,7 @@ def test_a_staircase_is_kept_row_by_row_and_read_back_exactly(
 ) -> None:
     """Issue 29: a jump into a row does not leave its first position a piece of its own (the
     rows are the pieces, at most one per row), and ranges over rows of one length and slope are
-    read in one pass (``AffinePieces._regular``); every range comes back exactly."""
+    read in one pass (``AffinePieces._rows``); every range comes back exactly."""
     head, rows = stairs
     form = affine_pieces(head)
     assert len(form.starts) <= rows

@@ -85,3 +85,19 @@ def test_piece_positions_count_work_done_again() -> None:
     batched, alone = counts
     # v, the gather under it and that gather's index map (30 positions each) once more
     assert batched > 0 and alone - batched == 3 * 30
+
+
+def test_a_taken_branch_is_not_counted_as_work() -> None:
+    """``where`` on a constant flag passes its branch's pieces on: ``piece_positions`` counts the
+    branch's computation once, not again for the ``where``."""
+    ix = C.indices
+    v = C.apply("exp", C.aggregate(C.select(ix, C.imap(lambda p: (p * 5) % 13, ix), "=="), C.tokens))
+    keys = C.imap(lambda p: p % 3, ix)
+    counts = []
+    for values in (v, C.apply("where", C.full(1), v, C.full(0))):
+        prog = C.aggregate(C.select(keys, C.imap(lambda p: p % 4, ix), "=="), values)
+        stats = RunStats()
+        with streamed(2, 4):
+            evaluate(prog, list(np.linspace(-1.0, 1.0, 30)), stats=stats)
+        counts.append(stats.piece_positions)
+    assert counts[0] == counts[1] > 0
