@@ -224,34 +224,33 @@ class Chunked:
     def take(self, arr: np.ndarray, a: int, b: int, shift: int = 0) -> np.ndarray | None:
         """``arr[v - shift]`` for the values v at positions a..b-1, read by each chunk's rows
         (:meth:`AffinePieces.take`); None when a chunk cannot."""
-        if b <= a:
-            return None
         out = []
-        for k in range(a // self.chunk, (b - 1) // self.chunk + 1):
-            base, part = k * self.chunk, self.parts[k]
-            got = (
-                part.take(arr, max(a, base) - base, min(b, base + self.chunk) - base, shift)
-                if isinstance(part, AffinePieces)
-                else None
-            )
+        for part, x, y in self._spans(a, b):
+            got = part.take(arr, x, y, shift) if isinstance(part, AffinePieces) else None
             if got is None:
                 return None
             out.append(got)
+        if not out:
+            return None
         return out[0] if len(out) == 1 else np.concatenate(out)
 
     def slice(self, a: int, b: int) -> np.ndarray:
         """Positions a..b-1 as int64."""
-        if b <= a:
+        out = [part.slice(x, y) for part, x, y in self._spans(a, b)]
+        if not out:
             return np.zeros(0, dtype=np.int64)
-        k0, k1 = a // self.chunk, (b - 1) // self.chunk
-        if k0 == k1:
-            base = k0 * self.chunk
-            return self.parts[k0].slice(a - base, b - base)
+        return out[0] if len(out) == 1 else np.concatenate(out)
+
+    def _spans(self, a: int, b: int) -> list[tuple[NarrowArray | AffinePieces, int, int]]:
+        """The chunks positions a..b-1 meet, each with the range it holds of them (its own
+        positions); none when b <= a."""
+        if b <= a:
+            return []
         out = []
-        for k in range(k0, k1 + 1):
+        for k in range(a // self.chunk, (b - 1) // self.chunk + 1):
             base = k * self.chunk
-            out.append(self.parts[k].slice(max(a, base) - base, min(b, base + self.chunk) - base))
-        return np.concatenate(out)
+            out.append((self.parts[k], max(a, base) - base, min(b, base + self.chunk) - base))
+        return out
 
 
 KeptForm = NarrowArray | AffinePieces | Chunked

@@ -143,10 +143,20 @@ class Lazy:
     label: str
     fn: Callable[[int, int, dict[Any, np.ndarray]], np.ndarray]
     position_only: bool = False  # read from the structural memo: the same values on every run
-    # integers known without reading them (a kept index map): the least and greatest value at a..b-1
-    bounds: Callable[[int, int], tuple[int, int] | None] | None = None
     kept: Chunked | None = None  # the kept form it is read from (a kept index map)
     computes: bool = True  # False: its pieces are read (a kept map) or passed on (a taken branch)
+
+    def kept_bounds(self, a: int, b: int) -> tuple[int, int] | None:
+        """A kept index map's least and greatest value at positions a..b-1, known without reading
+        them: its chunks' bounds, and the tail past the head; None when it is no kept map or
+        its chunks keep no bounds."""
+        if self.kept is None:
+            return None
+        t = int(self.tail[0])
+        got = self.kept.bounds_over(a, min(b, self.m)) if a < self.m else (t, t)
+        if got is None or b <= self.m:
+            return got
+        return min(got[0], t), max(got[1], t)
 
 
 @dataclass(eq=False)

@@ -134,15 +134,14 @@ def key_group_batches(order: Sequence[C.RASPExpr]) -> dict[int, list[C.Aggregate
     const = constant_nodes(order)
 
     def sources(x: C.SOp) -> set[int]:
-        """What a pass over ``x``'s pieces computes: the maps under it, down to aggregates (read
-        by lookups of groups summed before, not computed again), tokens, index maps over
-        positions and values the same at every position (the header's flags)."""
+        """What a pass over ``x``'s pieces computes: the maps under it and the aggregates they
+        read (lookups of groups summed before, not computed again); not the tokens, index maps
+        over positions (``indices`` among them) nor values the same at every position (constants,
+        the header's flags)."""
         out, stack = set(), [x]
         while stack:
             y = stack.pop()
-            if id(y) in out or pos_only.get(id(y), False) or const.get(id(y), False):
-                continue
-            if isinstance(y, (C.Tokens, C.Full, C.Indices)):
+            if id(y) in out or pos_only.get(id(y), False) or const.get(id(y), False) or isinstance(y, C.Tokens):
                 continue
             out.add(id(y))
             if isinstance(y, (C.Map, C.SequenceMap)):

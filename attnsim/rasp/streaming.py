@@ -10,6 +10,7 @@ run's :class:`~attnsim.rasp.structural_memo.StructuralMemo` (:func:`position_onl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -128,20 +129,8 @@ class Streaming(RunState):
         def read(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
             return form.slice(a, b)
 
-        m, t = form.length, int(tail[0])
         kept = form if isinstance(form, Chunked) else None
-
-        def bounds(a: int, b: int) -> tuple[int, int] | None:
-            """The least and greatest value at a..b-1: the kept chunks' bounds, the tail past m;
-            None when the head is read and its form keeps no bounds."""
-            if a < m and kept is None:
-                return None
-            got = kept.bounds_over(a, min(b, m)) if kept is not None and a < m else (t, t)
-            if got is None or b <= m:
-                return got
-            return min(got[0], t), max(got[1], t)
-
-        return Lazy(m, tail, True, node.label, read, position_only=True, bounds=bounds, kept=kept, computes=False)
+        return Lazy(form.length, tail, True, node.label, read, position_only=True, kept=kept, computes=False)
 
     def _describe(self, node: C.SOp) -> Lazy | None:
         """The node as a Lazy (its values computable piece by piece); None: the general path."""
@@ -282,18 +271,20 @@ class Streaming(RunState):
             return qm
 
         kept = self.kept_maps.get(id(qsop))
-        known = None if kept is None else kept.bounds
         # queries from a kept map, every query reads (no query conditions), a table to read: the
         # kept rows read the table directly (``Chunked.take``), no query array formed
-        take = None if kept is None or kept.kept is None or qatoms or table is None else (kept.kept, table)
+        take = None
+        if kept is not None and kept.kept is not None and not qatoms and table is not None:
+            take = functools.partial(kept.kept.take, table[1], shift=table[0])
 
         def piece(a: int, b: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
-            if take is not None and b <= m:
-                got = take[0].take(take[1][1], a, b, take[1][0])
-                if got is not None:
-                    return got
+            got = None if take is None else take(a, b)
+            if got is not None:
+                return got
             qm = qmask(b - a, lambda s: self._get(s, "comparable", a, b, cache))
-            return look(self._get(qsrc, "comparable", a, b, cache), qm, None if known is None else known(a, b))
+            return look(
+                self._get(qsrc, "comparable", a, b, cache), qm, None if kept is None else kept.kept_bounds(a, b)
+            )
 
         tail = look(self._tail_src(qsrc, "comparable"), qmask(1, lambda s: self._tail_src(s, "comparable")), None)
         return Lazy(m, tail.reshape(1), False, node.label, piece)

@@ -91,7 +91,7 @@ class StructuralMemo:
                 self.refused.add((id(node), L))
                 return None
             parts.append(form)
-            bounds.append((int(piece.min()), int(piece.max())) if b > a else (0, 0))
+            bounds.append((int(piece.min()), int(piece.max())))
         kept = Chunked(long_values.PIECE, tuple(parts), tuple(bounds))
         self.stored[(id(node), L)] = (node, kept, tail)
         self.used_bytes += size
