@@ -67,22 +67,28 @@ def test_u_sums_each_grid_of_ffn_terms_in_one_pass() -> None:
     assert got["Q.mean"] == ["K.mean", "V.mean"]
 
 
+def _exp_of_a_gather() -> C.SOp:
+    """A streamed value over a gather: what two sums can share."""
+    ix = C.indices
+    return C.apply("exp", C.aggregate(C.select(ix, C.imap(lambda p: (p * 5) % 13, ix), "=="), C.tokens))
+
+
+def _piece_positions(prog: C.SOp, plan: object = stream_plan.key_group_batches) -> int:
+    """``RunStats.piece_positions`` of one streamed run (pieces of 4) on 30 tokens, with this batch plan."""
+    stats = RunStats()
+    with streamed(2, 4), patch.object(engine, "key_group_batches", plan):
+        evaluate(prog, list(np.linspace(-1.0, 1.0, 30)), stats=stats)
+    return stats.piece_positions
+
+
 def test_piece_positions_count_work_done_again() -> None:
     """``RunStats.piece_positions`` counts a streamed value each time it is computed: the two
     sums of one value compute it (and the values under it) twice one by one, once in a batch."""
-    ix = C.indices
-    v = C.apply("exp", C.aggregate(C.select(ix, C.imap(lambda p: (p * 5) % 13, ix), "=="), C.tokens))
+    ix, v = C.indices, _exp_of_a_gather()
     s1 = C.aggregate(C.select(C.imap(lambda p: p % 3, ix), C.imap(lambda p: p % 4, ix), "=="), v)
     s2 = C.aggregate(C.select(C.imap(lambda p: p % 5, ix), C.imap(lambda p: p // 3, ix), "=="), v)
     prog = C.apply("add", s1, s2)
-    toks = list(np.linspace(-1.0, 1.0, 30))
-    counts = []
-    for plan in (stream_plan.key_group_batches, lambda order: {}):
-        stats = RunStats()
-        with streamed(2, 4), patch.object(engine, "key_group_batches", plan):
-            evaluate(prog, toks, stats=stats)
-        counts.append(stats.piece_positions)
-    batched, alone = counts
+    batched, alone = _piece_positions(prog), _piece_positions(prog, lambda order: {})
     # v, the gather under it and that gather's index map (30 positions each) once more
     assert batched > 0 and alone - batched == 3 * 30
 
@@ -90,14 +96,7 @@ def test_piece_positions_count_work_done_again() -> None:
 def test_a_taken_branch_is_not_counted_as_work() -> None:
     """``where`` on a constant flag passes its branch's pieces on: ``piece_positions`` counts the
     branch's computation once, not again for the ``where``."""
-    ix = C.indices
-    v = C.apply("exp", C.aggregate(C.select(ix, C.imap(lambda p: (p * 5) % 13, ix), "=="), C.tokens))
-    keys = C.imap(lambda p: p % 3, ix)
-    counts = []
-    for values in (v, C.apply("where", C.full(1), v, C.full(0))):
-        prog = C.aggregate(C.select(keys, C.imap(lambda p: p % 4, ix), "=="), values)
-        stats = RunStats()
-        with streamed(2, 4):
-            evaluate(prog, list(np.linspace(-1.0, 1.0, 30)), stats=stats)
-        counts.append(stats.piece_positions)
+    ix, v = C.indices, _exp_of_a_gather()
+    sel = C.select(C.imap(lambda p: p % 3, ix), C.imap(lambda p: p % 4, ix), "==")
+    counts = [_piece_positions(C.aggregate(sel, values)) for values in (v, C.apply("where", C.full(1), v, C.full(0)))]
     assert counts[0] == counts[1] > 0
