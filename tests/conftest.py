@@ -76,13 +76,25 @@ def _fresh_kept_results() -> None:
     answers.PROCESS.clear()
 
 
+def sigint_bits(status: Path, *fields: str) -> tuple[bool, ...]:
+    """SIGINT's bit in each of these fields of a /proc status file (SigBlk: blocked, SigIgn:
+    ignored, SigCgt: caught, ShdPnd/SigPnd: pending)."""
+    got = dict(ln.split(":", 1) for ln in status.read_text().splitlines() if ":" in ln)
+    return tuple(bool(int(got[f], 16) & (1 << (signal.SIGINT - 1))) for f in fields)
+
+
+@pytest.fixture
+def sigint_in() -> Callable[..., tuple[bool, ...]]:
+    """:func:`sigint_bits`, for tests (which do not import this module)."""
+    return sigint_bits
+
+
 def _sigint_state() -> tuple[object, ...]:
     """SIGINT as the kernel sees this thread (blocked, ignored, caught: what a process started now
     inherits) and Python's handler for it."""
     kernel: tuple[bool, ...] = ()
     try:
-        fields = dict(ln.split(":", 1) for ln in Path("/proc/thread-self/status").read_text().splitlines() if ":" in ln)
-        kernel = tuple(bool(int(fields[k], 16) & (1 << (signal.SIGINT - 1))) for k in ("SigBlk", "SigIgn", "SigCgt"))
+        kernel = sigint_bits(Path("/proc/thread-self/status"), "SigBlk", "SigIgn", "SigCgt")
     except (OSError, KeyError, ValueError):  # no /proc (not Linux): Python's view only
         pass
     return (*kernel, signal.getsignal(signal.SIGINT))

@@ -144,17 +144,6 @@ def _wait_interruptible(ready: Any) -> None:
         time.sleep(3600)
 
 
-def _sigint(pid: int, *fields: str) -> bool:
-    """Whether SIGINT's bit is set in any of these fields of /proc/PID/status (SigBlk: blocked;
-    ShdPnd, SigPnd: pending)."""
-    status = dict(ln.split(":", 1) for ln in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in ln)
-    return any(int(status[f], 16) & (1 << (signal.SIGINT - 1)) for f in fields)
-
-
-def _pending(pid: int) -> bool:
-    return _sigint(pid, "ShdPnd", "SigPnd")
-
-
 @contextmanager
 def _hearing_sigint() -> Iterator[None]:
     """SIGINT handled as Python's default (KeyboardInterrupt) in this process, as in a terminal's
@@ -167,10 +156,14 @@ def _hearing_sigint() -> Iterator[None]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="pending signals are read from /proc")
-def test_children_started_inside_do_not_hear_sigint() -> None:
+def test_children_started_inside_do_not_hear_sigint(sigint_in: Callable[..., tuple[bool, ...]]) -> None:
     """The mechanism: a forked child started inside the block blocks SIGINT and holds one (pending,
     alive) that kills one started outside it (the mutation: without the block the child dies of
     KeyboardInterrupt)."""
+
+    def pending(pid: int) -> bool:
+        return any(sigint_in(Path(f"/proc/{pid}/status"), "ShdPnd", "SigPnd"))
+
     ctx = mp.get_context("fork")
     with _hearing_sigint():
         ready = [ctx.Event(), ctx.Event()]
@@ -188,10 +181,12 @@ def test_children_started_inside_do_not_hear_sigint() -> None:
         assert hearing.exitcode == 1  # 1: KeyboardInterrupt
         assert deaf.pid is not None
         # held (pending) or, without the block, fatal: whichever happens first
-        _until(lambda: not deaf.is_alive() or _pending(deaf.pid or 0), "the deaf child's SIGINT")
+        _until(lambda: not deaf.is_alive() or pending(deaf.pid or 0), "the deaf child's SIGINT")
         # alive with the signal held, because it blocks SIGINT (pending alone is no proof: a signal
         # is pending from its sending until the receiver runs)
-        assert deaf.is_alive() and _pending(deaf.pid) and _sigint(deaf.pid, "SigBlk")
+        assert (
+            deaf.is_alive() and pending(deaf.pid) and sigint_in(Path(f"/proc/{deaf.pid}/status"), "SigBlk") == (True,)
+        )
     finally:
         deaf.kill()
         hearing.kill()
