@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from attnsim.applications import obligations as applications
 from attnsim.compile import obligations as compiled
-from attnsim.lemmas import cofactor, det_inverse_obligations, faddeev, faddeev_steps, kernel
+from attnsim.lemmas import cofactor, coq_evaluator, det_inverse_obligations, faddeev, faddeev_steps, kernel
 from attnsim.lemmas import obligations as lemmas
 from attnsim.lemmas.input_domain import input_domain_obligations
 from attnsim.lemmas.maxmin import CONSTRUCTIONS as MAXMIN  # by name: the package re-exports the functions
@@ -38,7 +38,7 @@ def make_registrations() -> None:
     registry.register(MAXMIN, maxmin_obligations)
     registry.register(RELU, relu_obligations)
     # the lemmas again, kernel-checked: Coq proofs against MathComp's definitions (coq/)
-    registry.register((), kernel.kernel_obligations)
+    registry.register((), kernel.kernel_obligations, coq_evaluator.evaluator_obligations)
     # the language's own lemmas (GAHAT-RASP semantics)
     registry.register((), language.obligations)
     # the applications (Match2, k-PARITY, linear attention, Linformer, Lipschitz approximation)

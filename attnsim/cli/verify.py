@@ -286,9 +286,9 @@ def _selected(args: argparse.Namespace, err: Console) -> tuple[list[Any], list[A
         err.print(f"--only: also running {len(obs) - chosen} premise(s) of the selected obligations (their requires)")
     obs, without_coq = runnable(obs)
     if without_coq:  # not run, never proved: said once, a skipped JSON row each, listed as not run in the scope
-        err.print(f"{len(without_coq)} kernel obligation(s) not run: coqc not installed ({COQ_INSTALL})")
+        err.print(f"{len(without_coq)} obligation(s) running Coq not run: coqc not installed ({COQ_INSTALL})")
         if not obs:
-            raise UsageError(f"the kernel obligations need coqc, which is not installed: {COQ_INSTALL}")
+            raise UsageError(f"the selected obligations run Coq, which is not installed: {COQ_INSTALL}")
     return obs, without_coq
 
 
@@ -322,7 +322,7 @@ def _print_json(
     args: argparse.Namespace, results: list[Any], shown: list[Any], counts: Counter[str], without_coq: list[Any]
 ) -> None:
     """The results (or the summary per construction) as JSON on stdout; ``shown``: the rows that are
-    not proved (failed, unknown, conditional); a kernel obligation not run without coqc: a skipped row."""
+    not proved (failed, unknown, conditional); an obligation running Coq, not run without coqc: a skipped row."""
     if args.summary:
         data: Any = {
             "counts": dict(counts + Counter(r.status for r in skipped_rows(without_coq))),

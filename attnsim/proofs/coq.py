@@ -125,7 +125,8 @@ class _Printer:
     def node(self, n: C.RASPExpr) -> None:
         kind, term = self._term(n)
         name = f"n{len(self.lets)}"
-        self.lets.append(f"  let {name} := {term} in (* {n.label} *)")
+        label = n.label.replace("(*", "( *").replace("*)", "* )")  # a label cannot close the comment
+        self.lets.append(f"  let {name} := {term} in (* {label} *)")
         self.names[id(n)], self.kinds[id(n)] = name, kind
 
     def _term(self, n: C.RASPExpr) -> tuple[str, str]:

@@ -66,6 +66,7 @@ STRUCTURED = (
     "lemmas",
     "cause",
     "second_solver",
+    "kernel",
 )
 
 
@@ -175,6 +176,17 @@ class PremiseCheck:
 
 
 @dataclass(frozen=True)
+class KernelFacts:
+    """What a kernel check established: the theorems Coq accepted with their generated statements,
+    every axiom they rest on by full path, and whether the program checked is the catalogue's own
+    construction (else a variant of it)."""
+
+    theorems: tuple[str, ...]
+    assumptions: tuple[str, ...]
+    registered: bool
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What a check returns: ok (True/False/None for unknown), a detail string for a reader, and
     the typed facts of the proof (none of them is ever parsed out of ``detail``):
@@ -188,7 +200,8 @@ class Outcome:
     * ``lemmas``: the names of the lemmas of :data:`attnsim.proofs.decoding.LEMMAS` it used;
     * ``cause``: why it stopped when that is not the claim's fault (a timeout, a lost worker, a
       divisor not shown > 0);
-    * ``second_solver``: the export and cvc5 tally (set by the runner)."""
+    * ``second_solver``: the export and cvc5 tally (set by the runner);
+    * ``kernel``: what a kernel check established (:class:`KernelFacts`)."""
 
     ok: bool | None
     detail: str = ""
@@ -201,6 +214,7 @@ class Outcome:
     lemmas: tuple[str, ...] = ()
     cause: Cause = ""
     second_solver: SecondSolver | None = None
+    kernel: KernelFacts | None = None
 
     def __post_init__(self) -> None:
         if self.cause not in CAUSES:
@@ -272,6 +286,8 @@ class Obligation:
     # CPU seconds of the time safety net when the method's default (attnsim.verify.budgets) does not
     # fit: the measured use times a margin; never what decides a verdict (solver work does)
     budget: float | None = None
+    # external programs the check runs (``coqc``): without one, the obligation is not run (skipped)
+    tools: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -310,6 +326,7 @@ class Result:
     lemmas: tuple[str, ...] = ()
     cause: str = ""
     second_solver: SecondSolver | None = None
+    kernel: KernelFacts | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -329,6 +346,9 @@ class Result:
         if f.get("second_solver") is not None:
             two = f["second_solver"]
             f["second_solver"] = SecondSolver(**{**two, "disagree": tuple(two["disagree"])})
+        if f.get("kernel") is not None:
+            k = f["kernel"]
+            f["kernel"] = KernelFacts(tuple(k["theorems"]), tuple(k["assumptions"]), bool(k["registered"]))
         return Result(**f)
 
     @staticmethod
@@ -363,6 +383,7 @@ class Result:
             lemmas=out.lemmas,
             cause=out.cause,
             second_solver=out.second_solver,
+            kernel=out.kernel,
             **work,
         )
 

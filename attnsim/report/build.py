@@ -293,7 +293,7 @@ def _verify(cfg: ReportConfig, say: Step, res: ReportResult) -> list[Any]:
     if cfg.verify:
         obs, not_run = runnable(registry.select(cfg.only, include_deep=cfg.deep and not cfg.quick))
         if not_run:  # as verify does: not run, never proved, said so; a skipped row each
-            res.skipped.append(f"{len(not_run)} kernel obligation(s) not run: coqc not installed")
+            res.skipped.append(f"{len(not_run)} obligation(s) running Coq not run: coqc not installed")
         say(f"verify ({len(obs)} obligations)")
         verify_rows = settle(run_budgeted(obs, jobs=cfg.jobs, timeout=cfg.timeout)) if obs else []
         verify_rows += skipped_rows(not_run)

@@ -46,14 +46,14 @@ _PACKAGE = Path(__file__).resolve().parents[1]  # attnsim/
 @functools.cache
 def code_version() -> str:
     """SHA-256 over every ``attnsim`` source file (relative path and bytes), in path order, and the
-    hand-written Coq files of ``coq/`` beside the package (the kernel obligations compile them)."""
+    hand-written Coq files of the package's ``coq/`` (the kernel obligations compile them)."""
     h = hashlib.sha256()
     for path in sorted(_PACKAGE.rglob("*.py")):
         h.update(path.relative_to(_PACKAGE).as_posix().encode())
         h.update(b"\0")
         h.update(path.read_bytes())
         h.update(b"\0")
-    for path in sorted((_PACKAGE.parent / "coq").glob("*.v")):
+    for path in sorted((_PACKAGE / "coq").glob("*.v")):
         h.update(f"coq/{path.name}".encode())
         h.update(b"\0")
         h.update(path.read_bytes())

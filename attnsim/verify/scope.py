@@ -24,11 +24,17 @@ NO_COQC = "not run: coqc not installed"
 
 
 def runnable(obs: Sequence[Obligation]) -> tuple[list[Obligation], list[Obligation]]:
-    """(to run, not run here): without ``coqc`` the kernel obligations are not run (never proved),
-    as ``attnsim verify`` and ``attnsim report`` both say."""
+    """(to run, not run here): without ``coqc`` the obligations that run it (the kernel ones and the
+    Coq-evaluator checks) are not run (never proved), as ``attnsim verify`` and ``attnsim report``
+    both say."""
     if shutil.which("coqc") is not None:
         return list(obs), []
-    return [o for o in obs if o.method != "kernel"], [o for o in obs if o.method == "kernel"]
+    return [o for o in obs if not needs_coqc(o)], [o for o in obs if needs_coqc(o)]
+
+
+def needs_coqc(ob: Obligation) -> bool:
+    """Whether the obligation runs ``coqc`` (every kernel obligation does)."""
+    return ob.method == "kernel" or "coqc" in ob.tools
 
 
 def skipped_rows(obs: Sequence[Obligation]) -> list[Result]:
@@ -45,9 +51,9 @@ def _sizes_in(oid: str) -> int | None:
 def _not_run(name: str, skipped: Sequence[Obligation]) -> str:
     """The all-sizes (deep) and kernel (no coqc) obligations of a construction that this run skipped, as a note."""
     ids = [o.id for o in skipped if o.construction == name and o.method == "all-sizes"]
-    kernel = [o.id for o in skipped if o.construction == name and o.method == "kernel"]
+    kernel = [o.id for o in skipped if o.construction == name and needs_coqc(o)]
     note = f"; all-sizes obligations not run: {', '.join(ids)} (run --deep to check)" if ids else ""
-    return note + (f"; kernel obligations not run: {', '.join(kernel)} (coqc not installed)" if kernel else "")
+    return note + (f"; obligations running Coq not run: {', '.join(kernel)} (coqc not installed)" if kernel else "")
 
 
 def scope_summary(results: Sequence[Result], skipped: Sequence[Obligation] = ()) -> list[tuple[str, str, str]]:
@@ -74,7 +80,8 @@ def _scopes(results: Sequence[Result]) -> list[tuple[str, str, str]]:
             out.append((name, "conditional", cond_why))
             continue
         alls = [r for r in rs if r.method == "all-sizes" and r.status == "proved"]
-        kern = [r for r in rs if r.method == "kernel" and r.status == "proved"]
+        # kernel-checked: Coq checked the catalogue's own construction (not a variant of it)
+        kern = [r for r in rs if r.method == "kernel" and r.status == "proved" and r.kernel and r.kernel.registered]
         bounded = [r.bound for r in rs if r.method == "z3-bounded" and r.status == "proved" and r.bound]
         sym = [s for r in rs if r.method == "sympy" and r.status == "proved" if (s := _sizes_in(r.id)) is not None]
         par = [r for r in rs if r.method == "z3-parametric" and r.status == "proved"]

@@ -34,6 +34,16 @@ def test_a_shared_node_is_printed_once() -> None:
     assert text.count("PRelu") == 1
 
 
+def test_a_label_cannot_close_its_comment() -> None:
+    """Node labels are printed in comments: a label holding `*)` would end the comment and inject Coq
+    text into the exported term; it is printed harmless."""
+    x = C.apply("relu", C.tokens).named("relu *) n0. Notation n1 := Tokens. Definition t := (* ")
+    text = export_program("p", x).text
+    body = text.split(":=", 1)[1]
+    assert "*) n0" not in body and body.count("(*") == body.count("*)") == 2  # one per node
+    assert "(Map1 PRelu n0)" in text
+
+
 def test_refusals_name_the_problem() -> None:
     with pytest.raises(CoqExportError, match="unbound sizes n"):
         src = C.imap(lambda p: p // C.Size("n"), C.indices)

@@ -144,7 +144,7 @@ def test_without_coqc_the_report_skips_the_kernel_rows(
     assert main(["report", "--out", str(tmp_path), "--quick", "--only", "relu/kernel"]) == 0
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "| `relu/kernel/Relu` | kernel |  | **skipped** |" in md
-    assert "1 kernel obligation(s) not run: coqc not installed" in md
+    assert "1 obligation(s) running Coq not run: coqc not installed" in md
     assert "coqc not installed" in capsys.readouterr().out  # the skipped note, on the terminal too
 
 

@@ -130,10 +130,15 @@ def test_without_coqc_the_kernel_obligations_are_not_run_and_never_proved(
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
     assert main(["verify", "--only", "relu/", "-j", "1"]) == 0
     out = capsys.readouterr()
-    assert "kernel obligation(s) not run: coqc not installed" in out.err
-    assert "kernel obligations not run: relu/kernel" in out.out and "relu/kernel" not in out.out.split("scope")[0]
+    assert "obligation(s) running Coq not run: coqc not installed" in out.err
+    assert "obligations running Coq not run: relu/kernel" in out.out and "relu/kernel" not in out.out.split("scope")[0]
+    from attnsim.proofs import registry
+    from attnsim.verify.scope import runnable
+
+    _, left_out = runnable(registry.select("relu/"))  # the Coq-evaluator checks are not run either
+    assert {o.id for o in left_out} >= {"relu/kernel/Relu", "relu/exact/coq-evaluator-Relu"}
     assert main(["verify", "--only", "kernel", "-j", "1"]) == 2
-    assert "need coqc, which is not installed: apt-get install coq" in capsys.readouterr().err
+    assert "run Coq, which is not installed: apt-get install coq" in capsys.readouterr().err
 
 
 def _fake_run(monkeypatch: pytest.MonkeyPatch, obs: list[Obligation]) -> None:

@@ -3,7 +3,7 @@
 From mathcomp Require Import all_ssreflect all_algebra.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas Exports.
+From Attnsim Require Import Semantics Lemmas Exports TransposeStatement.
 Import GRing.Theory Num.Theory.
 
 Section Transpose.
@@ -12,7 +12,7 @@ Variable expf : R -> R.
 
 (** Output entry (t, i, j) of the c x r result, for a stack A of h matrices r x c at offset 0
     of any sequence x that holds it: A t j i. *)
-Theorem transpose_heads_trmx (r c h : nat) (A : 'I_h -> 'M[R]_(r, c)) (x : seq R) :
+Lemma transpose_heads_trmx_core (r c h : nat) (A : 'I_h -> 'M[R]_(r, c)) (x : seq R) :
   encodes x 0 h r c A -> forall t : 'I_h,
   decode (eval expf (transpose_heads_prog (Z.of_nat r) (Z.of_nat c) (Z.of_nat h)) x) 0 h c r t
   = trmx (A t).
@@ -26,3 +26,8 @@ zpos.
 lia.
 Qed.
 End Transpose.
+
+Theorem transpose_heads_trmx : transpose_heads_trmx_statement.
+Proof.
+move=> R expf r c h A x _ _ _ HA _; exact: transpose_heads_trmx_core.
+Qed.

@@ -5,15 +5,20 @@ From mathcomp Require Import all_ssreflect all_algebra.
 From mathcomp Require Import reals sequences exp.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas Exports.
+From Attnsim Require Import Semantics Lemmas Exports SoftmaxMaskedStatement.
 Import GRing.Theory Num.Theory.
+
+(** A one-token block holding the scalar v: the token at its offset is v. *)
+Lemma encodes_token (R : realFieldType) (x : seq R) (off : nat) (v : R) :
+  encodes x off 1 1 1 (fun _ => (v%:M)%R) -> (off < size x)%nat /\ nth 0%R x off = v.
+Proof. by move/(_ ord0 ord0 ord0); rewrite /pos /= !addn0 mxE eqxx mulr1n. Qed.
 
 Section Masked.
 Variable R : realFieldType.
 Variable expf : R -> R.
 Local Open Scope ring_scope.
 
-Theorem masked_softmax_heads_rows (r c h m : nat) (A : 'I_h -> 'M[R]_(r, c)) (x : seq R) :
+Lemma masked_softmax_heads_rows_core (r c h m : nat) (A : 'I_h -> 'M[R]_(r, c)) (x : seq R) :
   encodes x 0 h r c A -> (h * r * c < size x)%nat -> nth 0 x (h * r * c) = m%:R -> forall t : 'I_h,
   decode (eval expf (masked_softmax_heads_prog (Z.of_nat r) (Z.of_nat c) (Z.of_nat h)) x) 0 h r c t
   = \matrix_(i, j) (if (j < m)%nat then expf (A t i j) / \sum_(l < c | (l < m)%nat) expf (A t i l) else 0).
@@ -52,11 +57,15 @@ by case: (l < m)%nat => //; have [_ <-] := HA t i l; rewrite /pos add0n.
 Qed.
 End Masked.
 
-Local Open Scope ring_scope.
+Theorem masked_softmax_heads_rows : masked_softmax_heads_rows_statement.
+Proof.
+move=> R expf r c h A n x _ _ _ HA _ _ /encodes_token[Hn Hv] _.
+exact: masked_softmax_heads_rows_core.
+Qed.
 
 (** Over the reals: MathComp-analysis' [expR]. *)
-Corollary masked_softmax_heads_expR (R : realType) (r c h m : nat) (A : 'I_h -> 'M[R]_(r, c)) (x : seq R) :
-  encodes x 0 h r c A -> (h * r * c < size x)%nat -> nth 0 x (h * r * c) = m%:R -> forall t : 'I_h,
-  decode (eval (@expR R) (masked_softmax_heads_prog (Z.of_nat r) (Z.of_nat c) (Z.of_nat h)) x) 0 h r c t
-  = \matrix_(i, j) (if (j < m)%nat then expR (A t i j) / \sum_(l < c | (l < m)%nat) expR (A t i l) else 0).
-Proof. exact: masked_softmax_heads_rows. Qed.
+Theorem masked_softmax_heads_expR : masked_softmax_heads_expR_statement.
+Proof.
+move=> R r c h A n x _ _ _ HA _ _ /encodes_token[Hn Hv] _.
+exact: masked_softmax_heads_rows_core.
+Qed.

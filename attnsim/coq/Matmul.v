@@ -3,7 +3,7 @@
 From mathcomp Require Import all_ssreflect all_algebra.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas Exports.
+From Attnsim Require Import Semantics Lemmas Exports MatmulStatement.
 Import GRing.Theory Num.Theory.
 
 Section Matmul.
@@ -11,7 +11,7 @@ Variable R : realFieldType.
 Variable expf : R -> R.
 Local Open Scope ring_scope.
 
-Theorem matmul_heads_mulmx (r k c h : nat) (A : 'I_h -> 'M[R]_(r, k)) (B : 'I_h -> 'M[R]_(k, c))
+Lemma matmul_heads_mulmx_core (r k c h : nat) (A : 'I_h -> 'M[R]_(r, k)) (B : 'I_h -> 'M[R]_(k, c))
     (x : seq R) :
   (0 < k)%nat -> encodes x 0 h r k A -> encodes x (h * r * k) h k c B ->
   (h * r * c * k <= size x)%nat -> forall t : 'I_h,
@@ -36,3 +36,9 @@ rewrite (@mean_keys_one _ _ _ _ _ (pos (h * r * k) k c t l j)) //.
 move=> kk _ /=; rewrite -eqb_of_nat; congr (_ =? _)%Z; rewrite /pos; zpos; lia.
 Qed.
 End Matmul.
+
+Theorem matmul_heads_mulmx : matmul_heads_mulmx_statement.
+Proof.
+move=> R expf r k c h A B x _ Hk _ _ HA HB HL; apply: matmul_heads_mulmx_core => //.
+by apply: leq_trans HL; nia.
+Qed.

@@ -5,7 +5,7 @@ From mathcomp Require Import all_ssreflect all_algebra.
 From mathcomp Require Import reals sequences exp.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas Exports.
+From Attnsim Require Import Semantics Lemmas Exports SoftmaxStatement.
 Import GRing.Theory Num.Theory.
 
 Section Softmax.
@@ -13,7 +13,7 @@ Variable R : realFieldType.
 Variable expf : R -> R.
 Local Open Scope ring_scope.
 
-Theorem softmax_heads_rows (r c h : nat) (A : 'I_h -> 'M[R]_(r, c)) (x : seq R) :
+Lemma softmax_heads_rows_core (r c h : nat) (A : 'I_h -> 'M[R]_(r, c)) (x : seq R) :
   encodes x 0 h r c A -> forall t : 'I_h,
   decode (eval expf (softmax_heads_prog (Z.of_nat r) (Z.of_nat c) (Z.of_nat h)) x) 0 h r c t
   = \matrix_(i, j) (expf (A t i j) / \sum_(l < c) expf (A t i l)).
@@ -36,11 +36,9 @@ by have [_ <-] := HA t i l; rewrite /pos addn0.
 Qed.
 End Softmax.
 
-Local Open Scope ring_scope.
+Theorem softmax_heads_rows : softmax_heads_rows_statement.
+Proof. move=> R expf r c h A x _ _ _ HA _; exact: softmax_heads_rows_core. Qed.
 
 (** Over the reals: MathComp-analysis' [expR], the exponential of any [realType]. *)
-Corollary softmax_heads_expR (R : realType) (r c h : nat) (A : 'I_h -> 'M[R]_(r, c)) (x : seq R) :
-  encodes x 0 h r c A -> forall t : 'I_h,
-  decode (eval (@expR R) (softmax_heads_prog (Z.of_nat r) (Z.of_nat c) (Z.of_nat h)) x) 0 h r c t
-  = \matrix_(i, j) (expR (A t i j) / \sum_(l < c) expR (A t i l)).
-Proof. exact: softmax_heads_rows. Qed.
+Theorem softmax_heads_expR : softmax_heads_expR_statement.
+Proof. move=> R r c h A x _ _ _ HA _; exact: softmax_heads_rows_core. Qed.

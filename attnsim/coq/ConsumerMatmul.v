@@ -4,7 +4,7 @@
 From mathcomp Require Import all_ssreflect all_algebra.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas Exports.
+From Attnsim Require Import Semantics Lemmas Exports ConsumerMatmulStatement.
 Import GRing.Theory Num.Theory.
 
 Section ConsumerMatmul.
@@ -12,7 +12,7 @@ Variable R : realFieldType.
 Variable expf : R -> R.
 Local Open Scope ring_scope.
 
-Theorem consumer_matmul_mulmx (r k c e : nat) (A : 'M[R]_(r, k)) (B : 'M[R]_(k, c)) (x : seq R) :
+Lemma consumer_matmul_mulmx_core (r k c e : nat) (A : 'M[R]_(r, k)) (B : 'M[R]_(k, c)) (x : seq R) :
   (0 < k)%nat -> encodes x 0 1 r k (fun _ => A) -> encodes x (r * k) 1 k c (fun _ => B) ->
   (r * c * k <= size x)%nat -> forall i : 'I_r,
   decode (eval expf (consumer_matmul_prog (Z.of_nat r) (Z.of_nat k) (Z.of_nat c) (Z.of_nat e)) x) 0 r c e i
@@ -52,3 +52,9 @@ rewrite iif_guard; last by lia.
 rewrite ?Zmatch_id; zpos; lia.
 Qed.
 End ConsumerMatmul.
+
+Theorem consumer_matmul_mulmx : consumer_matmul_mulmx_statement.
+Proof.
+move=> R expf r k c e A B x _ Hk _ _ HA HB HL; apply: consumer_matmul_mulmx_core => //.
+by apply: leq_trans HL; nia.
+Qed.

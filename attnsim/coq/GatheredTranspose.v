@@ -3,14 +3,14 @@
 From mathcomp Require Import all_ssreflect all_algebra.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas Exports.
+From Attnsim Require Import Semantics Lemmas Exports GatheredTransposeStatement.
 Import GRing.Theory Num.Theory.
 
 Section GatheredTranspose.
 Variable R : realFieldType.
 Variable expf : R -> R.
 
-Theorem gathered_transpose_trmx (r c : nat) (A : 'M[R]_(r, c)) (x : seq R) :
+Lemma gathered_transpose_trmx_core (r c : nat) (A : 'M[R]_(r, c)) (x : seq R) :
   encodes x 0 1 r c (fun _ => A) ->
   decode (eval expf (gathered_transpose_prog (Z.of_nat r) (Z.of_nat c)) x) 0 1 c r ord0 = trmx A.
 Proof.
@@ -24,3 +24,8 @@ rewrite iif_guard; last by rewrite Zmatch_id; nia.
 zpos; lia.
 Qed.
 End GatheredTranspose.
+
+Theorem gathered_transpose_trmx : gathered_transpose_trmx_statement.
+Proof.
+move=> R expf r c A x _ _ HA _; exact: gathered_transpose_trmx_core.
+Qed.

@@ -3,7 +3,7 @@
 From mathcomp Require Import all_ssreflect all_algebra.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas Exports.
+From Attnsim Require Import Semantics Lemmas Exports MaxMinStatement.
 Import GRing.Theory Num.Theory.
 
 Section MaxMin.
@@ -16,7 +16,7 @@ Local Open Scope ring_scope.
 Definition maxmin_spec {rows n : nat} (A : 'M[R]_(rows, n)) : 'M[R]_(rows, n) :=
   \matrix_(i, j) if odd j then Num.min (A i j) (A i (insubd j j.-1)) else Num.max (A i j) (A i (insubd j j.+1)).
 
-Theorem maxmin_pairs (n rows : nat) (A : 'M[R]_(rows, n)) (x : seq R) :
+Lemma maxmin_pairs_core (n rows : nat) (A : 'M[R]_(rows, n)) (x : seq R) :
   ~~ odd n -> encodes x 0 1 rows n (fun _ => A) ->
   decode (eval expf (maxmin_prog (Z.of_nat n) (Z.of_nat rows)) x) 0 1 rows n ord0 = maxmin_spec A.
 Proof.
@@ -45,3 +45,9 @@ case Ho: (odd j) => /=.
 by rewrite /zR /= subr0 mulr0n eqxx.
 Qed.
 End MaxMin.
+
+Theorem maxmin_pairs : maxmin_pairs_statement.
+Proof.
+move=> R expf n rows A x _ _ Hev HA _; apply: maxmin_pairs_core => //.
+by move: Hev; rewrite modn2; case: (odd n).
+Qed.

@@ -3,7 +3,7 @@
 From mathcomp Require Import all_ssreflect all_algebra.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas Exports.
+From Attnsim Require Import Semantics Lemmas Exports ReluStatement.
 Import GRing.Theory Num.Theory.
 
 Section Relu.
@@ -11,9 +11,14 @@ Variable R : realFieldType.
 Variable expf : R -> R.
 Local Open Scope ring_scope.
 
-Theorem relu_max0 (n rows : nat) (A : 'M[R]_(rows, n)) (x : seq R) :
+Lemma relu_max0_core (n rows : nat) (A : 'M[R]_(rows, n)) (x : seq R) :
   encodes x 0 1 rows n (fun _ => A) ->
   decode (eval expf (relu_prog (Z.of_nat n) (Z.of_nat rows)) x) 0 1 rows n ord0
   = map_mx (fun v => Num.max v 0) A.
 Proof. by move=> HA; apply/matrixP => i j; rewrite !mxE /= (proj2 (HA ord0 i j)). Qed.
 End Relu.
+
+Theorem relu_max0 : relu_max0_statement.
+Proof.
+move=> R expf n rows A x _ _ HA _; exact: relu_max0_core.
+Qed.

@@ -1,0 +1,56 @@
+(** Lemma (cofactor, 3 x 3 fixed order), kernel-checked: the exported program computes MathComp's
+    [cofactor] at every entry of a 3 x 3 matrix held at offset 0 of any long enough sequence. *)
+From mathcomp Require Import all_ssreflect all_algebra.
+From Coq Require Import ZArith Lia.
+From mathcomp Require Import zify ring.
+From Attnsim Require Import Semantics Lemmas Exports Cofactor3Statement.
+Import GRing.Theory Num.Theory.
+
+Set Implicit Arguments.
+Unset Strict Implicit.
+Unset Printing Implicit Defensive.
+
+Section Cofactor3.
+Variable R : realFieldType.
+Variable expf : R -> R.
+Local Open Scope ring_scope.
+
+(** A gather [Select Indices (g Indices) ==] at query p reads key z = g p. *)
+Lemma gatherE (g : Z -> Z) (f : nat -> R) (L p z : nat) :
+  g (Z.of_nat p) = Z.of_nat z -> (z < L)%nat ->
+  mean [seq f k | k <- keys (Select Indices (IMap1 g Indices) CEq) L p] = f z.
+Proof.
+move=> Hg Hz; apply: mean_keys_one => // k _ /=.
+by rewrite Hg eqb_of_nat.
+Qed.
+
+(** The 2 x 2 determinant. *)
+Lemma det2 (M : 'M[R]_2) :
+  \det M = M ord0 ord0 * M ord_max ord_max - M ord0 ord_max * M ord_max ord0.
+Proof.
+have [m Hm] : exists m : nat -> nat -> R, forall u v, M u v = m u v.
+  by exists (fun r c => M (inord r) (inord c)) => u v; rewrite !inord_val.
+rewrite (expand_det_row _ ord0) !big_ord_recl big_ord0 /cofactor !det_mx11 !mxE !Hm /=.
+cbv [bump leq addn addn_rec subn subn_rec]; simpl; ring.
+Qed.
+End Cofactor3.
+
+(** Computes the closed nat indices (positions, lifted ordinals) to numerals. *)
+Ltac nnorm := simpl; cbv [pos bump leq addn addn_rec subn subn_rec muln muln_rec]; simpl.
+
+(** Rewrites every gather by the key it reads (computed from the closed query position). *)
+Ltac gathers HL :=
+  repeat match goal with
+  | |- context [mean (map ?f (keys (Select Indices (IMap1 ?g Indices) CEq) ?L ?p))] =>
+      let z := eval compute in (Z.to_nat (g (Z.of_nat p))) in
+      rewrite (@gatherE _ g f L p z); [| reflexivity | exact: leq_trans HL]
+  end.
+
+Theorem cofactor3_cofactor : cofactor3_cofactor_statement.
+Proof.
+move=> R expf A x HA HL.
+have Hx : forall u v : 'I_3, A u v = nth 0%R x (pos 0 3 3 0 u v) by move=> u v; have [_ ->] := HA ord0 u v.
+apply/matrixP => i j; rewrite !mxE /cofactor3_prog /=.
+case: i => [[|[|[|//]]] Hi]; case: j => [[|[|[|//]]] Hj]; gathers HL;
+  rewrite /cofactor det2 !mxE !Hx; nnorm; ring.
+Qed.
