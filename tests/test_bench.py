@@ -56,6 +56,7 @@ def test_bench_rejects_bad_arguments(kw: dict[str, object], msg: str) -> None:
         bench(**args)  # type: ignore[arg-type]
 
 
+@pytest.mark.usefixtures("nothing_runs")
 def test_bench_cli_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
     """--sizes with junk is a clear error: argparse's usage error, exit 2, naming the value."""
     with pytest.raises(SystemExit) as excinfo:
@@ -79,6 +80,7 @@ def test_bench_targets_report_cpu_ratios_and_time_per_head_position(capsys: pyte
 
 
 @pytest.mark.parametrize("bad", ["compact", "dense:8", "shallow:0", ","])
+@pytest.mark.usefixtures("nothing_runs")
 def test_bench_bad_target_is_one_line(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["bench", "--targets", bad])

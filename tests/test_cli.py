@@ -48,8 +48,10 @@ def usage_exit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["bench", "--repeats", "0"], "argument --repeats: must be an integer >= 1"),
     ],
 )
+@pytest.mark.usefixtures("nothing_runs")
 def test_bad_option_is_one_line_exit_2(argv: list[str], match: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 15 item 2: every option is validated before anything runs (no hang, no silent default)."""
+    """Every option is validated before anything runs (no hang, no silent default): the command and
+    the registry are out of reach (``nothing_runs``), so a broken check fails at once."""
     err = usage_exit(argv, capsys)
     assert match in err and err.startswith(f"attnsim {argv[0]}: error: ")
 

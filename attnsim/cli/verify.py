@@ -32,7 +32,7 @@ from attnsim.proofs.obligation import NOT_PROVED, settle
 from attnsim.verify.budgets import DEFAULT_TIMEOUT, is_timeout, run_budgeted
 from attnsim.verify.cache import DEFAULT_DIR
 from attnsim.verify.campaign import open_campaign
-from attnsim.verify.dask_runner import parse_local
+from attnsim.verify.dask_runner import SchedulerError, parse_local
 from attnsim.verify.mutation.report import run_cli
 from attnsim.verify.runner import SmtOptions
 from attnsim.verify.scope import print_scope, runnable, skipped_rows
@@ -95,6 +95,11 @@ def _verify_validate(args: argparse.Namespace) -> str | None:
         return "--jobs sets the local pool's workers; with --scheduler the cluster's workers run the checks (local:N)"
     if args.resume and args.smt2:
         return "--resume with --smt2: the queries of reused results would not be written; run --smt2 without --resume"
+    if args.scheduler:
+        try:
+            parse_local(args.scheduler)  # a bad local:N is a usage error before anything starts
+        except SchedulerError as exc:
+            return str(exc)
     return None
 
 
@@ -104,7 +109,6 @@ def _campaign(args: argparse.Namespace) -> Any:
         return None
 
     if args.scheduler:
-        parse_local(args.scheduler)  # a bad local:N is a usage error before anything starts
         try:
             import distributed  # noqa: F401
         except ImportError:

@@ -126,6 +126,7 @@ def test_cli_cache_alone_writes_but_does_not_reuse(tmp_path: Path, capsys: pytes
     assert err.count("0 of 2 results reused, 2 run, 2 written") == 2
 
 
+@pytest.mark.usefixtures("nothing_runs")
 def test_cli_resume_with_smt2_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["verify", "--only", "transpose/", "--resume", "--smt2", str(tmp_path)])

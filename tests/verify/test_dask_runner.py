@@ -150,9 +150,12 @@ def test_without_dask_scheduler_says_how_to_install(
     assert len(err) == 1 and 'pip install "attnsim[dask]"' in err[0]
 
 
+@pytest.mark.usefixtures("nothing_runs")
 def test_bad_local_scheduler_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["verify", "--only", "transpose/", "--scheduler", "local:0"]) == 2
-    assert "local:N with N >= 1" in capsys.readouterr().err
+    """Refused by the argument check, before the registry or a cluster is reached."""
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", "--only", "transpose/", "--scheduler", "local:0"])
+    assert exc.value.code == 2 and "local:N with N >= 1" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         main(["verify", "--only", "transpose/", "--scheduler", "local:2", "-j", "2"])
     assert exc.value.code == 2
