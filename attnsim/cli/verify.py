@@ -26,6 +26,7 @@ from attnsim.cli.commands import (
     out_console,
     positive_float,
     positive_int,
+    print_table,
 )
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import NOT_PROVED, settle
@@ -35,7 +36,7 @@ from attnsim.verify.campaign import open_campaign
 from attnsim.verify.dask_runner import SchedulerError, parse_local
 from attnsim.verify.mutation.report import run_cli
 from attnsim.verify.runner import SmtOptions
-from attnsim.verify.scope import print_scope, runnable, skipped_rows
+from attnsim.verify.scope import runnable, scope_tables, skipped_rows
 from attnsim.version import __version__
 
 
@@ -364,19 +365,20 @@ def _print_tables(
                 f"[{'bold' if bad_row else 'default'}]{row['seconds']:.1f}[/]",
                 units_text(row["units"]),
             )
-        out.print(table)
+        print_table(out, table)
     if args.failures_only or args.summary:
         if shown:
-            out.print(_obligation_table(shown, f"{title}: failed, unknown or conditional", out.is_terminal))
+            print_table(out, _obligation_table(shown, f"{title}: failed, unknown or conditional", out.is_terminal))
         else:
             out.print("no obligation failed, stayed unknown or is conditional")
     else:
-        out.print(_obligation_table(results, title, out.is_terminal))
+        print_table(out, _obligation_table(results, title, out.is_terminal))
 
     ran = {o.id for o in obs}
     every = registry.select(args.only, include_deep=True)
     skipped = [o for o in every if o.id not in ran and (o.deep or o in without_coq)]
-    print_scope(results, out, skipped)  # per construction and per paper result: all sizes / bounded / sampled
+    for table in scope_tables(results, skipped):  # per construction and per paper result: all sizes / bounded / sampled
+        print_table(out, table)
     out.print(count_line)
     if smt is not None:
         out.print(smt_summary(results, smt))

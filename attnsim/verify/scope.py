@@ -134,9 +134,10 @@ def scope_by_result(results: Sequence[Result], skipped: Sequence[Obligation] = (
     return out
 
 
-def print_scope(results: Iterable[Result], console: Any, skipped: Sequence[Obligation] = ()) -> None:
-    """Print the scope tables (per construction, per paper result) after the verify table;
-    ``skipped``: the deep obligations this run did not run (named where they would count)."""
+def scope_tables(results: Iterable[Result], skipped: Sequence[Obligation] = ()) -> list[Any]:
+    """The scope tables (per construction, per paper result) that follow the verify table, as rich
+    Tables (the caller prints them: drawn on a terminal, plain lines in a file); ``skipped``: the
+    deep obligations this run did not run (named where they would count)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -148,6 +149,7 @@ def print_scope(results: Iterable[Result], console: Any, skipped: Sequence[Oblig
         "sampled": "yellow",
         "conditional": "magenta",
     }
+    tables = []
     for title, first, rows in (
         (
             "scope per construction: all sizes / bounded (sizes <= N) / sampled",
@@ -167,7 +169,8 @@ def print_scope(results: Iterable[Result], console: Any, skipped: Sequence[Oblig
             c = colors.get(scope, "cyan")
             shown = why if len(why) <= 240 else why[:237] + "..."
             table.add_row(escape(name), f"[{c}]{escape(scope)}[/]", escape(shown))
-        console.print(table)
+        tables.append(table)
+    return tables
 
 
-__all__ = ["print_scope", "scope_by_result", "scope_summary"]
+__all__ = ["scope_by_result", "scope_summary", "scope_tables"]
