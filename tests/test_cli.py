@@ -116,6 +116,28 @@ def test_verify_in_a_file_is_not_padded(monkeypatch: pytest.MonkeyPatch, capsys:
     assert not [ln for ln in capsys.readouterr().out.splitlines() if "  " in ln]
 
 
+def test_verify_only_does_not_claim_the_scope_of_a_result_it_ran_in_part(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`verify --only a --summary` runs one of the two constructions behind a result: the result's
+    scope is "not evaluated in this run" (it said "all sizes"); without --only it is computed."""
+    import attnsim.proofs.registry as reg
+
+    def ob(cid: str, method: str) -> Obligation:
+        return Obligation(f"{cid}/{method}/layout", cid, "Proposition 1", method, lambda t: Outcome.good("ok"), bound=3)
+
+    obs = [ob("a", "all-sizes"), ob("b", "z3-bounded")]
+    select = lambda prefix=None, include_deep=False: [o for o in obs if not prefix or o.id.startswith(prefix)]
+    monkeypatch.setattr(reg, "select", select)
+    monkeypatch.setattr(reg, "all_obligations", lambda include_deep=True: obs)
+    assert main(["verify", "--only", "a", "--summary", "-j", "1"]) == 0
+    rows = [ln.split("\t") for ln in capsys.readouterr().out.splitlines()]
+    assert ["Proposition 1", "not evaluated in this run"] in [r[:2] for r in rows], rows
+    assert main(["verify", "--summary", "-j", "1"]) == 0
+    rows = [ln.split("\t") for ln in capsys.readouterr().out.splitlines()]
+    assert ["Proposition 1", "not all sizes"] in [r[:2] for r in rows], rows
+
+
 def test_verify_failures_only_and_summary(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     _fake_obligations(monkeypatch, [OK, BAD])
     assert main(["verify", "-j", "1", "--failures-only"]) == 1

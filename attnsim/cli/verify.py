@@ -377,7 +377,10 @@ def _print_tables(
     ran = {o.id for o in obs}
     every = registry.select(args.only, include_deep=True)
     skipped = [o for o in every if o.id not in ran and (o.deep or o in without_coq)]
-    for table in scope_tables(results, skipped):  # per construction and per paper result: all sizes / bounded / sampled
+    # what a complete run at this depth would run and this one left out (--only): not evaluated
+    absent = ran | {o.id for o in without_coq}
+    unrun = [o for o in registry.all_obligations(include_deep=args.deep) if o.id not in absent]
+    for table in scope_tables(results, skipped, unrun):  # per construction and per paper result
         print_table(out, table)
     out.print(count_line)
     if smt is not None:
