@@ -52,7 +52,11 @@ class Campaign:
         keys: list[dict[str, Any]] = []
         if self.cache is not None:
             fps = C.construction_fingerprints({ob.construction for ob in obs})
-            keys = [C.obligation_key(ob, t, fps.get(ob.construction), smt) for ob, t in zip(obs, timeouts, strict=True)]
+            common = C.inputs()
+            keys = [
+                C.obligation_key(ob, t, fps.get(ob.construction), smt, common)
+                for ob, t in zip(obs, timeouts, strict=True)
+            ]
         results: dict[int, Result] = {}
         todo: list[int] = []
         for i in range(len(obs)):
@@ -90,7 +94,8 @@ class Campaign:
         mutant); killers are then confirmed on the unmutated constructions through :meth:`obligations`."""
 
         todo = [(job, m) for job in jobs for m in job.mutants]
-        keys = [C.mutant_key(m, [o.id for o in job.obligations], timeout) for job, m in todo]
+        common = C.inputs()
+        keys = [C.mutant_key(m, [o.id for o in job.obligations], timeout, common) for job, m in todo]
         results: dict[int, Any] = {}
         rest: list[int] = []
         for i, (_, m) in enumerate(todo):

@@ -36,7 +36,7 @@ from typing import Any
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Outcome, Result
 from attnsim.verify.budgets import explain_timeout
-from attnsim.verify.cache import code_version, solver_versions
+from attnsim.verify.cache import code_version, coq_inputs, solver_versions
 from attnsim.verify.mutation.plan import mutant_budget
 from attnsim.verify.mutation.run import MutantResult, _child, worker_error
 from attnsim.verify.runner import CROSS_CHECK_BUDGET, SmtOptions, _check, _result
@@ -284,10 +284,11 @@ def mutant_task(name: str, ids: list[str], mutant: Any, timeout: float, budget: 
         keep.close()
 
 
-def worker_versions() -> tuple[str, dict[str, str]]:
-    """This process's checking-code version and solver versions (compared with the client's)."""
+def worker_versions() -> tuple[str, dict[str, str], str | None]:
+    """This process's checking-code version, solver versions and Coq sources' digest (compared with
+    the client's)."""
 
-    return code_version(), solver_versions()
+    return code_version(), solver_versions(), coq_inputs()["sources"]
 
 
 # -- client side ----------------------------------------------------------------------------------
@@ -375,7 +376,9 @@ def _same_versions(client: Any) -> None:
         raise SchedulerError("the Dask cluster has no workers")
     for addr, v in theirs.items():
         if tuple(v) != mine:
-            what = "attnsim source" if v[0] != mine[0] else f"solvers {v[1]} (here {mine[1]})"
+            what = f"solvers {v[1]} (here {mine[1]})"
+            what = "Coq sources" if v[2] != mine[2] else what
+            what = "attnsim source" if v[0] != mine[0] else what
             raise SchedulerError(f"Dask worker {addr} runs a different {what}: results would be mislabelled")
 
 
