@@ -131,3 +131,17 @@ def nothing_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setitem(commands.COMMANDS, name, (configure, reached(f"`attnsim {name}`"), validate))
     for query in ("all_obligations", "select", "with_premises", "by_id"):
         monkeypatch.setattr(registry, query, reached(f"registry.{query}"))
+
+
+@pytest.fixture
+def wall_clock_racing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``time.perf_counter`` jumps 1,000 s at every read, as on a machine so loaded that each step
+    takes ages by the wall clock while the CPU time a check uses stays what it is: a verdict that
+    reads the wall clock to decide anything changes under it; one decided by CPU time or solver
+    work does not."""
+    import itertools
+    import time
+
+    real = time.perf_counter
+    jumps = itertools.count(1)
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + 1000.0 * next(jumps))

@@ -205,3 +205,20 @@ def test_no_answer_is_kept_by_the_process_while_queries_are_exported(tmp_path: o
     finally:
         smtlib.SINK.reset(token)
     assert first > 0 and len(seen) == 2 * first and not answers.PROCESS
+
+
+def test_a_sub_meter_budgets_work_and_adds_it_to_the_obligation() -> None:
+    """sub_meter counts the checks inside it (what a budget over several queries reads) and adds
+    them to the meter around it; replay gives a kept answer's work again."""
+    outer = solver_work.WorkMeter()
+    token = solver_work.METER.set(outer)
+    try:
+        with solver_work.recording() as trace, solver_work.sub_meter() as inner:
+            assert z3sel.prove(E.Var("n") + 1 > E.Var("n"), (), minimum={"n": 1}).ok is True
+        assert inner.units > 0 and (outer.units, outer.queries) == (inner.units, inner.queries)
+        with solver_work.sub_meter() as again:
+            solver_work.replay(trace)
+        assert (again.units, again.queries) == (inner.units, inner.queries)
+        assert outer.units == 2 * inner.units
+    finally:
+        solver_work.METER.reset(token)

@@ -248,6 +248,19 @@ def test_token_selector_swap_is_a_bounded_proof_and_a_flip_is_killed() -> None:
     assert not ok
 
 
+@pytest.mark.usefixtures("wall_clock_racing")
+def test_the_bounded_equivalence_is_decided_by_solver_work_not_the_wall_clock() -> None:
+    """The bounded per-size fallback is budgeted in Z3 units: with the wall clock racing (a very busy
+    machine) it proves what it proves on an idle one (it stopped at perf_counter() + 3 * timeout:
+    \"bounded proof ran out of time\")."""
+    from attnsim.applications.match import match2
+
+    sel: Any = match2(3, 3).program.selector  # type: ignore[attr-defined]
+    swapped = C.Select(sel.queries, sel.keys, sel.cmp)
+    ok, why = prove_same_selector(swapped, sel, 2.0, match2(3, 3).layout.length, "length")
+    assert ok and "BOUNDED" in why, why
+
+
 def test_a_map_read_only_by_a_selector_is_proven_through_the_selector() -> None:
     """k-PARITY's mask with 'else' value -1 instead of 0 is unchanged for the selector mask == 1:
     equivalent via the selector; an 'if' value 2 instead of 1 is killed."""
