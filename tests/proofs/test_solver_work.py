@@ -207,6 +207,19 @@ def test_no_answer_is_kept_by_the_process_while_queries_are_exported(tmp_path: o
     assert first > 0 and len(seen) == 2 * first and not answers.PROCESS
 
 
+@pytest.mark.usefixtures("wall_clock_racing")
+@pytest.mark.parametrize("oid", ["transpose/all-sizes/lemma", "simulator-stages/all-sizes/scores/attn.logit"])
+def test_an_all_sizes_proof_counts_its_time_left_in_cpu_seconds(oid: str) -> None:
+    """program == spec and U's stage proofs share their timeout among cases and stages by CPU seconds:
+    with the wall clock racing (a very busy machine) each case still gets what an idle machine gives
+    it (the time left was timeout minus wall seconds: each case got its 0.05-0.5 s minimum)."""
+    from attnsim.proofs.registry import by_id
+    from attnsim.verify.runner import run_inline
+
+    r = run_inline(by_id(oid), 120)
+    assert r.status == "proved", r.detail
+
+
 def test_a_sub_meter_budgets_work_and_adds_it_to_the_obligation() -> None:
     """sub_meter counts the checks inside it (what a budget over several queries reads) and adds
     them to the meter around it; replay gives a kept answer's work again."""
