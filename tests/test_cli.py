@@ -173,7 +173,8 @@ def test_verify_timeout_names_the_rerun_timeout(
     (r,) = json.loads(cap.out)
     assert r["status"] == "unknown"
     assert "attnsim verify --only fake/sympy/slow --timeout 30" in r["detail"]  # its default budget
-    assert "1 timed out" in cap.err.strip().splitlines()[-1]
+    assert r["detail"].startswith("budget exhausted (timeout): ")
+    assert "unknown: 1 budget exhausted" in cap.err.strip().splitlines()[-1]
 
 
 def test_deep_obligations_get_their_budget() -> None:

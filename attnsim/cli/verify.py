@@ -29,8 +29,8 @@ from attnsim.cli.commands import (
     print_table,
 )
 from attnsim.proofs import registry
-from attnsim.proofs.obligation import NOT_PROVED, settle
-from attnsim.verify.budgets import DEFAULT_TIMEOUT, is_timeout, run_budgeted
+from attnsim.proofs.obligation import NOT_PROVED, cause_kind, settle
+from attnsim.verify.budgets import DEFAULT_TIMEOUT, run_budgeted
 from attnsim.verify.cache import DEFAULT_DIR
 from attnsim.verify.campaign import open_campaign
 from attnsim.verify.dask_runner import SchedulerError, parse_local
@@ -270,10 +270,11 @@ def verify(args: argparse.Namespace) -> int:
     if not bad:
         err.print(f"total time {total:.1f} s")
         return 0
-    timed = [r for r in bad if is_timeout(r)]
     why = f"attnsim verify: not verified: {count_line}"
-    if timed:
-        why += f"; {len(timed)} timed out (each row says which --timeout to rerun it with)"
+    kinds = Counter(k for r in bad if r.status == "unknown" and (k := cause_kind(r.cause)))
+    if kinds:  # kept apart: only a budget exhausted by time may be helped by a larger --timeout
+        told = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+        why += f"; unknown: {told} (each row says why, and whether a larger --timeout can help)"
     print(why, file=sys.stderr)
     return EXIT_FAILED
 

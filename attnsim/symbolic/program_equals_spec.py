@@ -138,7 +138,9 @@ def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: 
             stated=tuple(Premise(E.render(p)) for p in ex.premises),
             lemmas=tuple(sorted(ex.lemmas)),
         ), set()
-    differ = Outcome(None, f"normal forms differ: program - spec = {shown}", pc, normal_forms=forms)
+    differ = Outcome(
+        None, f"normal forms differ: program - spec = {shown}", pc, normal_forms=forms, cause="not shown equal"
+    )
     return differ, constants_compared(diff)
 
 

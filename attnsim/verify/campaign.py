@@ -85,7 +85,7 @@ class Campaign:
             where = {obs[i].id: i for i in todo}
             res = run_budgeted(sub, jobs=self.jobs, timeout=timeout, on_done=lambda r: done(where[r.id], r), smt=smt)
             for i, r in zip(todo, res, strict=True):
-                results[i] = r  # with the rerun hint a timed-out result gets after the pool returns
+                results[i] = r  # with the cause an unknown result is told after the pool returns
         return [results[i] for i in range(len(obs))]
 
     # -- mutants ---------------------------------------------------------------------------------

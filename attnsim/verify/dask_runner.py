@@ -37,7 +37,7 @@ from typing import Any
 
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Outcome, Result
-from attnsim.verify.budgets import explain_timeout
+from attnsim.verify.budgets import explain_unknown
 from attnsim.verify.cache import code_version, coq_inputs, solver_versions
 from attnsim.verify.mutation.plan import mutant_budget
 from attnsim.verify.mutation.run import MutantResult, _child, worker_error
@@ -441,7 +441,7 @@ def run_obligations(
                 lost = Outcome(False, f"worker died: {type(exc).__name__}: {exc}", cause="worker lost")
                 outs = [(lost, 0.0)] * len(batch)
             for i, (out, secs) in zip(batch, outs, strict=True):
-                r = explain_timeout(_result(obs[i], out, secs), obs[i], timeouts[i])
+                r = explain_unknown(_result(obs[i], out, secs), obs[i], timeouts[i])
                 results[i] = r
                 if on_done:
                     on_done(i, r)

@@ -59,6 +59,7 @@ def test_a_query_out_of_its_rlimit_is_unknown_never_proved() -> None:
     finally:
         solver_work.METER.reset(token)
     assert out.ok is None and "rlimit" in out.detail
+    assert out.cause == "rlimit exhausted"  # typed: a budget exhausted, which --timeout does not change
     assert meter.exhausted == 1
 
 

@@ -86,7 +86,7 @@ def test_a_timeout_on_a_worker_is_unknown_and_the_worker_goes_on(client: Any) ->
     ]
     res = dask_runner.run_obligations(client, obs, [1.0] * len(obs))
     assert [r.status for r in res] == ["unknown", "failed", "passed", *["passed"] * 4], [r.detail for r in res]
-    assert res[0].detail.startswith("timeout after 1 s") and "--timeout" in res[0].detail
+    assert res[0].detail.startswith("budget exhausted (timeout): timeout after 1 s") and "--timeout" in res[0].detail
     assert "worker died" in res[1].detail and res[2].detail == "waited"
 
 

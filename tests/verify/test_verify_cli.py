@@ -131,7 +131,7 @@ def test_each_obligation_has_its_own_limit_and_the_largest_start_first() -> None
     ]
     res = run_budgeted(obs, jobs=1, on_done=lambda r: finished.append(r.id))
     assert [r.status for r in res] == ["unknown", "passed"]
-    assert res[0].detail.startswith("timeout after 0.5 s (safety net)"), res[0].detail
+    assert res[0].detail.startswith("budget exhausted (timeout): timeout after 0.5 s (safety net)"), res[0].detail
     assert finished == ["t/exact/long", "t/exact/short"]  # one worker: the long one went first
     with pytest.raises(ValueError, match="2 time limits for 1 obligations"):
         run_all(obs[:1], jobs=1, timeout=[1.0, 2.0])

@@ -2,7 +2,7 @@
 at sampled points of the domain (concrete sizes and coordinates, operands fixed rationals).
 
 This can refute a stage, never prove one: a difference at a point is a counterexample
-(:func:`refuted`), else the stage is unknown.  A divisor of U's value not shown > 0 is searched
+(:func:`refuted`), else the stage is unknown ("not shown equal").  A divisor of U's value not shown > 0 is searched
 past (:func:`past_divisors`): U's value is executed again with such divisors recorded, and a point
 counts only where each is > 0.
 """
@@ -89,7 +89,8 @@ def refuted(
             return Outcome.bad(
                 f"{what}: counterexample at {where} ({sampled} fixed rationals{held}): U gives {a}, the spec {b}{past}"
             )
-    return Outcome.unknown(f"{what}: U's value and the statement are not shown equal{problem}: {shown[:300]}")
+    told = f"{what}: U's value and the statement are not shown equal{problem}: {shown[:300]}"
+    return Outcome(None, told, cause="not shown equal")
 
 
 # the fields of a failed case's executor that its execution past the divisors reads as they are
