@@ -101,7 +101,7 @@ def test_verify_pipe_keeps_ids_and_details_whole(
 
 def test_verify_in_a_file_is_not_padded(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """In a pipe or a file the tables are plain lines, cells separated by a tab: no row is padded to
-    the longest detail (a full run's table was 2.3 MB, 90 % spaces), and every table is there."""
+    the longest detail, and every table is there."""
     short = Obligation("fake/exact/short", "fake", "x", "exact", lambda t: Outcome.good("ok"))
     _fake_obligations(monkeypatch, [OK, BAD, short])
     assert main(["verify", "-j", "1"]) == 1
@@ -120,7 +120,7 @@ def test_verify_only_does_not_claim_the_scope_of_a_result_it_ran_in_part(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`verify --only a --summary` runs one of the two constructions behind a result: the result's
-    scope is "not evaluated in this run" (it said "all sizes"); without --only it is computed."""
+    scope is "not evaluated in this run", never "all sizes"; without --only it is computed."""
     import attnsim.proofs.registry as reg
 
     def ob(cid: str, method: str) -> Obligation:

@@ -213,7 +213,7 @@ def test_no_answer_is_kept_by_the_process_while_queries_are_exported(tmp_path: o
 def test_an_all_sizes_proof_counts_its_time_left_in_cpu_seconds(oid: str) -> None:
     """program == spec and U's stage proofs share their timeout among cases and stages by CPU seconds:
     with the wall clock racing (a very busy machine) each case still gets what an idle machine gives
-    it (the time left was timeout minus wall seconds: each case got its 0.05-0.5 s minimum)."""
+    it, never just its 0.05-0.5 s minimum."""
     from attnsim.proofs.registry import by_id
     from attnsim.verify.runner import run_inline
 

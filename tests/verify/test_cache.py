@@ -182,7 +182,7 @@ def test_every_source_file_is_in_the_code_version(package_copy: Path) -> None:
 def test_every_fixture_is_in_the_code_version(tmp_path: Path, package_copy: Path) -> None:
     """The committed torch fixtures (data/*.npz, read by the torch-* obligations) are inputs: one byte
     of any of them changed (its length kept) changes the hash, and a resumed campaign then reuses
-    nothing (a changed fixture gave the old verdict: exit 0 where a fresh run exits 1)."""
+    nothing: a changed fixture never gets a verdict reached on the old one."""
     base = C.code_version()
     fixtures = sorted((package_copy / "data").glob("*.npz"))
     assert len(fixtures) >= 14

@@ -77,7 +77,7 @@ def _waits(t: float) -> Outcome:
 def test_a_timeout_on_a_worker_is_unknown_and_the_worker_goes_on(client: Any) -> None:
     """The hard timeout holds on a worker, in the slot's CPU seconds as in the local pool: a check
     computing past it is killed, unknown (never proved), the next ones run; one that waits off the
-    CPU longer than its timeout is not stopped (the slot counted wall seconds: it was unknown)."""
+    CPU longer than its timeout is not stopped."""
     obs = [
         Obligation("t/z3-parametric/slow", "t", "x", "z3-parametric", lambda t: _spin(60.0)),
         Obligation("t/exact/dies", "t", "x", "exact", lambda t: os._exit(3)),  # type: ignore[arg-type,return-value]

@@ -52,7 +52,7 @@ def test_a_timeout_is_the_typed_cause_not_a_word_in_the_detail() -> None:
 def test_an_unknown_says_its_kind_of_cause_and_what_can_help(cause: Cause, kind: str, advice: str) -> None:
     """The causes are kept apart in the result (typed) and in the message: budget exhausted, not
     shown equal, side condition not shown; a larger --timeout is suggested only for the CPU-seconds
-    budget (a wrong U read "unknown ... rerun with --timeout 480")."""
+    budget."""
     ob = _ob(Outcome(None, "stopped", cause=cause))
     told = explain_unknown(Result.of(ob, Outcome(None, "stopped", cause=cause), 1.0), ob, 1.0)
     assert cause_kind(told.cause) == kind and told.detail.startswith(f"{kind} ({cause}): stopped"), told.detail

@@ -64,8 +64,8 @@ def _key_dropped_past_n_32(mp: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_a_bug_past_a_size_is_refuted_there(monkeypatch: pytest.MonkeyPatch, wrong, oid, past) -> None:  # type: ignore[no-untyped-def]
-    """The difference compares a size with a constant: it is sampled just past it and refuted (it
-    read "not shown equal" from the small sampled points alone)."""
+    """The difference compares a size with a constant: it is sampled just past it and refuted there,
+    with the point as the result's typed counterexample."""
     wrong(monkeypatch)
     (r,) = run_budgeted([by_id(oid)], jobs=1)
     assert r.status == "failed" and "counterexample at" in r.detail, r.detail
