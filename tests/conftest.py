@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -110,3 +111,37 @@ def _sigint_left_as_found() -> Iterator[None]:
     yield
     after = _sigint_state()
     assert after == before, f"this test changed SIGINT (blocked, ignored, caught, handler) from {before} to {after}"
+
+
+@pytest.fixture
+def nothing_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For the tests of the command line's argument checks: reaching a subcommand's body, or the
+    obligation registry, fails the test at once.  An argument check that lets a bad value through
+    then fails in milliseconds, instead of running the whole command first (a whole ``verify``)."""
+    from attnsim.cli import commands
+    from attnsim.proofs import registry
+
+    def reached(what: str) -> Callable[..., Any]:
+        def stop(*args: Any, **kwargs: Any) -> Any:
+            pytest.fail(f"{what} was reached: the argument check let the command run", pytrace=False)
+
+        return stop
+
+    for name, (configure, _, validate) in list(commands.COMMANDS.items()):
+        monkeypatch.setitem(commands.COMMANDS, name, (configure, reached(f"`attnsim {name}`"), validate))
+    for query in ("all_obligations", "select", "with_premises", "by_id"):
+        monkeypatch.setattr(registry, query, reached(f"registry.{query}"))
+
+
+@pytest.fixture
+def wall_clock_racing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``time.perf_counter`` jumps 1,000 s at every read, as on a machine so loaded that each step
+    takes ages by the wall clock while the CPU time a check uses stays what it is: a verdict that
+    reads the wall clock to decide anything changes under it; one decided by CPU time or solver
+    work does not."""
+    import itertools
+    import time
+
+    real = time.perf_counter
+    jumps = itertools.count(1)
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + 1000.0 * next(jumps))

@@ -21,10 +21,39 @@ def test_bench_json_is_well_formed(capsys: pytest.CaptureFixture[str]) -> None:
     assert [t["size"] for t in rows] == [2, 4]
     for t in rows:
         assert t["kind"] == "lemma" and t["positions"] > 0 and t["error"] == 0.0
-        for k in ("run_median_s", "ref_median_s", "ratio", "peak_mb", "build_s"):
+        for k in ("run_median_s", "ref_median_s", "run_cpu_s", "ref_cpu_s", "ratio", "peak_mb", "build_s"):
             assert isinstance(t[k], float) and t[k] >= 0
-    assert set(out["growth"]["transpose"]) == {"consecutive", "fit"}
-    assert len(out["growth"]["transpose"]["consecutive"]) == 1
+        assert t["ratio"] == pytest.approx(t["run_cpu_s"] / t["ref_cpu_s"])  # the ratio is of CPU seconds
+    growth = out["growth"]["transpose"]
+    assert set(growth) == {"consecutive", "fit", "sizes", "r2", "clock"} and growth["clock"] == "cpu"
+    assert len(growth["consecutive"]) == 1 and growth["sizes"] == 2 and growth["r2"] is None  # 2 points: no quality
+    assert set(out["load"]) == {"cpus", "start", "end"}
+
+
+def test_bench_text_says_the_load_and_what_each_growth_rests_on(capsys: pytest.CaptureFixture[str]) -> None:
+    """A growth exponent fitted to two noisy medians says so; the load of the machine is printed
+    beside the figures, which are CPU seconds (a busy machine moves wall times)."""
+    code = main(["bench", "--sizes", "2,4", "--repeats", "1", "--only", "transpose", "--no-simulator"])
+    assert code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "load average" in out and "use CPU seconds" in out
+    assert "transpose: CPU ratio ~ size^" in out and "through 2 sizes only: no fit quality" in out
+
+
+def test_growth_reports_the_fit_quality() -> None:
+    """Three sizes of an exact power law: exponent 2 with R^2 = 1; a noisy middle point lowers R^2."""
+    from attnsim.cli.bench import Timing, _growth, growth_line, load_line
+
+    def at(size: int, ratio: float) -> Timing:
+        return Timing("lemma", "x", size, None, 1, 0.0, 0.0, 0.0, ratio, 0.0, 0.0)
+
+    g = _growth([at(2, 4.0), at(4, 16.0), at(8, 64.0)])
+    assert g["fit"] == 2.0 and g["sizes"] == 3 and g["r2"] == 1.0
+    noisy = _growth([at(2, 4.0), at(4, 40.0), at(8, 64.0)])
+    assert noisy["r2"] is not None and noisy["r2"] < 0.95
+    assert "least squares over 3 sizes, R^2 = " in growth_line("x", noisy)
+    assert "busy, so the wall times are noisy" in load_line({"cpus": 2, "start": 14.0, "end": 15.0})
+    assert "busy" not in load_line({"cpus": 2, "start": 0.5, "end": 1.0})
 
 
 def test_bench_skips_say_why() -> None:
@@ -56,6 +85,7 @@ def test_bench_rejects_bad_arguments(kw: dict[str, object], msg: str) -> None:
         bench(**args)  # type: ignore[arg-type]
 
 
+@pytest.mark.usefixtures("nothing_runs")
 def test_bench_cli_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
     """--sizes with junk is a clear error: argparse's usage error, exit 2, naming the value."""
     with pytest.raises(SystemExit) as excinfo:
@@ -79,6 +109,7 @@ def test_bench_targets_report_cpu_ratios_and_time_per_head_position(capsys: pyte
 
 
 @pytest.mark.parametrize("bad", ["compact", "dense:8", "shallow:0", ","])
+@pytest.mark.usefixtures("nothing_runs")
 def test_bench_bad_target_is_one_line(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["bench", "--targets", bad])

@@ -48,8 +48,10 @@ def usage_exit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["bench", "--repeats", "0"], "argument --repeats: must be an integer >= 1"),
     ],
 )
+@pytest.mark.usefixtures("nothing_runs")
 def test_bad_option_is_one_line_exit_2(argv: list[str], match: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 15 item 2: every option is validated before anything runs (no hang, no silent default)."""
+    """Every option is validated before anything runs (no hang, no silent default): the command and
+    the registry are out of reach (``nothing_runs``), so a broken check fails at once."""
     err = usage_exit(argv, capsys)
     assert match in err and err.startswith(f"attnsim {argv[0]}: error: ")
 
@@ -97,6 +99,45 @@ def test_verify_pipe_keeps_ids_and_details_whole(
     )
 
 
+def test_verify_in_a_file_is_not_padded(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """In a pipe or a file the tables are plain lines, cells separated by a tab: no row is padded to
+    the longest detail, and every table is there."""
+    short = Obligation("fake/exact/short", "fake", "x", "exact", lambda t: Outcome.good("ok"))
+    _fake_obligations(monkeypatch, [OK, BAD, short])
+    assert main(["verify", "-j", "1"]) == 1
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert not [ln for ln in lines if "  " in ln or ln != ln.rstrip()], out
+    assert "fake/exact/short\texact\t\tpassed\t" in out and "\tok" in out  # the short row: short
+    assert len(out) < 2 * sum(len(ln.strip()) for ln in lines)
+    titles = ("proof obligations", "scope per construction", "scope per paper result")
+    assert all(any(t in ln for ln in lines) for t in titles)
+    assert main(["verify", "-j", "1", "--summary"]) == 1
+    assert not [ln for ln in capsys.readouterr().out.splitlines() if "  " in ln]
+
+
+def test_verify_only_does_not_claim_the_scope_of_a_result_it_ran_in_part(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`verify --only a --summary` runs one of the two constructions behind a result: the result's
+    scope is "not evaluated in this run", never "all sizes"; without --only it is computed."""
+    import attnsim.proofs.registry as reg
+
+    def ob(cid: str, method: str) -> Obligation:
+        return Obligation(f"{cid}/{method}/layout", cid, "Proposition 1", method, lambda t: Outcome.good("ok"), bound=3)
+
+    obs = [ob("a", "all-sizes"), ob("b", "z3-bounded")]
+    select = lambda prefix=None, include_deep=False: [o for o in obs if not prefix or o.id.startswith(prefix)]
+    monkeypatch.setattr(reg, "select", select)
+    monkeypatch.setattr(reg, "all_obligations", lambda include_deep=True: obs)
+    assert main(["verify", "--only", "a", "--summary", "-j", "1"]) == 0
+    rows = [ln.split("\t") for ln in capsys.readouterr().out.splitlines()]
+    assert ["Proposition 1", "not evaluated in this run"] in [r[:2] for r in rows], rows
+    assert main(["verify", "--summary", "-j", "1"]) == 0
+    rows = [ln.split("\t") for ln in capsys.readouterr().out.splitlines()]
+    assert ["Proposition 1", "not all sizes"] in [r[:2] for r in rows], rows
+
+
 def test_verify_failures_only_and_summary(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     _fake_obligations(monkeypatch, [OK, BAD])
     assert main(["verify", "-j", "1", "--failures-only"]) == 1
@@ -132,7 +173,8 @@ def test_verify_timeout_names_the_rerun_timeout(
     (r,) = json.loads(cap.out)
     assert r["status"] == "unknown"
     assert "attnsim verify --only fake/sympy/slow --timeout 30" in r["detail"]  # its default budget
-    assert "1 timed out" in cap.err.strip().splitlines()[-1]
+    assert r["detail"].startswith("budget exhausted (timeout): ")
+    assert "unknown: 1 budget exhausted" in cap.err.strip().splitlines()[-1]
 
 
 def test_deep_obligations_get_their_budget() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import z3
 
 from attnsim.proofs import smtlib, solver_work, z3sel
-from attnsim.proofs.obligation import Outcome, Scope
+from attnsim.proofs.obligation import Outcome, Scope, unknown_cause
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.z3_translation import Z3Translator
@@ -143,4 +143,4 @@ def prove_for_all_inputs(
         return Outcome(False, f"counterexample x = {cex}", pc, scope=fixed, counterexample=model)
     why = s.reason_unknown()
     told = f"z3 unknown ({why}; rlimit budget {rlimit or solver_work.QUERY_RLIMIT})"
-    return Outcome(None, told, pc, scope=fixed, cause="timeout" if why == "timeout" else "")
+    return Outcome(None, told, pc, scope=fixed, cause=unknown_cause(why))

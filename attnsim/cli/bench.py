@@ -2,11 +2,13 @@
 
 Times U's numeric simulation ``U.run(T, X)`` against the direct NumPy reference ``T(X)`` for
 ``max_len = d_model`` in {8, 16, 32, 64}, and every registered construction's ``run`` against its
-NumPy formula (``reference``), with repeats and medians; reports the ratio, its growth with size
-(the log-log slope between consecutive sizes) and the peak memory of one run (tracemalloc, in a
-separate untimed run so that tracing does not distort the times). A wall-clock budget (default
-100 s) caps the whole run: a size whose predicted time would exceed what is left is skipped and
-said so.
+NumPy formula (``reference``), with repeats and medians of wall and CPU seconds; reports the ratio
+of CPU medians (another process on the machine moves wall times, much less CPU times), its growth
+with size (the log-log slope between consecutive sizes, and a least-squares fit with its R^2 and
+number of sizes), the load average at the start and end, and the peak memory of one run
+(tracemalloc, in a separate untimed run so that tracing does not distort the times). A wall-clock
+budget (default 100 s) caps the whole run: a size whose predicted time would exceed what is left is
+skipped and said so.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import functools
 import itertools
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -24,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from attnsim.cli.commands import command, positive_float, positive_int
-from attnsim.cli.measure import BenchError, fmt_s, median_time, peak_mb
+from attnsim.cli.measure import BenchError, fmt_s, median_wall_and_cpu, peak_mb
 from attnsim.cli.target_rows import (
     TARGET_COLUMNS,
     TARGETS,
@@ -41,7 +44,8 @@ SIZES = (8, 16, 32, 64)
 
 @dataclass
 class Timing:
-    """One (construction, size): medians of ``repeats`` runs, ratio, peak memory."""
+    """One (construction, size): medians of ``repeats`` runs (wall and CPU seconds), the ratio of the
+    CPU medians (ours / direct NumPy), peak memory."""
 
     kind: str  # "lemma" or "simulator"
     name: str
@@ -55,6 +59,8 @@ class Timing:
     peak_mb: float
     error: float
     extra: dict[str, Any] = field(default_factory=dict)
+    run_cpu_s: float = math.nan
+    ref_cpu_s: float = math.nan
 
 
 @dataclass
@@ -68,6 +74,7 @@ class BenchResult:
     growth: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     total_s: float = 0.0
+    load: dict[str, Any] = field(default_factory=dict)  # cpus, and the 1-minute load average at start and end
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -77,18 +84,55 @@ class BenchResult:
 
 
 def _growth(points: Sequence[Timing]) -> dict[str, Any]:
-    """How the ratio grows with size: log-log slopes between consecutive sizes, and the
-    least-squares log-log slope over all sizes (0: flat, 1: linear, 2: quadratic...)."""
+    """How the (CPU) ratio grows with size: log-log slopes between consecutive sizes, the
+    least-squares log-log slope over all sizes (0: flat, 1: linear, 2: quadratic...), how many sizes
+    it rests on, and its R^2 (None through two sizes: a line through two points fits them exactly,
+    whatever their noise)."""
     pts = [(p.size, p.ratio) for p in points if p.size is not None and p.ratio > 0 and math.isfinite(p.ratio)]
     steps = [
         round(math.log(rb / ra) / math.log(sb / sa), 3) for (sa, ra), (sb, rb) in itertools.pairwise(pts) if sb != sa
     ]
-    fit = None
-    if len({s for s, _ in pts}) >= 2:
+    fit, r2 = None, None
+    sizes = len({s for s, _ in pts})
+    if sizes >= 2:
         x = np.log([s for s, _ in pts])
         y = np.log([r for _, r in pts])
-        fit = round(float(np.polyfit(x, y, 1)[0]), 3)
-    return {"consecutive": steps, "fit": fit}
+        slope, icept = np.polyfit(x, y, 1)
+        fit = round(float(slope), 3)
+        spread = float(np.sum((y - y.mean()) ** 2))
+        if sizes >= 3:
+            r2 = round(1.0 - float(np.sum((y - (slope * x + icept)) ** 2)) / spread, 4) if spread > 0 else 1.0
+    return {"consecutive": steps, "fit": fit, "sizes": sizes, "r2": r2, "clock": "cpu"}
+
+
+def _load() -> float | None:
+    """The 1-minute load average (None where the platform does not tell it)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def growth_line(name: str, g: dict[str, Any]) -> str:
+    """One line: the fitted growth exponent of ``name``'s ratio, with what it rests on."""
+    if g["fit"] is None:
+        return f"{name}: no growth (one size)"
+    if g["r2"] is None:
+        how = f"through {g['sizes']} sizes only: no fit quality, two medians decide it"
+    else:
+        how = f"least squares over {g['sizes']} sizes, R^2 = {g['r2']:.3f}"
+    return f"{name}: CPU ratio ~ size^{g['fit']} ({how}); between consecutive sizes {g['consecutive']}"
+
+
+def load_line(load: dict[str, Any]) -> str:
+    """One line: the machine's load during the bench, and what that means for the figures."""
+    start, end, cpus = load.get("start"), load.get("end"), load.get("cpus")
+    if start is None or end is None:
+        return "load average: not available; the ratios and their growth use CPU seconds"
+    text = f"load average {start:g} at the start, {end:g} at the end, {cpus} CPU(s)"
+    if cpus and max(start, end) > cpus:
+        return f"{text}: busy, so the wall times are noisy; the ratios and their growth use CPU seconds"
+    return f"{text}; the ratios and their growth use CPU seconds"
 
 
 def _construction_names() -> list[str]:
@@ -116,7 +160,7 @@ def bench(
     if only and not any(n.startswith(only) for n in _construction_names()):
         raise BenchError(f"--only {only!r} matches no construction (names: {', '.join(_construction_names())})")
     t_start = time.perf_counter()
-    res = BenchResult(sorted(int(s) for s in sizes), repeats, budget)
+    res = BenchResult(sorted(int(s) for s in sizes), repeats, budget, load={"cpus": os.cpu_count(), "start": _load()})
     say = on_step or (lambda s: None)
 
     def left() -> float:
@@ -145,6 +189,7 @@ def bench(
         if len(pts) > 1:
             res.growth[name] = _growth(pts)
     res.total_s = round(time.perf_counter() - t_start, 2)
+    res.load["end"] = _load()
     return res
 
 
@@ -193,8 +238,8 @@ def _bench_family(
             res.skipped.append(f"{fam.name} at size {s}: {exc}")
             continue
         want = con.reference(*ops)
-        run_m = median_time(functools.partial(con.run, *ops), res.repeats)
-        ref_m = median_time(functools.partial(con.reference, *ops), res.repeats)
+        run_m, run_c = median_wall_and_cpu(functools.partial(con.run, *ops), res.repeats)
+        ref_m, ref_c = median_wall_and_cpu(functools.partial(con.reference, *ops), res.repeats)
         peak = peak_mb(functools.partial(con.run, *ops))
         res.timings.append(
             Timing(
@@ -206,9 +251,11 @@ def _bench_family(
                 round(build, 6),
                 run_m,
                 ref_m,
-                run_m / ref_m if ref_m > 0 else math.inf,
+                run_c / ref_c if ref_c > 0 else math.inf,
                 round(peak, 3),
                 D.rel_error(got, want),
+                run_cpu_s=run_c,
+                ref_cpu_s=ref_c,
             )
         )
 
@@ -248,8 +295,8 @@ def _bench_simulator(res: BenchResult, left: Callable[[], float], say: Callable[
         def direct(t: Any = T, x: np.ndarray = X) -> Any:
             return t(x)
 
-        run_m = median_time(simulate, reps)
-        ref_m = median_time(direct, max(reps, 5))
+        run_m, run_c = median_wall_and_cpu(simulate, reps)
+        ref_m, ref_c = median_wall_and_cpu(direct, max(reps, 5))
         peak = peak_mb(simulate) if last * 3 < left() else float("nan")
         extra: dict[str, Any] = {"n_heads": h, "d_head": max(1, s // h), "d_ff": 2 * s}
         positions = None
@@ -271,10 +318,12 @@ def _bench_simulator(res: BenchResult, left: Callable[[], float], say: Callable[
                 round(build, 6),
                 run_m,
                 ref_m,
-                run_m / ref_m if ref_m > 0 else math.inf,
+                run_c / ref_c if ref_c > 0 else math.inf,
                 round(peak, 3),
                 D.rel_error(got, want),
                 extra,
+                run_cpu_s=run_c,
+                ref_cpu_s=ref_c,
             )
         )
 
@@ -361,9 +410,9 @@ def bench_cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_clean(res.as_dict()), indent=1, allow_nan=False))
         return 0
-    out = Console(width=max(110, Console().width))
-    table = Table(title=f"attnsim bench: medians of {res.repeats} runs (ratio = ours / direct NumPy)")
-    for col in ("what", "size", "positions", "build", "ours", "NumPy", "ratio", "peak MB", "error"):
+    out = Console(width=max(130, Console().width))
+    table = Table(title=f"attnsim bench: medians of {res.repeats} runs (ratio = ours / direct NumPy, CPU seconds)")
+    for col in ("what", "size", "positions", "build", "ours", "ours CPU", "NumPy CPU", "ratio", "peak MB", "error"):
         table.add_column(col, justify="right" if col != "what" else "left", no_wrap=True)
     for t in res.timings:
         table.add_row(
@@ -372,14 +421,16 @@ def bench_cmd(args: argparse.Namespace) -> int:
             "-" if t.positions is None else str(t.positions),
             fmt_s(t.build_s),
             fmt_s(t.run_median_s),
-            fmt_s(t.ref_median_s),
+            fmt_s(t.run_cpu_s),
+            fmt_s(t.ref_cpu_s),
             f"{t.ratio:.3g}",
             f"{t.peak_mb:.3g}",
             f"{t.error:.2g}",
         )
     out.print(table)
+    out.print(load_line(res.load), highlight=False, markup=False)
     for name, g in res.growth.items():
-        out.print(f"{name}: ratio ~ size^{g['fit']} (log-log fit); between consecutive sizes {g['consecutive']}")
+        out.print(growth_line(name, g), highlight=False, markup=False)
     for s in res.skipped:
         out.print(f"[yellow]skipped[/]: {s}")
     out.print(f"total {res.total_s:.1f} s")

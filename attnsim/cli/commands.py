@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 Validator = Callable[[argparse.Namespace], str | None]
 
@@ -94,6 +96,30 @@ def out_console() -> Console:
     """The stdout console: the terminal's width, or (in a pipe or a file) wide enough never to fold."""
     c = Console()
     return c if c.is_terminal else Console(width=4000)
+
+
+def _plain(cell: Any) -> str:
+    """A table cell (markup text or a rich Text) as plain text on one line."""
+    if isinstance(cell, Text):
+        text = cell.plain
+    elif isinstance(cell, str):
+        text = Text.from_markup(cell).plain
+    else:
+        text = str(cell)
+    return " ".join(text.split())
+
+
+def print_table(console: Console, table: Table) -> None:
+    """``table`` on ``console``: drawn by rich on a terminal; in a pipe or a file, plain lines
+    without any padding: the title, the header, then one line per row, cells separated by a tab
+    (ids and details whole, no trailing spaces, no box drawing: ``grep`` and ``cut -f`` work)."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    lines = [_plain(table.title)] if table.title else []
+    lines.append("\t".join(_plain(c.header) for c in table.columns))
+    lines += ["\t".join(_plain(x) for x in row) for row in zip(*(list(c.cells) for c in table.columns), strict=True)]
+    console.file.write("\n".join(lines) + "\n")  # as written: rich would expand the tabs
 
 
 def clip(text: str, n: int) -> str:

@@ -26,16 +26,17 @@ from attnsim.cli.commands import (
     out_console,
     positive_float,
     positive_int,
+    print_table,
 )
 from attnsim.proofs import registry
-from attnsim.proofs.obligation import NOT_PROVED, settle
-from attnsim.verify.budgets import DEFAULT_TIMEOUT, is_timeout, run_budgeted
+from attnsim.proofs.obligation import NOT_PROVED, cause_kind, settle
+from attnsim.verify.budgets import DEFAULT_TIMEOUT, run_budgeted
 from attnsim.verify.cache import DEFAULT_DIR
 from attnsim.verify.campaign import open_campaign
-from attnsim.verify.dask_runner import parse_local
+from attnsim.verify.dask_runner import SchedulerError, parse_local
 from attnsim.verify.mutation.report import run_cli
 from attnsim.verify.runner import SmtOptions
-from attnsim.verify.scope import print_scope, runnable, skipped_rows
+from attnsim.verify.scope import runnable, scope_tables, skipped_rows
 from attnsim.version import __version__
 
 
@@ -95,6 +96,11 @@ def _verify_validate(args: argparse.Namespace) -> str | None:
         return "--jobs sets the local pool's workers; with --scheduler the cluster's workers run the checks (local:N)"
     if args.resume and args.smt2:
         return "--resume with --smt2: the queries of reused results would not be written; run --smt2 without --resume"
+    if args.scheduler:
+        try:
+            parse_local(args.scheduler)  # a bad local:N is a usage error before anything starts
+        except SchedulerError as exc:
+            return str(exc)
     return None
 
 
@@ -104,7 +110,6 @@ def _campaign(args: argparse.Namespace) -> Any:
         return None
 
     if args.scheduler:
-        parse_local(args.scheduler)  # a bad local:N is a usage error before anything starts
         try:
             import distributed  # noqa: F401
         except ImportError:
@@ -265,10 +270,11 @@ def verify(args: argparse.Namespace) -> int:
     if not bad:
         err.print(f"total time {total:.1f} s")
         return 0
-    timed = [r for r in bad if is_timeout(r)]
     why = f"attnsim verify: not verified: {count_line}"
-    if timed:
-        why += f"; {len(timed)} timed out (each row says which --timeout to rerun it with)"
+    kinds = Counter(k for r in bad if r.status == "unknown" and (k := cause_kind(r.cause)))
+    if kinds:  # kept apart: only a budget exhausted by time may be helped by a larger --timeout
+        told = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+        why += f"; unknown: {told} (each row says why, and whether a larger --timeout can help)"
     print(why, file=sys.stderr)
     return EXIT_FAILED
 
@@ -360,19 +366,23 @@ def _print_tables(
                 f"[{'bold' if bad_row else 'default'}]{row['seconds']:.1f}[/]",
                 units_text(row["units"]),
             )
-        out.print(table)
+        print_table(out, table)
     if args.failures_only or args.summary:
         if shown:
-            out.print(_obligation_table(shown, f"{title}: failed, unknown or conditional", out.is_terminal))
+            print_table(out, _obligation_table(shown, f"{title}: failed, unknown or conditional", out.is_terminal))
         else:
             out.print("no obligation failed, stayed unknown or is conditional")
     else:
-        out.print(_obligation_table(results, title, out.is_terminal))
+        print_table(out, _obligation_table(results, title, out.is_terminal))
 
     ran = {o.id for o in obs}
     every = registry.select(args.only, include_deep=True)
     skipped = [o for o in every if o.id not in ran and (o.deep or o in without_coq)]
-    print_scope(results, out, skipped)  # per construction and per paper result: all sizes / bounded / sampled
+    # what a complete run at this depth would run and this one left out (--only): not evaluated
+    absent = ran | {o.id for o in without_coq}
+    unrun = [o for o in registry.all_obligations(include_deep=args.deep) if o.id not in absent]
+    for table in scope_tables(results, skipped, unrun):  # per construction and per paper result
+        print_table(out, table)
     out.print(count_line)
     if smt is not None:
         out.print(smt_summary(results, smt))

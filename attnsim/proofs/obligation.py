@@ -74,8 +74,55 @@ class ObligationError(ValueError):
     """An obligation was registered wrongly (unknown method, duplicate id...)."""
 
 
-Cause = Literal["", "timeout", "worker lost", "divisor not shown > 0", "over its node budget"]
-CAUSES: tuple[Cause, ...] = ("", "timeout", "worker lost", "divisor not shown > 0", "over its node budget")
+Cause = Literal[
+    "",
+    "timeout",
+    "rlimit exhausted",
+    "over its node budget",
+    "not shown equal",
+    "divisor not shown > 0",
+    "worker lost",
+]
+CAUSES: tuple[Cause, ...] = (
+    "",
+    "timeout",
+    "rlimit exhausted",
+    "over its node budget",
+    "not shown equal",
+    "divisor not shown > 0",
+    "worker lost",
+)
+CauseKind = Literal["", "budget exhausted", "not shown equal", "side condition not shown", "worker lost"]
+# why a check stopped undecided, in kinds kept apart (as Why3 and cvc5 do): a budget ran out (its
+# CPU seconds, a Z3 rlimit, a node budget: more budget may decide it); the two sides were computed
+# and are not shown equal (no counterexample found either: more budget does not help); a side
+# condition the proof needs (a divisor > 0) is not shown; the worker was lost
+CAUSE_KINDS: dict[Cause, CauseKind] = {
+    "": "",
+    "timeout": "budget exhausted",
+    "rlimit exhausted": "budget exhausted",
+    "over its node budget": "budget exhausted",
+    "not shown equal": "not shown equal",
+    "divisor not shown > 0": "side condition not shown",
+    "worker lost": "worker lost",
+}
+
+
+def cause_kind(cause: str) -> CauseKind:
+    """The kind of a cause (:data:`CAUSE_KINDS`): budget exhausted, not shown equal, side condition
+    not shown, worker lost; "" for none (decided, or an unknown that names no cause)."""
+    return CAUSE_KINDS.get(cause, "")  # type: ignore[call-overload]
+
+
+def unknown_cause(reason: str) -> Cause:
+    """The cause of a Z3 ``unknown`` from its reason: its wall-clock net ("timeout") or its rlimit
+    ("canceled", "max. resource limit exceeded", as :mod:`attnsim.proofs.z3sel` words it "out of its
+    rlimit budget"); "" for any other reason (incomplete, a quantifier...)."""
+    if reason == "timeout":
+        return "timeout"
+    if reason in ("canceled", "max. resource limit exceeded", "out of its rlimit budget"):
+        return "rlimit exhausted"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -171,8 +218,12 @@ class PremiseCheck:
             return None
         if self.status == "unsat":
             return Outcome(False, "vacuous: the premises (assumptions, region, size minimums) admit no values", self)
-        cause: Cause = "timeout" if self.reason == "timeout" else ""
-        return Outcome(None, f"premises not shown satisfiable (z3 {self.reason or 'unknown'})", self, cause=cause)
+        return Outcome(
+            None,
+            f"premises not shown satisfiable (z3 {self.reason or 'unknown'})",
+            self,
+            cause=unknown_cause(self.reason),
+        )
 
 
 @dataclass(frozen=True)
@@ -193,13 +244,15 @@ class Outcome:
 
     * ``premises``: the premise check it started with (None when the check is no proof over premises);
     * ``scope``: the sizes it quantifies over (None when it does not say);
-    * ``counterexample``: the values refuting it (sizes, positions), when refuted by a model;
+    * ``counterexample``: the values refuting it (sizes, positions), when refuted by a model; on an
+      undecided outcome, the values of a counterexample found to the claim it is part of (U's
+      layer, by a search after the proof stopped): then no longer budget will prove it;
     * ``normal_forms``: program == spec, both sides' normal forms (one per case);
     * ``stated``: the premises it states (on the domain, or unproven on the program's own values);
     * ``padding``: the padding values it proves (whole-layer stages);
     * ``lemmas``: the names of the lemmas of :data:`attnsim.proofs.decoding.LEMMAS` it used;
-    * ``cause``: why it stopped when that is not the claim's fault (a timeout, a lost worker, a
-      divisor not shown > 0);
+    * ``cause``: why it stopped undecided (:data:`CAUSES`, of the kinds of :data:`CAUSE_KINDS`: a
+      budget exhausted, not shown equal, a side condition not shown, a lost worker);
     * ``second_solver``: the export and cvc5 tally (set by the runner);
     * ``kernel``: what a kernel check established (:class:`KernelFacts`)."""
 

@@ -133,6 +133,37 @@ def isolated(facts: Sequence[Any], rlimit: int, seed: int = 0, seconds: float | 
     return s
 
 
+@contextlib.contextmanager
+def sub_meter() -> Iterator[WorkMeter]:
+    """A fresh meter for the checks inside (what a budget over several queries reads: the same
+    units on any machine), its counts added to the current meter when the block ends."""
+    outer = METER.get()
+    inner = WorkMeter()
+    token = METER.set(inner)
+    try:
+        yield inner
+    finally:
+        METER.reset(token)
+        if outer is not None:
+            outer.units += inner.units
+            outer.queries += inner.queries
+            outer.exhausted += inner.exhausted
+            outer.largest = max(outer.largest, inner.largest)
+            outer.premises.extend(inner.premises)
+
+
+def replay(trace: Sequence[tuple[Any, ...]]) -> None:
+    """The checks and premise records of a :func:`recording` done again to the current meter (and
+    trace): what an answer kept by its caller costs where it is given again."""
+    for ev in trace:
+        if ev[0] == "check":
+            metered(ev[1], ev[2])
+        elif ev[0] == "record":
+            record_premises(ev[1])
+        else:
+            raise ValueError(f"replay: a {ev[0]!r} event needs its answer cache (attnsim.proofs.decoding.answers)")
+
+
 def units_of(solver: z3.Solver) -> int:
     """The resource units the solver's context has used so far (Z3's ``rlimit count``)."""
     st = solver.statistics()
@@ -240,7 +271,9 @@ __all__ = [
     "not_recording",
     "record_premises",
     "recording",
+    "replay",
     "shared_answers",
     "sharing_answers",
+    "sub_meter",
     "units_of",
 ]

@@ -28,7 +28,7 @@ import numpy as np
 import z3
 
 from attnsim.proofs import smtlib, solver_work
-from attnsim.proofs.obligation import Outcome, PremiseCheck, Scope
+from attnsim.proofs.obligation import Outcome, PremiseCheck, Scope, unknown_cause
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.z3_translation import Z3Translator
@@ -132,7 +132,7 @@ def prove(
         extra = f"; {explain(vals)}" if explain else ""
         return Outcome(False, f"counterexample: {shown}{extra}", pc, scope=scope, counterexample=model)
     why = _reason(s)
-    return Outcome(None, f"z3 unknown ({why})", pc, scope=scope, cause="timeout" if why == "timeout" else "")
+    return Outcome(None, f"z3 unknown ({why})", pc, scope=scope, cause=unknown_cause(why))
 
 
 UNASSUMED_RLIMIT = 200_000  # the budget of a claim first tried without its assumptions

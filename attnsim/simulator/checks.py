@@ -23,6 +23,7 @@ from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp.engine import evaluate
 from attnsim.simulator.congruence import Atoms, difference
+from attnsim.simulator.counterexample_search import SEARCH_RESERVE, with_search
 from attnsim.simulator.fixtures import check_fixture
 from attnsim.simulator.layerproof.frame import prove_frame
 from attnsim.simulator.layerproof.stack import base_case, prove_base_case, prove_stack
@@ -55,13 +56,16 @@ def layout_check(variant: str) -> Callable[[float], Outcome]:
 def stage_goal_check(variant: str, stage: str, label: str) -> Callable[[float], Outcome]:
     """One goal of one stage (attnsim.simulator.layerproof.stages.chain.prove_goal) on U built over
     unbound capacity sizes, reading the statements of the stages it requires: those stages' goals
-    are its premises, each an obligation of its own."""
+    are its premises, each an obligation of its own.  Undecided, it searches for a counterexample
+    (:func:`with_search`, within :data:`SEARCH_RESERVE` of the timeout) before any longer budget is
+    suggested."""
 
     def check(timeout: float) -> Outcome:
         u = UniversalSimulator.over_symbolic_capacity(variant)
         (st,) = [s for s in ORDER if s.name == stage]
         (goal,) = [g for g in st.goals(u) if g.label == label]
-        return prove_goal(u, st, goal, read_cuts(u, st), timeout)
+        reserve = min(SEARCH_RESERVE, timeout / 4)
+        return with_search(prove_goal(u, st, goal, read_cuts(u, st), timeout - reserve), u)
 
     return check
 

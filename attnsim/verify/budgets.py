@@ -60,7 +60,10 @@ An obligation may state its own ``budget`` (CPU seconds) when its method's does 
 runner starts the largest budgets first, so the long proofs share the workers with the short ones.
 
 An explicit ``--timeout`` replaces every budget.  An obligation that runs out of time is
-*unknown* (never proved), and :func:`explain_timeout` says which ``--timeout`` to rerun it with.
+*unknown* (never proved).  :func:`explain_unknown` says why an unknown stopped, by the kind of its
+typed cause (:data:`attnsim.proofs.obligation.CAUSE_KINDS`: budget exhausted, not shown equal, side
+condition not shown), and suggests a longer ``--timeout`` only where that can help: the check ran
+out of CPU seconds and no counterexample was found.
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from attnsim.proofs.obligation import Obligation, Result
+from attnsim.proofs.obligation import Obligation, Result, cause_kind
 from attnsim.verify.runner import run_all
 
 DEFAULT_TIMEOUT = 10.0
@@ -113,13 +116,36 @@ def suggested_timeout(ob: Obligation, used: float) -> float:
     return b if b > used else 4 * used
 
 
-def explain_timeout(r: Result, ob: Obligation, used: float) -> Result:
-    """``r`` with its detail saying which ``--timeout`` to rerun it with (when it timed out)."""
-    if not is_timeout(r):
+# what a longer budget can do for an unknown of each cause (the CPU-seconds timeout: see explain_unknown)
+ADVICE: dict[str, str] = {
+    "rlimit exhausted": "a Z3 query ran out of its rlimit units (attnsim/proofs/solver_work.py), which --timeout "
+    "does not change",
+    "over its node budget": "an expression grew past its node budget (attnsim/symbolic/sympy_work.py), which "
+    "--timeout does not change",
+    "not shown equal": "both sides were computed and are not shown equal, and no counterexample was found: a "
+    "longer budget does not help",
+    "divisor not shown > 0": "a side condition the proof needs (a divisor > 0) is not shown: a longer budget "
+    "does not help",
+}
+
+
+def explain_unknown(r: Result, ob: Obligation, used: float) -> Result:
+    """``r`` (when unknown with a typed cause) with its detail led by the kind of the cause (budget
+    exhausted, not shown equal, side condition not shown) and ending with what to do: a rerun with
+    a larger ``--timeout`` only when it ran out of CPU seconds and no counterexample was found (one
+    found: no budget will prove it); otherwise why a longer budget does not help."""
+    kind = cause_kind(r.cause)
+    if r.status != "unknown" or not kind:
         return r
-    t = suggested_timeout(ob, used)
-    why = "its default budget" if t == budget(ob) else "4x this run's"
-    r.detail = f"{r.detail}; rerun with `attnsim verify --only {ob.id} --timeout {t:g}` ({why})"
+    if r.cause != "timeout":
+        advice = ADVICE.get(r.cause, "")
+    elif r.counterexample is not None:
+        advice = "a counterexample was found: no longer budget will prove it"
+    else:
+        t = suggested_timeout(ob, used)
+        why = "its default budget" if t == budget(ob) else "4x this run's"
+        advice = f"rerun with `attnsim verify --only {ob.id} --timeout {t:g}` ({why})"
+    r.detail = f"{kind} ({r.cause}): {r.detail}" + (f"; {advice}" if advice else "")
     return r
 
 
@@ -136,9 +162,9 @@ def run_budgeted(
 
     All go to one forked pool of :func:`attnsim.verify.runner.run_all`, each with its own budget,
     the largest budgets (the long proofs) started first so the short ones fill the other workers
-    around them; a timed-out result names its rerun command.
+    around them; an unknown result says why it stopped (:func:`explain_unknown`).
     """
 
     limits = [timeout_for(ob, timeout) for ob in obs]
     res = run_all(obs, jobs=jobs, timeout=limits, on_done=on_done, smt=smt)
-    return [explain_timeout(r, ob, t) for r, ob, t in zip(res, obs, limits, strict=True)]
+    return [explain_unknown(r, ob, t) for r, ob, t in zip(res, obs, limits, strict=True)]

@@ -1,18 +1,23 @@
 """Content-addressed results of obligations and mutants: plain JSON files, so campaigns resume.
 
-A result is stored under the SHA-256 of its *key*: everything that could change its outcome.
+A result is stored under the SHA-256 of its *key*: every input its verdict reads.
 
 * an obligation: its id, method, bound and statement; the structural fingerprint of its
   construction's registered example program (where it builds; else the id and statement alone);
   the timeout it ran with and the ``--cross-check`` options;
 * a mutant: its construction, site, operator, description, the ids of the obligations it runs
   against and the timeout;
-* both: the checking code's version (a hash of every ``attnsim`` source file and of the Coq files
-  in ``coq/``) and the versions of the solvers and libraries that decide (z3, sympy, numpy, cvc5
-  and coqc when installed, Python).
+* both (:func:`inputs`): the checking code's version (:func:`code_version`: a hash of every file
+  of the ``attnsim`` package, its sources and its package data, the committed torch fixtures
+  ``data/*.npz`` among them); the Coq sources the kernel obligations compile (:func:`coq_inputs`:
+  the ``.v`` files of the directory :func:`attnsim.lemmas.kernel.coq_sources` resolves, and the
+  value of ``$ATTNSIM_COQ_DIR``, which it honours); and the versions of the solvers and libraries
+  that decide (:func:`solver_versions`: z3, sympy, mpmath, numpy, cvc5, coqc and MathComp when
+  installed, Python).
 
-Editing any source file of the package, upgrading a solver or changing a timeout therefore makes
-every stored result stale: ``--resume`` reruns exactly what changed or has no result.  Only
+Editing any file of the package or any Coq source, pointing ``$ATTNSIM_COQ_DIR`` elsewhere,
+upgrading a solver or changing a timeout therefore makes every stored result stale: ``--resume``
+reruns exactly what changed or has no result.  Only
 decisive results are reused: an ``unknown`` (a timeout, a Z3 unknown) or a run that lost its
 worker is rerun, since it says something about that run, not about the claim.
 
@@ -34,27 +39,24 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from attnsim.lemmas.kernel import coq_sources
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Result
 
 DEFAULT_DIR = ".attnsim-cache"
-FORMAT = 3  # bump when the layout of a stored file changes (2: the outcome's typed facts, issue 26 item 6;
-# 3: a mutant's typed cause)
+FORMAT = 4  # bump when the layout of a stored file changes (2: the outcome's typed facts, issue 26 item 6;
+# 3: a mutant's typed cause; 4: the key's Coq sources, environment and package data)
 _PACKAGE = Path(__file__).resolve().parents[1]  # attnsim/
+COQ_DIR_VARIABLE = "ATTNSIM_COQ_DIR"  # where coq_sources() looks first
+# what a build leaves beside the sources and no check reads: bytecode, Coq's compiled files
+_BUILT = frozenset({".pyc", ".pyo", ".vo", ".vok", ".vos", ".glob", ".aux"})
 
 
-@functools.cache
-def code_version() -> str:
-    """SHA-256 over every ``attnsim`` source file (relative path and bytes), in path order, and the
-    hand-written Coq files of the package's ``coq/`` (the kernel obligations compile them)."""
+def _digest_files(root: Path, paths: list[Path]) -> str:
+    """SHA-256 over ``paths`` (relative path to ``root`` and bytes), in path order."""
     h = hashlib.sha256()
-    for path in sorted(_PACKAGE.rglob("*.py")):
-        h.update(path.relative_to(_PACKAGE).as_posix().encode())
-        h.update(b"\0")
-        h.update(path.read_bytes())
-        h.update(b"\0")
-    for path in sorted((_PACKAGE / "coq").glob("*.v")):
-        h.update(f"coq/{path.name}".encode())
+    for path in sorted(paths):
+        h.update(path.relative_to(root).as_posix().encode())
         h.update(b"\0")
         h.update(path.read_bytes())
         h.update(b"\0")
@@ -62,8 +64,51 @@ def code_version() -> str:
 
 
 @functools.cache
+def code_version() -> str:
+    """SHA-256 over every file of the ``attnsim`` package (relative path and bytes), in path order:
+    its sources and its package data (the torch fixtures ``data/*.npz`` the ``torch-*`` obligations
+    read, Coq files shipped in it); bytecode and Coq's build products are left out."""
+    files = [
+        p
+        for p in _PACKAGE.rglob("*")
+        if p.is_file() and "__pycache__" not in p.relative_to(_PACKAGE).parts and p.suffix not in _BUILT
+    ]
+    return _digest_files(_PACKAGE, files)
+
+
+def coq_inputs() -> dict[str, str | None]:
+    """What the kernel obligations read outside the package's code: ``dir``, the value of
+    ``$ATTNSIM_COQ_DIR`` (None when unset), and ``sources``, the SHA-256 of the ``.v`` files of the
+    directory :func:`attnsim.lemmas.kernel.coq_sources` resolves ("-" when it finds none).  Read
+    afresh at each call: the variable and the files may change between two runs of one process."""
+    try:
+        directory = coq_sources()
+    except Exception:  # no directory holds the Coq sources (the kernel obligations then fail, not run)
+        return {"dir": os.environ.get(COQ_DIR_VARIABLE), "sources": "-"}
+    return {"dir": os.environ.get(COQ_DIR_VARIABLE), "sources": _digest_files(directory, list(directory.glob("*.v")))}
+
+
+def _mathcomp() -> str:
+    """A stamp of the installed MathComp (the kernel obligations' library): its compiled files under
+    ``coqc -where``, by relative path, size and modification time; "-" when there is none."""
+    coqc = shutil.which("coqc")
+    if coqc is None:
+        return "-"
+    where = subprocess.run([coqc, "-where"], capture_output=True, text=True).stdout.strip()
+    root = Path(where) / "user-contrib" / "mathcomp" if where else None
+    if root is None or not root.is_dir():
+        return "-"
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.vo")):
+        st = path.stat()
+        h.update(f"{path.relative_to(root).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()
+
+
+@functools.cache
 def solver_versions() -> dict[str, str]:
-    """The versions of what decides a check: z3, sympy, numpy, cvc5 (if installed), Python."""
+    """The versions of what decides a check: z3, sympy, mpmath (SymPy's numbers), numpy, cvc5 (if
+    installed), coqc and MathComp (if installed), Python."""
     import numpy
     import sympy
     import z3
@@ -74,15 +119,22 @@ def solver_versions() -> dict[str, str]:
         "sympy": sympy.__version__,
         "numpy": numpy.__version__,
     }
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import version
 
-        out["cvc5"] = version("cvc5")
-    except Exception:  # not installed: --cross-check is refused, so it cannot decide anything
-        out["cvc5"] = "-"
+    for lib in ("mpmath", "cvc5"):
+        try:
+            out[lib] = version(lib)
+        except Exception:  # not installed (cvc5: --cross-check is then refused, so it decides nothing)
+            out[lib] = "-"
     coqc = shutil.which("coqc")  # decides the kernel obligations (absent: they are not run)
     out["coqc"] = subprocess.run([coqc, "--version"], capture_output=True, text=True).stdout.strip() if coqc else "-"
+    out["mathcomp"] = _mathcomp()
     return out
+
+
+def inputs() -> dict[str, Any]:
+    """The part of every key that is not the check's own: code, Coq sources and environment, solvers."""
+    return {"code": code_version(), "coq": coq_inputs(), "solvers": solver_versions()}
 
 
 def construction_fingerprints(names: set[str]) -> dict[str, str]:
@@ -111,8 +163,11 @@ def digest(parts: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def obligation_key(ob: Obligation, timeout: float, fingerprint: str | None, smt: Any = None) -> dict[str, Any]:
-    """Everything an obligation's result depends on (see the module docstring)."""
+def obligation_key(
+    ob: Obligation, timeout: float, fingerprint: str | None, smt: Any = None, common: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Everything an obligation's result depends on (see the module docstring); ``common``: :func:`inputs`
+    when the caller has already read them (once for many keys)."""
     return {
         "kind": "obligation",
         "format": FORMAT,
@@ -124,13 +179,15 @@ def obligation_key(ob: Obligation, timeout: float, fingerprint: str | None, smt:
         "program": fingerprint,
         "timeout": timeout,
         "cross_check": None if smt is None or not smt.cross_check else smt.timeout,
-        "code": code_version(),
-        "solvers": solver_versions(),
+        **(common if common is not None else inputs()),
     }
 
 
-def mutant_key(mutant: Any, obligation_ids: list[str], timeout: float) -> dict[str, Any]:
-    """Everything a mutant's result depends on: the mutant itself, what it runs against, the code."""
+def mutant_key(
+    mutant: Any, obligation_ids: list[str], timeout: float, common: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Everything a mutant's result depends on: the mutant itself, what it runs against, the code
+    (``common``: :func:`inputs`, when the caller has already read them)."""
     return {
         "kind": "mutant",
         "format": FORMAT,
@@ -142,8 +199,7 @@ def mutant_key(mutant: Any, obligation_ids: list[str], timeout: float) -> dict[s
         "restate_intent": mutant.restate_intent,
         "obligations": obligation_ids,
         "timeout": timeout,
-        "code": code_version(),
-        "solvers": solver_versions(),
+        **(common if common is not None else inputs()),
     }
 
 

@@ -52,7 +52,11 @@ class Campaign:
         keys: list[dict[str, Any]] = []
         if self.cache is not None:
             fps = C.construction_fingerprints({ob.construction for ob in obs})
-            keys = [C.obligation_key(ob, t, fps.get(ob.construction), smt) for ob, t in zip(obs, timeouts, strict=True)]
+            common = C.inputs()
+            keys = [
+                C.obligation_key(ob, t, fps.get(ob.construction), smt, common)
+                for ob, t in zip(obs, timeouts, strict=True)
+            ]
         results: dict[int, Result] = {}
         todo: list[int] = []
         for i in range(len(obs)):
@@ -81,7 +85,7 @@ class Campaign:
             where = {obs[i].id: i for i in todo}
             res = run_budgeted(sub, jobs=self.jobs, timeout=timeout, on_done=lambda r: done(where[r.id], r), smt=smt)
             for i, r in zip(todo, res, strict=True):
-                results[i] = r  # with the rerun hint a timed-out result gets after the pool returns
+                results[i] = r  # with the cause an unknown result is told after the pool returns
         return [results[i] for i in range(len(obs))]
 
     # -- mutants ---------------------------------------------------------------------------------
@@ -90,7 +94,8 @@ class Campaign:
         mutant); killers are then confirmed on the unmutated constructions through :meth:`obligations`."""
 
         todo = [(job, m) for job in jobs for m in job.mutants]
-        keys = [C.mutant_key(m, [o.id for o in job.obligations], timeout) for job, m in todo]
+        common = C.inputs()
+        keys = [C.mutant_key(m, [o.id for o in job.obligations], timeout, common) for job, m in todo]
         results: dict[int, Any] = {}
         rest: list[int] = []
         for i, (_, m) in enumerate(todo):

@@ -10,9 +10,11 @@ pool (:mod:`attnsim.verify.runner`) runs and ``--scheduler`` says how to install
 The hard timeouts stay hard on a worker: a Dask task cannot be interrupted, so a task never runs
 a check itself.  Each worker thread keeps one *slot*, a child process forked from a forkserver
 that has already built the obligation registry (:mod:`attnsim.preload`), and hands it the
-obligation; when the obligation's timeout passes, the slot is killed, the obligation is
-``unknown`` (never proved) and a fresh slot takes the next one.  A mutant runs in a child of its
-own, as in :func:`attnsim.verify.mutation.pool.run_jobs`, killed when it exceeds its budget.
+obligation; when the slot has spent the obligation's timeout in CPU seconds (the local pool's
+clock, :class:`~attnsim.verify.runner.ChildClock`; wall time only as its far net), the slot is
+killed, the obligation is ``unknown`` (never proved) and a fresh slot takes the next one.  A mutant
+runs in a child of its own, as in :func:`attnsim.verify.mutation.pool.run_jobs`, killed when it
+exceeds its budget by the same clock.
 
 Registered obligations travel by id and are looked up on the worker (their checks are closures
 over built programs); any other obligation travels cloudpickled.  Worker processes must be
@@ -35,11 +37,11 @@ from typing import Any
 
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Outcome, Result
-from attnsim.verify.budgets import explain_timeout
-from attnsim.verify.cache import code_version, solver_versions
+from attnsim.verify.budgets import explain_unknown
+from attnsim.verify.cache import code_version, coq_inputs, solver_versions
 from attnsim.verify.mutation.plan import mutant_budget
 from attnsim.verify.mutation.run import MutantResult, _child, worker_error
-from attnsim.verify.runner import CROSS_CHECK_BUDGET, SmtOptions, _check, _result
+from attnsim.verify.runner import CROSS_CHECK_BUDGET, ChildClock, SmtOptions, _check, _result, await_answer
 from attnsim.verify.sigint import children_deaf_to_sigint
 
 INSTALL = 'pip install "attnsim[dask]"'
@@ -209,24 +211,26 @@ def _slot() -> _Slot:
 
 
 def _in_slot(ref: Ref, timeout: float, smt: SmtOptions | None) -> tuple[Outcome, float]:
-    """Run one obligation in this worker thread's slot, under a hard ``timeout``: (outcome, seconds)."""
+    """Run one obligation in this worker thread's slot, under a hard ``timeout`` in the slot's CPU
+    seconds (:class:`~attnsim.verify.runner.ChildClock`): (outcome, seconds)."""
     sl = _slot()
-    t0 = time.perf_counter()
+    limit = timeout + 0.5 + (CROSS_CHECK_BUDGET if smt is not None and smt.cross_check else 0)
+    clock = ChildClock(sl.proc.pid or 0, limit)
     try:
         sl.conn.send((ref, timeout, smt))
     except (BrokenPipeError, OSError):  # the slot died between two tasks: one fresh try
         sl.kill()
         sl = _LOCAL.slot = _Slot()
+        clock = ChildClock(sl.proc.pid or 0, limit)
         sl.conn.send((ref, timeout, smt))
-    limit = timeout + 0.5 + (CROSS_CHECK_BUDGET if smt is not None and smt.cross_check else 0)
     died = False
-    if sl.conn.poll(limit):
+    if await_answer(sl.conn, clock):
         try:
             out, secs = sl.conn.recv()
             return out, secs
         except (EOFError, OSError):  # the slot's end of the pipe closed: it died
             died = True
-    elapsed = time.perf_counter() - t0
+    elapsed = clock.wall()
     died = died or not sl.proc.is_alive()
     sl.kill()
     _LOCAL.slot = None
@@ -258,21 +262,22 @@ def _mutant_child(
 
 
 def mutant_task(name: str, ids: list[str], mutant: Any, timeout: float, budget: float) -> tuple[Any, ...]:
-    """Run one mutant in a child process of this worker, killed after ``budget`` seconds.
+    """Run one mutant in a child process of this worker, killed after ``budget`` of its CPU seconds
+    (:class:`~attnsim.verify.runner.ChildClock`).
 
     Returns (killed, by, equivalent, proof, detail, applied, claim_only, cause, seconds)."""
     ctx = _context()
     parent, child = ctx.Pipe(duplex=False)
     lifeline, keep = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_mutant_child, args=(name, ids, mutant, timeout, child, lifeline), daemon=True)
-    t0 = time.perf_counter()
     proc.start()
+    clock = ChildClock(proc.pid or 0, budget)
     child.close()
     lifeline.close()
     try:
-        if parent.poll(budget):
+        if await_answer(parent, clock):
             try:
-                return (*parent.recv(), time.perf_counter() - t0)
+                return (*parent.recv(), clock.wall())
             except (EOFError, OSError):
                 proc.join(timeout=5)
                 return (False, None, False, None, f"worker died (exit {proc.exitcode})", 0, False, "worker lost", 0.0)
@@ -284,10 +289,11 @@ def mutant_task(name: str, ids: list[str], mutant: Any, timeout: float, budget: 
         keep.close()
 
 
-def worker_versions() -> tuple[str, dict[str, str]]:
-    """This process's checking-code version and solver versions (compared with the client's)."""
+def worker_versions() -> tuple[str, dict[str, str], str | None]:
+    """This process's checking-code version, solver versions and Coq sources' digest (compared with
+    the client's)."""
 
-    return code_version(), solver_versions()
+    return code_version(), solver_versions(), coq_inputs()["sources"]
 
 
 # -- client side ----------------------------------------------------------------------------------
@@ -375,7 +381,9 @@ def _same_versions(client: Any) -> None:
         raise SchedulerError("the Dask cluster has no workers")
     for addr, v in theirs.items():
         if tuple(v) != mine:
-            what = "attnsim source" if v[0] != mine[0] else f"solvers {v[1]} (here {mine[1]})"
+            what = f"solvers {v[1]} (here {mine[1]})"
+            what = "Coq sources" if v[2] != mine[2] else what
+            what = "attnsim source" if v[0] != mine[0] else what
             raise SchedulerError(f"Dask worker {addr} runs a different {what}: results would be mislabelled")
 
 
@@ -433,7 +441,7 @@ def run_obligations(
                 lost = Outcome(False, f"worker died: {type(exc).__name__}: {exc}", cause="worker lost")
                 outs = [(lost, 0.0)] * len(batch)
             for i, (out, secs) in zip(batch, outs, strict=True):
-                r = explain_timeout(_result(obs[i], out, secs), obs[i], timeouts[i])
+                r = explain_unknown(_result(obs[i], out, secs), obs[i], timeouts[i])
                 results[i] = r
                 if on_done:
                     on_done(i, r)

@@ -113,6 +113,45 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
+class ChildClock:
+    """The time a child process has spent on its current task, from :meth:`start`: its CPU seconds
+    (``/proc``), else (no ``/proc``) wall seconds.  :meth:`over` says when the task is past
+    ``limit`` CPU seconds, or past :data:`WALL_NET_FACTOR` times it in wall seconds (the far
+    safety net for a child stuck off the CPU): every runner stops a check by this clock, so a busy
+    machine does not stop one that an idle machine finishes."""
+
+    def __init__(self, pid: int, limit: float) -> None:
+        self.pid, self.limit = pid, limit
+        self.t0 = time.perf_counter()
+        self.cpu0 = cpu_seconds(pid)
+
+    def start(self, limit: float) -> None:
+        """A new task for the same child, with its own limit."""
+        self.limit, self.t0, self.cpu0 = limit, time.perf_counter(), cpu_seconds(self.pid)
+
+    def wall(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def used(self) -> float:
+        """Seconds the task has used: the child's CPU time, else wall time."""
+        now = cpu_seconds(self.pid) if self.cpu0 is not None else None
+        if now is None or self.cpu0 is None:
+            return self.wall()
+        return now - self.cpu0
+
+    def over(self) -> bool:
+        return self.used() > self.limit or self.wall() > WALL_NET_FACTOR * self.limit
+
+
+def await_answer(conn: Connection, clock: ChildClock, step: float = 0.05) -> bool:
+    """Wait for the child's answer on ``conn``: True when it can be read (or the pipe closed: the
+    child died), False when ``clock`` says the child is over its limit first."""
+    while not conn.poll(step):
+        if clock.over():
+            return conn.poll(0)
+    return True
+
+
 def _worker(obs: Sequence[Obligation], limits: Sequence[float], smt: SmtOptions | None, conn: Connection) -> None:
     """A forked worker: run the obligations whose indices arrive on ``conn`` until None, each with
     its own time limit."""
@@ -135,21 +174,13 @@ class _Slot:
             self.proc.start()
         child.close()
         self.task: int | None = None
-        self.t0 = 0.0
-        self.cpu0: float | None = None
+        self.clock = ChildClock(self.proc.pid or 0, 0.0)
 
-    def start(self, task: int) -> None:
+    def start(self, task: int, limit: float) -> None:
         """Hand the worker an obligation; its clock starts (CPU seconds when /proc tells them)."""
-        self.task, self.t0 = task, time.perf_counter()
-        self.cpu0 = cpu_seconds(self.proc.pid or 0)
+        self.task = task
+        self.clock.start(limit)
         self.conn.send(task)
-
-    def used(self) -> float:
-        """Seconds the current obligation has used: the worker's CPU time, else wall time."""
-        now = cpu_seconds(self.proc.pid or 0) if self.cpu0 is not None else None
-        if now is None or self.cpu0 is None:
-            return time.perf_counter() - self.t0
-        return now - self.cpu0
 
     def stop(self, kill: bool = False) -> None:
         if kill:
@@ -196,6 +227,7 @@ def run_all(
     pending.reverse()
     results: dict[int, Result] = {}
     cross = smt is not None and smt.cross_check
+    hard = [t + 0.5 + (CROSS_CHECK_BUDGET if cross else 0) for t in limits]  # the net: a check, then cvc5
     slots = [_Slot(ctx, obs, limits, smt) for _ in range(min(jobs, max(1, len(obs))))]
 
     def finish(i: int, r: Result) -> None:
@@ -207,14 +239,15 @@ def run_all(
         while len(results) < len(obs):
             for sl in slots:
                 if sl.task is None and pending:
-                    sl.start(pending.pop())
+                    i = pending.pop()
+                    sl.start(i, hard[i])
             busy = [sl for sl in slots if sl.task is not None]
             ready = mp.connection.wait([sl.conn for sl in busy], timeout=0.05)
             for k, sl in enumerate(slots):
                 task = sl.task
                 if task is None:
                     continue
-                ob, elapsed = obs[task], time.perf_counter() - sl.t0
+                ob, elapsed = obs[task], sl.clock.wall()
                 died = f"worker died (exit code {sl.proc.exitcode})"
                 if sl.conn in ready:
                     try:
@@ -224,9 +257,7 @@ def run_all(
                         continue
                     except (EOFError, OSError):
                         finish(task, _result(ob, Outcome(False, died, cause="worker lost"), elapsed))
-                elif sl.used() > (limit := limits[task] + 0.5 + (CROSS_CHECK_BUDGET if cross else 0)) or (
-                    elapsed > WALL_NET_FACTOR * limit
-                ):
+                elif sl.clock.over():
                     stopped = Outcome(None, f"timeout after {limits[task]:g} s (safety net)", cause="timeout")
                     finish(task, _result(ob, stopped, elapsed))
                 elif sl.proc.is_alive():

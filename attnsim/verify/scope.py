@@ -4,7 +4,9 @@ An ``all-sizes`` obligation (:func:`attnsim.symbolic.program_equals_spec.spec_ob
 proved only when the construction, built over unbound sizes, equals its independent specification
 at a symbolic output entry for every size.  :func:`scope_summary` and :func:`scope_by_result` turn verify
 results into one line per construction and per paper result: all sizes, bounded (sizes <= N),
-fixed instances or sampled.
+fixed instances or sampled.  A scope is computed only from a run that includes every obligation it
+rests on: a construction or paper result some of whose obligations this run left out (``--only``)
+is "not evaluated in this run" (what ran of it may be all sizes while what did not is bounded).
 """
 
 from __future__ import annotations
@@ -56,10 +58,30 @@ def _not_run(name: str, skipped: Sequence[Obligation]) -> str:
     return note + (f"; obligations running Coq not run: {', '.join(kernel)} (coqc not installed)" if kernel else "")
 
 
-def scope_summary(results: Sequence[Result], skipped: Sequence[Obligation] = ()) -> list[tuple[str, str, str]]:
+NOT_EVALUATED = "not evaluated in this run"
+
+
+def _partial(what: str, ran: int, left_out: int) -> str:
+    return f"{ran} of the {ran + left_out} obligations of {what} ran (--only); a run of all of them decides its scope"
+
+
+def scope_summary(
+    results: Sequence[Result], skipped: Sequence[Obligation] = (), unrun: Sequence[Obligation] = ()
+) -> list[tuple[str, str, str]]:
     """Per construction: (name, scope, why), scope in all sizes / bounded (sizes <= N) / sampled / NOT VERIFIED;
-    ``skipped``: deep obligations not run (their all-sizes ones are named in why)."""
-    out = [(name, scope, why + _not_run(name, skipped)) for name, scope, why in _scopes(results)]
+    ``skipped``: deep obligations not run (their all-sizes ones are named in why); ``unrun``: the
+    obligations of a complete run (at this run's depth) that this run left out: a construction
+    with one of them is :data:`NOT_EVALUATED` (unless one that ran failed: NOT VERIFIED)."""
+    left_out: dict[str, int] = {}
+    for o in unrun:
+        left_out[o.construction] = left_out.get(o.construction, 0) + 1
+    out = []
+    for name, scope, why in _scopes(results):
+        if left_out.get(name) and scope != "NOT VERIFIED":
+            ran = sum(r.construction == name for r in results)
+            out.append((name, NOT_EVALUATED, _partial("the construction", ran, left_out[name])))
+        else:
+            out.append((name, scope, why + _not_run(name, skipped)))
     return out
 
 
@@ -115,17 +137,28 @@ def _scopes(results: Sequence[Result]) -> list[tuple[str, str, str]]:
     return out
 
 
-def scope_by_result(results: Sequence[Result], skipped: Sequence[Obligation] = ()) -> list[tuple[str, str, str]]:
+def scope_by_result(
+    results: Sequence[Result], skipped: Sequence[Obligation] = (), unrun: Sequence[Obligation] = ()
+) -> list[tuple[str, str, str]]:
     """Per paper result: "all sizes" only when every construction backing it is all sizes in this run;
-    ``skipped``: deep obligations not run, named where they back the result."""
-    per_con = {name: (scope, why) for name, scope, why in scope_summary(results)}
+    ``skipped``: deep obligations not run, named where they back the result; ``unrun``: the
+    obligations of a complete run (at this run's depth) that this run left out: a result backed by
+    one of them, or by a construction with one of them, is :data:`NOT_EVALUATED` (unless a
+    construction backing it failed: NOT VERIFIED)."""
+    per_con = {name: (scope, why) for name, scope, why in scope_summary(results, (), unrun)}
     by: dict[str, set[str]] = {}
     for r in results:
         by.setdefault(r.paper_ref, set()).add(r.construction)
     out = []
     for ref, cons in sorted(by.items()):
         scopes = {c: per_con[c][0] for c in sorted(cons)}
-        if all(s.startswith("all sizes") for s in scopes.values()):
+        left = sum(o.paper_ref == ref for o in unrun)
+        partial = [c for c, s in scopes.items() if s == NOT_EVALUATED]
+        if (left or partial) and "NOT VERIFIED" not in scopes.values():
+            why = [_partial("the result", sum(r.paper_ref == ref for r in results), left)] if left else []
+            why += [f"constructions not evaluated: {', '.join(partial)}"] if partial else []
+            out.append((ref, NOT_EVALUATED, "; ".join(why)))
+        elif all(s.startswith("all sizes") for s in scopes.values()):
             out.append((ref, "all sizes", ", ".join(scopes)))
         elif any(s == "NOT VERIFIED" for s in scopes.values()):
             bad = [c for c, s in scopes.items() if s == "NOT VERIFIED"]
@@ -141,9 +174,13 @@ def scope_by_result(results: Sequence[Result], skipped: Sequence[Obligation] = (
     return out
 
 
-def print_scope(results: Iterable[Result], console: Any, skipped: Sequence[Obligation] = ()) -> None:
-    """Print the scope tables (per construction, per paper result) after the verify table;
-    ``skipped``: the deep obligations this run did not run (named where they would count)."""
+def scope_tables(
+    results: Iterable[Result], skipped: Sequence[Obligation] = (), unrun: Sequence[Obligation] = ()
+) -> list[Any]:
+    """The scope tables (per construction, per paper result) that follow the verify table, as rich
+    Tables (the caller prints them: drawn on a terminal, plain lines in a file); ``skipped``: the
+    deep obligations this run did not run (named where they would count); ``unrun``: the
+    obligations of a complete run that this one left out (what they back is not evaluated)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -154,17 +191,19 @@ def print_scope(results: Iterable[Result], console: Any, skipped: Sequence[Oblig
         "NOT VERIFIED": "bold red",
         "sampled": "yellow",
         "conditional": "magenta",
+        NOT_EVALUATED: "dim",
     }
+    tables = []
     for title, first, rows in (
         (
             "scope per construction: all sizes / bounded (sizes <= N) / sampled",
             "construction",
-            scope_summary(rs, skipped),
+            scope_summary(rs, skipped, unrun),
         ),
         (
             "scope per paper result: all sizes only where every construction backing it is",
             "paper result",
-            scope_by_result(rs, skipped),
+            scope_by_result(rs, skipped, unrun),
         ),
     ):
         table = Table(title=title)
@@ -174,7 +213,8 @@ def print_scope(results: Iterable[Result], console: Any, skipped: Sequence[Oblig
             c = colors.get(scope, "cyan")
             shown = why if len(why) <= 240 else why[:237] + "..."
             table.add_row(escape(name), f"[{c}]{escape(scope)}[/]", escape(shown))
-        console.print(table)
+        tables.append(table)
+    return tables
 
 
-__all__ = ["print_scope", "scope_by_result", "scope_summary"]
+__all__ = ["NOT_EVALUATED", "scope_by_result", "scope_summary", "scope_tables"]

@@ -65,6 +65,7 @@ def test_without_the_extra_one_line_exit_2(monkeypatch: pytest.MonkeyPatch, caps
         (["compare", "tracr", "--json", "--markdown"], "--json and --markdown contradict"),
     ],
 )
+@pytest.mark.usefixtures("nothing_runs")
 def test_bad_options_exit_2(argv: list[str], match: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(argv)

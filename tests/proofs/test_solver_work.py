@@ -59,6 +59,7 @@ def test_a_query_out_of_its_rlimit_is_unknown_never_proved() -> None:
     finally:
         solver_work.METER.reset(token)
     assert out.ok is None and "rlimit" in out.detail
+    assert out.cause == "rlimit exhausted"  # typed: a budget exhausted, which --timeout does not change
     assert meter.exhausted == 1
 
 
@@ -205,3 +206,33 @@ def test_no_answer_is_kept_by_the_process_while_queries_are_exported(tmp_path: o
     finally:
         smtlib.SINK.reset(token)
     assert first > 0 and len(seen) == 2 * first and not answers.PROCESS
+
+
+@pytest.mark.usefixtures("wall_clock_racing")
+@pytest.mark.parametrize("oid", ["transpose/all-sizes/lemma", "simulator-stages/all-sizes/scores/attn.logit"])
+def test_an_all_sizes_proof_counts_its_time_left_in_cpu_seconds(oid: str) -> None:
+    """program == spec and U's stage proofs share their timeout among cases and stages by CPU seconds:
+    with the wall clock racing (a very busy machine) each case still gets what an idle machine gives
+    it, never just its 0.05-0.5 s minimum."""
+    from attnsim.proofs.registry import by_id
+    from attnsim.verify.runner import run_inline
+
+    r = run_inline(by_id(oid), 120)
+    assert r.status == "proved", r.detail
+
+
+def test_a_sub_meter_budgets_work_and_adds_it_to_the_obligation() -> None:
+    """sub_meter counts the checks inside it (what a budget over several queries reads) and adds
+    them to the meter around it; replay gives a kept answer's work again."""
+    outer = solver_work.WorkMeter()
+    token = solver_work.METER.set(outer)
+    try:
+        with solver_work.recording() as trace, solver_work.sub_meter() as inner:
+            assert z3sel.prove(E.Var("n") + 1 > E.Var("n"), (), minimum={"n": 1}).ok is True
+        assert inner.units > 0 and (outer.units, outer.queries) == (inner.units, inner.queries)
+        with solver_work.sub_meter() as again:
+            solver_work.replay(trace)
+        assert (again.units, again.queries) == (inner.units, inner.queries)
+        assert outer.units == 2 * inner.units
+    finally:
+        solver_work.METER.reset(token)

@@ -84,6 +84,7 @@ def test_series_parsing() -> None:
     assert _as_series("nope") is None
 
 
+@pytest.mark.usefixtures("nothing_runs")
 def test_report_requires_out(capsys: pytest.CaptureFixture[str]) -> None:
     """--out is mandatory (argparse error, exit 2)."""
     with pytest.raises(SystemExit) as exc:

@@ -12,6 +12,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -126,6 +127,7 @@ def test_cli_cache_alone_writes_but_does_not_reuse(tmp_path: Path, capsys: pytes
     assert err.count("0 of 2 results reused, 2 run, 2 written") == 2
 
 
+@pytest.mark.usefixtures("nothing_runs")
 def test_cli_resume_with_smt2_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["verify", "--only", "transpose/", "--resume", "--smt2", str(tmp_path)])
@@ -138,9 +140,10 @@ def test_cli_resume_with_smt2_is_a_usage_error(tmp_path: Path, capsys: pytest.Ca
 
 @pytest.fixture
 def package_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A temporary copy of the package's sources, hashed by ``code_version`` instead of the real one."""
+    """A temporary copy of the package (sources and package data), hashed by ``code_version``
+    instead of the real one."""
     copy = tmp_path / "attnsim"
-    shutil.copytree(C._PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "*.npz"))
+    shutil.copytree(C._PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(C, "_PACKAGE", copy)
     C.code_version.cache_clear()
     yield copy
@@ -176,6 +179,85 @@ def test_every_source_file_is_in_the_code_version(package_copy: Path) -> None:
     assert C.code_version() == base  # restored: the same hash again (the hash is of the contents)
 
 
+def test_every_fixture_is_in_the_code_version(tmp_path: Path, package_copy: Path) -> None:
+    """The committed torch fixtures (data/*.npz, read by the torch-* obligations) are inputs: one byte
+    of any of them changed (its length kept) changes the hash, and a resumed campaign then reuses
+    nothing: a changed fixture never gets a verdict reached on the old one."""
+    base = C.code_version()
+    fixtures = sorted((package_copy / "data").glob("*.npz"))
+    assert len(fixtures) >= 14
+    for path in fixtures:
+        data = path.read_bytes()
+        path.write_bytes(data[:-1] + bytes([data[-1] ^ 0x01]))
+        C.code_version.cache_clear()
+        try:
+            assert C.code_version() != base, f"editing {path.name} left the code version"
+        finally:
+            path.write_bytes(data)
+    C.code_version.cache_clear()
+    assert C.code_version() == base
+    log = tmp_path / "log"
+    obs = [_logged(log, i) for i in range(2)]
+    assert _run_logged(log, tmp_path / "cache", obs)[1:] == (0, 2)
+    assert _run_logged(log, tmp_path / "cache", obs)[1:] == (2, 0)
+    fixtures[0].write_bytes(fixtures[0].read_bytes() + b"\0")
+    C.code_version.cache_clear()
+    assert _run_logged(log, tmp_path / "cache", obs)[1:] == (0, 2)
+
+
+def _coq_dir(root: Path) -> Path:
+    """A directory of Coq sources that coq_sources() accepts (it holds Semantics.v)."""
+    root.mkdir()
+    (root / "Semantics.v").write_text("(* semantics *)\n")
+    (root / "Matmul.v").write_text("(* matmul *)\n")
+    return root
+
+
+def test_every_coq_source_is_in_every_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The .v files of the directory coq_sources() resolves (here through $ATTNSIM_COQ_DIR) are in the
+    key of an obligation and of a mutant: a byte changed or a file added changes both."""
+    from attnsim.lemmas.kernel import coq_sources
+
+    coq = _coq_dir(tmp_path / "coq")
+    monkeypatch.setenv("ATTNSIM_COQ_DIR", str(coq))
+    assert coq_sources() == coq
+    ob = Obligation("t/kernel/a", "t", "x", "kernel", lambda t: Outcome.good(), statement="s")
+    mutant = SimpleNamespace(construction="t", site=(0,), op="x", path=None, description="d", restate_intent=False)
+
+    def keys() -> tuple[str, str]:
+        return C.digest(C.obligation_key(ob, 10.0, "fp")), C.digest(C.mutant_key(mutant, [ob.id], 10.0))
+
+    base = keys()
+    for path in sorted(coq.glob("*.v")):
+        text = path.read_bytes()
+        path.write_bytes(bytes([text[0] ^ 0x01]) + text[1:])
+        assert keys()[0] != base[0] and keys()[1] != base[1], f"editing {path.name} left the keys"
+        path.write_bytes(text)
+    assert keys() == base
+    (coq / "Extra.v").write_text("(* new *)\n")
+    assert keys()[0] != base[0] and keys()[1] != base[1]
+
+
+def test_the_coq_directory_variable_is_in_every_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$ATTNSIM_COQ_DIR's value is an input: two directories with the same files, or the variable set
+    against unset, give other keys; a campaign resumed with the variable changed reruns."""
+    one, two = _coq_dir(tmp_path / "one"), _coq_dir(tmp_path / "two")
+    ob = Obligation("t/kernel/a", "t", "x", "kernel", lambda t: Outcome.good(), statement="s")
+    monkeypatch.delenv("ATTNSIM_COQ_DIR", raising=False)
+    unset = C.digest(C.obligation_key(ob, 10.0, "fp"))
+    monkeypatch.setenv("ATTNSIM_COQ_DIR", str(one))
+    at_one = C.digest(C.obligation_key(ob, 10.0, "fp"))
+    monkeypatch.setenv("ATTNSIM_COQ_DIR", str(two))
+    at_two = C.digest(C.obligation_key(ob, 10.0, "fp"))
+    assert len({unset, at_one, at_two}) == 3
+    log = tmp_path / "log"
+    obs = [_logged(log, 0)]
+    assert _run_logged(log, tmp_path / "cache", obs)[1:] == (0, 1)
+    assert _run_logged(log, tmp_path / "cache", obs)[1:] == (1, 0)
+    monkeypatch.setenv("ATTNSIM_COQ_DIR", str(one))
+    assert _run_logged(log, tmp_path / "cache", obs)[1:] == (0, 1)
+
+
 def test_an_edited_source_reuses_nothing(tmp_path: Path, package_copy: Path) -> None:
     """A campaign cached, one source file edited (a comment appended to symbolic/sums.py, the Sum
     normal form's rules): every obligation runs again, nothing is reused."""
@@ -199,6 +281,7 @@ def test_a_changed_solver_version_reuses_nothing(tmp_path: Path, monkeypatch: py
     obs = [_logged(log, i) for i in range(3)]
     assert _run_logged(log, tmp_path / "cache", obs)[1:] == (0, 3)
     real = C.solver_versions()
+    assert {"python", "z3", "sympy", "mpmath", "numpy", "cvc5", "coqc", "mathcomp"} <= set(real)
     for name in real:
         changed = {**real, name: real[name] + ".changed"}
         monkeypatch.setattr(C, "solver_versions", lambda changed=changed: changed)

@@ -60,17 +60,34 @@ def test_cli_on_a_scheduler_address_prints_the_local_json(client: Any, capsys: p
     assert [(d["id"], d["method"], d["status"]) for d in remote] == [(d["id"], d["method"], d["status"]) for d in local]
 
 
+def _spin(seconds: float) -> Outcome:
+    """Busy for ``seconds`` of CPU time."""
+    t0 = time.process_time()
+    while time.process_time() - t0 < seconds:
+        pass
+    return Outcome.good()
+
+
+def _waits(t: float) -> Outcome:
+    """Off the CPU for 2.5 s (a check on a busy machine waits like this), then holds."""
+    time.sleep(2.5)
+    return Outcome.good("waited")
+
+
 def test_a_timeout_on_a_worker_is_unknown_and_the_worker_goes_on(client: Any) -> None:
-    """The hard timeout holds on a worker: the check is killed, unknown (never proved), the next ones run."""
+    """The hard timeout holds on a worker, in the slot's CPU seconds as in the local pool: a check
+    computing past it is killed, unknown (never proved), the next ones run; one that waits off the
+    CPU longer than its timeout is not stopped."""
     obs = [
-        Obligation("t/z3-parametric/slow", "t", "x", "z3-parametric", lambda t: (time.sleep(60), Outcome.good())[1]),
+        Obligation("t/z3-parametric/slow", "t", "x", "z3-parametric", lambda t: _spin(60.0)),
         Obligation("t/exact/dies", "t", "x", "exact", lambda t: os._exit(3)),  # type: ignore[arg-type,return-value]
+        Obligation("t/exact/waits", "t", "x", "exact", _waits),
         *[Obligation(f"t/exact/ok{i}", "t", "x", "exact", lambda t: Outcome.good("ok")) for i in range(4)],
     ]
     res = dask_runner.run_obligations(client, obs, [1.0] * len(obs))
-    assert [r.status for r in res] == ["unknown", "failed", *["passed"] * 4]
-    assert res[0].detail.startswith("timeout after 1 s") and "--timeout" in res[0].detail
-    assert "worker died" in res[1].detail
+    assert [r.status for r in res] == ["unknown", "failed", "passed", *["passed"] * 4], [r.detail for r in res]
+    assert res[0].detail.startswith("budget exhausted (timeout): timeout after 1 s") and "--timeout" in res[0].detail
+    assert "worker died" in res[1].detail and res[2].detail == "waited"
 
 
 def test_a_killed_worker_has_its_obligations_rerun_elsewhere(client: Any, tmp_path: Path) -> None:
@@ -150,9 +167,12 @@ def test_without_dask_scheduler_says_how_to_install(
     assert len(err) == 1 and 'pip install "attnsim[dask]"' in err[0]
 
 
+@pytest.mark.usefixtures("nothing_runs")
 def test_bad_local_scheduler_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["verify", "--only", "transpose/", "--scheduler", "local:0"]) == 2
-    assert "local:N with N >= 1" in capsys.readouterr().err
+    """Refused by the argument check, before the registry or a cluster is reached."""
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", "--only", "transpose/", "--scheduler", "local:0"])
+    assert exc.value.code == 2 and "local:N with N >= 1" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         main(["verify", "--only", "transpose/", "--scheduler", "local:2", "-j", "2"])
     assert exc.value.code == 2

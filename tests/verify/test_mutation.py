@@ -19,7 +19,7 @@ from attnsim.lemmas.construction import Construction
 from attnsim.lemmas.matmul import matmul
 from attnsim.lemmas.transpose import transpose
 from attnsim.proofs import registry, z3sel
-from attnsim.proofs.obligation import Obligation
+from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
@@ -246,6 +246,59 @@ def test_token_selector_swap_is_a_bounded_proof_and_a_flip_is_killed() -> None:
     broken = C.Select(sel.keys, C.imap(lambda x: x % C.Size("p", 3), C.tokens), sel.cmp)  # x_k = x_q (mod p)
     ok, why = prove_same_selector(broken, sel, 2.0, make().layout.length, "length")
     assert not ok
+
+
+@pytest.mark.usefixtures("wall_clock_racing")
+def test_the_bounded_equivalence_is_decided_by_solver_work_not_the_wall_clock() -> None:
+    """The bounded per-size fallback is budgeted in Z3 units: with the wall clock racing (a very busy
+    machine) it proves what it proves on an idle one."""
+    from attnsim.applications.match import match2
+
+    sel: Any = match2(3, 3).program.selector  # type: ignore[attr-defined]
+    swapped = C.Select(sel.queries, sel.keys, sel.cmp)
+    ok, why = prove_same_selector(swapped, sel, 2.0, match2(3, 3).layout.length, "length")
+    assert ok and "BOUNDED" in why, why
+
+
+def test_a_check_on_a_mutant_is_stopped_by_its_cpu_seconds_not_the_wall_clock() -> None:
+    """The mutant runner's alarm counts this process's CPU seconds: a check that waits off the CPU
+    past its timeout is not stopped (on a busy machine every check waits); one that computes past it is."""
+    import time
+
+    from attnsim.verify.mutation.run import _run_check
+
+    def waits(t: float) -> Outcome:
+        time.sleep(1.0)
+        return Outcome.good("done")
+
+    def computes(t: float) -> Outcome:
+        c0 = time.process_time()
+        while time.process_time() - c0 < 3.0:
+            pass
+        return Outcome.good("done")
+
+    assert _run_check(Obligation("t/exact/waits", "t", "x", "exact", waits), 0.2).ok is True
+    out = _run_check(Obligation("t/exact/computes", "t", "x", "exact", computes), 0.2)
+    assert out.ok is None and out.detail.startswith("timeout after 0.2 s"), out.detail
+
+
+def test_the_pool_gives_a_mutant_its_budget_in_cpu_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mutant whose killing check waits off the CPU longer than the mutant's budget is still killed:
+    the budget is the child's CPU seconds, not the wall clock."""
+    import time
+
+    from attnsim.verify.mutation import pool
+
+    def kills_late(t: float) -> Outcome:
+        time.sleep(2.0)
+        return Outcome.bad("differs")
+
+    ms = [m for m in mutants_of("transpose", lambda: transpose(2, 3)) if m.op == "cmp:!=" and not m.restate_intent]
+    obs = [Obligation("transpose/exact/late", "transpose", "x", "exact", kills_late)]
+    job = Job("transpose", lambda: transpose(2, 3), obs, ms[:1], 1)
+    monkeypatch.setattr(pool, "mutant_budget", lambda job, timeout: 1.0)
+    (r,) = pool.run_jobs([job], workers=1, timeout=5, confirm=False)
+    assert r.killed and r.by == "transpose/exact/late", r.detail
 
 
 def test_a_map_read_only_by_a_selector_is_proven_through_the_selector() -> None:

@@ -96,3 +96,35 @@ def test_a_deep_all_sizes_obligation_not_run_is_named_with_how_to_run_it() -> No
         [*rs, Result("a/all-sizes/layer", "a", "Theorem 6", "all-sizes", None, "proved", 212.0, "")]
     )
     assert scope == "all sizes" and why == "a/all-sizes/layer (212.0 s)", why
+
+
+def test_a_paper_result_is_not_evaluated_from_part_of_its_obligations() -> None:
+    """A run of some of a result's obligations (--only) cannot give its scope: Proposition 1 backed by
+    an all-sizes a and a bounded b is "not all sizes" in a full run, "not evaluated" when only a ran,
+    and so is a construction that ran in part; a failure that ran still makes it NOT VERIFIED."""
+    from attnsim.proofs.obligation import Obligation, Outcome
+    from attnsim.verify.scope import NOT_EVALUATED
+
+    def ob(oid: str, method: str, bound: int | None = None) -> Obligation:
+        cid = oid.split("/", 1)[0]
+        return Obligation(oid, cid, "Proposition 1", method, lambda t: Outcome.good(), bound=bound)
+
+    def ran(o: Obligation, status: str = "proved") -> Result:
+        return Result(o.id, o.construction, o.paper_ref, o.method, o.bound, status, 0.1, "")
+
+    a, a2, b = (
+        ob("a/all-sizes/layout", "all-sizes"),
+        ob("a/z3-parametric/x", "z3-parametric"),
+        ob("b/z3-bounded/x", "z3-bounded", 4),
+    )
+    full = [ran(a), ran(a2), ran(b)]
+    assert scope_by_result(full)[0][1] == "not all sizes"
+    ((ref, scope, why),) = scope_by_result([ran(a), ran(a2)], unrun=[b])
+    assert (ref, scope) == ("Proposition 1", NOT_EVALUATED), why
+    assert why.startswith("2 of the 3 obligations of the result ran (--only)"), why
+    rows = {name: scope for name, scope, _ in scope_summary([ran(a)], unrun=[a2, b])}
+    assert rows == {"a": NOT_EVALUATED}
+    ((_, scope, why),) = scope_by_result([ran(a)], unrun=[a2])  # every obligation of the result's a ran but one
+    assert scope == NOT_EVALUATED and "the construction" not in why, why
+    ((_, scope, _),) = scope_by_result([ran(a, "failed")], unrun=[a2, b])
+    assert scope == "NOT VERIFIED"

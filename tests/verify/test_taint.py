@@ -79,6 +79,15 @@ def test_a_change_outside_every_read_is_proven_equivalent_for_all_sizes() -> Non
     assert "2 attention reads" in r.proof  # one per Construction built (the obligation's, the example's)
 
 
+@pytest.mark.usefixtures("wall_clock_racing")
+def test_the_all_sizes_attempt_is_budgeted_in_solver_work_not_the_wall_clock() -> None:
+    """The unread prover's all-sizes attempts have a budget of Z3 units: with the wall clock racing
+    (a very busy machine) the proof is still for all sizes, not BOUNDED."""
+    make = _scratch
+    r = run_mutant(_mutant(make, "n -> n+1 in (n > x0)"), _obs(make), make, timeout=10)
+    assert r.equivalent and r.proof is not None and "z3, for all sizes" in r.proof, r.detail
+
+
 def test_a_change_read_by_a_head_is_not_equivalent() -> None:
     """The same change with a mean over every key reaches the output: the prover refuses."""
     make = lambda: _scratch(read_all=True)

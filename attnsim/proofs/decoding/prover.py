@@ -27,7 +27,7 @@ from attnsim.proofs.decoding.refutation import _violates
 from attnsim.proofs.decoding.rewriting import _Ctx, _Refine
 from attnsim.proofs.decoding.selectors import K, Q, key_blocks, query_block, selector_explainer
 from attnsim.proofs.decoding.z3_query import _z3
-from attnsim.proofs.obligation import Outcome, Scope
+from attnsim.proofs.obligation import Outcome, Scope, unknown_cause
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
 
@@ -124,7 +124,7 @@ def _prove(
                 return Outcome(False, f"counterexample ({label}): {told or shown}", pc, counterexample=cex)
             return Outcome(None, f"case {label}: Z3 model does not violate the original formulas (rewrite bug?)", pc)
         if res != "unsat":
-            return Outcome(None, f"case {label}: z3 {res}", pc, cause="timeout" if res == "timeout" else "")
+            return Outcome(None, f"case {label}: z3 {res}", pc, cause=unknown_cause(res))
         names.append(label)
     if decode:
         used.add("block-decode")

@@ -2,7 +2,10 @@
 at sampled points of the domain (concrete sizes and coordinates, operands fixed rationals).
 
 This can refute a stage, never prove one: a difference at a point is a counterexample
-(:func:`refuted`), else the stage is unknown.  A divisor of U's value not shown > 0 is searched
+(:func:`refuted`), else the stage is unknown ("not shown equal").  Besides the fixed points
+(:data:`POINTS`), a size the difference compares with a constant c (``Ite(D > 32, ...)``: a value
+that changes past a size) is sampled at c + 1, c + 2, c and c - 1 (:func:`threshold_points`), so a
+bug that starts past some size is found there.  A divisor of U's value not shown > 0 is searched
 past (:func:`past_divisors`): U's value is executed again with such divisors recorded, and a point
 counts only where each is > 0.
 """
@@ -39,17 +42,52 @@ POINTS = (
 )
 
 
-def _sample(e: Any, point: dict[str, int], fixed: Mapping[str, int] | None = None) -> Any:
+_PAIRS = (("N", "n"), ("D", "d"), ("H", "hh"), ("K", "k"), ("F", "f"))  # (capacity, true size)
+MAX_SAMPLED = 130  # a threshold point past this size is not sampled (its sums expand to that many terms)
+
+
+def threshold_points(diff: Any) -> list[dict[str, int]]:
+    """Points where a size the difference ``diff`` compares with a constant c takes c + 1, c + 2, c,
+    c - 1 (each at least 3, at most :data:`MAX_SAMPLED`): once with the other sizes as sampled (a
+    true size raised with it when it passes its capacity, a true size lowered to a capacity set
+    below it) and once with that pair's true size equal to its capacity; each at the sampled entry,
+    the origin and the entry (2, ..., 2)."""
+    consts: dict[str, set[int]] = {}
+    for rel in sp.sympify(diff).atoms(sp.core.relational.Relational):
+        for side, other in ((rel.lhs, rel.rhs), (rel.rhs, rel.lhs)):
+            if isinstance(side, sp.Symbol) and side.name in SAMPLE and other.is_Integer:
+                consts.setdefault(side.name, set()).add(int(other))
+    out: list[dict[str, int]] = []
+    for name, cs in sorted(consts.items()):
+        cap, true = next((c, t) for c, t in _PAIRS if name in (c, t))
+        for c in sorted(cs):
+            for v in (c + 1, c + 2, c, c - 1):
+                if not 3 <= v <= MAX_SAMPLED:
+                    continue
+                p = {**SAMPLE, **ENTRY, name: v}
+                if name == true and v > p[cap]:
+                    p[cap] = v
+                if name == cap and v < p[true]:
+                    p[true] = v
+                for q in (p, {**p, true: p[cap]}):
+                    for entry in (ENTRY, dict.fromkeys(_COORDS, 0), dict.fromkeys(_COORDS, 2)):
+                        r = {**q, **entry}
+                        if r not in out:
+                            out.append(r)
+    return out
+
+
+def _sample(e: Any, point: dict[str, int], fixed: Mapping[str, int] | None = None, flip: bool = False) -> Any:
     """``e`` at concrete sizes and coordinates, its sums and maxima expanded and every operand entry
     and every opaque value (a proven stage's ``name(args)``, an unknown ``pad``) a fixed
-    pseudo-random rational (eps positive), the operands named in ``fixed`` at their given value:
-    one point of the domain."""
+    pseudo-random rational (eps positive; ``flip``: every other one of the opposite sign), the
+    operands named in ``fixed`` at their given value: one point of the domain."""
     e = sp.sympify(e).xreplace({sp.Symbol(k, integer=True): sp.Integer(v) for k, v in point.items()})
     e = e.replace(lambda x: isinstance(x, (sp.Sum, MaxOver)), lambda x: x.doit())
     rep = {}
     for x in e.atoms(sp.Indexed, sp.core.function.AppliedUndef):
         seed = sum((7 + 13 * k) * ord(ch) for k, ch in enumerate(sp.sstr(x)))
-        rep[x] = sp.Rational(seed % 97 + 1, 17) * (1 if x == EPS or seed % 2 else -1)
+        rep[x] = sp.Rational(seed % 97 + 1, 17) * (1 if x == EPS or (seed % 2 == 1) != flip else -1)
         if isinstance(x, sp.Indexed) and str(x.base) in (fixed or {}):
             rep[x] = sp.Integer((fixed or {})[str(x.base)])
     return e.xreplace(rep)
@@ -64,14 +102,17 @@ def refuted(
     divisors: tuple[Any, ...] = (),
 ) -> Outcome:
     """A counterexample when U's value and the statement differ at one of the sampled points
-    (:data:`POINTS`: a true entry, padding entries, the last capacity entry, the origin), else
-    unknown.  ``divisors``: divisors of U's value not shown > 0 (a counterexample search past
-    them): a point counts only where each evaluates to a positive number (U's value there is then the expression's)."""
+    (:data:`POINTS`: a true entry, padding entries, the last capacity entry, the origin; then the
+    :func:`threshold_points` of the difference; then all of them again with the operands' signs
+    flipped), else unknown, "not shown equal".  ``divisors``:
+    divisors of U's value not shown > 0 (a counterexample search past them): a point counts only
+    where each evaluates to a positive number (U's value there is then the expression's)."""
     problem = ""
-    for point in POINTS:
+    points = [*POINTS, *threshold_points(got - want)]
+    for point, flip in [*((p, False) for p in points), *((p, True) for p in points)]:
         try:
-            a, b = _sample(got, point, fixed), _sample(want, point, fixed)
-            lows = [sp.N(_sample(x, point, fixed), 50) for x in divisors]
+            a, b = _sample(got, point, fixed, flip), _sample(want, point, fixed, flip)
+            lows = [sp.N(_sample(x, point, fixed, flip), 50) for x in divisors]
         except (TypeError, ValueError) as exc:  # a value that does not evaluate: no counterexample
             problem = f" ({exc})"
             continue
@@ -85,11 +126,15 @@ def refuted(
             held = "".join(f", {k} = {v}" for k, v in (fixed or {}).items())
             opaque = sorted({str(x.func) for x in sp.sympify(got - want).atoms(sp.core.function.AppliedUndef)})
             sampled = "operands" + (f" and the opaque values {', '.join(opaque)}" if opaque else "")
+            sampled += ", signs flipped," if flip else ""
             past = f"; the divisors not shown > 0 are > 0 there: {len(divisors)}" if divisors else ""
-            return Outcome.bad(
-                f"{what}: counterexample at {where} ({sampled} fixed rationals{held}): U gives {a}, the spec {b}{past}"
+            return Outcome(
+                False,
+                f"{what}: counterexample at {where} ({sampled} fixed rationals{held}): U gives {a}, the spec {b}{past}",
+                counterexample=tuple((k, point[k]) for k in shown_at),
             )
-    return Outcome.unknown(f"{what}: U's value and the statement are not shown equal{problem}: {shown[:300]}")
+    told = f"{what}: U's value and the statement are not shown equal{problem}: {shown[:300]}"
+    return Outcome(None, told, cause="not shown equal")
 
 
 # the fields of a failed case's executor that its execution past the divisors reads as they are

@@ -60,7 +60,7 @@ def node_of(u: Any, label: str) -> C.SOp:
 @dataclass
 class CaseRun:
     """One proof run over option cases at one entry: an executor per case (:meth:`executor`), each
-    given the time left of ``timeout`` (at least 0.5 s), reading tokens through U's input map's
+    given the CPU seconds left of ``timeout`` (at least 0.5 s), reading tokens through U's input map's
     sources and sharing the run's selector-intent proofs and Z3 answers."""
 
     u: Any
@@ -76,7 +76,7 @@ class CaseRun:
     # selectors proven their intents, shared by the cases
     intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)
     proofs: dict[tuple[Any, ...], Outcome] = field(default_factory=dict)  # Z3 answers, shared by the cases
-    t0: float = field(default_factory=time.perf_counter)
+    t0: float = field(default_factory=time.process_time)
     # node values that read no option, shared by the cases (see case_sharing)
     shared: dict[tuple[int, str], SharedValue] = field(default_factory=dict)
 
@@ -84,7 +84,7 @@ class CaseRun:
         """The executor of the option case ``case`` at the run's entry, and the case's label."""
         ex = LayerExecutor(
             self.con,
-            max(0.5, self.timeout - (time.perf_counter() - self.t0)),
+            max(0.5, self.timeout - (time.process_time() - self.t0)),
             sources=self.u.map.sources(),
             options=case,
             capacity=self.caps,

@@ -1,4 +1,5 @@
-"""The local pool: every mutant in its own forked worker, under a budget; then the kills confirmed.
+"""The local pool: every mutant in its own forked worker, under a budget of its CPU seconds (a wall
+clock net of :data:`~attnsim.verify.runner.WALL_NET_FACTOR` times it); then the kills confirmed.
 
 The obligation that killed is re-run on the unmutated construction, and a kill only counts when it
 passes there."""
@@ -15,7 +16,7 @@ from typing import Any
 from attnsim.proofs.obligation import Obligation
 from attnsim.verify.mutation.plan import Job, mutant_budget
 from attnsim.verify.mutation.run import MutantCause, MutantResult, _child
-from attnsim.verify.runner import run_all
+from attnsim.verify.runner import ChildClock, run_all
 from attnsim.verify.sigint import children_deaf_to_sigint
 
 
@@ -32,7 +33,7 @@ def run_jobs(
     todo = [(job, m) for job in jobs for m in job.mutants]
     results: dict[int, MutantResult] = {}
     pending = list(enumerate(todo))
-    running: dict[int, tuple[Any, Connection, float, float]] = {}
+    running: dict[int, tuple[Any, Connection, ChildClock, float]] = {}
     while pending or running:
         while pending and len(running) < workers:
             idx, (job, m) = pending.pop(0)
@@ -47,11 +48,11 @@ def run_jobs(
                 proc.start()
             child.close()
             budget = mutant_budget(job, timeout)
-            running[idx] = (proc, parent, time.perf_counter(), budget)
+            running[idx] = (proc, parent, ChildClock(proc.pid or 0, budget), budget)
         done = []
-        for idx, (proc, conn, t0, budget) in running.items():
+        for idx, (proc, conn, clock, budget) in running.items():
             m = todo[idx][1]
-            elapsed = time.perf_counter() - t0
+            elapsed = clock.wall()
             if conn.poll():
                 try:
                     killed, by, eq, proof, detail, applied, claim, cause = conn.recv()
@@ -61,7 +62,7 @@ def run_jobs(
                 done.append((idx, r))
             elif not proc.is_alive():
                 done.append((idx, _lost(m, f"worker died (exit {proc.exitcode})", "worker lost")))
-            elif elapsed > budget:
+            elif clock.over():
                 proc.kill()
                 done.append((idx, _lost(m, f"worker over budget ({budget:.0f} s)", "over budget")))
         for idx, r in done:

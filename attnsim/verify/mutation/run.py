@@ -102,7 +102,7 @@ def order_obligations(obs: Sequence[Obligation]) -> list[Obligation]:
 
 
 class _Timeout(BaseException):
-    """Raised by SIGALRM inside a check (a BaseException, so that checks cannot swallow it)."""
+    """Raised by SIGPROF inside a check (a BaseException, so that checks cannot swallow it)."""
 
 
 _ARMED = [False]
@@ -114,10 +114,12 @@ def _alarm(signum: int, frame: Any) -> None:
 
 
 def _run_check(ob: Obligation, timeout: float) -> Outcome:
-    """One check under a hard alarm (it re-fires every 0.25 s, in case one lands in a finalizer)."""
-    signal.signal(signal.SIGALRM, _alarm)
+    """One check under a hard alarm on this process's CPU seconds (``ITIMER_PROF``: a busy machine
+    does not move it; it re-fires every 0.25 CPU s, in case one lands in a finalizer).  A check stuck
+    off the CPU is left to the pool's wall-clock safety net."""
+    signal.signal(signal.SIGPROF, _alarm)
     _ARMED[0] = True
-    signal.setitimer(signal.ITIMER_REAL, timeout + 0.5, 0.25)
+    signal.setitimer(signal.ITIMER_PROF, timeout + 0.5, 0.25)
     try:
         try:
             return ob.check(timeout)
@@ -129,7 +131,7 @@ def _run_check(ob: Obligation, timeout: float) -> Outcome:
             return Outcome.bad(f"{type(exc).__name__}: {exc}")
         finally:
             _ARMED[0] = False
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.setitimer(signal.ITIMER_PROF, 0)
     except _Timeout:  # the alarm fired between the check's end and the disarming
         return Outcome.unknown(f"timeout after {timeout:g} s")
 

@@ -68,7 +68,7 @@ def prove(
 ) -> Outcome:
     """One Y1 or pre-activation node in every option case of :data:`CASES` (``cases``: a subset, for
     tests), over the attention stage's cut (see the module docstring)."""
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     out = prove_stage(
         u,
         goal,
@@ -85,7 +85,7 @@ def prove(
         return out
     # the padding rows: every node of the name holds Y1~(i, e) / U1~(i, g), the value of the first there
     rep = next(g for g in goals(u) if g.name == goal.name)
-    left = max(0.5, timeout - (time.perf_counter() - t0))
+    left = max(0.5, timeout - (time.process_time() - t0))
     pad = prove_padding(u, goal, rep, cases or CASES[goal.name], left, cuts=cuts)
     if pad.ok is not True:
         return pad
