@@ -162,9 +162,12 @@ def compare_torch(
     )
 
     def run_u() -> np.ndarray:
+        """U's output, batch first; U reads X in the module's order, as torch does."""
         U = UniversalSimulator(*cap)
+        xu = np.swapaxes(x, 0, 1) if seq_first else x
         with _path(fast=False):  # U follows torch's documented path (padded rows kept, as there)
-            return U.run(module, x, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+            y = U.run(module, xu, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        return np.swapaxes(y, 0, 1) if seq_first else y
 
     return TorchComparison(_run("torch slow", slow), _run("torch fast", fast), _run("U", run_u), cap)
 

@@ -63,6 +63,19 @@ def _is_torch_encoder(m: Any) -> bool:
     return any(f"{c.__module__}.{c.__name__}" == name for c in type(m).__mro__)
 
 
+def _sequence_first(layers: Sequence[Any], X: Any) -> bool:
+    """True when X is a batch and the layers read it sequence first, (n, B, d) (torch's
+    ``batch_first=False``); layers that disagree on the order are refused in one line."""
+    orders = [getattr(L, "batch_first", True) for L in layers]
+    if len(set(orders)) > 1:
+        i = orders.index(not orders[0])
+        raise SimulatorError(
+            f"layer 0 has batch_first={orders[0]} but layer {i} has batch_first={orders[i]}: "
+            "a batch has one order; give every layer the same (T.with_options(batch_first=...))"
+        )
+    return not orders[0] and not isinstance(X, sp.MatrixBase) and np.ndim(X) == 3
+
+
 def _pos_int(name: str, v: Any) -> int:
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
         raise SimulatorError(f"capacity {name} must be a positive int, got {v!r}")
@@ -288,8 +301,9 @@ class UniversalSimulator:
             raise SimulatorError(f"U: {exc}") from None
 
     @staticmethod
-    def _batch(X: Any) -> tuple[list[Any], bool]:
-        """X (n, d) -> ([X], False); a batch (B, n, d), batch first -> (its B elements, True)."""
+    def _batch(X: Any, batch_first: bool = True) -> tuple[list[Any], bool]:
+        """X (n, d) -> ([X], False); a batch (B, n, d) -> (its B elements, True) (``batch_first``:
+        the order the caller was given a batch in, for the error message)."""
         if isinstance(X, sp.MatrixBase):
             return [X], False
         x = np.asarray(X)
@@ -298,7 +312,8 @@ class UniversalSimulator:
                 raise SimulatorError(f"X: a batch (B, n, d_model) needs B >= 1, got shape {x.shape}")
             return list(x), True
         if x.ndim != 2:
-            raise SimulatorError(f"X must have shape (n, d_model) or (B, n, d_model) (batch first), got {x.shape}")
+            batch = "(B, n, d_model) (batch first)" if batch_first else "(n, B, d_model) (batch_first=False)"
+            raise SimulatorError(f"X must have shape (n, d_model) or {batch}, got {x.shape}")
         return [X], False
 
     @staticmethod
@@ -321,10 +336,12 @@ class UniversalSimulator:
     ) -> np.ndarray:
         """U(<T, X>) decoded: equals T(X) (with torch's mask arguments).
 
-        X has shape (n, d_model) or (B, n, d_model), batch first; U's program reads one sequence,
-        so a batch runs each element on its own (with its row of ``src_key_padding_mask``) and
-        stacks the results to (B, n, d_model).  T may be a torch module (read by ``from_torch``; an
-        ``nn.TransformerEncoder`` runs as :meth:`run_stack` does)."""
+        X has shape (n, d_model) or is a batch in T's order: (B, n, d_model) when
+        ``T.batch_first`` (the default), (n, B, d_model) for a T read from a torch module built
+        with ``batch_first=False``, as that module takes it.  U's program reads one sequence, so a
+        batch runs each element on its own (with its row of ``src_key_padding_mask``, always
+        (B, n)) and the results are stacked in X's order.  T may be a torch module (read by
+        ``from_torch``; an ``nn.TransformerEncoder`` runs as :meth:`run_stack` does)."""
         if not isinstance(T, TransformerLayer) and hasattr(T, "state_dict"):
             T = T if _is_torch_encoder(T) else TransformerLayer.from_torch(T)
         if not isinstance(T, TransformerLayer):
@@ -347,8 +364,9 @@ class UniversalSimulator:
     ) -> np.ndarray:
         """Depth by looping: run the same program m times on <T1..Tm, X>; equals Tm(...T1(X)).
 
-        X has shape (n, d_model) or (B, n, d_model), batch first (each element runs on its own);
-        the masks apply to every layer, as in torch's ``nn.TransformerEncoder``.  ``layers`` may be
+        X has shape (n, d_model) or is a batch in the layers' order (``batch_first``, which they
+        must share: one line refuses a mix), each element run on its own; the masks apply to
+        every layer, as in torch's ``nn.TransformerEncoder``.  ``layers`` may be
         an ``nn.TransformerEncoder`` or a :class:`TorchEncoder`: its final norm runs as one more
         pass, and padded rows are zeros where torch's nested-tensor path would give zeros."""
         if isinstance(layers, TorchEncoder) or _is_torch_encoder(layers):
@@ -358,7 +376,10 @@ class UniversalSimulator:
         layers = list(layers)
         if not layers:
             raise SimulatorError("need at least one layer")
-        xs, batched = self._batch(X)
+        seq_first = _sequence_first(layers, X)
+        if seq_first:  # (n, B, d) as the layers' torch module takes it: run as (B, n, d)
+            X = np.swapaxes(np.asarray(X), 0, 1)
+        xs, batched = self._batch(X, layers[0].batch_first if isinstance(layers[0], TransformerLayer) else True)
         n, d = np.asarray(xs[0]).shape[0], layers[0].d_model
         self.last_stats = RunStats()
         # key padding per batch element, (B, n), as the reference T splits it
@@ -378,7 +399,9 @@ class UniversalSimulator:
                 seq = self._evaluate(seq, backend, self._decoded(n, d) if last else True)
             read = value_of(self.D) * value_of(self.N)
             outs.append(self.decode(seq.upto(read) if isinstance(seq, Padded) else seq, n, d))
-        return np.stack(outs) if batched else outs[0]
+        if not batched:
+            return outs[0]
+        return np.swapaxes(np.stack(outs), 0, 1) if seq_first else np.stack(outs)
 
     def trace(self, T: TransformerLayer, X: Any, backend: str = "numpy") -> Trace:
         """Every stage's values (and selector matrices when small), by label."""
