@@ -50,7 +50,8 @@ def _args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="simulate a module saved with torch.save (a TransformerEncoderLayer, TransformerEncoder or "
         "MultiheadAttention; a pickle: only files you trust) on a random input of --n tokens (default 4), "
-        "and print U against torch's slow and fast paths",
+        "and print U against torch's slow and fast paths; exit 1 when U and torch's slow path (in float64) "
+        "differ by more than 1e-10 x max(1, max |output|)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
@@ -65,7 +66,8 @@ def _validate(args: argparse.Namespace) -> str | None:
 
 
 def _simulate_torch(args: argparse.Namespace) -> int:
-    """U against torch's slow and fast paths on a saved module (compare_torch)."""
+    """U against torch's slow and fast paths on a saved module (compare_torch); exit 1 unless U
+    agrees with torch's slow path (in float64) within compare_torch's tolerance."""
     torch = import_torch()
     try:
         module = torch.load(args.torch, weights_only=False)
@@ -91,12 +93,19 @@ def _simulate_torch(args: argparse.Namespace) -> int:
         "u_vs_torch_fast": c.u_vs_fast,
         "torch_slow_vs_fast": c.slow_vs_fast,
     }
+    if c.slow64 is not None:  # the module is not float64: the verdict compares with its float64 copy
+        out |= {"torch_slow_float64": c.slow64.refused or "ran", "u_vs_torch_slow_float64": c.u_vs_slow64}
+    out |= {"tolerance": c.tolerance, "agrees": c.agrees}
     if args.json:
         print(json.dumps(out, indent=1))
     else:
+        w = max(map(len, out))
         for k, v in out.items():
-            print(f"{k:>18}: {v:.3g}" if isinstance(v, float) else f"{k:>18}: {v}")
-    return 0 if c.u.refused is None else 1
+            print(f"{k:>{w}}: {v:.3g}" if isinstance(v, float) else f"{k:>{w}}: {v}")
+    if not c.agrees:  # the numbers are printed; the reason is the last line, on stderr
+        print(f"attnsim simulate: {c.verdict()}", file=sys.stderr)
+        return 1
+    return 0
 
 
 @command("simulate", _args, _validate)

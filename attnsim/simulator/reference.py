@@ -36,6 +36,7 @@ from attnsim.simulator.torch_reading import (
     _check_attention,
     _float64_state,
     _training_dropout,
+    check_stock,
     import_torch,
 )
 
@@ -393,6 +394,7 @@ class TransformerLayer:
             raise SimulatorError(
                 f"from_torch takes nn.MultiheadAttention or nn.TransformerEncoderLayer, got {type(module).__name__}"
             )
+        check_stock(module, torch)
         drop = _training_dropout(module, nn)
         if drop:
             raise SimulatorError(

@@ -15,7 +15,7 @@ import numpy as np
 
 from attnsim.simulator.errors import SimulatorError
 from attnsim.simulator.reference import TransformerLayer
-from attnsim.simulator.torch_reading import _float64_state, import_torch
+from attnsim.simulator.torch_reading import _float64_state, check_stock, import_torch
 
 
 def _norm_layer(ln: Any, d: int, torch: Any, batch_first: bool) -> TransformerLayer:
@@ -66,6 +66,7 @@ class TorchEncoder:
         torch = import_torch()
         if not isinstance(module, torch.nn.TransformerEncoder):
             raise SimulatorError(f"TorchEncoder.from_torch takes nn.TransformerEncoder, got {type(module).__name__}")
+        check_stock(module, torch)
         layers = []
         for i, lyr in enumerate(module.layers):
             try:

@@ -91,3 +91,47 @@ def test_simulate_options_and_their_errors(capsys: pytest.CaptureFixture[str]) -
     with pytest.raises(SystemExit):
         main(["simulate", "--help"])
     assert "LayerNorm placement: none, post (torch's default) or pre" in " ".join(capsys.readouterr().out.split())
+
+
+def test_simulate_torch_exits_1_when_u_and_torch_disagree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Corollary 6.1 from the shell: the exit code is the verdict. U off by 1e-6 from torch's slow
+    path (in float64) is beyond the tolerance: exit 1, the verdict the last line on stderr."""
+    torch = pytest.importorskip("torch")
+    from attnsim.simulator import torch_compare
+
+    torch.manual_seed(0)
+    torch.save(torch.nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0), tmp_path / "layer.pt")  # float32
+    assert main(["simulate", "--torch", str(tmp_path / "layer.pt"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["agrees"] is True and data["u_vs_torch_slow_float64"] <= 1e-13  # measured 3.3e-16
+    real = torch_compare.UniversalSimulator.run
+    monkeypatch.setattr(torch_compare.UniversalSimulator, "run", lambda *a, **kw: real(*a, **kw) + 1e-6)
+    assert main(["simulate", "--torch", str(tmp_path / "layer.pt"), "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["agrees"] is False
+    assert err.count("\n") == 1 and err.startswith("attnsim simulate: U vs torch slow float64: 1e-06, beyond the")
+
+
+def test_simulate_torch_refuses_a_subclass_overriding_a_sublayer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saved subclass overriding _sa_block was read as the stock layer (u_vs_torch_slow 0.269,
+    exit 0): now refused in one line naming the method, exit 2."""
+    torch = pytest.importorskip("torch")
+
+    class HalfAttention(torch.nn.TransformerEncoderLayer):
+        def _sa_block(self, x: object, *args: object, **kw: object) -> object:
+            return 0.5 * super()._sa_block(x, *args, **kw)
+
+    torch.manual_seed(0)
+    module = HalfAttention(4, 2, 6, dropout=0.0)
+    (tmp_path / "half.pt").write_bytes(b"")
+    monkeypatch.setattr(torch, "load", lambda *a, **kw: module)  # a local class does not pickle
+    assert main(["simulate", "--torch", str(tmp_path / "half.pt")]) == 2
+    assert capsys.readouterr().err == (
+        "attnsim simulate: error: from_torch: HalfAttention overrides _sa_block of nn.TransformerEncoderLayer; "
+        "T simulates the stock nn.TransformerEncoderLayer only (it reads the weights and options, not the code): "
+        "use the stock class\n"
+    )
