@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from attnsim.cli.commands import command, nonneg_int, positive_int
+from attnsim.cli.commands import clip, command, nonneg_int, positive_int
 from attnsim.simulator.errors import SimulatorError
 from attnsim.simulator.reference import NORMS, TransformerLayer
 from attnsim.simulator.torch_compare import compare_torch
@@ -71,8 +71,14 @@ def _simulate_torch(args: argparse.Namespace) -> int:
     torch = import_torch()
     try:
         module = torch.load(args.torch, weights_only=False)
-    except (OSError, RuntimeError, EOFError, ValueError) as exc:  # a missing file, not a torch file...
+    except OSError as exc:  # a missing or unreadable file
         raise SimulatorError(f"--torch {args.torch}: cannot load ({' '.join(str(exc).split())})") from None
+    except Exception as exc:  # the file's content (not a torch save, truncated, a class not importable)
+        why = clip(f"{type(exc).__name__}: {exc}", 160)
+        raise SimulatorError(
+            f"--torch {args.torch}: cannot load it as a torch.save file ({why}); save the module with "
+            "torch.save(module, FILE), from a class this Python can import"
+        ) from None
     if not isinstance(module, torch.nn.Module):
         raise SimulatorError(f"--torch {args.torch}: holds a {type(module).__name__}, not a torch module")
     module.eval()

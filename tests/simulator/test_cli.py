@@ -135,3 +135,19 @@ def test_simulate_torch_refuses_a_subclass_overriding_a_sublayer(
         "T simulates the stock nn.TransformerEncoderLayer only (it reads the weights and options, not the code): "
         "use the stock class\n"
     )
+
+
+@pytest.mark.parametrize("content", [b"not a torch file\n", b"PK\x03\x04 cut short"])
+def test_simulate_torch_on_a_file_that_is_no_torch_save_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes
+) -> None:
+    """The user's file, not our bug: a text file or a cut-short zip is one line naming the file and
+    how to save a module, exit 2 (it was "internal error ... report it", exit 1)."""
+    pytest.importorskip("torch")
+    (tmp_path / "bad.pt").write_bytes(content)
+    assert main(["simulate", "--torch", str(tmp_path / "bad.pt")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        f"attnsim simulate: error: --torch {tmp_path / 'bad.pt'}: cannot load"
+    )
+    assert err.endswith("save the module with torch.save(module, FILE), from a class this Python can import\n")
