@@ -9,6 +9,7 @@ import json
 import resource
 import sys
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -65,6 +66,11 @@ def _validate(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article ("an OrderedDict", "a list")."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def _simulate_torch(args: argparse.Namespace) -> int:
     """U against torch's slow and fast paths on a saved module (compare_torch); exit 1 unless U
     agrees with torch's slow path (in float64) within compare_torch's tolerance."""
@@ -79,8 +85,18 @@ def _simulate_torch(args: argparse.Namespace) -> int:
             f"--torch {args.torch}: cannot load it as a torch.save file ({why}); save the module with "
             "torch.save(module, FILE), from a class this Python can import"
         ) from None
+    if isinstance(module, Mapping):  # torch.save(module.state_dict(), FILE): weights without the module
+        raise SimulatorError(
+            f"--torch {args.torch}: holds a state dict ({_a(type(module).__name__)} of {len(module)} entries), not "
+            "a module: load it into the module it came from (module.load_state_dict(torch.load(FILE))) and save "
+            "that with torch.save(module, FILE), or read it in Python with "
+            "TransformerLayer.from_state_dict(state_dict, n_heads=...)"
+        )
     if not isinstance(module, torch.nn.Module):
-        raise SimulatorError(f"--torch {args.torch}: holds a {type(module).__name__}, not a torch module")
+        raise SimulatorError(
+            f"--torch {args.torch}: holds {_a(type(module).__name__)}, not a torch module; save the module "
+            "with torch.save(module, FILE)"
+        )
     module.eval()
     d = next((p.shape[-1] for n, p in module.named_parameters() if n.endswith("in_proj_weight")), None)
     if d is None:
@@ -124,7 +140,8 @@ def simulate(args: argparse.Namespace) -> int:
         raise SimulatorError(f"--n = {n} must be within 1..max-len = {args.max_len}")
     log = lambda msg: print(msg, file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    log(f"building U for capacity N={args.max_len} D={args.d_model} H={args.heads} K={args.d_head} F={args.d_ff}")
+    f = f"F={args.d_ff}" if args.d_ff else "F=1 (no --d-ff: T has no FFN; U's FFN width is the least, 1)"
+    log(f"building U for capacity N={args.max_len} D={args.d_model} H={args.heads} K={args.d_head} {f}")
     u = UniversalSimulator(args.max_len, args.d_model, args.heads, args.d_head, args.d_ff, variant=args.variant)
     build = time.perf_counter() - t0
     T = TransformerLayer.random(
@@ -142,7 +159,8 @@ def simulate(args: argparse.Namespace) -> int:
     m = u.measure(T, x)  # one timed run: seconds, peak traced bytes, max error against T
     c = u.cost()
     out = {
-        "capacity": c["capacity"],
+        "capacity": c["capacity"],  # U's; d_ff 1 without --d-ff (the least FFN width U has)
+        "layer": {"d_model": T.d_model, "n_heads": T.n_heads, "d_head": T.d_head, "d_ff": T.d_ff},  # T's
         "variant": args.variant,
         "n": n,
         "max_abs_error": m["max_abs_error"],  # against the reference T; --torch compares with torch

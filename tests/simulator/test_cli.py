@@ -151,3 +151,30 @@ def test_simulate_torch_on_a_file_that_is_no_torch_save_is_a_usage_error(
         f"attnsim simulate: error: --torch {tmp_path / 'bad.pt'}: cannot load"
     )
     assert err.endswith("save the module with torch.save(module, FILE), from a class this Python can import\n")
+
+
+def test_simulate_without_d_ff_says_what_the_ffn_capacity_is(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --d-ff, U's capacity has FFN width 1 (the least) and T has no FFN: the JSON says both
+    (capacity d_ff 1, layer d_ff null) and stderr says F=1, not F=None."""
+    assert main(["simulate", "--max-len", "3", "--d-model", "2", "--heads", "1", "--d-head", "2", "--json"]) == 0
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert data["capacity"]["d_ff"] == 1 and data["layer"] == {"d_model": 2, "n_heads": 1, "d_head": 2, "d_ff": None}
+    assert "F=1 (no --d-ff: T has no FFN; U's FFN width is the least, 1)" in err and "None" not in err
+
+
+def test_simulate_torch_on_a_state_dict_says_how_to_proceed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A saved state dict is not a module: one line saying so ("an OrderedDict", not "a OrderedDict")
+    and how to go on; another object: one line naming it."""
+    torch = pytest.importorskip("torch")
+    torch.save(torch.nn.TransformerEncoderLayer(4, 2, 6).state_dict(), tmp_path / "sd.pt")
+    assert main(["simulate", "--torch", str(tmp_path / "sd.pt")]) == 2
+    assert capsys.readouterr().err == (
+        f"attnsim simulate: error: --torch {tmp_path / 'sd.pt'}: holds a state dict (an OrderedDict of 12 entries), "
+        "not a module: load it into the module it came from (module.load_state_dict(torch.load(FILE))) and save "
+        "that with torch.save(module, FILE), or read it in Python with "
+        "TransformerLayer.from_state_dict(state_dict, n_heads=...)\n"
+    )
+    torch.save([1, 2], tmp_path / "list.pt")
+    assert main(["simulate", "--torch", str(tmp_path / "list.pt")]) == 2
+    assert "holds a list, not a torch module; save the module with torch.save(module, FILE)" in capsys.readouterr().err
