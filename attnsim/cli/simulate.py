@@ -15,6 +15,7 @@ import numpy as np
 
 from attnsim.cli.commands import clip, command, nonneg_int, positive_int
 from attnsim.simulator.errors import SimulatorError
+from attnsim.simulator.memory import check_fits, gib
 from attnsim.simulator.reference import NORMS, TransformerLayer
 from attnsim.simulator.torch_compare import compare_torch
 from attnsim.simulator.torch_reading import import_torch
@@ -154,8 +155,9 @@ def simulate(args: argparse.Namespace) -> int:
         norm=args.norm,
         activation=args.activation,
     )
+    est = check_fits(u, n)  # one line, with the estimate, for a run that cannot fit in memory (before X)
     x = np.random.default_rng(args.seed + 1).normal(size=(n, args.d_model))
-    log(f"running U on {u.positions()} positions")
+    log(f"running U on {u.positions():,} positions, estimated to hold {gib(est.total)}")
     m = u.measure(T, x)  # one timed run: seconds, peak traced bytes, max error against T
     c = u.cost()
     out = {

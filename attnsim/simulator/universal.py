@@ -36,6 +36,7 @@ from attnsim.rasp.layout import Grid, Layout, value_of
 from attnsim.rasp.schedule import Cost, cost
 from attnsim.simulator.errors import SimulatorError
 from attnsim.simulator.masks import attention_mask, split_key_padding
+from attnsim.simulator.memory import MemoryEstimate, check_fits, estimate
 from attnsim.simulator.program import VARIANTS, Mask, UniversalProgram
 from attnsim.simulator.program.attention import LOGIT_BOUND
 from attnsim.simulator.record import GATES, HEADER, InputMap
@@ -341,7 +342,8 @@ class UniversalSimulator:
         with ``batch_first=False``, as that module takes it.  U's program reads one sequence, so a
         batch runs each element on its own (with its row of ``src_key_padding_mask``, always
         (B, n)) and the results are stacked in X's order.  T may be a torch module (read by
-        ``from_torch``; an ``nn.TransformerEncoder`` runs as :meth:`run_stack` does)."""
+        ``from_torch``; an ``nn.TransformerEncoder`` runs as :meth:`run_stack` does).  A run
+        estimated to need more memory than is available is refused first (:meth:`memory_estimate`)."""
         if not isinstance(T, TransformerLayer) and hasattr(T, "state_dict"):
             T = T if _is_torch_encoder(T) else TransformerLayer.from_torch(T)
         if not isinstance(T, TransformerLayer):
@@ -381,6 +383,7 @@ class UniversalSimulator:
             X = np.swapaxes(np.asarray(X), 0, 1)
         xs, batched = self._batch(X, layers[0].batch_first if isinstance(layers[0], TransformerLayer) else True)
         n, d = np.asarray(xs[0]).shape[0], layers[0].d_model
+        check_fits(self, n, len(layers))  # one line, with the estimate, if it cannot fit in memory
         self.last_stats = RunStats()
         # key padding per batch element, (B, n), as the reference T splits it
         pads = split_key_padding(src_key_padding_mask, len(xs), n) if batched else [src_key_padding_mask]
@@ -446,6 +449,12 @@ class UniversalSimulator:
             "mlp_generalized": c.mlp_generalized,
             "cost": c,
         }
+
+    def memory_estimate(self, n: int | None = None, layers: int = 1) -> MemoryEstimate:
+        """The memory a numeric run on ``n`` tokens (default max_len) with ``layers`` records is
+        estimated to hold, by part (:mod:`attnsim.simulator.memory`); ``run`` refuses a run whose
+        estimate exceeds the memory available."""
+        return estimate(self, value_of(self.N) if n is None else n, layers)
 
     def measure(self, T: TransformerLayer, X: Any) -> dict[str, Any]:
         """Run once with timing and peak traced memory; error vs the reference."""
