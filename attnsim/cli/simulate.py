@@ -5,13 +5,23 @@ paths) and the cost."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from attnsim.cli.commands import clip, command, nonneg_int, positive_int
 from attnsim.simulator.errors import SimulatorError
@@ -65,6 +75,25 @@ def _validate(args: argparse.Namespace) -> str | None:
     if args.torch is not None and not missing:
         return "--torch FILE sets the capacity from the module; drop --max-len, --d-model, --heads, --d-head"
     return None
+
+
+def _console() -> Console:
+    """Where progress is drawn: stderr (nothing is drawn when it is not a terminal)."""
+    return Console(stderr=True)
+
+
+@contextlib.contextmanager
+def _progress(what: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr for a run of U, told (nodes done, nodes); None off a terminal
+    (the log lines say what runs), and the bar is removed when the run ends."""
+    console = _console()
+    if not console.is_terminal:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("nodes"))
+    with Progress(*columns, TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True) as bar:
+        task = bar.add_task(what, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def _a(noun: str) -> str:
@@ -158,7 +187,8 @@ def simulate(args: argparse.Namespace) -> int:
     est = check_fits(u, n)  # one line, with the estimate, for a run that cannot fit in memory (before X)
     x = np.random.default_rng(args.seed + 1).normal(size=(n, args.d_model))
     log(f"running U on {u.positions():,} positions, estimated to hold {gib(est.total)}")
-    m = u.measure(T, x)  # one timed run: seconds, peak traced bytes, max error against T
+    with _progress("U") as tell:
+        m = u.measure(T, x, progress=tell)  # one timed run: seconds, peak traced bytes, max error against T
     c = u.cost()
     out = {
         "capacity": c["capacity"],  # U's; d_ff 1 without --d-ff (the least FFN width U has)

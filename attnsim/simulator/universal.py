@@ -77,6 +77,14 @@ def _sequence_first(layers: Sequence[Any], X: Any) -> bool:
     return not orders[0] and not isinstance(X, sp.MatrixBase) and np.ndim(X) == 3
 
 
+Progress = Callable[[int, int], None]
+
+
+def _pass_progress(progress: Progress, done_passes: int, passes: int) -> Progress:
+    """A pass's (nodes done, nodes) told to ``progress`` as nodes done over all ``passes``."""
+    return lambda k, m: progress(done_passes * m + k, passes * m)
+
+
 def _pos_int(name: str, v: Any) -> int:
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
         raise SimulatorError(f"capacity {name} must be a positive int, got {v!r}")
@@ -276,9 +284,11 @@ class UniversalSimulator:
         D = value_of(self.D)
         return (np.arange(n)[:, None] * D + np.arange(d)[None, :]).reshape(-1)
 
-    def _evaluate(self, seq: np.ndarray | Padded, backend: str, finite: Any = True) -> np.ndarray | Padded:
+    def _evaluate(
+        self, seq: np.ndarray | Padded, backend: str, finite: Any = True, progress: Progress | None = None
+    ) -> np.ndarray | Padded:
         """One pass of U; ``finite``: the output positions that must be finite (numpy backend).
-        A Padded input (numpy backend) gives a Padded output."""
+        A Padded input (numpy backend) gives a Padded output; ``progress`` is told each node done."""
         if backend not in ("numpy", "sympy"):
             raise SimulatorError(f"unknown backend {backend!r}; use 'numpy' or 'sympy'")
         padded = isinstance(seq, Padded)
@@ -296,6 +306,7 @@ class UniversalSimulator:
                 memo=self.memo,
                 stats=self.last_stats,
                 padded_output=padded,
+                progress=progress,
             )
             return out if padded else np.asarray(out)
         except BackendError as exc:
@@ -334,6 +345,7 @@ class UniversalSimulator:
         is_causal: bool = False,
         src_key_padding_mask: Any = None,
         backend: str = "numpy",
+        progress: Progress | None = None,
     ) -> np.ndarray:
         """U(<T, X>) decoded: equals T(X) (with torch's mask arguments).
 
@@ -343,15 +355,13 @@ class UniversalSimulator:
         batch runs each element on its own (with its row of ``src_key_padding_mask``, always
         (B, n)) and the results are stacked in X's order.  T may be a torch module (read by
         ``from_torch``; an ``nn.TransformerEncoder`` runs as :meth:`run_stack` does).  A run
-        estimated to need more memory than is available is refused first (:meth:`memory_estimate`)."""
+        estimated to need more memory than is available is refused first (:meth:`memory_estimate`);
+        ``progress(done, total)`` is told the program's nodes done over all passes."""
         if not isinstance(T, TransformerLayer) and hasattr(T, "state_dict"):
             T = T if _is_torch_encoder(T) else TransformerLayer.from_torch(T)
-        if not isinstance(T, TransformerLayer):
-            return self.run_stack(
-                T, X, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask, backend=backend
-            )
+        masks = {"src_mask": src_mask, "is_causal": is_causal, "src_key_padding_mask": src_key_padding_mask}
         return self.run_stack(
-            [T], X, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask, backend=backend
+            T if not isinstance(T, TransformerLayer) else [T], X, **masks, backend=backend, progress=progress
         )
 
     def run_stack(
@@ -363,6 +373,7 @@ class UniversalSimulator:
         is_causal: bool = False,
         src_key_padding_mask: Any = None,
         backend: str = "numpy",
+        progress: Progress | None = None,
     ) -> np.ndarray:
         """Depth by looping: run the same program m times on <T1..Tm, X>; equals Tm(...T1(X)).
 
@@ -374,7 +385,7 @@ class UniversalSimulator:
         if isinstance(layers, TorchEncoder) or _is_torch_encoder(layers):
             enc = layers if isinstance(layers, TorchEncoder) else TorchEncoder.from_torch(layers)
             masks = {"src_mask": src_mask, "is_causal": is_causal, "src_key_padding_mask": src_key_padding_mask}
-            return enc.run(self.run_stack, X, **masks, backend=backend)
+            return enc.run(self.run_stack, X, **masks, backend=backend, progress=progress)
         layers = list(layers)
         if not layers:
             raise SimulatorError("need at least one layer")
@@ -385,10 +396,11 @@ class UniversalSimulator:
         n, d = np.asarray(xs[0]).shape[0], layers[0].d_model
         check_fits(self, n, len(layers))  # one line, with the estimate, if it cannot fit in memory
         self.last_stats = RunStats()
+        passes = len(xs) * len(layers)
         # key padding per batch element, (B, n), as the reference T splits it
         pads = split_key_padding(src_key_padding_mask, len(xs), n) if batched else [src_key_padding_mask]
         outs = []
-        for x, pad in zip(xs, pads, strict=True):
+        for b, (x, pad) in enumerate(zip(xs, pads, strict=True)):
             add_m, blk_m = self._masks(n, src_mask, is_causal, pad)
             # numeric runs: the input and each pass's output held without their padding
             seq: np.ndarray | Padded = (
@@ -399,7 +411,8 @@ class UniversalSimulator:
             for i in range(len(layers)):
                 # a pass's whole output is the next pass's input; the last is read at the decoded block
                 last = i == len(layers) - 1
-                seq = self._evaluate(seq, backend, self._decoded(n, d) if last else True)
+                tell = None if progress is None else _pass_progress(progress, b * len(layers) + i, passes)
+                seq = self._evaluate(seq, backend, self._decoded(n, d) if last else True, tell)
             read = value_of(self.D) * value_of(self.N)
             outs.append(self.decode(seq.upto(read) if isinstance(seq, Padded) else seq, n, d))
         if not batched:
@@ -456,11 +469,11 @@ class UniversalSimulator:
         estimate exceeds the memory available."""
         return estimate(self, value_of(self.N) if n is None else n, layers)
 
-    def measure(self, T: TransformerLayer, X: Any) -> dict[str, Any]:
+    def measure(self, T: TransformerLayer, X: Any, progress: Progress | None = None) -> dict[str, Any]:
         """Run once with timing and peak traced memory; error vs the reference."""
         tracemalloc.start()
         t0 = time.perf_counter()
-        y = self.run(T, X)
+        y = self.run(T, X, progress=progress)
         secs = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()

@@ -1,6 +1,7 @@
 """`attnsim simulate` (Corollary 6.1 at a chosen capacity): JSON on stdout, progress on stderr."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,21 @@ def test_simulate_torch_on_a_state_dict_says_how_to_proceed(tmp_path: Path, caps
     torch.save([1, 2], tmp_path / "list.pt")
     assert main(["simulate", "--torch", str(tmp_path / "list.pt")]) == 2
     assert "holds a list, not a torch module; save the module with torch.save(module, FILE)" in capsys.readouterr().err
+
+
+def test_simulate_draws_progress_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a terminal, U's run shows a progress bar (nodes done of the program's), removed at the end;
+    off a terminal (the tests above) nothing is drawn."""
+    import io
+
+    from rich.console import Console
+
+    from attnsim.cli import simulate
+
+    screen = io.StringIO()
+    monkeypatch.setattr(
+        simulate, "_console", lambda: Console(file=screen, force_terminal=True, color_system=None, width=100)
+    )
+    assert main(["simulate", "--max-len", "3", "--d-model", "2", "--heads", "1", "--d-head", "2", "--json"]) == 0
+    drawn = screen.getvalue()
+    assert re.search(r"U .* (\d+)/\1 nodes", drawn), drawn  # the bar reached the program's last node
