@@ -242,6 +242,17 @@ def test_compile_simulator_alias_and_quiet(capsys: pytest.CaptureFixture[str]) -
     assert len(out) == 1 and out[0].startswith("compiled U(2, 2, 1, 2, 2): 7 layers")
 
 
+def test_one_layer_is_one_layer_not_one_layers(capsys: pytest.CaptureFixture[str]) -> None:
+    """The compile summary and a cost's text say "1 layer" (they said "1 layers")."""
+    from attnsim.rasp.schedule import Cost
+
+    assert main(["compile", "histogram", "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("compiled histogram: 1 layer, heads per layer [1],")
+    one = Cost(layers=1, heads=[2], aggregates=[2], mlp_primitives=[0, 0], mlp_depth=[0, 0], positions=4, channels=3)
+    assert str(one) == "1 layer, heads 2, positions 4, channels 3"
+    assert str(Cost(2, [2, 1], [2, 1], [0, 0, 0], [0, 0, 0], 4, 3)).startswith("2 layers, heads 2/1,")
+
+
 def test_compile_refuses_options_it_would_ignore(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compile", "transpose", "2", "3", "--vocab", "5"]) == 2
     assert "--vocab is for classic programs" in capsys.readouterr().err

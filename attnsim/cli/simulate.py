@@ -5,15 +5,27 @@ paths) and the cost."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import sys
 import time
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
-from attnsim.cli.commands import command, nonneg_int, positive_int
+from attnsim.cli.commands import clip, command, nonneg_int, positive_int
 from attnsim.simulator.errors import SimulatorError
+from attnsim.simulator.memory import check_fits, gib
 from attnsim.simulator.reference import NORMS, TransformerLayer
 from attnsim.simulator.torch_compare import compare_torch
 from attnsim.simulator.torch_reading import import_torch
@@ -50,7 +62,8 @@ def _args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="simulate a module saved with torch.save (a TransformerEncoderLayer, TransformerEncoder or "
         "MultiheadAttention; a pickle: only files you trust) on a random input of --n tokens (default 4), "
-        "and print U against torch's slow and fast paths",
+        "and print U against torch's slow and fast paths; exit 1 when U and torch's slow path (in float64) "
+        "differ by more than 1e-10 x max(1, max |output|)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
@@ -64,15 +77,56 @@ def _validate(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _console() -> Console:
+    """Where progress is drawn: stderr (nothing is drawn when it is not a terminal)."""
+    return Console(stderr=True)
+
+
+@contextlib.contextmanager
+def _progress(what: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr for a run of U, told (nodes done, nodes); None off a terminal
+    (the log lines say what runs), and the bar is removed when the run ends."""
+    console = _console()
+    if not console.is_terminal:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("nodes"))
+    with Progress(*columns, TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True) as bar:
+        task = bar.add_task(what, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article ("an OrderedDict", "a list")."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def _simulate_torch(args: argparse.Namespace) -> int:
-    """U against torch's slow and fast paths on a saved module (compare_torch)."""
+    """U against torch's slow and fast paths on a saved module (compare_torch); exit 1 unless U
+    agrees with torch's slow path (in float64) within compare_torch's tolerance."""
     torch = import_torch()
     try:
         module = torch.load(args.torch, weights_only=False)
-    except (OSError, RuntimeError, EOFError, ValueError) as exc:  # a missing file, not a torch file...
+    except OSError as exc:  # a missing or unreadable file
         raise SimulatorError(f"--torch {args.torch}: cannot load ({' '.join(str(exc).split())})") from None
+    except Exception as exc:  # the file's content (not a torch save, truncated, a class not importable)
+        why = clip(f"{type(exc).__name__}: {exc}", 160)
+        raise SimulatorError(
+            f"--torch {args.torch}: cannot load it as a torch.save file ({why}); save the module with "
+            "torch.save(module, FILE), from a class this Python can import"
+        ) from None
+    if isinstance(module, Mapping):  # torch.save(module.state_dict(), FILE): weights without the module
+        raise SimulatorError(
+            f"--torch {args.torch}: holds a state dict ({_a(type(module).__name__)} of {len(module)} entries), not "
+            "a module: load it into the module it came from (module.load_state_dict(torch.load(FILE))) and save "
+            "that with torch.save(module, FILE), or read it in Python with "
+            "TransformerLayer.from_state_dict(state_dict, n_heads=...)"
+        )
     if not isinstance(module, torch.nn.Module):
-        raise SimulatorError(f"--torch {args.torch}: holds a {type(module).__name__}, not a torch module")
+        raise SimulatorError(
+            f"--torch {args.torch}: holds {_a(type(module).__name__)}, not a torch module; save the module "
+            "with torch.save(module, FILE)"
+        )
     module.eval()
     d = next((p.shape[-1] for n, p in module.named_parameters() if n.endswith("in_proj_weight")), None)
     if d is None:
@@ -91,12 +145,19 @@ def _simulate_torch(args: argparse.Namespace) -> int:
         "u_vs_torch_fast": c.u_vs_fast,
         "torch_slow_vs_fast": c.slow_vs_fast,
     }
+    if c.slow64 is not None:  # the module is not float64: the verdict compares with its float64 copy
+        out |= {"torch_slow_float64": c.slow64.refused or "ran", "u_vs_torch_slow_float64": c.u_vs_slow64}
+    out |= {"tolerance": c.tolerance, "agrees": c.agrees}
     if args.json:
         print(json.dumps(out, indent=1))
     else:
+        w = max(map(len, out))
         for k, v in out.items():
-            print(f"{k:>18}: {v:.3g}" if isinstance(v, float) else f"{k:>18}: {v}")
-    return 0 if c.u.refused is None else 1
+            print(f"{k:>{w}}: {v:.3g}" if isinstance(v, float) else f"{k:>{w}}: {v}")
+    if not c.agrees:  # the numbers are printed; the reason is the last line, on stderr
+        print(f"attnsim simulate: {c.verdict()}", file=sys.stderr)
+        return 1
+    return 0
 
 
 @command("simulate", _args, _validate)
@@ -109,7 +170,8 @@ def simulate(args: argparse.Namespace) -> int:
         raise SimulatorError(f"--n = {n} must be within 1..max-len = {args.max_len}")
     log = lambda msg: print(msg, file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    log(f"building U for capacity N={args.max_len} D={args.d_model} H={args.heads} K={args.d_head} F={args.d_ff}")
+    f = f"F={args.d_ff}" if args.d_ff else "F=1 (no --d-ff: T has no FFN; U's FFN width is the least, 1)"
+    log(f"building U for capacity N={args.max_len} D={args.d_model} H={args.heads} K={args.d_head} {f}")
     u = UniversalSimulator(args.max_len, args.d_model, args.heads, args.d_head, args.d_ff, variant=args.variant)
     build = time.perf_counter() - t0
     T = TransformerLayer.random(
@@ -122,12 +184,15 @@ def simulate(args: argparse.Namespace) -> int:
         norm=args.norm,
         activation=args.activation,
     )
+    est = check_fits(u, n)  # one line, with the estimate, for a run that cannot fit in memory (before X)
     x = np.random.default_rng(args.seed + 1).normal(size=(n, args.d_model))
-    log(f"running U on {u.positions()} positions")
-    m = u.measure(T, x)  # one timed run: seconds, peak traced bytes, max error against T
+    log(f"running U on {u.positions():,} positions, estimated to hold {gib(est.total)}")
+    with _progress("U") as tell:
+        m = u.measure(T, x, progress=tell)  # one timed run: seconds, peak traced bytes, max error against T
     c = u.cost()
     out = {
-        "capacity": c["capacity"],
+        "capacity": c["capacity"],  # U's; d_ff 1 without --d-ff (the least FFN width U has)
+        "layer": {"d_model": T.d_model, "n_heads": T.n_heads, "d_head": T.d_head, "d_ff": T.d_ff},  # T's
         "variant": args.variant,
         "n": n,
         "max_abs_error": m["max_abs_error"],  # against the reference T; --torch compares with torch

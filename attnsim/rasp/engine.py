@@ -93,10 +93,12 @@ class Run(Streaming, Aggregation):
             self.batches = key_group_batches(self.order)
         if self.memo is not None:
             self.position_only = position_only_nodes(self.order)
-        for node in self.order:
+        for i, node in enumerate(self.order):
             if isinstance(node, C.SOp) and id(node) not in self.done:
                 self.compute(node)
                 self.done.add(id(node))
+            if self.progress is not None:
+                self.progress(i + 1, len(self.order))
             if self.keep_all:
                 continue
             for x in reads.get(id(node), []):
@@ -217,6 +219,7 @@ def evaluate(
     memo: StructuralMemo | None = None,
     stats: RunStats | None = None,
     padded_output: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Any:
     """Run a program on a 1-D token sequence (an array, or a :class:`Padded` sequence).
 
@@ -233,6 +236,7 @@ def evaluate(
     program (see :class:`StructuralMemo`); numpy backend only, the values are the same.
     ``stats``: a :class:`RunStats` the run adds its counts to.  ``padded_output``: each output
     as a :class:`Padded` sequence (its head and the value after it), not materialized whole.
+    ``progress``: called with (nodes done, nodes) after each node of the program is computed.
     """
     outs = [program] if isinstance(program, C.SOp) else list(program)
     for o in outs:
@@ -241,6 +245,7 @@ def evaluate(
     arith = arithmetic(backend)
     run = Run(outs, inputs, arith, allow_nonfinite=allow_nonfinite, dense_only=dense_only, memo=memo, stats=stats)
     run.padded_output = padded_output  # a long output is then held as tail_of would hold it
+    run.progress = progress
     with kept_heap() if run.L >= long_values.PIECE else contextlib.nullcontext():  # arrays of 1 MiB and more: reused
         run.execute()
         res: list[Any] = [_padded(run.value_t(o), run.L) if padded_output else run.value(o) for o in outs]

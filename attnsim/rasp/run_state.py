@@ -8,7 +8,7 @@ walk over the program, :mod:`attnsim.rasp.streaming` the streamed values and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -90,6 +90,7 @@ class RunState:
         self.pending: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.done: set[int] = set()
         self.padded_output = False  # the outputs are returned padded (``evaluate``)
+        self.progress: Callable[[int, int], None] | None = None  # told (nodes done, nodes) (``evaluate``)
 
     # -- access ---------------------------------------------------------------------------
     def _full(self, x: Any) -> Any:

@@ -428,9 +428,13 @@ def stack_check(tol: float, variant: str = "compact") -> Callable[[float], Outco
     return check
 
 
-def fixture_check(name: str, tol: float, variant: str = "compact") -> Callable[[float], Outcome]:
+def fixture_check(
+    name: str, tol: float, variant: str = "compact", *, simulator: bool = True
+) -> Callable[[float], Outcome]:
+    """A committed torch fixture against the reference and (``simulator``) U of ``variant``."""
+
     def check(timeout: float) -> Outcome:
-        errs = check_fixture(name, variant=variant)
+        errs = check_fixture(name, variant=variant, simulator=simulator)
         worst = max(errs.values())
         detail = ", ".join(f"{k} {v:.3g}" for k, v in errs.items())
         return Outcome.good(detail) if worst <= tol else Outcome.bad(f"{detail} > {tol:g}")

@@ -3,7 +3,9 @@
 tools/make_fixtures.py made the first four (one sequence, no masks); tools/make_mask_fixtures.py
 the mask, batch and wide-logit ones (``MASK_FIXTURES``), whose ``x`` may be a batch (B, n, d) and
 which carry torch's mask arguments (``mask:src_mask``, ``mask:src_key_padding_mask``,
-``meta:is_causal``).
+``meta:is_causal``); tools/make_head_width_fixtures.py the ``HEAD_WIDTH_FIXTURES``, heads of
+width 9, 16 and 64 (``meta:d_head``), where torch's default attention scale 1/sqrt(d_head) is
+checked against the reference's (their weights are stored as the float32 values they are).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ MASK_FIXTURES = tuple(
     for variant in ("post_relu", "pre_gelu")
 )
 FIXTURES = ("encoder_post_relu", "encoder_pre_gelu", "mha", "stack2", *MASK_FIXTURES)
+HEAD_WIDTH_FIXTURES = ("head_width_k9", "head_width_k16", "head_width_k64")  # d_head > 8, torch's default scale
 
 
 def load(name: str) -> dict[str, Any]:
@@ -30,8 +33,8 @@ def load(name: str) -> dict[str, Any]:
     ``state_dicts`` (torch's parameters, one dict per layer), ``meta``, and ``masks``: the keyword
     arguments of ``TransformerLayer.__call__`` torch was given (``src_mask``, ``is_causal``,
     ``src_key_padding_mask``; empty for a fixture without masks)."""
-    if name not in FIXTURES:
-        raise SimulatorError(f"unknown fixture {name!r}; known: {', '.join(FIXTURES)}")
+    if name not in (*FIXTURES, *HEAD_WIDTH_FIXTURES):
+        raise SimulatorError(f"unknown fixture {name!r}; known: {', '.join((*FIXTURES, *HEAD_WIDTH_FIXTURES))}")
     path = resources.files("attnsim") / "data" / f"{name}.npz"
     with resources.as_file(path) as p, np.load(p) as z:
         data = {k: z[k] for k in z.files}

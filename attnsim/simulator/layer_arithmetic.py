@@ -81,10 +81,10 @@ def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: Any) -> np.ndar
     return c / _fn("sqrt", var + eps) * w + b
 
 
-def check_batch(x: np.ndarray, d_model: int) -> np.ndarray:
-    """X of shape (n, d_model) or (B, n, d_model) (batch first), n >= 1, B >= 1; else a one-line error."""
+def check_batch(x: np.ndarray, d_model: int, batch_first: bool = True) -> np.ndarray:
+    """X of shape (n, d_model) or a batch, n >= 1, B >= 1; else a one-line error.  A batch is
+    (B, n, d_model) when ``batch_first``, else (n, B, d_model) (torch's ``batch_first=False``)."""
     if x.ndim not in (2, 3) or x.shape[-1] != d_model or min(x.shape) < 1:
-        raise SimulatorError(
-            f"X must have shape (n, {d_model}) or (B, n, {d_model}) (batch first) with n, B >= 1, got {x.shape}"
-        )
+        batch = f"(B, n, {d_model}) (batch first)" if batch_first else f"(n, B, {d_model}) (batch_first=False)"
+        raise SimulatorError(f"X must have shape (n, {d_model}) or {batch} with n, B >= 1, got {x.shape}")
     return x

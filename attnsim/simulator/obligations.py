@@ -35,7 +35,7 @@ from attnsim.simulator.checks import (
     whole_check,
     wide_check,
 )
-from attnsim.simulator.fixtures import FIXTURES, MASK_FIXTURES
+from attnsim.simulator.fixtures import FIXTURES, HEAD_WIDTH_FIXTURES, MASK_FIXTURES
 from attnsim.simulator.universal import UniversalSimulator
 
 CID = "simulator"
@@ -264,6 +264,16 @@ def _stack_and_torch_obligations() -> Iterable[Obligation]:
             fixture_check(name, 1e-10),
             "U with torch's mask arguments (causal, additive, key padding), batches and logit rows spread over 2000 "
             "vs torch's float64 output (committed fixture)",
+        )
+    for name in HEAD_WIDTH_FIXTURES:
+        yield Obligation(
+            f"{CID}/numeric/torch-{name}",
+            CID,
+            COR61,
+            "numeric",
+            fixture_check(name, 1e-12, simulator=False),
+            f"the reference T read by from_state_dict, default attention scale, vs torch's float64 output at "
+            f"d_head = {name.rsplit('_k', 1)[1]} > 8 (committed fixture; U runs T's scale as given)",
         )
     yield Obligation(
         f"{CID}/numeric/torch-stack2",

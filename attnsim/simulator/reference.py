@@ -36,6 +36,7 @@ from attnsim.simulator.torch_reading import (
     _check_attention,
     _float64_state,
     _training_dropout,
+    check_stock,
     import_torch,
 )
 
@@ -45,7 +46,10 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 
 @dataclass(eq=False)
 class TransformerLayer:
-    """One encoder layer T; every option of torch's ``TransformerEncoderLayer`` / ``MultiheadAttention``."""
+    """One encoder layer T; every option of torch's ``TransformerEncoderLayer`` / ``MultiheadAttention``.
+
+    ``batch_first`` is the order of a batch's axes, as torch's flag of that name: (B, n, d_model)
+    when True (the default), (n, B, d_model) when False; ``from_torch`` copies the module's."""
 
     w_q: Any
     w_k: Any
@@ -69,6 +73,7 @@ class TransformerLayer:
     eps: Any = 1e-5
     activation: str = "relu"
     meta: dict[str, Any] = field(default_factory=dict)
+    batch_first: bool = True
 
     def __post_init__(self) -> None:
         self.w_q = _as(self.w_q, "w_q")
@@ -117,6 +122,9 @@ class TransformerLayer:
         if isinstance(self.eps, float) and self.eps <= 0:
             raise SimulatorError(f"eps must be > 0, got {self.eps}")
         self.residual = bool(self.residual)
+        if not isinstance(self.batch_first, (bool, np.bool_)):
+            raise SimulatorError(f"batch_first must be True or False, got {self.batch_first!r}")
+        self.batch_first = bool(self.batch_first)
 
     # -- sizes --------------------------------------------------------------------------------
     @property
@@ -173,27 +181,30 @@ class TransformerLayer:
     def __call__(
         self, x: Any, *, src_mask: Any = None, is_causal: bool = False, src_key_padding_mask: Any = None
     ) -> np.ndarray:
-        """T(X) for X of shape (n, d_model), or a batch (B, n, d_model), batch first: each element
-        is run on its own and the results are stacked to (B, n, d_model).
+        """T(X) for X of shape (n, d_model), or a batch: each element is run on its own and the
+        results are stacked in the batch's order, (B, n, d_model) when ``batch_first`` (the
+        default), else (n, B, d_model) as torch's ``batch_first=False`` module reads and returns it.
 
         The masks are torch's (``TransformerEncoderLayer.forward``; :mod:`attnsim.simulator.masks`):
         ``src_mask`` (n, n) bool or float, shared by the batch; ``is_causal``; ``src_key_padding_mask``
         (n,) for one sequence, (B, n) for a batch.  Masks are numeric only; X and the parameters may
         be SymPy objects (then the masked softmax is the plain exp / sum over the unblocked keys)."""
 
-        x = check_batch(_as(x, "X"), self.d_model)
-        n = x.shape[-2]
+        x = check_batch(_as(x, "X"), self.d_model, self.batch_first)
         if x.ndim == 3:
-            pads = split_key_padding(src_key_padding_mask, x.shape[0], n)
+            xs = x if self.batch_first else np.swapaxes(x, 0, 1)  # (B, n, d)
+            pads = split_key_padding(src_key_padding_mask, xs.shape[0], xs.shape[1])
             outs = []
-            for b, (xb, pad) in enumerate(zip(x, pads, strict=True)):
+            for b, (xb, pad) in enumerate(zip(xs, pads, strict=True)):
                 try:
                     outs.append(self(xb, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=pad))
                 except SimulatorError as exc:
                     if "has every key masked" not in str(exc):
                         raise
                     raise SimulatorError(f"batch element {b}: {exc}") from None
-            return np.stack(outs)
+            out = np.stack(outs)
+            return out if self.batch_first else np.swapaxes(out, 0, 1)
+        n = x.shape[-2]
         mask = None
         if src_mask is not None or is_causal or src_key_padding_mask is not None:
             mask = attention_mask(n, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
@@ -370,7 +381,8 @@ class TransformerLayer:
         """From a ``torch.nn.MultiheadAttention`` or ``torch.nn.TransformerEncoderLayer`` (any float
         dtype: the weights are read exactly into float64); an option T does not simulate is refused
         in one line naming it (a whole ``nn.TransformerEncoder``:
-        :class:`~attnsim.simulator.torch_encoder.TorchEncoder`)."""
+        :class:`~attnsim.simulator.torch_encoder.TorchEncoder`).  T keeps the module's
+        ``batch_first``, so ``T(X)`` and ``U.run(T, X)`` read a batch X in the order the module does."""
         torch = import_torch()
         nn = torch.nn
         if isinstance(module, nn.TransformerEncoder):
@@ -382,6 +394,7 @@ class TransformerLayer:
             raise SimulatorError(
                 f"from_torch takes nn.MultiheadAttention or nn.TransformerEncoderLayer, got {type(module).__name__}"
             )
+        check_stock(module, torch)
         drop = _training_dropout(module, nn)
         if drop:
             raise SimulatorError(
@@ -390,7 +403,8 @@ class TransformerLayer:
             )
         if isinstance(module, nn.MultiheadAttention):
             _check_attention(module, "")
-            return TransformerLayer.from_state_dict(_float64_state(module), n_heads=module.num_heads)
+            T = TransformerLayer.from_state_dict(_float64_state(module), n_heads=module.num_heads)
+            return replace(T, batch_first=bool(module.batch_first))
         _check_attention(module.self_attn, "self_attn: ")
         for nm in ("linear1", "linear2"):
             if not isinstance(getattr(module, nm, None), nn.Linear):
@@ -410,13 +424,14 @@ class TransformerLayer:
         if module.norm1.eps != module.norm2.eps:
             eps1, eps2 = module.norm1.eps, module.norm2.eps
             raise SimulatorError(f"from_torch: norm1.eps = {eps1} and norm2.eps = {eps2} differ")
-        return TransformerLayer.from_state_dict(
+        T = TransformerLayer.from_state_dict(
             sd,
             n_heads=module.self_attn.num_heads,
             norm_first=bool(module.norm_first),
             activation=_activation_of(module, torch),
             eps=float(module.norm1.eps),
         )
+        return replace(T, batch_first=bool(module.self_attn.batch_first))  # the layer keeps the flag there
 
     def with_options(self, **kw: Any) -> TransformerLayer:
         """A copy with some fields replaced (e.g. ``norm="pre"``)."""

@@ -6,12 +6,15 @@ torch 2.x runs ``nn.TransformerEncoderLayer`` / ``nn.TransformerEncoder`` /
 disabled) and the *fast* path of inference (eval + no_grad).  :func:`compare_torch` runs both,
 and U on the module as :meth:`UniversalSimulator.run` reads it, and returns the three pairwise
 max-abs differences as a typed record; a path that raises (torch refusing ``is_causal`` without
-a mask, U refusing an option it does not simulate) is recorded with its one-line message.
+a mask, U refusing an option it does not simulate) is recorded with its one-line message.  The
+verdict (``agrees``) compares U with the slow path run in float64 (on a float64 copy of a module
+of another dtype, whose weights convert exactly, as U reads them), within :data:`TOLERANCE`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +26,10 @@ from attnsim.simulator.reference import TransformerLayer
 from attnsim.simulator.torch_encoder import TorchEncoder
 from attnsim.simulator.torch_reading import import_torch
 from attnsim.simulator.universal import UniversalSimulator
+
+#: U against torch's slow path in float64: max abs difference <= TOLERANCE * max(1, max |torch|)
+#: (measured <= 1.8e-15 on 56 float64 configurations, tests/simulator/test_torch_compare.py)
+TOLERANCE = 1e-10
 
 
 @dataclass(frozen=True)
@@ -37,12 +44,14 @@ class PathResult:
 @dataclass(frozen=True)
 class TorchComparison:
     """U, torch's slow path and torch's fast path on one input, and their max-abs differences
-    (None where a path refused)."""
+    (None where a path refused); ``slow64``: the slow path on a float64 copy of a module of another
+    dtype (None for a float64 module, whose slow path is that already)."""
 
     slow: PathResult
     fast: PathResult
     u: PathResult
     capacity: tuple[int, int, int, int, int | None]
+    slow64: PathResult | None = None
 
     @staticmethod
     def _diff(a: PathResult, b: PathResult) -> float | None:
@@ -62,14 +71,50 @@ class TorchComparison:
     def slow_vs_fast(self) -> float | None:
         return self._diff(self.slow, self.fast)
 
+    @property
+    def reference(self) -> PathResult:
+        """What the verdict compares U with: torch's slow path in float64."""
+        return self.slow if self.slow64 is None else self.slow64
+
+    @property
+    def u_vs_slow64(self) -> float | None:
+        return self._diff(self.u, self.reference)
+
+    @property
+    def tolerance(self) -> float | None:
+        """TOLERANCE scaled by max(1, max |torch's float64 output|); None when that path refused."""
+        ref = self.reference.output
+        return None if ref is None else TOLERANCE * max(1.0, float(np.max(np.abs(ref))))
+
+    @property
+    def agrees(self) -> bool:
+        """U ran, torch's float64 slow path ran, and they differ by at most ``tolerance``."""
+        d, tol = self.u_vs_slow64, self.tolerance
+        return d is not None and tol is not None and d <= tol
+
+    def verdict(self) -> str:
+        """One line: U agrees with torch within the tolerance, or why not."""
+        ref = self.reference
+        if self.u.refused is not None:
+            return f"U did not run: {self.u.refused}"
+        if ref.refused is not None:
+            return f"U not compared: {ref.name} did not run ({ref.refused})"
+        rel = f"U vs {ref.name}: {self.u_vs_slow64:.3g}"
+        if self.agrees:
+            return f"{rel} <= the tolerance {self.tolerance:.3g}"
+        return f"{rel}, beyond the tolerance {self.tolerance:.3g}: U does not simulate this module"
+
     def lines(self) -> list[str]:
         """The comparison as printable lines (the record stays the result)."""
         out = []
-        for p in (self.u, self.slow, self.fast):
+        for p in (self.u, self.slow, self.fast, *([self.slow64] if self.slow64 else [])):
             out.append(f"{p.name:>10}: " + ("ran" if p.refused is None else f"refused: {p.refused}"))
-        diffs = (("U vs slow", self.u_vs_slow), ("U vs fast", self.u_vs_fast), ("slow vs fast", self.slow_vs_fast))
+        diffs = [("U vs slow", self.u_vs_slow), ("U vs fast", self.u_vs_fast), ("slow vs fast", self.slow_vs_fast)]
+        if self.slow64 is not None:
+            diffs.append(("U vs slow float64", self.u_vs_slow64))
         for nm, v in diffs:
             out.append(f"{nm:>12}: " + ("-" if v is None else f"{v:.3g}"))
+        out.append(f"{'verdict':>12}: {self.verdict()}")
         return out
 
 
@@ -128,7 +173,7 @@ def compare_torch(
     attn = module if is_mha else (module.layers[0] if isinstance(module, torch.nn.TransformerEncoder) else module)
     seq_first = not getattr(attn if is_mha else getattr(attn, "self_attn", attn), "batch_first", True)
 
-    def run_torch() -> np.ndarray:
+    def run_torch(module: Any, dtype: Any) -> np.ndarray:
         """torch's output, batch first; a module built with batch_first=False (torch's default)
         reads and returns (n, B, d), so X goes in and the output comes out transposed."""
         xt = torch.from_numpy(x).to(dtype)
@@ -146,11 +191,16 @@ def compare_torch(
 
     def slow() -> np.ndarray:
         with _path(fast=False):
-            return run_torch()
+            return run_torch(module, dtype)
 
     def fast() -> np.ndarray:
         with _path(fast=True):
-            return run_torch()
+            return run_torch(module, dtype)
+
+    def slow64() -> np.ndarray:
+        """The slow path on a float64 copy of the module (its weights convert exactly)."""
+        with _path(fast=False):
+            return run_torch(copy.deepcopy(module).to(torch.float64), torch.float64)
 
     layers = _layers_of(module)
     cap = (
@@ -162,11 +212,15 @@ def compare_torch(
     )
 
     def run_u() -> np.ndarray:
+        """U's output, batch first; U reads X in the module's order, as torch does."""
         U = UniversalSimulator(*cap)
+        xu = np.swapaxes(x, 0, 1) if seq_first else x
         with _path(fast=False):  # U follows torch's documented path (padded rows kept, as there)
-            return U.run(module, x, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+            y = U.run(module, xu, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        return np.swapaxes(y, 0, 1) if seq_first else y
 
-    return TorchComparison(_run("torch slow", slow), _run("torch fast", fast), _run("U", run_u), cap)
+    ref64 = None if dtype == torch.float64 else _run("torch slow float64", slow64)
+    return TorchComparison(_run("torch slow", slow), _run("torch fast", fast), _run("U", run_u), cap, ref64)
 
 
 __all__ = ["PathResult", "TorchComparison", "compare_torch"]

@@ -15,10 +15,10 @@ import numpy as np
 
 from attnsim.simulator.errors import SimulatorError
 from attnsim.simulator.reference import TransformerLayer
-from attnsim.simulator.torch_reading import _float64_state, import_torch
+from attnsim.simulator.torch_reading import _float64_state, check_stock, import_torch
 
 
-def _norm_layer(ln: Any, d: int, torch: Any) -> TransformerLayer:
+def _norm_layer(ln: Any, d: int, torch: Any, batch_first: bool) -> TransformerLayer:
     """A LayerNorm as a layer T whose attention is exactly 0 (zero weights): post-norm of X + 0 = LN(X)."""
     if not isinstance(ln, torch.nn.LayerNorm):
         raise SimulatorError(f"from_torch: the encoder's norm is {type(ln).__name__}, not nn.LayerNorm or None")
@@ -37,6 +37,7 @@ def _norm_layer(ln: Any, d: int, torch: Any) -> TransformerLayer:
         ln1_bias=sd.get("bias", np.zeros(d)),
         eps=float(ln.eps),
         meta={"torch": "final norm"},
+        batch_first=batch_first,
     )
 
 
@@ -65,6 +66,7 @@ class TorchEncoder:
         torch = import_torch()
         if not isinstance(module, torch.nn.TransformerEncoder):
             raise SimulatorError(f"TorchEncoder.from_torch takes nn.TransformerEncoder, got {type(module).__name__}")
+        check_stock(module, torch)
         layers = []
         for i, lyr in enumerate(module.layers):
             try:
@@ -73,7 +75,8 @@ class TorchEncoder:
                 raise SimulatorError(f"layer {i}: {exc}") from None
         if not layers:
             raise SimulatorError("the encoder has no layers")
-        norm = None if module.norm is None else _norm_layer(module.norm, layers[0].d_model, torch)
+        bf = layers[0].batch_first
+        norm = None if module.norm is None else _norm_layer(module.norm, layers[0].d_model, torch, bf)
         return TorchEncoder(tuple(layers), norm, module)
 
     def nested_padding(self, x_ndim: int, src_mask: Any, src_key_padding_mask: Any) -> np.ndarray | None:
@@ -116,7 +119,8 @@ class TorchEncoder:
             masks = {"src_mask": src_mask, "is_causal": is_causal, "src_key_padding_mask": src_key_padding_mask}
             return stack(layers, X, **masks, **kw)
         y = stack(list(self.layers), X, src_mask=None, is_causal=is_causal, src_key_padding_mask=zeroed, **kw)
-        y = np.where(zeroed[..., None], 0.0, y)
+        rows = zeroed if self.layers[0].batch_first else zeroed.T  # (B, n) as y's first two axes
+        y = np.where(rows[..., None], 0.0, y)
         return y if self.final_norm is None else stack([self.final_norm], y, **kw)
 
     def __call__(self, X: Any, **masks: Any) -> np.ndarray:

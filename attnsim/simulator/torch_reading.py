@@ -52,6 +52,54 @@ def _float64_state(module: Any) -> dict[str, np.ndarray]:
     return out
 
 
+# methods of a stock module that only build or describe it: a subclass may override them freely
+_BUILDING = frozenset(
+    {"__init__", "__setstate__", "__getstate__", "__repr__", "extra_repr", "_reset_parameters", "reset_parameters"}
+)
+# nn.Module's own methods through which a call reaches ``forward``
+_CALLING = frozenset({"forward", "__call__", "_call_impl", "_wrapped_call_impl"})
+
+
+def _stock_class(cls: type) -> type:
+    """The first class in ``cls``'s MRO that torch itself defines (``cls`` for a stock module)."""
+    return next(c for c in cls.__mro__ if c.__module__.split(".")[0] == "torch")
+
+
+def check_stock(module: Any, torch: Any) -> None:
+    """Refuse, in one line naming it, a module or submodule whose computation is not its stock torch
+    class's: a subclass (or the instance) overriding ``forward`` or another method of that class
+    (``_sa_block``, ``_ff_block``...), or a forward hook.  T is read from the weights and options
+    alone, so such a module would be simulated as the stock one: a silent wrong answer."""
+    hooks = torch.nn.modules.module
+    if getattr(hooks, "_global_forward_hooks", None) or getattr(hooks, "_global_forward_pre_hooks", None):
+        raise SimulatorError(
+            "from_torch: a global forward hook is registered (register_module_forward_hook), which may change "
+            "every module's output; T simulates modules without hooks: remove it"
+        )
+    for path, m in module.named_modules():
+        cls = type(m)
+        stock = _stock_class(cls)
+        if stock is torch.nn.Module:  # not torch's module: refused by type where it is read, else unread
+            continue
+        what = f"{path} ({cls.__name__})" if path else cls.__name__
+        methods = set(_CALLING)
+        for c in stock.__mro__[: stock.__mro__.index(torch.nn.Module)]:
+            methods |= {k for k, v in vars(c).items() if callable(v) and k not in _BUILDING}
+        for c in [*cls.__mro__[: cls.__mro__.index(stock)], m]:
+            over = sorted(methods & set(vars(c)))
+            if over:
+                how = f"overrides {over[0]} of" if c is not m else f"has {over[0]} set on the instance, replacing"
+                raise SimulatorError(
+                    f"from_torch: {what} {how} nn.{stock.__name__}; T simulates the stock nn.{stock.__name__} "
+                    "only (it reads the weights and options, not the code): use the stock class"
+                )
+        if m._forward_hooks or m._forward_pre_hooks:
+            raise SimulatorError(
+                f"from_torch: {what} has a forward hook, which may change its output; T simulates the module "
+                "without hooks: remove it (handle.remove())"
+            )
+
+
 def _check_attention(mha: Any, where: str) -> None:
     """Refuse, in one line naming the option, a MultiheadAttention T does not simulate."""
     if not mha._qkv_same_embed_dim:

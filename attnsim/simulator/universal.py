@@ -36,6 +36,7 @@ from attnsim.rasp.layout import Grid, Layout, value_of
 from attnsim.rasp.schedule import Cost, cost
 from attnsim.simulator.errors import SimulatorError
 from attnsim.simulator.masks import attention_mask, split_key_padding
+from attnsim.simulator.memory import MemoryEstimate, check_fits, estimate
 from attnsim.simulator.program import VARIANTS, Mask, UniversalProgram
 from attnsim.simulator.program.attention import LOGIT_BOUND
 from attnsim.simulator.record import GATES, HEADER, InputMap
@@ -61,6 +62,27 @@ def _is_torch_encoder(m: Any) -> bool:
     """True for a ``torch.nn.TransformerEncoder`` (recognized without importing torch)."""
     name = "torch.nn.modules.transformer.TransformerEncoder"
     return any(f"{c.__module__}.{c.__name__}" == name for c in type(m).__mro__)
+
+
+def _sequence_first(layers: Sequence[Any], X: Any) -> bool:
+    """True when X is a batch and the layers read it sequence first, (n, B, d) (torch's
+    ``batch_first=False``); layers that disagree on the order are refused in one line."""
+    orders = [getattr(L, "batch_first", True) for L in layers]
+    if len(set(orders)) > 1:
+        i = orders.index(not orders[0])
+        raise SimulatorError(
+            f"layer 0 has batch_first={orders[0]} but layer {i} has batch_first={orders[i]}: "
+            "a batch has one order; give every layer the same (T.with_options(batch_first=...))"
+        )
+    return not orders[0] and not isinstance(X, sp.MatrixBase) and np.ndim(X) == 3
+
+
+Progress = Callable[[int, int], None]
+
+
+def _pass_progress(progress: Progress, done_passes: int, passes: int) -> Progress:
+    """A pass's (nodes done, nodes) told to ``progress`` as nodes done over all ``passes``."""
+    return lambda k, m: progress(done_passes * m + k, passes * m)
 
 
 def _pos_int(name: str, v: Any) -> int:
@@ -262,9 +284,11 @@ class UniversalSimulator:
         D = value_of(self.D)
         return (np.arange(n)[:, None] * D + np.arange(d)[None, :]).reshape(-1)
 
-    def _evaluate(self, seq: np.ndarray | Padded, backend: str, finite: Any = True) -> np.ndarray | Padded:
+    def _evaluate(
+        self, seq: np.ndarray | Padded, backend: str, finite: Any = True, progress: Progress | None = None
+    ) -> np.ndarray | Padded:
         """One pass of U; ``finite``: the output positions that must be finite (numpy backend).
-        A Padded input (numpy backend) gives a Padded output."""
+        A Padded input (numpy backend) gives a Padded output; ``progress`` is told each node done."""
         if backend not in ("numpy", "sympy"):
             raise SimulatorError(f"unknown backend {backend!r}; use 'numpy' or 'sympy'")
         padded = isinstance(seq, Padded)
@@ -282,14 +306,16 @@ class UniversalSimulator:
                 memo=self.memo,
                 stats=self.last_stats,
                 padded_output=padded,
+                progress=progress,
             )
             return out if padded else np.asarray(out)
         except BackendError as exc:
             raise SimulatorError(f"U: {exc}") from None
 
     @staticmethod
-    def _batch(X: Any) -> tuple[list[Any], bool]:
-        """X (n, d) -> ([X], False); a batch (B, n, d), batch first -> (its B elements, True)."""
+    def _batch(X: Any, batch_first: bool = True) -> tuple[list[Any], bool]:
+        """X (n, d) -> ([X], False); a batch (B, n, d) -> (its B elements, True) (``batch_first``:
+        the order the caller was given a batch in, for the error message)."""
         if isinstance(X, sp.MatrixBase):
             return [X], False
         x = np.asarray(X)
@@ -298,7 +324,8 @@ class UniversalSimulator:
                 raise SimulatorError(f"X: a batch (B, n, d_model) needs B >= 1, got shape {x.shape}")
             return list(x), True
         if x.ndim != 2:
-            raise SimulatorError(f"X must have shape (n, d_model) or (B, n, d_model) (batch first), got {x.shape}")
+            batch = "(B, n, d_model) (batch first)" if batch_first else "(n, B, d_model) (batch_first=False)"
+            raise SimulatorError(f"X must have shape (n, d_model) or {batch}, got {x.shape}")
         return [X], False
 
     @staticmethod
@@ -318,21 +345,23 @@ class UniversalSimulator:
         is_causal: bool = False,
         src_key_padding_mask: Any = None,
         backend: str = "numpy",
+        progress: Progress | None = None,
     ) -> np.ndarray:
         """U(<T, X>) decoded: equals T(X) (with torch's mask arguments).
 
-        X has shape (n, d_model) or (B, n, d_model), batch first; U's program reads one sequence,
-        so a batch runs each element on its own (with its row of ``src_key_padding_mask``) and
-        stacks the results to (B, n, d_model).  T may be a torch module (read by ``from_torch``; an
-        ``nn.TransformerEncoder`` runs as :meth:`run_stack` does)."""
+        X has shape (n, d_model) or is a batch in T's order: (B, n, d_model) when
+        ``T.batch_first`` (the default), (n, B, d_model) for a T read from a torch module built
+        with ``batch_first=False``, as that module takes it.  U's program reads one sequence, so a
+        batch runs each element on its own (with its row of ``src_key_padding_mask``, always
+        (B, n)) and the results are stacked in X's order.  T may be a torch module (read by
+        ``from_torch``; an ``nn.TransformerEncoder`` runs as :meth:`run_stack` does).  A run
+        estimated to need more memory than is available is refused first (:meth:`memory_estimate`);
+        ``progress(done, total)`` is told the program's nodes done over all passes."""
         if not isinstance(T, TransformerLayer) and hasattr(T, "state_dict"):
             T = T if _is_torch_encoder(T) else TransformerLayer.from_torch(T)
-        if not isinstance(T, TransformerLayer):
-            return self.run_stack(
-                T, X, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask, backend=backend
-            )
+        masks = {"src_mask": src_mask, "is_causal": is_causal, "src_key_padding_mask": src_key_padding_mask}
         return self.run_stack(
-            [T], X, src_mask=src_mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask, backend=backend
+            T if not isinstance(T, TransformerLayer) else [T], X, **masks, backend=backend, progress=progress
         )
 
     def run_stack(
@@ -344,27 +373,34 @@ class UniversalSimulator:
         is_causal: bool = False,
         src_key_padding_mask: Any = None,
         backend: str = "numpy",
+        progress: Progress | None = None,
     ) -> np.ndarray:
         """Depth by looping: run the same program m times on <T1..Tm, X>; equals Tm(...T1(X)).
 
-        X has shape (n, d_model) or (B, n, d_model), batch first (each element runs on its own);
-        the masks apply to every layer, as in torch's ``nn.TransformerEncoder``.  ``layers`` may be
+        X has shape (n, d_model) or is a batch in the layers' order (``batch_first``, which they
+        must share: one line refuses a mix), each element run on its own; the masks apply to
+        every layer, as in torch's ``nn.TransformerEncoder``.  ``layers`` may be
         an ``nn.TransformerEncoder`` or a :class:`TorchEncoder`: its final norm runs as one more
         pass, and padded rows are zeros where torch's nested-tensor path would give zeros."""
         if isinstance(layers, TorchEncoder) or _is_torch_encoder(layers):
             enc = layers if isinstance(layers, TorchEncoder) else TorchEncoder.from_torch(layers)
             masks = {"src_mask": src_mask, "is_causal": is_causal, "src_key_padding_mask": src_key_padding_mask}
-            return enc.run(self.run_stack, X, **masks, backend=backend)
+            return enc.run(self.run_stack, X, **masks, backend=backend, progress=progress)
         layers = list(layers)
         if not layers:
             raise SimulatorError("need at least one layer")
-        xs, batched = self._batch(X)
+        seq_first = _sequence_first(layers, X)
+        if seq_first:  # (n, B, d) as the layers' torch module takes it: run as (B, n, d)
+            X = np.swapaxes(np.asarray(X), 0, 1)
+        xs, batched = self._batch(X, layers[0].batch_first if isinstance(layers[0], TransformerLayer) else True)
         n, d = np.asarray(xs[0]).shape[0], layers[0].d_model
+        check_fits(self, n, len(layers))  # one line, with the estimate, if it cannot fit in memory
         self.last_stats = RunStats()
+        passes = len(xs) * len(layers)
         # key padding per batch element, (B, n), as the reference T splits it
         pads = split_key_padding(src_key_padding_mask, len(xs), n) if batched else [src_key_padding_mask]
         outs = []
-        for x, pad in zip(xs, pads, strict=True):
+        for b, (x, pad) in enumerate(zip(xs, pads, strict=True)):
             add_m, blk_m = self._masks(n, src_mask, is_causal, pad)
             # numeric runs: the input and each pass's output held without their padding
             seq: np.ndarray | Padded = (
@@ -375,10 +411,13 @@ class UniversalSimulator:
             for i in range(len(layers)):
                 # a pass's whole output is the next pass's input; the last is read at the decoded block
                 last = i == len(layers) - 1
-                seq = self._evaluate(seq, backend, self._decoded(n, d) if last else True)
+                tell = None if progress is None else _pass_progress(progress, b * len(layers) + i, passes)
+                seq = self._evaluate(seq, backend, self._decoded(n, d) if last else True, tell)
             read = value_of(self.D) * value_of(self.N)
             outs.append(self.decode(seq.upto(read) if isinstance(seq, Padded) else seq, n, d))
-        return np.stack(outs) if batched else outs[0]
+        if not batched:
+            return outs[0]
+        return np.swapaxes(np.stack(outs), 0, 1) if seq_first else np.stack(outs)
 
     def trace(self, T: TransformerLayer, X: Any, backend: str = "numpy") -> Trace:
         """Every stage's values (and selector matrices when small), by label."""
@@ -424,11 +463,17 @@ class UniversalSimulator:
             "cost": c,
         }
 
-    def measure(self, T: TransformerLayer, X: Any) -> dict[str, Any]:
+    def memory_estimate(self, n: int | None = None, layers: int = 1) -> MemoryEstimate:
+        """The memory a numeric run on ``n`` tokens (default max_len) with ``layers`` records is
+        estimated to hold, by part (:mod:`attnsim.simulator.memory`); ``run`` refuses a run whose
+        estimate exceeds the memory available."""
+        return estimate(self, value_of(self.N) if n is None else n, layers)
+
+    def measure(self, T: TransformerLayer, X: Any, progress: Progress | None = None) -> dict[str, Any]:
         """Run once with timing and peak traced memory; error vs the reference."""
         tracemalloc.start()
         t0 = time.perf_counter()
-        y = self.run(T, X)
+        y = self.run(T, X, progress=progress)
         secs = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()

@@ -447,3 +447,13 @@ def test_outputs_never_share_memory_with_each_other_or_the_input() -> None:
     head = np.arange(4, dtype=np.float64)
     out = evaluate(apply("where", full(1), tokens, y), Padded(head, 4))
     assert out.tolist() == head.tolist() and not np.shares_memory(out, head)
+
+
+def test_progress_is_told_each_node_done() -> None:
+    """evaluate(..., progress=f) calls f(k, m) after each of the program's m nodes, k = 1..m in order."""
+    prog = aggregate(select(indices, indices, "=="), apply("relu", tokens))
+    calls: list[tuple[int, int]] = []
+    out = evaluate(prog, np.array([1.0, -2.0, 3.0]), progress=lambda k, m: calls.append((k, m)))
+    assert np.array_equal(out, [1.0, 0.0, 3.0])
+    m = len(C.topological([prog]))
+    assert calls == [(k, m) for k in range(1, m + 1)] and m >= 4

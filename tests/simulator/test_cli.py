@@ -1,6 +1,7 @@
 """`attnsim simulate` (Corollary 6.1 at a chosen capacity): JSON on stdout, progress on stderr."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,108 @@ def test_simulate_options_and_their_errors(capsys: pytest.CaptureFixture[str]) -
     with pytest.raises(SystemExit):
         main(["simulate", "--help"])
     assert "LayerNorm placement: none, post (torch's default) or pre" in " ".join(capsys.readouterr().out.split())
+
+
+def test_simulate_torch_exits_1_when_u_and_torch_disagree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Corollary 6.1 from the shell: the exit code is the verdict. U off by 1e-6 from torch's slow
+    path (in float64) is beyond the tolerance: exit 1, the verdict the last line on stderr."""
+    torch = pytest.importorskip("torch")
+    from attnsim.simulator import torch_compare
+
+    torch.manual_seed(0)
+    torch.save(torch.nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0), tmp_path / "layer.pt")  # float32
+    assert main(["simulate", "--torch", str(tmp_path / "layer.pt"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["agrees"] is True and data["u_vs_torch_slow_float64"] <= 1e-13  # measured 3.3e-16
+    real = torch_compare.UniversalSimulator.run
+    monkeypatch.setattr(torch_compare.UniversalSimulator, "run", lambda *a, **kw: real(*a, **kw) + 1e-6)
+    assert main(["simulate", "--torch", str(tmp_path / "layer.pt"), "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["agrees"] is False
+    assert err.count("\n") == 1 and err.startswith("attnsim simulate: U vs torch slow float64: 1e-06, beyond the")
+
+
+def test_simulate_torch_refuses_a_subclass_overriding_a_sublayer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saved subclass overriding _sa_block was read as the stock layer (u_vs_torch_slow 0.269,
+    exit 0): now refused in one line naming the method, exit 2."""
+    torch = pytest.importorskip("torch")
+
+    class HalfAttention(torch.nn.TransformerEncoderLayer):
+        def _sa_block(self, x: object, *args: object, **kw: object) -> object:
+            return 0.5 * super()._sa_block(x, *args, **kw)
+
+    torch.manual_seed(0)
+    module = HalfAttention(4, 2, 6, dropout=0.0)
+    (tmp_path / "half.pt").write_bytes(b"")
+    monkeypatch.setattr(torch, "load", lambda *a, **kw: module)  # a local class does not pickle
+    assert main(["simulate", "--torch", str(tmp_path / "half.pt")]) == 2
+    assert capsys.readouterr().err == (
+        "attnsim simulate: error: from_torch: HalfAttention overrides _sa_block of nn.TransformerEncoderLayer; "
+        "T simulates the stock nn.TransformerEncoderLayer only (it reads the weights and options, not the code): "
+        "use the stock class\n"
+    )
+
+
+@pytest.mark.parametrize("content", [b"not a torch file\n", b"PK\x03\x04 cut short"])
+def test_simulate_torch_on_a_file_that_is_no_torch_save_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes
+) -> None:
+    """The user's file, not our bug: a text file or a cut-short zip is one line naming the file and
+    how to save a module, exit 2 (it was "internal error ... report it", exit 1)."""
+    pytest.importorskip("torch")
+    (tmp_path / "bad.pt").write_bytes(content)
+    assert main(["simulate", "--torch", str(tmp_path / "bad.pt")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        f"attnsim simulate: error: --torch {tmp_path / 'bad.pt'}: cannot load"
+    )
+    assert err.endswith("save the module with torch.save(module, FILE), from a class this Python can import\n")
+
+
+def test_simulate_without_d_ff_says_what_the_ffn_capacity_is(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --d-ff, U's capacity has FFN width 1 (the least) and T has no FFN: the JSON says both
+    (capacity d_ff 1, layer d_ff null) and stderr says F=1, not F=None."""
+    assert main(["simulate", "--max-len", "3", "--d-model", "2", "--heads", "1", "--d-head", "2", "--json"]) == 0
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert data["capacity"]["d_ff"] == 1 and data["layer"] == {"d_model": 2, "n_heads": 1, "d_head": 2, "d_ff": None}
+    assert "F=1 (no --d-ff: T has no FFN; U's FFN width is the least, 1)" in err and "None" not in err
+
+
+def test_simulate_torch_on_a_state_dict_says_how_to_proceed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A saved state dict is not a module: one line saying so ("an OrderedDict", not "a OrderedDict")
+    and how to go on; another object: one line naming it."""
+    torch = pytest.importorskip("torch")
+    torch.save(torch.nn.TransformerEncoderLayer(4, 2, 6).state_dict(), tmp_path / "sd.pt")
+    assert main(["simulate", "--torch", str(tmp_path / "sd.pt")]) == 2
+    assert capsys.readouterr().err == (
+        f"attnsim simulate: error: --torch {tmp_path / 'sd.pt'}: holds a state dict (an OrderedDict of 12 entries), "
+        "not a module: load it into the module it came from (module.load_state_dict(torch.load(FILE))) and save "
+        "that with torch.save(module, FILE), or read it in Python with "
+        "TransformerLayer.from_state_dict(state_dict, n_heads=...)\n"
+    )
+    torch.save([1, 2], tmp_path / "list.pt")
+    assert main(["simulate", "--torch", str(tmp_path / "list.pt")]) == 2
+    assert "holds a list, not a torch module; save the module with torch.save(module, FILE)" in capsys.readouterr().err
+
+
+def test_simulate_draws_progress_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a terminal, U's run shows a progress bar (nodes done of the program's), removed at the end;
+    off a terminal (the tests above) nothing is drawn."""
+    import io
+
+    from rich.console import Console
+
+    from attnsim.cli import simulate
+
+    screen = io.StringIO()
+    monkeypatch.setattr(
+        simulate, "_console", lambda: Console(file=screen, force_terminal=True, color_system=None, width=100)
+    )
+    assert main(["simulate", "--max-len", "3", "--d-model", "2", "--heads", "1", "--d-head", "2", "--json"]) == 0
+    drawn = screen.getvalue()
+    assert re.search(r"U .* (\d+)/\1 nodes", drawn), drawn  # the bar reached the program's last node

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from attnsim.simulator.errors import SimulatorError
-from attnsim.simulator.fixtures import FIXTURES, MASK_FIXTURES, check_fixture, load
+from attnsim.simulator.fixtures import FIXTURES, HEAD_WIDTH_FIXTURES, MASK_FIXTURES, check_fixture, load
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -51,3 +51,15 @@ def test_mask_fixture_contents() -> None:
     assert w["meta"]["logit_spread"] > 1418 and np.all(np.isfinite(w["y"]))
     assert np.isnan(load("additive_pre_gelu")["meta"]["fast_path_error"])  # torch's fast path: NaN (#118628)
     assert load("padding_pre_gelu")["meta"]["fast_path_error"] <= 1e-15
+
+
+@pytest.mark.parametrize("name", HEAD_WIDTH_FIXTURES)
+def test_head_width_fixtures_hold_wide_heads_at_the_default_scale(name: str) -> None:
+    """The head-width fixtures are what their obligations need: d_head > 8, T at its default
+    scale 1/sqrt(d_head) (no scale stored), weights stored as float32 values read exactly."""
+    f = load(name)
+    (T,) = f["layers"]
+    k = int(f["meta"]["d_head"])
+    assert k > 8 and T.d_head == k and T.scale == 1 / np.sqrt(k)
+    assert all(v.dtype == np.float32 for v in f["state_dicts"][0].values())
+    assert check_fixture(name, simulator=False)["reference"] <= 1e-13  # measured <= 1.7e-15

@@ -118,3 +118,35 @@ def test_the_layer_conjunction_fails_for_a_chain_that_is_not_the_whole_layer() -
     assert short.ok is False and "not the whole layer" in short.detail, short.detail
     swapped = checks.layer_check("compact", (ORDER[1], ORDER[0], *ORDER[2:]))(10)
     assert swapped.ok is False and "stage attention reads scores, not proven earlier" in swapped.detail, swapped.detail
+
+
+# -- the reference's default attention scale past d_head 8 --------------------------------------
+def _head_width_results() -> list[Result]:
+    """The default run's reference-vs-torch obligations at d_head 9, 16 and 64."""
+    load()
+    ids = [o.id for o in registry.all_obligations(include_deep=False) if "/torch-head_width_k" in o.id]
+    assert sorted(ids) == [f"simulator/numeric/torch-head_width_k{k}" for k in (16, 64, 9)]
+    return [run_inline(registry.by_id(i), 60.0) for i in ids]
+
+
+def test_the_reference_default_scale_matches_torch_past_d_head_8() -> None:
+    """Corollary 6.1: the reference T's default scale is torch's 1/sqrt(d_head) at d_head 9, 16, 64
+    (measured: 8.9e-16, 8.9e-16, 1.7e-15 from torch's float64 output), in the default verify run."""
+    results = _head_width_results()
+    assert all(r.status == "passed" for r in results), [(r.id, r.status, r.detail) for r in results]
+
+
+def test_a_default_scale_wrong_only_when_d_head_exceeds_8_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bug these obligations are for: 1/sqrt(min(d_head, 8)) as the default scale passes every
+    fixture and capacity-32 run (d_head <= 8) and the wide runs (an explicit scale); here it fails
+    all three (off by 0.023, 0.19 and 1.2)."""
+    import math
+    import types
+
+    from attnsim.simulator import reference
+
+    capped = types.SimpleNamespace(**{k: getattr(math, k) for k in dir(math) if not k.startswith("_")})
+    capped.sqrt = lambda v: math.sqrt(min(v, 8))
+    monkeypatch.setattr(reference, "math", capped)
+    results = _head_width_results()
+    assert all(r.status == "failed" for r in results), [(r.id, r.status, r.detail) for r in results]

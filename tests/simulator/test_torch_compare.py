@@ -6,6 +6,7 @@ compare_torch: within 1e-12 in float64, or refused in one line naming the option
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import numpy as np
@@ -119,3 +120,34 @@ def test_a_sequence_first_module_is_fed_sequence_first(kind: str) -> None:
 def test_compare_refuses_a_bad_input_in_one_line() -> None:
     with pytest.raises(SimulatorError, match=r"^X must have shape \(B, n, d_model\), batch first, got \(4, 8\)$"):
         compare_torch(_module("post-relu", torch.float64), np.zeros((4, 8)))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
+def test_the_verdict_compares_u_with_the_slow_path_in_float64(dtype: str) -> None:
+    """Corollary 6.1: U reads a module's weights exactly and computes in float64, so the verdict
+    compares it with torch's slow path on a float64 copy of the module: within the tolerance at
+    every dtype, though U is 1e-7 (float32) or 1e-2 (bfloat16) from the module's own slow path."""
+    module = _module("post-relu", getattr(torch, dtype))
+    x = np.random.default_rng(3).normal(size=(2, 4, D))
+    c = compare_torch(module, x)
+    assert (c.slow64 is None) == (dtype == "float64")
+    assert c.agrees and c.u_vs_slow64 is not None and c.u_vs_slow64 <= 1e-13  # measured <= 1.3e-15
+    own = {"float64": 1e-13, "float32": 1e-5, "bfloat16": 1e-1}[dtype]  # measured 1.3e-15, 3.1e-7, 1.2e-2
+    assert c.u_vs_slow is not None and c.u_vs_slow <= own
+    assert c.tolerance is not None and 1e-10 <= c.tolerance <= 1e-10 * np.max(np.abs(c.reference.output))
+    assert "<= the tolerance" in c.lines()[-1]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_u_off_by_more_than_the_tolerance_is_not_agreeing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check that can fail: U off by 1e-8 (about 35 times the tolerance here) is a disagreement."""
+    from attnsim.simulator import torch_compare
+
+    real = torch_compare.UniversalSimulator.run
+    monkeypatch.setattr(torch_compare.UniversalSimulator, "run", lambda *a, **kw: real(*a, **kw) + 1e-8)
+    c = compare_torch(_module("pre-gelu", torch.float32), np.random.default_rng(3).normal(size=(1, 4, D)))
+    assert not c.agrees
+    assert re.fullmatch(
+        r"U vs torch slow float64: 1e-08, beyond the tolerance 2\.9e-10: U does not simulate this module", c.verdict()
+    )

@@ -143,3 +143,53 @@ def test_masks_against_torch(data: tuple[np.ndarray, dict], variant: tuple[bool,
     finally:
         torch.backends.mha.set_fastpath_enabled(True)
     assert np.max(np.abs(got - want)) <= 1e-13  # measured: <= 8.9e-16 over 224 such examples
+
+
+_SEQ_FIRST_U = UniversalSimulator(5, 8, 2, 4, 12)
+
+
+def _sequence_first_module(kind: str) -> object:
+    """A float64 eval module built with torch's default batch_first=False (reads (n, B, d))."""
+    torch.manual_seed(4)
+    layer = lambda: torch.nn.TransformerEncoderLayer(8, 2, 12, dropout=0.0, dtype=torch.float64)
+    if kind == "mha":
+        return torch.nn.MultiheadAttention(8, 2, dtype=torch.float64).eval()
+    if kind == "encoder":
+        return torch.nn.TransformerEncoder(layer(), 2, enable_nested_tensor=False).eval()
+    return layer().eval()
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@settings(max_examples=12, deadline=None)
+@given(st.sampled_from(["layer", "mha", "encoder"]), st.integers(1, 5), st.integers(2, 3), st.integers(0, 2**16))
+def test_a_sequence_first_module_reads_x_as_torch_does(kind: str, n: int, b: int, seed: int) -> None:
+    """Theorem 6 / Corollary 6.1 on a module built with batch_first=False: T (from_torch) and U
+    read X as (n, B, d), the order the module takes it, and return its order; read batch first,
+    the same X gives another answer (off by 0.5-0.9 for these modules)."""
+    module = _sequence_first_module(kind)
+    x = np.random.default_rng(seed).normal(size=(n, b, 8))
+    xt = torch.from_numpy(x)
+    with torch.no_grad():
+        want = (module(xt, xt, xt, need_weights=False)[0] if kind == "mha" else module(xt)).numpy()
+    got_u = _SEQ_FIRST_U.run(module, x)
+    assert got_u.shape == want.shape == (n, b, 8)
+    assert np.max(np.abs(got_u - want)) <= 1e-13  # measured <= 1.3e-15
+    if kind != "encoder":
+        T = TransformerLayer.from_torch(module)
+        assert T.batch_first is False
+        assert np.max(np.abs(T(x) - want)) <= 1e-13
+        assert np.max(np.abs(_SEQ_FIRST_U.run(T, x) - want)) <= 1e-13
+        read_batch_first = T.with_options(batch_first=True)  # the defect: the flag not read
+        assume(n > 1)  # one token per sequence: every order gives softmax 1, the same answer
+        assert np.max(np.abs(np.swapaxes(read_batch_first(np.swapaxes(x, 0, 1)), 0, 1) - want)) <= 1e-13
+        assert np.max(np.abs(read_batch_first(x) - want)) > 1e-3
+
+
+def test_layers_of_two_orders_are_refused_in_one_line() -> None:
+    """A stack reads one batch in one order: a batch-first T after a sequence-first one is refused."""
+    seq_first = TransformerLayer.from_torch(_sequence_first_module("layer"))
+    other = seq_first.with_options(batch_first=True)
+    with pytest.raises(SimulatorError, match=r"^layer 0 has batch_first=False but layer 1 has batch_first=True: "):
+        _SEQ_FIRST_U.run_stack([seq_first, other], np.zeros((3, 2, 8)))
+    with pytest.raises(SimulatorError, match=r"^X must have shape \(n, 8\) or \(n, B, 8\) \(batch_first=False\)"):
+        seq_first(np.zeros((3, 2, 5)))

@@ -183,3 +183,100 @@ def test_is_causal_without_src_mask_is_the_documented_causal_mask() -> None:
     got = U.run(TransformerLayer.from_torch(layer), x.numpy(), is_causal=True)
     assert np.max(np.abs(got - want)) <= 1e-13  # measured 8.9e-16
     assert np.max(np.abs(got - ignored)) > 1e-2  # causal and unmasked differ on this input
+
+
+if torch is not None:
+
+    class _DoubledInput(torch.nn.TransformerEncoderLayer):
+        def forward(self, src: Any, *args: Any, **kw: Any) -> Any:
+            return super().forward(2 * src, *args, **kw)
+
+    class _HalfAttention(torch.nn.TransformerEncoderLayer):
+        def _sa_block(self, x: Any, *args: Any, **kw: Any) -> Any:
+            return 0.5 * super()._sa_block(x, *args, **kw)
+
+    class _HalfFeedForward(torch.nn.TransformerEncoderLayer):
+        def _ff_block(self, x: Any) -> Any:
+            return 0.5 * super()._ff_block(x)
+
+    class _OnlyInit(torch.nn.TransformerEncoderLayer):
+        def __init__(self) -> None:  # builds the stock layer: computes what it computes
+            super().__init__(8, 2, 16, dropout=0.0, batch_first=True, dtype=torch.float64)
+
+    class _ScaledMHA(torch.nn.MultiheadAttention):
+        def forward(self, *args: Any, **kw: Any) -> Any:
+            out, w = super().forward(*args, **kw)
+            return 3 * out, w
+
+    class _ShiftedLinear(torch.nn.Linear):
+        def forward(self, x: Any) -> Any:
+            return super().forward(x) + 1
+
+
+def _same_weights(cls: Any) -> Any:
+    """A float64 eval module of ``cls`` with _layer()'s weights."""
+    m = cls(8, 2, 16, dropout=0.0, batch_first=True, dtype=torch.float64)
+    m.load_state_dict(_layer().state_dict())
+    return m.eval()
+
+
+def _overridden(kind: str) -> tuple[Any, str]:
+    """A module whose computation is not its stock class's, and the message naming what differs."""
+    if kind in ("forward", "_sa_block", "_ff_block"):
+        cls = {"forward": _DoubledInput, "_sa_block": _HalfAttention, "_ff_block": _HalfFeedForward}[kind]
+        return _same_weights(cls), f"{cls.__name__} overrides {kind} of nn.TransformerEncoderLayer"
+    layer = _layer()
+    if kind == "mha":
+        mha = _ScaledMHA(8, 2, batch_first=True, dtype=torch.float64)
+        mha.load_state_dict(layer.self_attn.state_dict())
+        layer.self_attn = mha.eval()
+        return layer, r"self_attn \(_ScaledMHA\) overrides forward of nn.MultiheadAttention"
+    if kind == "linear":
+        lin = _ShiftedLinear(8, 16, dtype=torch.float64)
+        lin.load_state_dict(layer.linear1.state_dict())
+        layer.linear1 = lin
+        return layer, r"linear1 \(_ShiftedLinear\) overrides forward of nn.Linear"
+    if kind == "instance":
+        stock = layer.forward
+        layer.forward = lambda src, *a, **kw: stock(src + 1, *a, **kw)  # type: ignore[method-assign]
+        return layer, "TransformerEncoderLayer has forward set on the instance, replacing nn.TransformerEncoderLayer;"
+    layer.norm2.register_forward_hook(lambda mod, args, out: out * 2)
+    return layer, r"norm2 \(LayerNorm\) has a forward hook, which may change its output"
+
+
+@pytest.mark.parametrize("kind", ["forward", "_sa_block", "_ff_block", "mha", "linear", "instance", "hook"])
+def test_a_module_computing_other_than_its_stock_class_is_refused(slow_path: None, kind: str) -> None:
+    """Corollary 6.1 at the torch boundary: T is read from a module's weights and options, so a
+    subclass overriding forward or a sublayer method (or a forward hook) computes what T does not
+    (read as the stock layer, U was off by 0.11-0.21 on such modules); it is refused in one line
+    naming the method, for the layer, inside an encoder, and by U.run."""
+    module, what = _overridden(kind)
+    x = _x()
+    assert np.max(np.abs(_torch(module, x) - _torch(_layer(), x))) > 1e-2  # it computes another function
+    with pytest.raises(SimulatorError, match=rf"^from_torch: {what}"):
+        TransformerLayer.from_torch(module)
+    with pytest.raises(SimulatorError, match=rf"^from_torch: {what}"):
+        U.run(module, x.numpy())
+    encoder = torch.nn.TransformerEncoder(_layer(), 2, enable_nested_tensor=False)
+    encoder.layers[1] = module
+    with pytest.raises(SimulatorError, match=r"^from_torch: layers\.1"):
+        TorchEncoder.from_torch(encoder)
+
+
+def test_a_subclass_overriding_only_its_constructor_is_read(slow_path: None) -> None:
+    """A subclass that only builds the stock layer computes what it computes: read, and simulated."""
+    module = _OnlyInit()
+    module.load_state_dict(_layer().state_dict())
+    module.eval()
+    x = _x()
+    assert np.max(np.abs(U.run(module, x.numpy()) - _torch(module, x))) <= 1e-13  # measured 8.9e-16
+
+
+def test_an_encoder_overriding_forward_is_refused() -> None:
+    class _Encoder(torch.nn.TransformerEncoder):
+        def forward(self, src: Any, *args: Any, **kw: Any) -> Any:
+            return super().forward(src, *args, **kw) + 1
+
+    encoder = _Encoder(_layer(), 2, enable_nested_tensor=False)
+    with pytest.raises(SimulatorError, match=r"^from_torch: _Encoder overrides forward of nn.TransformerEncoder;"):
+        U.run(encoder, _x().numpy())

@@ -368,3 +368,16 @@ def test_numeric_runs_hold_the_input_without_its_padding_and_keep_index_maps() -
         assert c["input_positions"] == len(pad.head) and c["memo"].kept == kept
         assert 0 < c["memo"].bytes <= c["memo"].budget_bytes
         assert np.array_equal(first, again) and np.max(np.abs(first - T(x))) < 1e-12
+
+
+def test_progress_counts_every_pass_of_a_batch_and_a_stack() -> None:
+    """Theorem 6 by looping, watched: run_stack tells progress the program's nodes done over all
+    passes (2 batch elements x 2 layers), never going back, ending at the total."""
+    Ts = [TransformerLayer.random(4, 2, 3, 6, seed=s) for s in (1, 2)]
+    X = np.random.default_rng(0).normal(size=(2, 5, 4))
+    calls: list[tuple[int, int]] = []
+    Y = U.run_stack(Ts, X, progress=lambda k, m: calls.append((k, m)))
+    assert np.max(np.abs(Y - Ts[1](Ts[0](X)))) <= 1e-12
+    total = calls[-1][1]
+    assert calls[-1] == (total, total) and total % 4 == 0 and len(calls) == total
+    assert [k for k, _ in calls] == list(range(1, total + 1)) and {m for _, m in calls} == {total}
