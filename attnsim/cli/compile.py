@@ -218,7 +218,8 @@ def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, s
 def one_line(ct: CompiledTransformer) -> str:
     """The --quiet summary: name, layers, heads, residual width, parameters."""
     return (
-        f"compiled {ct.name}: {ct.n_layers} layers, heads per layer {ct.heads_per_layer()}, residual width "
+        f"compiled {ct.name}: {ct.n_layers} layer{'' if ct.n_layers == 1 else 's'}, heads per layer "
+        f"{ct.heads_per_layer()}, residual width "
         f"{ct.d_model}, {ct.parameter_count():,} parameters ({ct.parameter_count(nonzero=True):,} non-zero)"
     )
 

@@ -72,7 +72,10 @@ def _simulate_torch(args: argparse.Namespace) -> int:
     except (OSError, RuntimeError, EOFError, ValueError) as exc:  # a missing file, not a torch file...
         raise SimulatorError(f"--torch {args.torch}: cannot load ({' '.join(str(exc).split())})") from None
     if not isinstance(module, torch.nn.Module):
-        raise SimulatorError(f"--torch {args.torch}: holds a {type(module).__name__}, not a torch module")
+        raise SimulatorError(
+            f"--torch {args.torch}: holds an object of type {type(module).__name__}, not a torch module "
+            "(save the module itself, not its state_dict)"
+        )
     module.eval()
     d = next((p.shape[-1] for n, p in module.named_parameters() if n.endswith("in_proj_weight")), None)
     if d is None:

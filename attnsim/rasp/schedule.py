@@ -46,7 +46,8 @@ class Cost:
 
     def __str__(self) -> str:
         h = "/".join(str(x) for x in self.heads) or "-"
-        return f"{self.layers} layers, heads {h}, positions {self.positions}, channels {self.channels}"
+        layers = f"{self.layers} layer" + ("" if self.layers == 1 else "s")
+        return f"{layers}, heads {h}, positions {self.positions}, channels {self.channels}"
 
 
 def layer_of(outputs: Sequence[C.SOp]) -> dict[int, int]:

@@ -118,7 +118,7 @@ def families(names: Iterable[str] | None = None) -> tuple[list[Family], list[tup
                 if name == "simulator":  # its parts (frame, stages) are the same program: said once
                     skipped.append((name, "the universal simulator: measured as U (max_len = d_model), not as a lemma"))
             else:
-                skipped.append((name, f"example is a {type(ex).__name__}, not a Construction: not swept"))
+                skipped.append((name, f"example is of type {type(ex).__name__}, not a Construction: not swept"))
             continue
         fac = _factory_of(make)
         scaled: tuple[str, ...] = ()
