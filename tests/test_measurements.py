@@ -151,3 +151,19 @@ def test_committed_page_times_every_check_kind(benchmark_script: Callable[[str],
     total = float(re.search(r"Where the time goes: (\d+\.\d) s", page).group(1))  # type: ignore[union-attr]
     per_method = re.findall(r"^\| [\w-]+ \| (\d+\.\d) \|$", page, flags=re.M)
     assert per_method and abs(sum(map(float, per_method)) - total) <= 0.05 * len(per_method)
+
+
+def test_pytest_section_gives_counts_time_and_torch(benchmark_script: Callable[[str], ModuleType]) -> None:
+    """The test suite's run: pytest's own counts (read from its last line), wall time in minutes,
+    and the torch it ran with; a run without torch says its tests were skipped."""
+    m = benchmark_script("measurements")
+    assert m.pytest_counts("1,2 nothing") == {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
+    got = m.pytest_counts("2 failed, 1210 passed, 3 skipped, 1 error, 4 xfailed, 9 warnings in 612.3s (0:10:12)")
+    assert got == {"passed": 1210, "failed": 2, "skipped": 3, "errors": 1}
+    t = m.PytestRun("pytest", 612.3, 1, got, "2.14.1", "1.26.4")
+    (line,) = [ln for ln in m.pytest_section(t) if ln.startswith("`pytest`")]
+    assert "exit 1, **1,210 tests passed**, 2 failed, 1 errors, 3 skipped, in **10.2 min** of wall time" in line
+    assert line.endswith("with **torch 2.14.1**, NumPy 1.26.4.")
+    no_torch = m.PytestRun("pytest", 60.0, 0, got, None, "1.26.4")
+    assert "torch not installed (its tests skipped)" in m.pytest_section(no_torch)[-1]
+    assert m.pytest_section(None)[-1] == "Not run (`--no-pytest`)."
