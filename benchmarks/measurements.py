@@ -1,14 +1,16 @@
 """Write docs/measurements.md: the one page of measured figures the README and docs may quote.
 
 Every figure on the page comes from this run, never from a hand copy: ``attnsim verify`` (run as
-a subprocess with ``--json``; its rows counted by status and by method, its wall time), U's cost
+a subprocess with ``--json``; its rows counted by status and by method, its wall time), the test
+suite (the README's ``pytest``, as a subprocess: its counts, wall time and the torch it ran
+with), U's cost
 at a few capacities (``UniversalSimulator(...).cost()``: layers, heads, positions) and U compiled
 to weights at one capacity (residual width, parameters, its error against the interpreted U and
 against T(X)). The page starts with a provenance line (date, commit, Python, cores, load) that
 ``tests/test_measurements.py`` checks, together with every figure README.md and docs/ quote.
 
-    python benchmarks/measurements.py                    # the default verify run: 1-2 min of CPU
-    python benchmarks/measurements.py --only transpose   # a quick partial run (the page says so)
+    python benchmarks/measurements.py                    # verify (1-2 min of CPU) and pytest (minutes)
+    python benchmarks/measurements.py --only transpose --no-pytest   # a quick partial run (the page says so)
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +50,48 @@ class VerifyRun:
     seconds: float
     exit_code: int
     rows: list[dict[str, object]]
+
+
+@dataclass(frozen=True)
+class PytestRun:
+    """One run of the test suite: its command, wall time, exit code, counts per outcome, and the
+    torch and NumPy it ran with (None: not installed)."""
+
+    command: str
+    seconds: float
+    exit_code: int
+    counts: dict[str, int]
+    torch: str | None
+    numpy: str
+
+
+PYTEST_OUTCOMES = ("passed", "failed", "skipped", "errors")
+
+
+def pytest_counts(summary: str) -> dict[str, int]:
+    """The counts of pytest's last line (``12 passed, 1 skipped, 3 warnings in 9.1s``), every
+    outcome of :data:`PYTEST_OUTCOMES` (0 when absent; ``error`` counted as ``errors``)."""
+    found = {w if w != "error" else "errors": int(n) for n, w in re.findall(r"(\d+) (\w+)", summary)}
+    return {k: found.get(k, 0) for k in PYTEST_OUTCOMES}
+
+
+def run_pytest() -> PytestRun:
+    """The README's test command (``pytest``, the project's options) in a subprocess from the
+    checkout, timed by the wall clock."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest"], cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    last = next((ln for ln in reversed(proc.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", ln)), "")
+    return PytestRun("pytest", seconds, proc.returncode, pytest_counts(last), _version("torch"), np.__version__)
+
+
+def _version(package: str) -> str | None:
+    """The installed version of ``package`` (the interpreter the suite runs under), or None."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -152,9 +198,32 @@ def where_the_time_goes(rows: list[dict[str, object]]) -> list[str]:
     return L
 
 
-def render(run: VerifyRun, costs: list[CostRow], compiled: CompiledRow, only: str | None, commit: str) -> str:
+def pytest_section(t: PytestRun | None) -> list[str]:
+    """The test suite's run: counts, wall time, the torch and NumPy it ran with."""
+    L = ["", "## pytest", ""]
+    if t is None:
+        return [*L, "Not run (`--no-pytest`)."]
+    c = t.counts
+    torch = f"torch {t.torch}" if t.torch else "torch not installed (its tests skipped)"
+    return [
+        *L,
+        f"`{t.command}` (the README's test command, with the project's options: `-n auto`): exit {t.exit_code}, "
+        f"**{c['passed']:,} tests passed**, {c['failed']:,} failed, {c['errors']:,} errors, {c['skipped']:,} skipped, "
+        f"in **{t.seconds / 60:.1f} min** of wall time; with **{torch}**, NumPy {t.numpy}.",
+    ]
+
+
+def render(
+    run: VerifyRun,
+    costs: list[CostRow],
+    compiled: CompiledRow,
+    only: str | None,
+    commit: str,
+    tests: PytestRun | None = None,
+) -> str:
     """The page, as markdown; figures are plain text so that other pages can quote them verbatim.
-    ``commit`` is the checkout the measurements ran on, read before they started."""
+    ``commit`` is the checkout the measurements ran on, read before they started; ``tests`` the
+    test suite's run (None: not run)."""
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     status = Counter(str(r["status"]) for r in run.rows)
@@ -195,6 +264,7 @@ def render(run: VerifyRun, costs: list[CostRow], compiled: CompiledRow, only: st
     slow = sorted(run.rows, key=lambda r: -float(str(r["seconds"])))[:5]
     L += ["", "The slowest obligations:", "", "| obligation | method | status | seconds |", "|---|---|---|---|"]
     L += [f"| `{r['id']}` | {r['method']} | {r['status']} | {float(str(r['seconds'])):.1f} |" for r in slow]
+    L += pytest_section(tests)
     L += [
         "",
         "## U's cost",
@@ -232,12 +302,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", "-j", type=int, default=2, help="verify's worker processes (default 2)")
     p.add_argument("--only", default=None, help="verify only obligations with this id prefix (a partial run)")
     p.add_argument("--out", type=Path, default=PAGE, help=f"the page to write (default {PAGE.relative_to(ROOT)})")
+    p.add_argument("--no-pytest", action="store_true", help="do not run the test suite (a partial run)")
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error(f"--jobs {args.jobs}: must be at least 1")
     commit = _commit()
     run = run_verify(args.jobs, args.only)
-    page = render(run, cost_rows(), compiled_row(), args.only, commit)
+    tests = None if args.no_pytest else run_pytest()
+    page = render(run, cost_rows(), compiled_row(), args.only, commit, tests)
     args.out.write_text(page, encoding="utf-8")
     print(f"wrote {args.out}: {len(run.rows)} obligations in {run.seconds:.1f} s, verify exit {run.exit_code}")
     return 0

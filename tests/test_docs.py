@@ -85,3 +85,15 @@ def test_a_wrong_block_fails_and_markers_need_a_reason(tmp_path: Path) -> None:
     assert blocks(skipped)[1].skip == "shows a failure on purpose"
     with pytest.raises(DocsBlockError, match="needs a reason"):
         blocks(good + "\n<!-- docs-test: skip -->\n```python\nraise SystemExit\n```\n")
+
+
+def test_the_tutorial_says_where_the_output_is() -> None:
+    """Proposition 1 as the tutorial tells it: transpose's output is not after the input tokens
+    but at offset 0 of a channel of its own (the layout says so, and so must the page)."""
+    from attnsim import lemmas
+
+    out = lemmas.transpose(2, 3).layout["out"]
+    assert (out.start, out.channel != "tokens") == (0, True)
+    text = (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8")
+    assert "output block comes after" not in text
+    assert "the output is read in its own channel, from offset 0" in text

@@ -66,4 +66,16 @@ def test_the_tours_applications_line_prints_one_short_line() -> None:
         "Q, K, V -> out>, <Construction 'linformer' (Application (Linformer; Wang et al. 2020)): Q, K, V, E, F -> out>)"
     )
     assert "app.linear_attention(4, 2, 2), app.linformer(8, 4, 4, 2)" in README.read_text(encoding="utf-8")
-    assert "stable=True).run(" in _block("**2. Run a lemma three ways.**")
+    assert "stable=True).run(" in _block("**2. Run a lemma three ways**")
+
+
+def test_the_sample_prints_what_the_readme_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    """Lemma: matmul, the tour's sample: run as written, it prints exactly the ```text block that
+    follows it (the README's one example with its expected output)."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("**2. Run a lemma three ways**")
+    m = re.search(r"```python\n(.*?)```\n\n```text\n(.*?)```", text[start:], re.S)
+    assert m, "no python block followed by its output"
+    exec(compile(m.group(1), "README.md", "exec"), {})
+    assert capsys.readouterr().out == m.group(2)
+    assert "[[13. 16.]\n [40. 52.]]" in m.group(2)  # A @ B, which the block computes

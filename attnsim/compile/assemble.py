@@ -19,6 +19,8 @@ from attnsim.compile.model import CompiledTransformer
 from attnsim.compile.residual import BOS, IDX, ONE, TOK, FnItem, Form, HeadB, Realized, ReluItem, form_key
 from attnsim.compile.weights import FnNode, Head, Layer, ReluStage, ScoreBound, Stage, as_number, obj
 
+PROGRESS_ROWS = 1 << 14  # position rows between two progress calls
+
 
 def assemble(low: Lowering, out: Realized) -> CompiledTransformer:
     """The compiled model of ``low.program``, whose output ``out`` lowering realized."""
@@ -38,6 +40,10 @@ def assemble(low: Lowering, out: Realized) -> CompiledTransformer:
         pos[p + 1, IDX] = p
         for dim, col in low.emb.items():
             pos[p + 1, dim] = as_number(col[p])
+        if low.progress is not None and (p + 1) % PROGRESS_ROWS == 0:
+            low.progress("positions", p + 1, low.N)
+    if low.progress is not None:
+        low.progress("positions", low.N, low.N)
     tok = obj((d,))
     tok[TOK] = 1
     layers = [Layer(_heads(low, li, vec), _mlp_stages(low, li, d, vec)) for li in range(n_layers + 1)]

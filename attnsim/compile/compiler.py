@@ -15,18 +15,27 @@ as Tracr's ``compiler/compiling.py`` runs its passes:
 
 Residual layout: ``bos``, ``one`` (1 on tokens, 0 on BOS), ``tokens``, ``indices``, then one
 dimension per non-linear SOp and per derived feature.
+
+Before any of it, the compile's peak memory is estimated (:mod:`.memory`: positions x program
+nodes, plus the entries of code and predicate tables) and a compile that would not fit in the
+memory the machine has free is refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from attnsim.compile import memory
 from attnsim.compile.assemble import assemble
 from attnsim.compile.lowering import Lowering
 from attnsim.compile.model import CompiledTransformer, CompileError
 from attnsim.rasp import core as C
 from attnsim.rasp import domain as D
+
+Progress = Callable[[str, int, int], None]
+"""``progress(phase, done, total)``: phase "lowering" counts program nodes, "positions" the rows of
+the position embedding."""
 
 
 def compile_program(
@@ -34,15 +43,31 @@ def compile_program(
     max_len: int,
     vocab: Iterable[Any] | None = None,
     domains: dict[str, Iterable[Any]] | None = None,
+    progress: Progress | None = None,
 ) -> CompiledTransformer:
     """Compile ``program`` for sequences of length <= ``max_len`` (see the module docstring).
 
     ``vocab``: the finite token set (categorical programs); ``domains``: finite value sets the
-    caller asserts for labelled SOps.  Raises :class:`CompileError` naming the node that cannot
-    be compiled exactly.
+    caller asserts for labelled SOps; ``progress`` is called as the work advances.  Raises
+    :class:`CompileError` naming the node that cannot be compiled exactly, or, before any work,
+    giving the estimated memory when it exceeds the memory available.
     """
     try:
         low = Lowering(program, max_len, vocab, domains)  # checks the arguments; schedules the program
+        vocab_size = len(low.vocab.points) if low.vocab is not None and low.vocab.points is not None else None
+        refuse_past_memory(low.name(program), memory.estimate(program, max_len, vocab_size))
+        low.progress = progress
         return assemble(low, low.realize(program))
     except (D.DomainError, C.ProgramError) as exc:
         raise CompileError(str(exc)) from None
+
+
+def refuse_past_memory(what: str, est: memory.Estimate) -> None:
+    """Raise :class:`CompileError` (one line, with the estimate) when ``est`` exceeds the memory
+    available (:func:`memory.available_memory`; unknown: never refused)."""
+    free = memory.available_memory()
+    if free is not None and est.bytes > free:
+        raise CompileError(
+            f"compiling {what} for {est.describe()}, more than the {memory.human(free)} available: "
+            "refused (compile at smaller sizes or a shorter max_len)"
+        )

@@ -39,6 +39,8 @@ class Lowering(Maps, Heads):
             elif bounds is not None:
                 r = Realized(r.form, D.Interval(*bounds).domain(), r.origin)
         self.real[fp] = r
+        if self.progress is not None:
+            self.progress("lowering", min(len(self.real), self.nodes), self.nodes)
         return r
 
     def _realize(self, node: C.SOp) -> Realized:

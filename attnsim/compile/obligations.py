@@ -128,7 +128,7 @@ def _lemma_check(name: str, make: Callable[[], Any], exact: bool, trials: int = 
         seqs = [_lemma_sequence(con, rng, exact, TOKEN_DOMAINS.get(name)) for _ in range(trials)]
         layers = cost(con.program).layers
         if ct.n_layers != layers:
-            return Outcome.bad(f"compiled to {ct.n_layers} layers, the interpreter's cost says {layers}")
+            return Outcome.bad(f"compiled to {ct.n_layers} layer(s), the interpreter's cost says {layers}")
         return exact_equal(ct, con.program, seqs) if exact else float_close(ct, con.program, seqs)
 
     return check
@@ -202,7 +202,7 @@ def universal_check(capacity: tuple[int, int, int, int, int]) -> Callable[[float
     def check(timeout: float) -> Outcome:
         u, ct = universal_factory(*capacity)
         if ct.n_layers != cost(u.program).layers:
-            return Outcome.bad(f"compiled U has {ct.n_layers} layers, its cost says {cost(u.program).layers}")
+            return Outcome.bad(f"compiled U has {ct.n_layers} layer(s), its cost says {cost(u.program).layers}")
         n_max, d_max, h_max, k_max, f_max = capacity
         rng = np.random.default_rng(0)
         cases = []

@@ -10,7 +10,8 @@ runs them):
    ``dims`` and ``pos`` (the residual dimensions and the (layer, depth) each is written at),
    ``emb`` (lookups of ``indices`` alone: position-embedding columns), ``items`` (the MLPs:
    :class:`ReluItem` ReLU units, :class:`FnItem` function nodes), ``heads`` (:class:`HeadB`,
-   by (layer, key)) and ``notes`` (how each node was realized, for ``summary()``);
+   by (layer, key)) and ``notes`` (how each node was realized, for ``summary()``), calling
+   ``progress`` (if set) as each of the ``nodes`` is realized;
 3. **assemble** (:func:`attnsim.compile.assemble.assemble`): reads all of the above and writes
    the matrices of a :class:`~attnsim.compile.model.CompiledTransformer`.
 
@@ -20,7 +21,7 @@ dimension per non-linear SOp and per derived feature.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -136,6 +137,8 @@ class LoweringState:
         self.layer = layer_of([program])
         self.notes: dict[str, list[str]] = {"lookups": [], "folded": []}
         self.label_of: dict[str, str] = {}
+        self.nodes = sum(1 for n in C.topological([program]) if isinstance(n, C.SOp))  # what realize counts
+        self.progress: Callable[[str, int, int], None] | None = None  # (phase, done, total)
 
     def new_dim(self, name: str, where: tuple[int, int]) -> int:
         """A new residual dimension written at ``where`` = (layer, depth); its name made unique."""

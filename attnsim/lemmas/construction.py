@@ -384,8 +384,8 @@ def size_args(labels: dict[str, str] | None = None, **sizes: object) -> dict[str
         if not (v is None or isinstance(v, C.Size)):
             label = (labels or {}).get(name, name)
             raise ConstructionError(
-                f"{label}: a {type(v).__name__} reached the factory body; its factory must be decorated with "
-                "@sized (one build path: the symbolic build, bound)"
+                f"{label}: a value of type {type(v).__name__} reached the factory body; its factory must be "
+                "decorated with @sized (one build path: the symbolic build, bound)"
             )
     return dict(sizes)
 

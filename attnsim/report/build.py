@@ -279,7 +279,8 @@ def _selector_figures(cfg: ReportConfig, fams: list[Any], say: Step, res: Report
             res.skipped.append(f"{fam.name}: no selector matrix (no attention, or too long to keep dense)")
             continue
         blocks = [(b.name, b.start, b.end) for b in con.layout if b.channel == "tokens"]
-        p = F.selector_figure(fam.name, sels, blocks, out / f"selectors_{fam.name}.png")
+        title = f"{fam.name} ({D.size_label(con)}; {con.layout.total} positions)"
+        p = F.selector_figure(title, sels, blocks, out / f"selectors_{fam.name}.png")
         res.figures.append(p)
         sel_figs.append((fam.name, p))
 
@@ -362,7 +363,7 @@ def _error_section(
         for p in pts:
             ex = "-" if p.exact_error is None else ("== (0)" if p.exact_error == 0 else f"DIFFERS {p.exact_error:.2e}")
             refused = " (run() refuses it: misses the stated accuracy)" if "refused" in p.note else ""
-            L.append(f"| {name} | {p.size} | {p.positions} | {_fmt(p.error)}{refused} | {ex} |")
+            L.append(f"| {name} | {p.size_text} | {p.positions} | {_fmt(p.error)}{refused} | {ex} |")
     for d in sim_pts:
         L.append(f"| U (d_model = max_len) | {d['size']} | {d.get('positions', '-')} | {_fmt(d['error'])} | - |")
     for label, xs, ys in torch:
@@ -396,7 +397,7 @@ def _cost_section(
             ph = "/".join(map(str, p.paper_heads)) if p.paper_heads else "-"
             pl = "-" if p.paper_layers is None else str(p.paper_layers)
             hh = "/".join(map(str, p.heads)) or "-"
-            L.append(f"| {name} | {p.size} | {p.layers} / {pl} | {hh} | {ph} | {p.positions} |")
+            L.append(f"| {name} | {p.size_text} | {p.layers} / {pl} | {hh} | {ph} | {p.positions} |")
     for d in sim_pts:
         hh = "/".join(map(str, d.get("head_counts", []))) or "-"
         lay = d.get("layers", "-")

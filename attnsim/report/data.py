@@ -118,7 +118,7 @@ def families(names: Iterable[str] | None = None) -> tuple[list[Family], list[tup
                 if name == "simulator":  # its parts (frame, stages) are the same program: said once
                     skipped.append((name, "the universal simulator: measured as U (max_len = d_model), not as a lemma"))
             else:
-                skipped.append((name, f"example is a {type(ex).__name__}, not a Construction: not swept"))
+                skipped.append((name, f"example is of type {type(ex).__name__}, not a Construction: not swept"))
             continue
         fac = _factory_of(make)
         scaled: tuple[str, ...] = ()
@@ -195,6 +195,23 @@ class Point:
     paper_heads: list[int] | None = None
     seconds: float = 0.0
     note: str = ""
+    shape: str = ""  # the sizes as text, for a construction of fixed sizes (size None)
+
+    @property
+    def size_text(self) -> str:
+        """The size for a table: the swept size, or the fixed sizes (``A 3 x 3 (fixed)``)."""
+        if self.size is not None:
+            return str(self.size)
+        return f"{self.shape} (fixed)" if self.shape else "fixed"
+
+
+def size_label(con: Any) -> str:
+    """A construction's sizes as text: its size parameters (``rows = 2, inner = 3, cols = 2``), or,
+    when it has none, the shapes of its input blocks (``A 3 x 3``)."""
+    sizes = getattr(con, "sizes", None) or {}
+    if sizes:
+        return ", ".join(f"{k} = {v}" for k, v in sizes.items())
+    return ", ".join(f"{b.name} {' x '.join(map(str, b.shape))}" for b in con.layout if b.channel == "tokens")
 
 
 SIZES = (2, 4, 8, 16, 32, 64)
@@ -220,6 +237,8 @@ def sweep(
             pts.append(Point(fam.name, s, 0, note=f"not built: {exc}"))
             continue
         pt = Point(fam.name, s if s is not None else fam.example_size, int(con.layout.total))
+        if pt.size is None:
+            pt.shape = size_label(con)
         try:
             c = con.cost()
             pt.layers, pt.heads = int(c.layers), [int(h) for h in c.heads]

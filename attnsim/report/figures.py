@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -172,23 +173,39 @@ def _cost_curves(
     return panels, paper, no_attention
 
 
+LEGEND_WRAP = 48  # characters per legend line: a long "a = b = c" label wraps instead of widening its legend
+
+
+def _wrapped(label: str) -> str:
+    return "\n".join(textwrap.wrap(label, LEGEND_WRAP, break_on_hyphens=False)) or label
+
+
 def cost_figure(sweeps: dict[str, list[Point]], path: Path, simulator: Sequence[dict[str, Any]] = ()) -> Path:
     """Layers, heads and positions against size, ours (solid markers) beside the paper's (x, thin)."""
+    fig = cost_fig(sweeps, simulator)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # every label and legend inside the file
+    plt.close(fig)
+    return path
+
+
+def cost_fig(sweeps: dict[str, list[Point]], simulator: Sequence[dict[str, Any]] = ()) -> Any:
+    """The cost figure: one panel per row (layers, heads, positions), each with its legend to its
+    right, long labels wrapped, so that no legend covers another legend or a panel."""
     panels, paper, no_attention = _cost_curves(sweeps, simulator)
-    fig, axes = plt.subplots(1, 3, figsize=(17, 6.2))
+    fig, axes = plt.subplots(3, 1, figsize=(12, 15))
     ylabels = ("attention layers", "attention heads, summed over layers", "positions (sequence length)")
     titles = ("layers (log scale)", "heads (log scale)", "positions (log scale)")
     for k, ax in enumerate(axes):
         ys_all: list[float] = []
         for label, xs, ys, st in group_identical(panels[k]):
-            ax.plot(xs, ys, label=label, markersize=5, **st)
+            ax.plot(xs, ys, label=_wrapped(label), markersize=5, **st)
             ys_all += ys
         if k < 2:
             for label, xs, ys, st in group_identical(paper[k]):
                 ax.plot(
                     xs,
                     ys,
-                    label=f"paper: {label}",
+                    label=_wrapped(f"paper: {label}"),
                     color=st["color"],
                     marker="x",
                     linestyle=(0, (1, 1)),
@@ -198,12 +215,11 @@ def cost_figure(sweeps: dict[str, list[Point]], path: Path, simulator: Sequence[
                 ys_all += ys
         positive = [y for y in ys_all if y > 0]
         ax.set_xscale("log", base=2)
-        if positive:  # headroom above the data, so that the legend inside the axes covers no curve
+        if positive:
             lo, hi = min(positive), max(positive)
             ax.set_yscale("log")
-            ax.set_ylim(lo / 4, hi * max(10.0, (hi / lo) ** 0.9))
-            # under its panel: inside, the legends covered the panels
-            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, framealpha=0.9)
+            ax.set_ylim(lo / 2, hi * 2)
+            ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), ncol=1, framealpha=0.9)
         ax.set_xlabel("size (every scaled dimension; U: max_len = d_model)")
         ax.set_ylabel(ylabels[k])
         ax.set_title(titles[k])
@@ -220,33 +236,53 @@ def cost_figure(sweeps: dict[str, list[Point]], path: Path, simulator: Sequence[
                 va="bottom",
             )
     fig.suptitle("Cost against size: ours (markers, solid/dashed) beside the paper's counts (x, dotted)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")  # every label and legend inside the file
+    fig.tight_layout(rect=(0, 0, 1, 0.985))
+    return fig
+
+
+def selector_figure(
+    title: str, selectors: dict[str, np.ndarray], blocks: Sequence[tuple[str, int, int]], path: Path
+) -> Path:
+    """Each selector of one construction as a query x key heat map, block boundaries marked."""
+    fig = selector_fig(title, selectors, blocks)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
-def selector_figure(
-    name: str, selectors: dict[str, np.ndarray], blocks: Sequence[tuple[str, int, int]], path: Path
-) -> Path:
-    """Each selector of one construction as a query x key heat map, block boundaries marked."""
+def selector_fig(title: str, selectors: dict[str, np.ndarray], blocks: Sequence[tuple[str, int, int]]) -> Any:
+    """The selector figure: each panel titled with its selector and its size (queries x keys); the
+    token layout's blocks drawn as lines and named on the top (keys) and right (queries) edges."""
     items = list(selectors.items())[:6]
     n = max(1, len(items))
-    fig, axes = plt.subplots(1, n, figsize=(3.4 * n, 4.0), squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 4.4), squeeze=False)
     for ax, (label, m) in zip(axes[0], items, strict=False):
-        ax.imshow(np.asarray(m, dtype=float), cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+        m = np.asarray(m, dtype=float)
+        ax.imshow(m, cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
         for _, start, end in blocks:
             for b in (start - 0.5, end - 0.5):
                 ax.axhline(b, color="orange", linewidth=0.5)
                 ax.axvline(b, color="orange", linewidth=0.5)
-        ax.set_title(label, fontsize=8)
+        shown = [(nm, a, min(b, m.shape[1])) for nm, a, b in blocks if a < m.shape[1]]
+        if shown:
+            top = ax.secondary_xaxis("top")
+            top.set_xticks([(a + b - 1) / 2 for _, a, b in shown], labels=[nm for nm, _, _ in shown], fontsize=7)
+            top.tick_params(colors="darkorange", length=0)
+        rows = [(nm, a, min(b, m.shape[0])) for nm, a, b in blocks if a < m.shape[0]]
+        if rows:
+            right = ax.secondary_yaxis("right")
+            right.set_yticks([(a + b - 1) / 2 for _, a, b in rows], labels=[nm for nm, _, _ in rows], fontsize=7)
+            right.tick_params(colors="darkorange", length=0)
+        ax.set_title(f"{label}\n{m.shape[0]} queries x {m.shape[1]} keys", fontsize=8)
         ax.set_xlabel("key position")
         ax.set_ylabel("query position")
-    fig.suptitle(f"{name}: selectors (blue = selected; orange = layout blocks)", fontsize=9)
+    fig.suptitle(
+        f"{title}: selectors (blue = selected; orange lines: the positions of each input block, named at the "
+        "top and right edges)",
+        fontsize=9,
+    )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
 
 
 # every status of attnsim.proofs.obligation.STATUSES, with its colour in the verify figure

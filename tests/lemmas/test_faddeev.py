@@ -5,6 +5,7 @@ Frobenius sum), depth 2n - 2 (n >= 2); float64 accuracy as measured and stated h
 """
 
 import functools
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -18,6 +19,7 @@ from attnsim import lemmas
 from attnsim.lemmas import ConstructionError, SingularMatrixError
 from attnsim.lemmas.det_inverse_obligations import AUTHORS_EXAMPLE, accuracy_check, rational_identity_check
 from attnsim.lemmas.faddeev import METHODS, depth, faddeev_ref, powers_depth, powers_ref
+from attnsim.proofs.obligation import Obligation
 from attnsim.rasp import core as C
 from attnsim.rasp.engine import evaluate
 from attnsim.rasp.layout import Block, MatRef
@@ -198,3 +200,49 @@ def test_float64_within_stated_accuracy_passes() -> None:
     inv.float_tolerance = 1e-30
     with pytest.raises(InaccurateResultError, match=r"> 1e-30"):
         inv.run(a)
+
+
+def _default_obligations(prefixes: tuple[str, ...]) -> list[Obligation]:
+    import attnsim.catalog
+    from attnsim.proofs import registry
+
+    attnsim.catalog.load()
+    return [o for o in registry.all_obligations(include_deep=False) if o.id.startswith(prefixes)]
+
+
+def test_default_run_checks_every_n_up_to_8_exactly() -> None:
+    """det(n), inverse(n) (beyond the paper's 3 x 3 lemma): the default `attnsim verify` checks each
+    construction and method with ==, as rational functions (SymPy) or on rationals, at every n from
+    1 to 8, odd n >= 5 included (the signs of Faddeev-LeVerrier depend on the parity of n)."""
+    sizes: dict[tuple[str, str], set[int]] = {}
+    for o in _default_obligations(("det/", "inverse/")):
+        cid, method, tag = o.id.split("/")
+        m = re.fullmatch(r"(powers-)?n(\d+)", tag)
+        if method in ("exact", "sympy") and m:
+            sizes.setdefault((cid, "powers" if m.group(1) else "faddeev"), set()).add(int(m.group(2)))
+    assert set(sizes) == {(c, meth) for c in ("det", "inverse") for meth in METHODS}
+    for key, ns in sizes.items():
+        assert set(range(1, 9)) <= ns, (key, sorted(ns))
+
+
+def test_default_run_catches_a_sign_flipped_at_odd_n(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A det whose sign is flipped at n = 5 and n = 7 only (right at every n the default run
+    checked before: 1-4 by SymPy, 6 and 8 exactly, 3, 8 and 16 in float64) fails the default
+    run's det obligations at exactly those sizes."""
+    from attnsim.lemmas import faddeev
+
+    real = faddeev.faddeev_ref
+
+    def flipped(a: MatRef, name: str = "det", inverse: bool = True) -> tuple:  # type: ignore[type-arg]
+        det, inv, intents, aux = real(a, name=name, inverse=inverse)
+        if int(a.block.shape[0]) in (5, 7):
+            det = MatRef(C.apply("neg", det.sop).named(f"{name}.det"), det.block)
+        return det, inv, intents, aux
+
+    monkeypatch.setattr(faddeev, "faddeev_ref", flipped)
+    failed = [
+        o.id
+        for o in _default_obligations(("det/",))
+        if o.method in ("exact", "sympy", "numeric") and o.check(60.0).ok is not True
+    ]
+    assert failed == ["det/exact/n5", "det/exact/n7"]

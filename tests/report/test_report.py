@@ -169,3 +169,75 @@ def test_report_counts_every_status(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "0 proved, 1 passed, 1 conditional, 0 failed, 0 unknown" in md
     assert drawn == [{"relu": {"passed": 1, "conditional": 1}}]
     assert set(STATUSES) <= set(F.VERIFY_STATUSES)  # the figure has a colour for each
+
+
+def _sweeps_with_long_groups() -> dict[str, list[D.Point]]:
+    """Sweeps that make long merged legend labels (eight constructions on one curve) and paper
+    counts in both panels that have them, as the real report's do."""
+    sweeps: dict[str, list[D.Point]] = {}
+    for name in ("transpose", "gathered-transpose", "gathered-permute", "broadcast-gather", "softmax"):
+        sweeps[name] = [D.Point(name, s, s * s, layers=1, heads=[1], paper_layers=2, paper_heads=[1]) for s in (2, 4)]
+    for name in ("two-axis-sum", "maxmin", "match2", "parity"):
+        sweeps[name] = [D.Point(name, s, s * s, layers=1, heads=[1]) for s in (2, 4)]
+    sweeps["matmul"] = [
+        D.Point("matmul", s, s**3, layers=2, heads=[2, 1], paper_layers=3, paper_heads=[1, 2 * s, s * s])
+        for s in (2, 4)
+    ]
+    sweeps["det"] = [D.Point("det", s, s**3, layers=3 * s, heads=[s] * 3) for s in (2, 4)]
+    return sweeps
+
+
+def test_cost_figure_legends_cover_nothing() -> None:
+    """Paper's cost table beside ours: in cost.png no legend overlaps another legend or any panel,
+    and every curve of the paper's counts is in a legend."""
+    import matplotlib.pyplot as plt
+
+    from attnsim.report import figures as F
+
+    fig = F.cost_fig(_sweeps_with_long_groups(), [{"size": 2, "layers": 7, "head_counts": [40, 6], "positions": 56}])
+    try:
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+        assert len(legends) == 3
+        boxes = [lg.get_window_extent(r) for lg in legends]
+        panels = [ax.get_window_extent(r) for ax in fig.axes]
+        for i, b in enumerate(boxes):
+            assert not any(b.overlaps(c) for j, c in enumerate(boxes) if j != i), i
+            assert not any(b.overlaps(p) for p in panels), i
+        labels = [t.get_text() for lg in legends for t in lg.get_texts()]
+        assert sum(t.startswith("paper: ") for t in labels) == 4  # 2 curves x 2 panels (layers, heads)
+        assert any("matmul" in t and t.startswith("paper: ") for t in labels)
+    finally:
+        plt.close(fig)
+
+
+def test_selector_heat_maps_name_their_sizes_and_blocks() -> None:
+    """Each heat map's title gives its queries x keys, the figure's title the construction's sizes,
+    and the block lines are named on the top and right edges."""
+    import matplotlib.pyplot as plt
+
+    from attnsim.report import figures as F
+
+    con = D.families(["matmul"])[0][0].example
+    tr = con.trace(*D.random_operands(con, np.random.default_rng(0)))
+    blocks = [(b.name, b.start, b.end) for b in con.layout if b.channel == "tokens"]
+    fig = F.selector_fig(f"matmul ({D.size_label(con)})", tr.selectors, blocks)
+    try:
+        assert "matmul (rows = 2, inner = 3, cols = 2)" in fig.get_suptitle()  # type: ignore[attr-defined]
+        panels = [ax for ax in fig.axes if ax.get_title()]
+        assert panels and all(ax.get_title().endswith("12 queries x 12 keys") for ax in panels)
+        fig.canvas.draw()
+        edges = [c for ax in panels for c in ax.child_axes]  # the secondary axes on the top and right
+        names = [t.get_text() for ax in edges for t in (*ax.get_xticklabels(), *ax.get_yticklabels())]
+        assert names.count("A") == 2 * len(panels) and names.count("B") == 2 * len(panels)
+    finally:
+        plt.close(fig)
+
+
+def test_fixed_size_constructions_show_their_shape(tmp_path: Path) -> None:
+    """report.md's size column for the 3 x 3 constructions (fixed sizes) gives the shape, never None."""
+    res = build_report(ReportConfig(out=tmp_path, quick=True, only="det3", verify=False, simulator_sizes=()))
+    md = res.markdown.read_text(encoding="utf-8")
+    assert "| det3 | A 3 x 3 (fixed) | 9 |" in md
+    assert "None" not in md
