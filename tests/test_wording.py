@@ -35,4 +35,4 @@ def test_a_saved_state_dict_is_named_without_a_wrong_article(
     assert main(["simulate", "--torch", str(tmp_path / "sd.pt")]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and " a OrderedDict" not in err
-    assert "holds an object of type OrderedDict, not a torch module (save the module itself" in err
+    assert "holds a state dict (an OrderedDict of" in err and "torch.save(module, FILE)" in err

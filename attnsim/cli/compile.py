@@ -20,14 +20,15 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from attnsim import lemmas
 from attnsim.cli.commands import UsageError, command, nonneg_int, out_console, positive_int
-from attnsim.compile import classic, compare
-from attnsim.compile.compiler import compile_program
+from attnsim.compile import classic, compare, memory
+from attnsim.compile.compiler import compile_program, refuse_past_memory
 from attnsim.compile.model import CompiledTransformer, CompileError
 from attnsim.compile.tracr_adapter import TracrSystem, TracrUnavailable
 from attnsim.proofs import registry
@@ -117,6 +118,47 @@ def check_out(out: str) -> None:
         path.unlink(missing_ok=True)
 
 
+LOUD_CELLS = 1_000_000
+"""Positions x program nodes (plus table entries) from which the estimate is printed before
+compiling: compiles of several seconds and more."""
+
+
+def compile_shown(
+    what: str,
+    program: Any,
+    max_len: int,
+    vocab: Iterable[Any] | None = None,
+    domains: dict[str, Any] | None = None,
+) -> CompiledTransformer:
+    """compile_program with its size told first and its progress shown on stderr: a compile past the
+    memory available is refused in one line with the estimate before any work; a large one prints
+    the estimate; a rich progress bar (on a terminal) follows the nodes lowered and positions
+    embedded."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    est = memory.estimate(program, max_len, None if vocab is None else len(list(vocab)))
+    refuse_past_memory(what, est)
+    if est.positions * est.nodes + est.entries >= LOUD_CELLS:
+        free = memory.available_memory()
+        avail = f" ({memory.human(free)} available)" if free is not None else ""
+        print(f"compiling {what}: {est.describe()}{avail}", file=sys.stderr, flush=True)
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        return compile_program(program, max_len, vocab, domains)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def advance(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                label = "lowering: program nodes" if phase == "lowering" else "embedding: positions"
+                tasks[phase] = bar.add_task(f"{what} {label}", total=total)
+            bar.update(tasks[phase], completed=done)
+
+        return compile_program(program, max_len, vocab, domains, progress=advance)
+
+
 def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, stack: int = 1) -> CompiledTransformer:
     """Compile NAME at the given sizes (see the module docstring)."""
 
@@ -139,13 +181,13 @@ def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, s
         n = u.positions(stack)
         if max_len is not None and max_len < n:
             raise CompileError(f"U at this capacity runs on {n} positions; --max-len {max_len} is too short")
-        ct = compile_program(u.program, max_len=max_len or n, domains=u.compile_domains())
+        ct = compile_shown(f"U{tuple(sizes)}", u.program, max_len or n, domains=u.compile_domains())
         ct.name = f"U{tuple(sizes)}"
         return ct
     if key in classic.PROGRAMS:
         if sizes:
             raise CompileError(f"classic program {key} takes no sizes; use --max-len and --vocab")
-        return compile_program(classic.PROGRAMS[key](), max_len=max_len or 10, vocab=range(vocab or 4))
+        return compile_shown(key, classic.PROGRAMS[key](), max_len or 10, vocab=range(vocab or 4))
     cons = registry.constructions()
     if key not in cons:
         known = ", ".join(sorted([*cons, "u", *classic.PROGRAMS]))
@@ -168,16 +210,16 @@ def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, s
     n = con.layout.total
     if max_len is not None and max_len < n:
         raise CompileError(f"{key} runs on {n} positions; --max-len {max_len} is too short")
-    ct = compile_program(con.program, max_len=max_len or n)
+    ct = compile_shown(f"{key}{tuple(sizes) if sizes else ''}", con.program, max_len or n)
     ct.name = f"{key}{tuple(sizes) if sizes else ''}"
     return ct
 
 
 def one_line(ct: CompiledTransformer) -> str:
     """The --quiet summary: name, layers, heads, residual width, parameters."""
-    layers = f"{ct.n_layers} layer{'' if ct.n_layers == 1 else 's'}"
     return (
-        f"compiled {ct.name}: {layers}, heads per layer {ct.heads_per_layer()}, residual width "
+        f"compiled {ct.name}: {ct.n_layers} layer{'' if ct.n_layers == 1 else 's'}, heads per layer "
+        f"{ct.heads_per_layer()}, residual width "
         f"{ct.d_model}, {ct.parameter_count():,} parameters ({ct.parameter_count(nonzero=True):,} non-zero)"
     )
 

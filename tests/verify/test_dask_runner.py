@@ -27,6 +27,10 @@ from attnsim.verify.campaign import Campaign
 from attnsim.verify.mutation.plan import plan
 from attnsim.verify.mutation.pool import run_jobs
 
+cloudpickle = pytest.importorskip("cloudpickle")
+# this module's checks travel to the workers by value: a worker need not import the tests package
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
