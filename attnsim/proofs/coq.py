@@ -7,9 +7,10 @@ what :func:`attnsim.rasp.core.is_structural` accepts) become ``isop`` terms whos
 Coq functions over ``Z`` (``div``/``mod`` are ``Z.div``/``Z.modulo``, floor division as in
 Python); value SOps become ``sop`` terms, an index SOp read as a value wrapped in ``OfIdx``.
 
-What the Coq semantics does not have is refused with :class:`CoqExportError` naming the node
-(a selector comparing values, ``SelectorWidth``, an argmax head scored by another SOp, a
-primitive without a Coq meaning such as ``gelu``): never a silently different program.
+A selector over two index SOps is a ``Select``, one comparing values (a value SOp on either side)
+a ``VSelect`` of the two read as values.  What the Coq semantics does not have is refused with
+:class:`CoqExportError` naming the node (``SelectorWidth``, an argmax head scored by another SOp,
+a primitive without a Coq meaning): never a silently different program.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ _COQ_KEYWORDS = frozenset(
 
 _CMP = {"==": "CEq", "!=": "CNe", "<": "CLt", "<=": "CLe", ">": "CGt", ">=": "CGe", "TRUE": "CTrue", "FALSE": "CFalse"}
 _PRIM1 = {"identity": "PIdentity", "neg": "PNeg", "relu": "PRelu", "abs": "PAbs", "square": "PSquare",
-          "reciprocal": "PReciprocal", "exp": "PExp"}  # fmt: skip
+          "reciprocal": "PReciprocal", "exp": "PExp", "sqrt": "PSqrt", "gelu": "PGelu",
+          "gelu_tanh": "PGeluTanh"}  # fmt: skip
 _PRIM1_PARAMS = {"scale": "PScale", "affine": "PAffine"}
 _PRIM2 = {"add": "PAdd", "sub": "PSub", "max": "PMax", "min": "PMin", "mul": "PMul", "div": "PDiv", "lt": "PLt",
           "gate": "PGate"}  # fmt: skip
@@ -119,7 +121,7 @@ class _Printer:
             return f"(OfIdx {name})"
         raise CoqExportError(
             f"node {node.label!r} is a value SOp where the Coq semantics needs an index SOp "
-            "(a selector or an index map over values is not in coq/Semantics.v)"
+            "(an index map over values is not in coq/Semantics.v)"
         )
 
     def node(self, n: C.RASPExpr) -> None:
@@ -152,8 +154,11 @@ class _Printer:
                 return "isop", f"(IMap{len(args)} (fun {params} : Z => {body}) {refs})"
             return "sop", self._prim(n, n.fn, args)
         if isinstance(n, C.Select):
-            keys, queries = self.ref(n.keys, "isop"), self.ref(n.queries, "isop")
-            return "sel", f"(Select {keys} {queries} {_CMP[n.cmp]})"
+            if self.kinds[id(n.keys)] == "isop" and self.kinds[id(n.queries)] == "isop":
+                keys, queries = self.ref(n.keys, "isop"), self.ref(n.queries, "isop")
+                return "sel", f"(Select {keys} {queries} {_CMP[n.cmp]})"
+            keys, queries = self.ref(n.keys, "sop"), self.ref(n.queries, "sop")
+            return "sel", f"(VSelect {keys} {queries} {_CMP[n.cmp]})"
         if isinstance(n, C.SelectAnd):
             return "sel", f"(SAnd {self.ref(n.a, 'sel')} {self.ref(n.b, 'sel')})"
         if isinstance(n, C.SelectOr):

@@ -49,13 +49,26 @@ def test_refusals_name_the_problem() -> None:
         src = C.imap(lambda p: p // C.Size("n"), C.indices)
         export_program("p", C.aggregate(C.select(C.indices, src, "=="), C.tokens))
     with pytest.raises(CoqExportError, match="value SOp where"):
-        export_program("p", C.aggregate(C.select(C.tokens, C.tokens, "=="), C.tokens))
-    with pytest.raises(CoqExportError, match="gelu"):
-        export_program("p", C.apply("gelu", C.tokens))
+        export_program("p", C.aggregate(C.select(C.indices, C.imap(lambda v: v + 1, C.tokens), "=="), C.tokens))
+    with pytest.raises(CoqExportError, match="elu1"):
+        export_program("p", C.apply("elu1", C.tokens))
     with pytest.raises(CoqExportError, match="SelectorWidth"):
         export_program("p", C.apply("identity", C.selector_width(C.select(C.indices, C.indices, "=="))))
     with pytest.raises(CoqExportError, match="not usable as a Coq identifier"):
         coq_ident("fun")
+
+
+def test_a_selector_comparing_values_is_a_vselect_of_both_read_as_values() -> None:
+    """A value on either side makes a VSelect (an index side read through OfIdx); two index SOps a Select."""
+    allowed = C.apply("relu", C.tokens)
+    text = export_program("p", C.aggregate(C.select(allowed, C.full(1), "=="), C.tokens)).text
+    assert "(VSelect n1 (OfIdx n2) CEq)" in text
+    assert "(Select n0 n0 CLt)" in export_program("p", C.aggregate(C.select(C.indices, C.indices, "<"), C.tokens)).text
+
+
+def test_sqrt_and_the_gelu_forms_are_primitives_of_the_semantics() -> None:
+    text = export_program("p", C.apply("gelu_tanh", C.apply("gelu", C.apply("sqrt", C.tokens)))).text
+    assert "(Map1 PSqrt n0)" in text and "(Map1 PGelu n1)" in text and "(Map1 PGeluTanh n2)" in text
 
 
 @given(st.integers(-50, 50), st.integers(1, 9))
