@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnsim.proofs.coq import CoqExportError, coq_ident, export_program, index_term, module_text
+from attnsim.proofs.coq import CoqExportError, coq_ident, export_nodes, export_program, index_term, module_text
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 
@@ -42,6 +42,22 @@ def test_a_label_cannot_close_its_comment() -> None:
     body = text.split(":=", 1)[1]
     assert "*) n0" not in body and body.count("(*") == body.count("*)") == 2  # one per node
     assert "(Map1 PRelu n0)" in text
+
+
+def test_export_nodes_is_one_definition_per_node_named_by_its_label() -> None:
+    """The same terms as the let form, each node a definition over the sizes read by name; a labelled
+    node is named after its label (a clash gets its index), the others by their index, the root the
+    program's name."""
+    n = C.Size("n")
+    x = C.apply("relu", C.tokens).named("act.x")
+    y = C.apply("neg", x).named("act_x")  # the same identifier once '.' is '_'
+    prog = C.aggregate(C.select(C.indices, C.imap(lambda p: p // n, C.indices), "=="), C.apply("mul", x, y))
+    text = export_nodes("p", prog, ("n",)).text
+    assert "Definition p_act_x (n : Z) : sop :=\n  (Map1 PRelu (p_tokens n))." in text
+    assert "Definition p_act_x_5 (n : Z) : sop :=\n  (Map1 PNeg (p_act_x n))." in text
+    assert "Definition p_n2 (n : Z) : sel :=\n  (Select (p_indices n) (p_n1 n) CEq)." in text
+    assert text.count("PRelu") == 1 and text.count("Definition ") == 8
+    assert text.rstrip().endswith("Definition p (n : Z) : sop :=\n  (Aggregate (p_n2 n) (p_n6 n)).")
 
 
 def test_refusals_name_the_problem() -> None:
