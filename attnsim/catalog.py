@@ -21,6 +21,7 @@ from attnsim.lemmas.relu import relu_obligations
 from attnsim.lemmas.softmax import CONSTRUCTIONS as SOFTMAX
 from attnsim.proofs import language, registry
 from attnsim.simulator import all_sizes as simulator_all_sizes
+from attnsim.simulator import kernel_stages
 from attnsim.simulator import obligations as simulator
 from attnsim.verify import spec_check
 
@@ -60,6 +61,8 @@ def make_registrations() -> None:
         simulator.simulator_obligations,
         simulator.shallow_obligations,
     )
+    # U's stages in Coq's kernel against coq/EncoderLayer.v (Theorem 6 in the kernel: one stage so far)
+    registry.register((), kernel_stages.universal_kernel_obligations)
     # every specification against an independent textbook formula (what the all-sizes proofs trust)
     registry.register((), spec_check.spec_obligations)
 

@@ -1,0 +1,215 @@
+"""Theorem 6 in the kernel, stage by stage: U's own exported nodes proved equal to parts of the
+Coq encoder layer (``coq/EncoderLayer.v``) for every capacity.
+
+The first stage proved is the pre-LayerNorm row sum, node ``ln_x.mean`` of both variants:
+``coq/UniversalRowMean.v`` proves that at every query of its block it is ``d_model`` times
+EncoderLayer's ``row_mean`` of the token row the query belongs to, for every capacity N, D, H,
+K, F, every layer (``params``) and every input X zero beyond ``d_model`` columns.  This is one part
+of U's layer, not Theorem 6: the obligation's facts say it is not the catalogue's whole construction
+(``KernelFacts.registered`` False), so the scope table does not call Theorem 6 kernel-checked.
+
+The build, through the content-addressed cache of :mod:`attnsim.proofs.coq_build`:
+
+1. hand-written: ``Semantics.v`` (pinned), ``Lemmas.v``, ``EncoderLayer.v``, ``UniversalLemmas.v``;
+2. generated: ``UniversalCompact.v`` and ``UniversalShallow.v`` (U's nodes, from the Python
+   program, :mod:`attnsim.simulator.kernel_export`), ``UniversalRowMeanStatement.v`` (the
+   statements, from U's layout: where X sits and the query grid, :func:`statement`);
+3. the theory ``UniversalRowMean.v`` and its gate (each theorem typed by its generated statement,
+   ``Print Assumptions``, :mod:`attnsim.proofs.coq_gate`); ``coqchk`` over the libraries.
+
+Proved only when every file is accepted, coqchk finds no axiom in our files and every assumption
+is in :data:`~attnsim.proofs.coq_gate.ALLOWED_AXIOMS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+
+from attnsim.lemmas.kernel import COQ_BUDGET, FORBIDDEN, SEMANTICS_SHA256, coq_sources, first_error
+from attnsim.proofs import coq_build as B
+from attnsim.proofs import coq_gate as G
+from attnsim.proofs.coq import CoqProgram, module_text
+from attnsim.proofs.coq_statement import nat_term
+from attnsim.proofs.obligation import KernelFacts, Obligation, Outcome
+from attnsim.rasp.layout import Block
+from attnsim.simulator.kernel_export import SIZES, export_universal, library_name, program_name
+from attnsim.simulator.program import VARIANTS
+from attnsim.simulator.universal import UniversalSimulator
+
+THEORY = "UniversalRowMean"
+HAND_WRITTEN = ("Semantics", "Lemmas", "EncoderLayer", "UniversalLemmas")
+NODE = "ln_x_mean"  # the node U labels ln_x.mean, as exported
+QUERY_GRID = "proj.products"  # the grid whose every position reads the row sum
+CONSTRUCTION = "simulator-stages"
+PAPER_REF = "Theorem 6: U's layout and stages (scores, attention, ffn, act, output, write)"
+
+
+def theorem_name(variant: str) -> str:
+    """``U_<variant>_ln_x_mean_spec``."""
+    return f"{program_name(variant)}_{NODE}_spec"
+
+
+def _block(variant: str, name: str) -> Block:
+    layout = UniversalSimulator.over_symbolic_capacity(variant).layout
+    found = [b for b in layout.blocks if b.name == name]
+    if len(found) != 1:
+        raise ValueError(f"{variant} U's layout has {len(found)} blocks named {name!r}")
+    return found[0]
+
+
+def statement(variant: str) -> str:
+    """The proposition ``theorem_name(variant)`` must prove, from U's layout: X is the block
+    ``X`` of the tokens (``encodes``); the query is any position of the grid ``proj.products``
+    (stack, rows, cols), row ``(q / cols / rows) mod N`` of that grid's token index."""
+    X, grid = _block(variant, "X"), _block(variant, QUERY_GRID)
+    if X.channel != "tokens":
+        raise ValueError(f"{variant} U's X is not in the tokens channel")
+    sizes = " ".join(SIZES)
+    call = f"{program_name(variant)}_{NODE} " + " ".join(f"(Z.of_nat {s})" for s in SIZES)
+    rows, cols = nat_term(X.rows), nat_term(X.cols)
+    gr, gc = nat_term(grid.rows), nat_term(grid.cols)
+    extent = f"({nat_term(grid.stack)} * {gr} * {gc})%nat"
+    return (
+        f"  forall (R : realFieldType) (expf sqrtf geluf gelu_tanhf : R -> R) ({sizes} : nat)\n"
+        f"    (P : params R D H K F) (X : 'M[R]_({rows}, {cols})) (x : seq R) (q : nat) (i : 'I_N),\n"
+        f"  encodes x {nat_term(X.offset)} {nat_term(X.stack)} {rows} {cols} (fun _ => X) ->\n"
+        f"  (0 < d_model P)%nat -> (forall j : 'I_D, (d_model P <= j)%nat -> X i j = 0) ->\n"
+        f"  (q < {extent})%nat -> (q %/ {gc} %/ {gr} %% N)%nat = i ->\n"
+        f"  eval expf sqrtf geluf gelu_tanhf ({call}) x q = (d_model P)%:R * row_mean P X i"
+    )
+
+
+_PREAMBLE = (
+    "From mathcomp Require Import all_ssreflect all_algebra.\n"
+    "From Coq Require Import ZArith.\n"
+    "From Attnsim Require Import Semantics EncoderLayer "
+    + " ".join(library_name(v) for v in VARIANTS)
+    + ".\nImport GRing.Theory Num.Theory.\nLocal Open Scope ring_scope.\n"
+)
+
+
+def statement_text() -> str:
+    """``UniversalRowMeanStatement.v``: each theorem's statement as a ``Prop`` definition."""
+    defs = "\n".join(f"Definition {theorem_name(v)}_statement : Prop :=\n{statement(v)}.\n" for v in VARIANTS)
+    return "(* Generated by attnsim.simulator.kernel_stages from U's layout. *)\n" + _PREAMBLE + "\n" + defs
+
+
+def files(programs: Mapping[str, CoqProgram] | None = None) -> list[B.CoqFile]:
+    """The build (see the module doc); ``programs`` (variant -> export) replaces U's own exports."""
+    src = coq_sources()
+    given = programs or {}
+    libs = [library_name(v) for v in VARIANTS]
+    stmt = f"{THEORY}Statement"
+    out = [
+        B.CoqFile("Semantics", (src / "Semantics.v").read_text()),
+        B.CoqFile("Lemmas", (src / "Lemmas.v").read_text(), ("Semantics",)),
+        B.CoqFile("EncoderLayer", (src / "EncoderLayer.v").read_text()),
+        B.CoqFile("UniversalLemmas", (src / "UniversalLemmas.v").read_text(), ("Semantics", "Lemmas")),
+    ]
+    for v in VARIANTS:
+        out.append(B.CoqFile(library_name(v), module_text([given.get(v) or export_universal(v)]), ("Semantics",)))
+    names = [theorem_name(v) for v in VARIANTS]
+    gate = G.gate_text(_PREAMBLE + f"From Attnsim Require Import {stmt}.\n", THEORY, names)
+    theory_needs = ("Semantics", "Lemmas", "UniversalLemmas", "EncoderLayer", *libs)
+    out += [
+        B.CoqFile(stmt, statement_text(), ("Semantics", "EncoderLayer", *libs)),
+        B.CoqFile(THEORY, (src / f"{THEORY}.v").read_text(), theory_needs),
+        B.CoqFile(f"{THEORY}Gate", gate, ("Semantics", "EncoderLayer", *libs, stmt, THEORY)),
+    ]
+    return out
+
+
+def source_problems() -> list[str]:
+    """A changed ``Semantics.v`` (its digest is pinned) or a forbidden command in a hand-written file."""
+    src = coq_sources()
+    out = []
+    sem = hashlib.sha256((src / "Semantics.v").read_bytes()).hexdigest()
+    if sem != SEMANTICS_SHA256:
+        pinned = SEMANTICS_SHA256[:12]
+        out.append(f"Semantics.v is not the reviewed semantics (SHA-256 {sem[:12]}..., pinned {pinned}...)")
+    for name in (*HAND_WRITTEN[1:], THEORY):
+        found = sorted({m.group(0) for m in FORBIDDEN.finditer((src / f"{name}.v").read_text())})
+        if found:
+            out.append(f"{name}.v uses {', '.join(found)} (code, files or a kernel check turned off: refused)")
+    return out
+
+
+def check(programs: Mapping[str, CoqProgram] | None = None) -> Callable[[float], Outcome]:
+    """The obligation's check: U's exports (or ``programs``) against ``UniversalRowMean.v``."""
+
+    def run(timeout: float) -> Outcome:
+        _ = timeout  # coqc and coqchk run on their own CPU budget (COQ_BUDGET)
+        tools = B.CoqTools.find()
+        if tools is None:
+            return Outcome.unknown("not run (coqc not installed)")
+        problems = source_problems()
+        if problems:
+            return Outcome.bad("; ".join(problems))
+        fs = files(programs)
+        built = B.build(fs, tools, COQ_BUDGET)
+        failed = built.failed
+        if failed is not None:
+            if failed.status == "over budget":
+                return Outcome.unknown(f"coqc stopped on {failed.name}.v: {failed.output.strip()[-200:]}")
+            gate_failed = failed.name.endswith("Gate")
+            what = "the theorems' types are not their generated statements" if gate_failed else "Coq rejects it"
+            return Outcome.bad(f"{failed.name}.v: {what}: {first_error(failed.output)}")
+        checked = B.check(fs, built, tools, COQ_BUDGET)
+        if checked.status == "over budget":
+            return Outcome.unknown(f"coqchk stopped: {checked.output.strip()[-200:]}")
+        if checked.status != "ok":
+            return Outcome.bad(f"coqchk rejects the libraries: {first_error(checked.output)}")
+        own = G.own_axioms(checked)
+        if own:
+            return Outcome.bad(f"assumptions in our own Coq files: {', '.join(own)}")
+        if checked.unsafe:
+            return Outcome.bad(f"coqchk reports unsafe definitions: {', '.join(checked.unsafe)}")
+        names = [theorem_name(v) for v in VARIANTS]
+        texts = G.split_gate_output(built.result(f"{THEORY}Gate").output, names)
+        missing = G.Assumptions("", (), ("Print Assumptions printed nothing between its markers",))
+        found = [
+            G.resolve(t, G.parse_assumptions(texts[t]), checked.axioms) if t in texts else replace(missing, theorem=t)
+            for t in names
+        ]
+        refused = [f"{a.theorem}: {r}" for a in found for r in a.refused]
+        if refused:
+            return Outcome.bad(f"assumptions outside the allowed set: {'; '.join(refused)}")
+        per = "; ".join(f"{a.theorem}: {', '.join(a.full) or 'none (closed under the global context)'}" for a in found)
+        every = tuple(sorted({f for a in found for f in a.full}))
+        detail = (
+            f"Coq accepts {THEORY}.v, statements as generated from U's layout, coqchk re-checks it: U's node "
+            f"ln_x.mean == d_model * EncoderLayer.row_mean (one stage of Theorem 6, not the whole layer), "
+            f"both variants, every capacity; assumptions by full path: {per}"
+        )
+        return Outcome(True, detail, kernel=KernelFacts(tuple(names), every, False))
+
+    return run
+
+
+def universal_kernel_obligations() -> Iterable[Obligation]:
+    """``simulator-stages/kernel/UniversalRowMean``: U's row sum against the Coq layer, every capacity."""
+    yield Obligation(
+        f"{CONSTRUCTION}/kernel/{THEORY}",
+        CONSTRUCTION,
+        PAPER_REF,
+        "kernel",
+        check(),
+        statement="U's ln_x.mean (both variants) == d_model * row_mean of coq/EncoderLayer.v at every query of "
+        "its grid, for every capacity N, D, H, K, F and every input zero beyond d_model columns (one stage)",
+        tools=("coqc",),
+    )
+
+
+__all__ = [
+    "CONSTRUCTION",
+    "THEORY",
+    "check",
+    "files",
+    "source_problems",
+    "statement",
+    "statement_text",
+    "theorem_name",
+    "universal_kernel_obligations",
+]

@@ -1,0 +1,77 @@
+"""Theorem 6 in the kernel, first stage: U's ln_x.mean node == d_model * EncoderLayer's row_mean,
+every capacity, both variants, through the kernel gate; a mutated node, a mutated exporter and a
+statement from another layout are each refused; the obligation does not claim Theorem 6."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import replace
+
+import pytest
+
+from attnsim.simulator import kernel_export as KE
+from attnsim.simulator import kernel_stages as UK
+
+needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc not installed")
+
+
+def _mutate(variant: str, node: str, old: str, new: str) -> dict[str, KE.CoqProgram]:
+    """U's export of ``variant`` with ``old`` replaced by ``new`` in the definition of ``node`` only."""
+    good = KE.export_universal(variant)
+    name = f"{KE.program_name(variant)}_{node}"
+    m = re.search(rf"^Definition {name} \(.*?\.\n", good.text, re.S | re.M)
+    assert m is not None and m.group(0).count(old) == 1, (name, old)
+    text = good.text[: m.start()] + m.group(0).replace(old, new) + good.text[m.end() :]
+    return {variant: replace(good, text=text)}
+
+
+def test_the_statement_is_read_from_us_layout() -> None:
+    """X where U's layout puts it, the query grid's extent, U's own node, EncoderLayer's row_mean."""
+    st = UK.statement("compact")
+    assert "encodes x 0 1 N D (fun _ => X)" in st
+    assert "(q < (((3 * H)%nat * N)%nat * K * D)%nat)%nat" in st
+    assert "U_compact_ln_x_mean (Z.of_nat N)" in st and "row_mean P X i" in st
+    assert "(q < ((H * N)%nat * K * D)%nat)%nat" in UK.statement("shallow")
+    assert "Definition U_compact_ln_x_mean (N D H K F : Z) : sop" in KE.export_universal("compact").text
+
+
+def test_the_obligation_is_one_stage_not_theorem_6() -> None:
+    (ob,) = UK.universal_kernel_obligations()
+    assert ob.method == "kernel" and ob.construction == "simulator-stages" and ob.tools == ("coqc",)
+    assert "one stage" in ob.statement
+
+
+@needs_coq
+def test_u_row_sum_is_d_model_times_the_layers_row_mean() -> None:
+    out = UK.check()(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.registered is False
+    assert set(out.kernel.theorems) == {"U_compact_ln_x_mean_spec", "U_shallow_ln_x_mean_spec"}
+    assert "closed under the global context" in out.detail
+
+
+@needs_coq
+def test_a_node_reading_one_position_off_is_refused() -> None:
+    """The key group of ln_x.mean shifted by one position: the proof no longer goes through."""
+    bad = _mutate("compact", "ln_x_mean_key_group", "(Z.div (Z.sub x0 (0)%Z) D)", "(Z.div (Z.sub x0 (1)%Z) D)")
+    out = UK.check(bad)(0.0)
+    assert out.ok is False and "UniversalRowMean.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_an_exporter_scaling_by_another_constant_is_refused() -> None:
+    """ln_x.mean's scale D printed as D / 2 (an exporter mistake on PScale's constant)."""
+    bad = _mutate("shallow", "ln_x_mean", "(PScale (CQ D (1)%Z))", "(PScale (CQ D (2)%Z))")
+    out = UK.check(bad)(0.0)
+    assert out.ok is False and "UniversalRowMean.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_a_statement_from_another_layout_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate types the theorem by the generated statement: X placed one token later (as a layout
+    with a changed offset would generate) does not type-check against the proof."""
+    real = UK.statement
+    monkeypatch.setattr(UK, "statement", lambda v: real(v).replace("encodes x 0 1 N D", "encodes x 1 1 N D"))
+    out = UK.check()(0.0)
+    assert out.ok is False and "not their generated statements" in out.detail, out.detail
