@@ -57,14 +57,15 @@ Proof. by rewrite /= zR_nat /zR /= subr0 divr1. Qed.
 (** The shape both variants share: a key group [k / D] on X's block [0, N D) (-1 elsewhere),
     a query group [(q / D / K) mod N] on the query block [0, B) (-2 elsewhere).  D times the
     average is the sum of row [i] of X. *)
-Lemma row_sum (s : sel) (N D K B : nat) (X : 'M[R]_(N, D)) (x : seq R) (q : nat) (i : 'I_N) :
+Lemma row_sum_any (s : sel) (v : sop) (N D K B : nat) (X : 'M[R]_(N, D)) (x : seq R) (q : nat)
+  (i : 'I_N) :
   (forall k, seval s x q k =
      ((if ((0 <=? Z.of_nat k) && (Z.of_nat k <? Z.of_nat N * Z.of_nat D))%Z then Z.of_nat k / Z.of_nat D
        else (-1))
       =? (if ((0 <=? Z.of_nat q) && (Z.of_nat q <? Z.of_nat B))%Z
           then (Z.of_nat q / Z.of_nat D / Z.of_nat K) mod Z.of_nat N else (-2)))%Z) ->
   encodes x 0 1 N D (fun _ => X) -> (0 < D)%nat -> (q < B)%nat -> (q %/ D %/ K %% N)%nat = i ->
-  D%:R * eval (Aggregate s Tokens) x q = \sum_(j < D) X i j.
+  D%:R * eval (Aggregate s v) x q = \sum_(j < D) eval v x (pos 0 N D 0 i j).
 Proof.
 move=> Hs HX HD HB Hi.
 have HiD : (i * D + D <= N * D)%nat by rewrite -mulSnr leq_mul2r ltn_ord orbT.
@@ -78,9 +79,21 @@ have Hsel : forall k, (k < size x)%nat -> seval s x q k = (i * D <= k < i * D + 
   have -> : ((Z.of_nat q / Z.of_nat D / Z.of_nat K) mod Z.of_nat N)%Z = Z.of_nat i.
     by rewrite !zdiv_nat zmod_nat Hi.
   by rewrite -Nat2Z.inj_mul row_group_eqb.
-rewrite (@agg_sum _ expf sqrtf geluf gelu_tanhf s Tokens x q (i * D) D HD Hsel HL).
-apply: eq_bigr => j _ /=.
-by have [_ <-] := HX ord0 i j; rewrite /pos /= mul0n !add0n.
+rewrite (@agg_sum _ expf sqrtf geluf gelu_tanhf s v x q (i * D) D HD Hsel HL).
+by apply: eq_bigr => j _; rewrite /pos /= mul0n !add0n.
+Qed.
+
+Lemma row_sum (s : sel) (N D K B : nat) (X : 'M[R]_(N, D)) (x : seq R) (q : nat) (i : 'I_N) :
+  (forall k, seval s x q k =
+     ((if ((0 <=? Z.of_nat k) && (Z.of_nat k <? Z.of_nat N * Z.of_nat D))%Z then Z.of_nat k / Z.of_nat D
+       else (-1))
+      =? (if ((0 <=? Z.of_nat q) && (Z.of_nat q <? Z.of_nat B))%Z
+          then (Z.of_nat q / Z.of_nat D / Z.of_nat K) mod Z.of_nat N else (-2)))%Z) ->
+  encodes x 0 1 N D (fun _ => X) -> (0 < D)%nat -> (q < B)%nat -> (q %/ D %/ K %% N)%nat = i ->
+  D%:R * eval (Aggregate s Tokens) x q = \sum_(j < D) X i j.
+Proof.
+move=> Hs HX HD HB Hi; rewrite (row_sum_any Tokens Hs HX HD HB Hi).
+by apply: eq_bigr => j _ /=; have [_ <-] := HX ord0 i j.
 Qed.
 
 (** Zero padding: a row whose entries from column [d] on are 0 sums to [d] times its mean

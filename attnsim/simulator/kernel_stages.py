@@ -1,21 +1,28 @@
 """Theorem 6 in the kernel, stage by stage: U's own exported nodes proved equal to parts of the
 Coq encoder layer (``coq/EncoderLayer.v``) for every capacity.
 
-The first stage proved is the pre-LayerNorm row sum, node ``ln_x.mean`` of both variants:
-``coq/UniversalRowMean.v`` proves that at every query of its block it is ``d_model`` times
-EncoderLayer's ``row_mean`` of the token row the query belongs to, for every capacity N, D, H,
-K, F, every layer (``params``) and every input X zero beyond ``d_model`` columns.  This is one part
-of U's layer, not Theorem 6: the obligation's facts say it is not the catalogue's whole construction
-(``KernelFacts.registered`` False), so the scope table does not call Theorem 6 kernel-checked.
+Each :class:`Stage` is a hand-written theory with its theorems' statements generated here from U's
+layout (where X and the header's d sit, the query grid) and U's export (a node U did not label is
+named by its term, :func:`node_by_term`).  Proved so far, for every capacity N, D, H, K, F, every
+layer (``params``) and every input X zero beyond ``d_model`` columns, both variants:
 
-The build, through the content-addressed cache of :mod:`attnsim.proofs.coq_build`:
+* :data:`ROW_MEAN` (``coq/UniversalRowMean.v``): node ``ln_x.mean`` at every query of its grid is
+  ``d_model`` times EncoderLayer's ``row_mean`` of the query's token row;
+* :data:`ROW_STATS` (``coq/UniversalRowStats.v``): LayerNorm 1's centred value and variance are
+  EncoderLayer's ``X i j - row_mean P X i`` and ``row_var P X i``.
 
-1. hand-written: ``Semantics.v`` (pinned), ``Lemmas.v``, ``EncoderLayer.v``, ``UniversalLemmas.v``;
+These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
+whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
+kernel-checked.
+
+The build of a stage, through the content-addressed cache of :mod:`attnsim.proofs.coq_build`:
+
+1. hand-written: ``Semantics.v`` (pinned), ``Lemmas.v``, ``EncoderLayer.v``, ``UniversalLemmas.v``
+   and the theories the stage requires;
 2. generated: ``UniversalCompact.v`` and ``UniversalShallow.v`` (U's nodes, from the Python
-   program, :mod:`attnsim.simulator.kernel_export`), ``UniversalRowMeanStatement.v`` (the
-   statements, from U's layout: where X sits and the query grid, :func:`statement`);
-3. the theory ``UniversalRowMean.v`` and its gate (each theorem typed by its generated statement,
-   ``Print Assumptions``, :mod:`attnsim.proofs.coq_gate`); ``coqchk`` over the libraries.
+   program, :mod:`attnsim.simulator.kernel_export`), ``<Theory>Statement.v`` (the statements);
+3. the theory and its gate (each theorem typed by its generated statement, ``Print Assumptions``,
+   :mod:`attnsim.proofs.coq_gate`); ``coqchk`` over the libraries.
 
 Proved only when every file is accepted, coqchk finds no axiom in our files and every assumption
 is in :data:`~attnsim.proofs.coq_gate.ALLOWED_AXIOMS`.
@@ -24,8 +31,9 @@ is in :data:`~attnsim.proofs.coq_gate.ALLOWED_AXIOMS`.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from attnsim.lemmas.kernel import COQ_BUDGET, FORBIDDEN, SEMANTICS_SHA256, coq_sources, first_error
 from attnsim.proofs import coq_build as B
@@ -36,19 +44,14 @@ from attnsim.proofs.obligation import KernelFacts, Obligation, Outcome
 from attnsim.rasp.layout import Block
 from attnsim.simulator.kernel_export import SIZES, export_universal, library_name, program_name
 from attnsim.simulator.program import VARIANTS
+from attnsim.simulator.record import HEADER
 from attnsim.simulator.universal import UniversalSimulator
 
-THEORY = "UniversalRowMean"
 HAND_WRITTEN = ("Semantics", "Lemmas", "EncoderLayer", "UniversalLemmas")
-NODE = "ln_x_mean"  # the node U labels ln_x.mean, as exported
-QUERY_GRID = "proj.products"  # the grid whose every position reads the row sum
+QUERY_GRID = "proj.products"  # the grid whose every position reads the row statistics
 CONSTRUCTION = "simulator-stages"
 PAPER_REF = "Theorem 6: U's layout and stages (scores, attention, ffn, act, output, write)"
-
-
-def theorem_name(variant: str) -> str:
-    """``U_<variant>_ln_x_mean_spec``."""
-    return f"{program_name(variant)}_{NODE}_spec"
+_SIZES = " ".join(SIZES)
 
 
 def _block(variant: str, name: str) -> Block:
@@ -59,26 +62,124 @@ def _block(variant: str, name: str) -> Block:
     return found[0]
 
 
-def statement(variant: str) -> str:
-    """The proposition ``theorem_name(variant)`` must prove, from U's layout: X is the block
-    ``X`` of the tokens (``encodes``); the query is any position of the grid ``proj.products``
-    (stack, rows, cols), row ``(q / cols / rows) mod N`` of that grid's token index."""
+def _call(variant: str, node: str) -> str:
+    return f"{node} " + " ".join(f"(Z.of_nat {s})" for s in SIZES)
+
+
+def node_by_term(variant: str, term: str, **nodes: str) -> str:
+    """The name of the one exported node of ``variant`` whose term is ``term``, each ``{ref}`` in it
+    the node ``nodes[ref]`` read over the sizes: how a statement names a node U did not label."""
+    body = term.format(**{k: f"({v} {_SIZES})" for k, v in nodes.items()})
+    pattern = rf"^Definition (\S+) \({_SIZES} : Z\) : sop :=\n  {re.escape(body)}\.$"
+    found = re.findall(pattern, export_universal(variant).text, re.M)
+    if len(found) != 1:
+        raise ValueError(f"{variant} U has {len(found)} nodes {body}, not one")
+    return str(found[0])
+
+
+def _premises(variant: str, header: bool = False) -> tuple[str, str, str]:
+    """The binders' common part, the hypotheses on X (and d in the header) and on the query:
+    from U's layout (block X, the header's d, the grid proj.products)."""
     X, grid = _block(variant, "X"), _block(variant, QUERY_GRID)
     if X.channel != "tokens":
         raise ValueError(f"{variant} U's X is not in the tokens channel")
-    sizes = " ".join(SIZES)
-    call = f"{program_name(variant)}_{NODE} " + " ".join(f"(Z.of_nat {s})" for s in SIZES)
     rows, cols = nat_term(X.rows), nat_term(X.cols)
     gr, gc = nat_term(grid.rows), nat_term(grid.cols)
-    extent = f"({nat_term(grid.stack)} * {gr} * {gc})%nat"
-    return (
-        f"  forall (R : realFieldType) (expf sqrtf geluf gelu_tanhf : R -> R) ({sizes} : nat)\n"
-        f"    (P : params R D H K F) (X : 'M[R]_({rows}, {cols})) (x : seq R) (q : nat) (i : 'I_N),\n"
-        f"  encodes x {nat_term(X.offset)} {nat_term(X.stack)} {rows} {cols} (fun _ => X) ->\n"
-        f"  (0 < d_model P)%nat -> (forall j : 'I_D, (d_model P <= j)%nat -> X i j = 0) ->\n"
-        f"  (q < {extent})%nat -> (q %/ {gc} %/ {gr} %% N)%nat = i ->\n"
-        f"  eval expf sqrtf geluf gelu_tanhf ({call}) x q = (d_model P)%:R * row_mean P X i"
+    binders = (
+        f"  forall (R : realFieldType) (expf sqrtf geluf gelu_tanhf : R -> R) ({_SIZES} : nat)\n"
+        f"    (P : params R D H K F) (X : 'M[R]_({rows}, {cols})) (x : seq R) (q : nat) (i : 'I_N)"
     )
+    on_x = f"  encodes x {nat_term(X.offset)} {nat_term(X.stack)} {rows} {cols} (fun _ => X) ->\n"
+    if header:
+        d_at = _block(variant, "header").offset + HEADER.index("d")
+        on_x += f"  nth 0 x {nat_term(d_at)} = (d_model P)%:R ->\n"
+    query = f"(q < ({nat_term(grid.stack)} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr} %% N)%nat = i"
+    return binders, on_x, query
+
+
+_PAD = "(forall j : 'I_D, (d_model P <= j)%nat -> X i j = 0)"
+
+
+def _eval(variant: str, node: str) -> str:
+    return f"eval expf sqrtf geluf gelu_tanhf ({_call(variant, node)}) x q"
+
+
+def row_mean_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's ``ln_x.mean`` at every query of its grid: d_model times EncoderLayer's row_mean."""
+    binders, on_x, query = _premises(variant)
+    st = (
+        f"{binders},\n{on_x}  (0 < d_model P)%nat -> {_PAD} ->\n  {query} ->\n"
+        f"  {_eval(variant, program_name(variant) + '_ln_x_mean')} = (d_model P)%:R * row_mean P X i"
+    )
+    return [(f"{program_name(variant)}_ln_x_mean_spec", st)]
+
+
+def row_stats_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's centred value (proj.x minus ln_x.mean.per_d) and variance (ln_x.meansq.per_d minus the
+    square of ln_x.mean.per_d) at every query of their grid: EncoderLayer's X i j - row_mean and
+    row_var, d_model read from the header."""
+    binders, on_x, query = _premises(variant, header=True)
+    gc = nat_term(_block(variant, QUERY_GRID).cols)
+    pre = program_name(variant)
+    per_d = f"{pre}_ln_x_mean_per_d"
+    centred = node_by_term(variant, "(Map2 PSub {a} {b})", a=f"{pre}_proj_x", b=per_d)
+    square = node_by_term(variant, "(Map1 PSquare {a})", a=per_d)
+    var = node_by_term(variant, "(Map2 PSub {a} {b})", a=f"{pre}_ln_x_meansq_per_d", b=square)
+    return [
+        (
+            f"{pre}_ln_x_centered_spec",
+            f"{binders} (j : 'I_D),\n{on_x}  (0 < d_model P)%nat -> {_PAD} ->\n  {query} -> (q %% {gc})%nat = j ->\n"
+            f"  {_eval(variant, centred)} = X i j - row_mean P X i",
+        ),
+        (
+            f"{pre}_ln_x_var_spec",
+            f"{binders},\n{on_x}  (0 < d_model P)%nat -> (d_model P <= D)%nat -> {_PAD} ->\n  {query} ->\n"
+            f"  {_eval(variant, var)} = row_var P X i",
+        ),
+    ]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A hand-written theory about U's nodes: the theories it requires and its theorems' names and
+    statements per variant (generated from U's layout and export)."""
+
+    theory: str
+    requires: tuple[str, ...]
+    theorems: Callable[[str], list[tuple[str, str]]]
+    claim: str
+
+    def statements(self) -> list[tuple[str, str]]:
+        return [t for v in VARIANTS for t in self.theorems(v)]
+
+    @property
+    def theorem_names(self) -> list[str]:
+        return [name for name, _ in self.statements()]
+
+
+ROW_MEAN = Stage(
+    "UniversalRowMean",
+    (),
+    row_mean_theorems,
+    "U's node ln_x.mean == d_model * EncoderLayer.row_mean",
+)
+ROW_STATS = Stage(
+    "UniversalRowStats",
+    ("UniversalRowMean",),
+    row_stats_theorems,
+    "U's LayerNorm-1 centred value == X i j - row_mean and its variance == row_var",
+)
+STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS)
+
+
+def theorem_name(variant: str) -> str:
+    """The row-mean theorem of ``variant``: ``U_<variant>_ln_x_mean_spec``."""
+    return f"{program_name(variant)}_ln_x_mean_spec"
+
+
+def statement(variant: str) -> str:
+    """The row-mean theorem's statement for ``variant`` (see :func:`row_mean_theorems`)."""
+    return row_mean_theorems(variant)[0][1]
 
 
 _PREAMBLE = (
@@ -90,18 +191,19 @@ _PREAMBLE = (
 )
 
 
-def statement_text() -> str:
-    """``UniversalRowMeanStatement.v``: each theorem's statement as a ``Prop`` definition."""
-    defs = "\n".join(f"Definition {theorem_name(v)}_statement : Prop :=\n{statement(v)}.\n" for v in VARIANTS)
+def statement_text(stage: Stage = ROW_MEAN) -> str:
+    """``<Theory>Statement.v``: each theorem's statement as a ``Prop`` definition."""
+    defs = "\n".join(f"Definition {name}_statement : Prop :=\n{st}.\n" for name, st in stage.statements())
     return "(* Generated by attnsim.simulator.kernel_stages from U's layout. *)\n" + _PREAMBLE + "\n" + defs
 
 
-def files(programs: Mapping[str, CoqProgram] | None = None) -> list[B.CoqFile]:
-    """The build (see the module doc); ``programs`` (variant -> export) replaces U's own exports."""
+def files(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_MEAN) -> list[B.CoqFile]:
+    """The build of ``stage`` (see the module doc); ``programs`` (variant -> export) replaces U's own."""
     src = coq_sources()
     given = programs or {}
-    libs = [library_name(v) for v in VARIANTS]
-    stmt = f"{THEORY}Statement"
+    libs = tuple(library_name(v) for v in VARIANTS)
+    stmt = f"{stage.theory}Statement"
+    base = ("Semantics", "Lemmas", "UniversalLemmas", "EncoderLayer", *libs)
     out = [
         B.CoqFile("Semantics", (src / "Semantics.v").read_text()),
         B.CoqFile("Lemmas", (src / "Lemmas.v").read_text(), ("Semantics",)),
@@ -110,18 +212,18 @@ def files(programs: Mapping[str, CoqProgram] | None = None) -> list[B.CoqFile]:
     ]
     for v in VARIANTS:
         out.append(B.CoqFile(library_name(v), module_text([given.get(v) or export_universal(v)]), ("Semantics",)))
-    names = [theorem_name(v) for v in VARIANTS]
-    gate = G.gate_text(_PREAMBLE + f"From Attnsim Require Import {stmt}.\n", THEORY, names)
-    theory_needs = ("Semantics", "Lemmas", "UniversalLemmas", "EncoderLayer", *libs)
+    for req in stage.requires:
+        out.append(B.CoqFile(req, (src / f"{req}.v").read_text(), base))
+    gate = G.gate_text(_PREAMBLE + f"From Attnsim Require Import {stmt}.\n", stage.theory, stage.theorem_names)
     out += [
-        B.CoqFile(stmt, statement_text(), ("Semantics", "EncoderLayer", *libs)),
-        B.CoqFile(THEORY, (src / f"{THEORY}.v").read_text(), theory_needs),
-        B.CoqFile(f"{THEORY}Gate", gate, ("Semantics", "EncoderLayer", *libs, stmt, THEORY)),
+        B.CoqFile(stmt, statement_text(stage), ("Semantics", "EncoderLayer", *libs)),
+        B.CoqFile(stage.theory, (src / f"{stage.theory}.v").read_text(), (*base, *stage.requires)),
+        B.CoqFile(f"{stage.theory}Gate", gate, ("Semantics", "EncoderLayer", *libs, stmt, stage.theory)),
     ]
     return out
 
 
-def source_problems() -> list[str]:
+def source_problems(stage: Stage = ROW_MEAN) -> list[str]:
     """A changed ``Semantics.v`` (its digest is pinned) or a forbidden command in a hand-written file."""
     src = coq_sources()
     out = []
@@ -129,25 +231,28 @@ def source_problems() -> list[str]:
     if sem != SEMANTICS_SHA256:
         pinned = SEMANTICS_SHA256[:12]
         out.append(f"Semantics.v is not the reviewed semantics (SHA-256 {sem[:12]}..., pinned {pinned}...)")
-    for name in (*HAND_WRITTEN[1:], THEORY):
+    for name in (*HAND_WRITTEN[1:], *stage.requires, stage.theory):
         found = sorted({m.group(0) for m in FORBIDDEN.finditer((src / f"{name}.v").read_text())})
         if found:
             out.append(f"{name}.v uses {', '.join(found)} (code, files or a kernel check turned off: refused)")
     return out
 
 
-def check(programs: Mapping[str, CoqProgram] | None = None) -> Callable[[float], Outcome]:
-    """The obligation's check: U's exports (or ``programs``) against ``UniversalRowMean.v``."""
+def check(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_MEAN) -> Callable[[float], Outcome]:
+    """The obligation's check: U's exports (or ``programs``) against the stage's theory."""
 
     def run(timeout: float) -> Outcome:
         _ = timeout  # coqc and coqchk run on their own CPU budget (COQ_BUDGET)
         tools = B.CoqTools.find()
         if tools is None:
             return Outcome.unknown("not run (coqc not installed)")
-        problems = source_problems()
+        problems = source_problems(stage)
         if problems:
             return Outcome.bad("; ".join(problems))
-        fs = files(programs)
+        try:
+            fs = files(programs, stage)
+        except ValueError as exc:  # a node or block the statement names is not in U
+            return Outcome.bad(f"{stage.theory}: {exc}")
         built = B.build(fs, tools, COQ_BUDGET)
         failed = built.failed
         if failed is not None:
@@ -166,8 +271,8 @@ def check(programs: Mapping[str, CoqProgram] | None = None) -> Callable[[float],
             return Outcome.bad(f"assumptions in our own Coq files: {', '.join(own)}")
         if checked.unsafe:
             return Outcome.bad(f"coqchk reports unsafe definitions: {', '.join(checked.unsafe)}")
-        names = [theorem_name(v) for v in VARIANTS]
-        texts = G.split_gate_output(built.result(f"{THEORY}Gate").output, names)
+        names = stage.theorem_names
+        texts = G.split_gate_output(built.result(f"{stage.theory}Gate").output, names)
         missing = G.Assumptions("", (), ("Print Assumptions printed nothing between its markers",))
         found = [
             G.resolve(t, G.parse_assumptions(texts[t]), checked.axioms) if t in texts else replace(missing, theorem=t)
@@ -179,9 +284,9 @@ def check(programs: Mapping[str, CoqProgram] | None = None) -> Callable[[float],
         per = "; ".join(f"{a.theorem}: {', '.join(a.full) or 'none (closed under the global context)'}" for a in found)
         every = tuple(sorted({f for a in found for f in a.full}))
         detail = (
-            f"Coq accepts {THEORY}.v, statements as generated from U's layout, coqchk re-checks it: U's node "
-            f"ln_x.mean == d_model * EncoderLayer.row_mean (one stage of Theorem 6, not the whole layer), "
-            f"both variants, every capacity; assumptions by full path: {per}"
+            f"Coq accepts {stage.theory}.v, statements as generated from U's layout, coqchk re-checks it: "
+            f"{stage.claim} (one stage of Theorem 6, not the whole layer), both variants, every capacity; "
+            f"assumptions by full path: {per}"
         )
         return Outcome(True, detail, kernel=KernelFacts(tuple(names), every, False))
 
@@ -189,24 +294,31 @@ def check(programs: Mapping[str, CoqProgram] | None = None) -> Callable[[float],
 
 
 def universal_kernel_obligations() -> Iterable[Obligation]:
-    """``simulator-stages/kernel/UniversalRowMean``: U's row sum against the Coq layer, every capacity."""
-    yield Obligation(
-        f"{CONSTRUCTION}/kernel/{THEORY}",
-        CONSTRUCTION,
-        PAPER_REF,
-        "kernel",
-        check(),
-        statement="U's ln_x.mean (both variants) == d_model * row_mean of coq/EncoderLayer.v at every query of "
-        "its grid, for every capacity N, D, H, K, F and every input zero beyond d_model columns (one stage)",
-        tools=("coqc",),
-    )
+    """``simulator-stages/kernel/<Theory>``: each proved stage of U against the Coq layer, every capacity."""
+    for stage in STAGES:
+        yield Obligation(
+            f"{CONSTRUCTION}/kernel/{stage.theory}",
+            CONSTRUCTION,
+            PAPER_REF,
+            "kernel",
+            check(stage=stage),
+            statement=f"{stage.claim} (coq/EncoderLayer.v) at every query of its grid, for every capacity "
+            "N, D, H, K, F and every input zero beyond d_model columns (one stage)",
+            tools=("coqc",),
+        )
 
 
 __all__ = [
     "CONSTRUCTION",
-    "THEORY",
+    "ROW_MEAN",
+    "ROW_STATS",
+    "STAGES",
+    "Stage",
     "check",
     "files",
+    "node_by_term",
+    "row_mean_theorems",
+    "row_stats_theorems",
     "source_problems",
     "statement",
     "statement_text",

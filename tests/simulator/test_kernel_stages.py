@@ -1,6 +1,7 @@
-"""Theorem 6 in the kernel, first stage: U's ln_x.mean node == d_model * EncoderLayer's row_mean,
-every capacity, both variants, through the kernel gate; a mutated node, a mutated exporter and a
-statement from another layout are each refused; the obligation does not claim Theorem 6."""
+"""Theorem 6 in the kernel, stage by stage: U's ln_x.mean node == d_model * EncoderLayer's row_mean,
+and LayerNorm 1's centred value and variance == X i j - row_mean and row_var, every capacity, both
+variants, through the kernel gate; a mutated node, a mutated exporter and a statement from another
+layout are each refused; no obligation claims Theorem 6."""
 
 from __future__ import annotations
 
@@ -36,10 +37,25 @@ def test_the_statement_is_read_from_us_layout() -> None:
     assert "Definition U_compact_ln_x_mean (N D H K F : Z) : sop" in KE.export_universal("compact").text
 
 
-def test_the_obligation_is_one_stage_not_theorem_6() -> None:
-    (ob,) = UK.universal_kernel_obligations()
-    assert ob.method == "kernel" and ob.construction == "simulator-stages" and ob.tools == ("coqc",)
-    assert "one stage" in ob.statement
+def test_the_obligations_are_stages_not_theorem_6() -> None:
+    obs = list(UK.universal_kernel_obligations())
+    assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in ("UniversalRowMean", "UniversalRowStats")]
+    for ob in obs:
+        assert ob.method == "kernel" and ob.construction == "simulator-stages" and ob.tools == ("coqc",)
+        assert "one stage" in ob.statement
+
+
+def test_the_stats_statements_name_us_nodes_by_their_terms() -> None:
+    """The centred value and the variance are unlabelled nodes: found by their terms, d read from
+    the header's d (token N D + 1 in U's layout)."""
+    (_, centred), (_, var) = UK.row_stats_theorems("compact")
+    assert "(U_compact_n51 (Z.of_nat N)" in centred and "= X i j - row_mean P X i" in centred
+    assert "(U_compact_n60 (Z.of_nat N)" in var and "= row_var P X i" in var
+    assert "nth 0 x ((N * D)%nat + 1)%nat = (d_model P)%:R" in var
+    text = KE.export_universal("compact").text
+    assert "Definition U_compact_n51 (N D H K F : Z) : sop :=\n  (Map2 PSub (U_compact_proj_x N D H K F)" in text
+    with pytest.raises(ValueError, match="has 0 nodes"):
+        UK.node_by_term("compact", "(Map2 PAdd {a} {b})", a="U_compact_proj_x", b="U_compact_ln_x_mean_per_d")
 
 
 @needs_coq
@@ -71,7 +87,25 @@ def test_an_exporter_scaling_by_another_constant_is_refused() -> None:
 def test_a_statement_from_another_layout_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """The gate types the theorem by the generated statement: X placed one token later (as a layout
     with a changed offset would generate) does not type-check against the proof."""
-    real = UK.statement
-    monkeypatch.setattr(UK, "statement", lambda v: real(v).replace("encodes x 0 1 N D", "encodes x 1 1 N D"))
+    real = UK._block
+    moved = lambda v, name: replace(real(v, name), offset=real(v, name).offset + 1) if name == "X" else real(v, name)
+    monkeypatch.setattr(UK, "_block", moved)
+    assert "encodes x 1 1 N D" in UK.statement("compact")
     out = UK.check()(0.0)
     assert out.ok is False and "not their generated statements" in out.detail, out.detail
+
+
+@needs_coq
+def test_layer_norm_1s_centred_value_and_variance_are_the_layers() -> None:
+    out = UK.check(stage=UK.ROW_STATS)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.registered is False
+    assert len(out.kernel.theorems) == 4
+
+
+@needs_coq
+def test_d_read_from_the_header_s_pointer_is_refused() -> None:
+    """d gathered from the header's next token (ptr, not d): the variance proof no longer goes through."""
+    bad = _mutate("shallow", "d_source", "(1)%Z) (0)%Z)", "(2)%Z) (0)%Z)")
+    out = UK.check(bad, UK.ROW_STATS)(0.0)
+    assert out.ok is False and "UniversalRowStats.v: Coq rejects it" in out.detail, out.detail
