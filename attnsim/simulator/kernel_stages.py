@@ -9,7 +9,10 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
 * :data:`ROW_MEAN` (``coq/UniversalRowMean.v``): node ``ln_x.mean`` at every query of its grid is
   ``d_model`` times EncoderLayer's ``row_mean`` of the query's token row;
 * :data:`ROW_STATS` (``coq/UniversalRowStats.v``): LayerNorm 1's centred value and variance are
-  EncoderLayer's ``X i j - row_mean P X i`` and ``row_var P X i``.
+  EncoderLayer's ``X i j - row_mean P X i`` and ``row_var P X i``;
+* :data:`LAYER_NORM1` (``coq/UniversalLayerNorm1.v``): LayerNorm 1's value is EncoderLayer's
+  ``norm1 sqrtf P n X i j`` for rows i < n and columns j < d_model (eps, norm1's weight and bias
+  read where U's layout puts them; the offsets are generated definitions).
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -44,7 +47,7 @@ from attnsim.proofs.obligation import KernelFacts, Obligation, Outcome
 from attnsim.rasp.layout import Block
 from attnsim.simulator.kernel_export import SIZES, export_universal, library_name, program_name
 from attnsim.simulator.program import VARIANTS
-from attnsim.simulator.record import HEADER
+from attnsim.simulator.record import GATES, HEADER, RECORD
 from attnsim.simulator.universal import UniversalSimulator
 
 HAND_WRITTEN = ("Semantics", "Lemmas", "EncoderLayer", "UniversalLemmas")
@@ -68,9 +71,15 @@ def _call(variant: str, node: str) -> str:
 
 def node_by_term(variant: str, term: str, **nodes: str) -> str:
     """The name of the one exported node of ``variant`` whose term is ``term``, each ``{ref}`` in it
-    the node ``nodes[ref]`` read over the sizes: how a statement names a node U did not label."""
-    body = term.format(**{k: f"({v} {_SIZES})" for k, v in nodes.items()})
-    pattern = rf"^Definition (\S+) \({_SIZES} : Z\) : sop :=\n  {re.escape(body)}\.$"
+    the node ``nodes[ref]`` read over the sizes (``"*"``: any node): how a statement names a node
+    U did not label."""
+    marks = {k: f"\0{k}\0" if v == "*" else f"({v} {_SIZES})" for k, v in nodes.items()}
+    body = term.format(**marks)
+    pattern = re.escape(body)
+    for k, v in nodes.items():
+        if v == "*":  # any node
+            pattern = pattern.replace(re.escape(marks[k]), rf"\(\S+ {_SIZES}\)")
+    pattern = rf"^Definition (\S+) \({_SIZES} : Z\) : sop :=\n  {pattern}\.$"
     found = re.findall(pattern, export_universal(variant).text, re.M)
     if len(found) != 1:
         raise ValueError(f"{variant} U has {len(found)} nodes {body}, not one")
@@ -139,6 +148,59 @@ def row_stats_theorems(variant: str) -> list[tuple[str, str]]:
     ]
 
 
+# the record's operands the LayerNorm-1 statement reads, as fields of EncoderLayer.v's params
+_NORM1 = {"g1": ("norm1_weight", "norm1_w"), "be1": ("norm1_bias", "norm1_b")}
+
+
+def _offset_name(variant: str, block: str) -> str:
+    return f"{program_name(variant)}_{block}_offset"
+
+
+def layer_norm1_definitions(variant: str) -> list[str]:
+    """The offsets of the gates, g1 and be1 blocks in U's layout, as Coq definitions over the sizes."""
+    return [
+        f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
+        for b in ("gates", *_NORM1)
+    ]
+
+
+def layer_norm1_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's LayerNorm-1 value (the centred value times 1 / sqrt(variance + eps), times g1, plus be1)
+    at every query of its grid, row i < n and column j < d_model: EncoderLayer's ``norm1 sqrtf P n X
+    i j``; eps, norm1's weight and bias read where U's layout and input map put them."""
+    operands = {name: src.operand for name, _, src in RECORD}
+    for block, (operand, _) in _NORM1.items():
+        if operands.get(block) != operand:
+            raise ValueError(f"U's record block {block} holds {operands.get(block)!r}, not {operand}")
+    binders, on_x, query = _premises(variant, header=True)
+    gc = nat_term(_block(variant, QUERY_GRID).cols)
+    pre = program_name(variant)
+    per_d = f"{pre}_ln_x_mean_per_d"
+    centred = node_by_term(variant, "(Map2 PSub {a} {b})", a=f"{pre}_proj_x", b=per_d)
+    square = node_by_term(variant, "(Map1 PSquare {a})", a=per_d)
+    var = node_by_term(variant, "(Map2 PSub {a} {b})", a=f"{pre}_ln_x_meansq_per_d", b=square)
+    plus_eps = node_by_term(variant, "(Map2 PAdd {a} {b})", a=var, b=f"{pre}_eps")
+    root = node_by_term(variant, "(Map1 PSqrt {a})", a=plus_eps)
+    rstd = node_by_term(variant, "(Map1 PReciprocal {a})", a=root)
+    scaled = node_by_term(variant, "(Map2 PMul {a} {b})", a=centred, b=rstd)
+    weighted = node_by_term(variant, "(Map2 PMul {a} {b})", a=scaled, b="*")
+    value = node_by_term(variant, "(Map2 PAdd {a} {b})", a=weighted, b="*")
+    blocks = "".join(
+        f"  encodes x ({_offset_name(variant, b)} {_SIZES}) {nat_term(_block(variant, b).stack)} "
+        f"{nat_term(_block(variant, b).rows)} {nat_term(_block(variant, b).cols)} (fun _ => {field} P) ->\n"
+        for b, (_, field) in _NORM1.items()
+    )
+    eps_at = f"({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('eps')})%nat"
+    return [
+        (
+            f"{pre}_ln1_spec",
+            f"{binders} (j : 'I_D) (n : nat),\n{on_x}  nth 0 x {eps_at} = eps P ->\n{blocks}"
+            f"  (0 < d_model P)%nat -> (d_model P <= D)%nat -> {_PAD} ->\n  {query} -> (q %% {gc})%nat = j ->\n"
+            f"  (i < n)%nat -> (j < d_model P)%nat ->\n  {_eval(variant, value)} = norm1 sqrtf P n X i j",
+        )
+    ]
+
+
 @dataclass(frozen=True)
 class Stage:
     """A hand-written theory about U's nodes: the theories it requires and its theorems' names and
@@ -148,6 +210,7 @@ class Stage:
     requires: tuple[str, ...]
     theorems: Callable[[str], list[tuple[str, str]]]
     claim: str
+    definitions: Callable[[str], list[str]] = lambda variant: []
 
     def statements(self) -> list[tuple[str, str]]:
         return [t for v in VARIANTS for t in self.theorems(v)]
@@ -169,7 +232,14 @@ ROW_STATS = Stage(
     row_stats_theorems,
     "U's LayerNorm-1 centred value == X i j - row_mean and its variance == row_var",
 )
-STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS)
+LAYER_NORM1 = Stage(
+    "UniversalLayerNorm1",
+    ("UniversalRowMean", "UniversalRowStats"),
+    layer_norm1_theorems,
+    "U's LayerNorm-1 value == EncoderLayer's norm1 sqrtf P n X i j (i < n, j < d_model)",
+    layer_norm1_definitions,
+)
+STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1)
 
 
 def theorem_name(variant: str) -> str:
@@ -193,7 +263,8 @@ _PREAMBLE = (
 
 def statement_text(stage: Stage = ROW_MEAN) -> str:
     """``<Theory>Statement.v``: each theorem's statement as a ``Prop`` definition."""
-    defs = "\n".join(f"Definition {name}_statement : Prop :=\n{st}.\n" for name, st in stage.statements())
+    offsets = "".join(d + "\n" for v in VARIANTS for d in stage.definitions(v))
+    defs = offsets + "\n".join(f"Definition {name}_statement : Prop :=\n{st}.\n" for name, st in stage.statements())
     return "(* Generated by attnsim.simulator.kernel_stages from U's layout. *)\n" + _PREAMBLE + "\n" + defs
 
 
@@ -212,12 +283,14 @@ def files(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_M
     ]
     for v in VARIANTS:
         out.append(B.CoqFile(library_name(v), module_text([given.get(v) or export_universal(v)]), ("Semantics",)))
-    for req in stage.requires:
-        out.append(B.CoqFile(req, (src / f"{req}.v").read_text(), base))
+    done: list[str] = []
+    for req in stage.requires:  # in order: each may require the ones before it
+        out.append(B.CoqFile(req, (src / f"{req}.v").read_text(), (*base, *done)))
+        done.append(req)
     gate = G.gate_text(_PREAMBLE + f"From Attnsim Require Import {stmt}.\n", stage.theory, stage.theorem_names)
     out += [
         B.CoqFile(stmt, statement_text(stage), ("Semantics", "EncoderLayer", *libs)),
-        B.CoqFile(stage.theory, (src / f"{stage.theory}.v").read_text(), (*base, *stage.requires)),
+        B.CoqFile(stage.theory, (src / f"{stage.theory}.v").read_text(), (*base, *stage.requires, stmt)),
         B.CoqFile(f"{stage.theory}Gate", gate, ("Semantics", "EncoderLayer", *libs, stmt, stage.theory)),
     ]
     return out
@@ -310,12 +383,15 @@ def universal_kernel_obligations() -> Iterable[Obligation]:
 
 __all__ = [
     "CONSTRUCTION",
+    "LAYER_NORM1",
     "ROW_MEAN",
     "ROW_STATS",
     "STAGES",
     "Stage",
     "check",
     "files",
+    "layer_norm1_definitions",
+    "layer_norm1_theorems",
     "node_by_term",
     "row_mean_theorems",
     "row_stats_theorems",

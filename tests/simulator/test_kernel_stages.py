@@ -1,7 +1,7 @@
 """Theorem 6 in the kernel, stage by stage: U's ln_x.mean node == d_model * EncoderLayer's row_mean,
-and LayerNorm 1's centred value and variance == X i j - row_mean and row_var, every capacity, both
-variants, through the kernel gate; a mutated node, a mutated exporter and a statement from another
-layout are each refused; no obligation claims Theorem 6."""
+LayerNorm 1's centred value and variance == X i j - row_mean and row_var, LayerNorm 1's value ==
+norm1, every capacity, both variants, through the kernel gate; a mutated node, a mutated exporter,
+a wrong eps and a statement from another layout are each refused; no obligation claims Theorem 6."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def test_the_statement_is_read_from_us_layout() -> None:
 
 def test_the_obligations_are_stages_not_theorem_6() -> None:
     obs = list(UK.universal_kernel_obligations())
-    assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in ("UniversalRowMean", "UniversalRowStats")]
+    stages = ("UniversalRowMean", "UniversalRowStats", "UniversalLayerNorm1")
+    assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
         assert ob.method == "kernel" and ob.construction == "simulator-stages" and ob.tools == ("coqc",)
         assert "one stage" in ob.statement
@@ -109,3 +110,28 @@ def test_d_read_from_the_header_s_pointer_is_refused() -> None:
     bad = _mutate("shallow", "d_source", "(1)%Z) (0)%Z)", "(2)%Z) (0)%Z)")
     out = UK.check(bad, UK.ROW_STATS)(0.0)
     assert out.ok is False and "UniversalRowStats.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_layer_norm_1_is_the_layers_norm1() -> None:
+    out = UK.check(stage=UK.LAYER_NORM1)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.registered is False
+    assert set(out.kernel.theorems) == {"U_compact_ln1_spec", "U_shallow_ln1_spec"}
+
+
+def test_the_layer_norm_1_statement_reads_eps_and_norm1_where_us_layout_puts_them() -> None:
+    (_, st), = UK.layer_norm1_theorems("compact")
+    assert "nth 0 x (U_compact_gates_offset N D H K F + 7)%nat = eps P" in st
+    assert "encodes x (U_compact_g1_offset N D H K F) 1 1 D (fun _ => norm1_w P)" in st
+    assert "(U_compact_n75 (Z.of_nat N)" in st and st.endswith("= norm1 sqrtf P n X i j")
+    defs = UK.layer_norm1_definitions("shallow")
+    assert defs[0].startswith("Definition U_shallow_gates_offset (N D H K F : nat) : nat :=")
+
+
+@needs_coq
+def test_a_wrong_layer_norm_eps_is_refused() -> None:
+    """eps gathered from the gate before it (scale): the LayerNorm-1 proof no longer goes through."""
+    bad = _mutate("compact", "eps_source", "(7)%Z) (0)%Z)", "(6)%Z) (0)%Z)")
+    out = UK.check(bad, UK.LAYER_NORM1)(0.0)
+    assert out.ok is False and "UniversalLayerNorm1.v: Coq rejects it" in out.detail, out.detail
