@@ -4,7 +4,7 @@ Coq encoder layer (``coq/EncoderLayer.v``) for every capacity.
 Each :class:`Stage` is a hand-written theory with its theorems' statements generated here from U's
 layout (where X and the header's d sit, the query grid) and U's export (a node U did not label is
 named by its term, :func:`node_by_term`).  Proved so far, for every capacity N, D, H, K, F, every
-layer (``params``) and every input X zero beyond ``d_model`` columns, both variants:
+layer (``params``) and every input X zero beyond ``d_model`` columns, both variants unless said:
 
 * :data:`ROW_MEAN` (``coq/UniversalRowMean.v``): node ``ln_x.mean`` at every query of its grid is
   ``d_model`` times EncoderLayer's ``row_mean`` of the query's token row;
@@ -12,7 +12,10 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   EncoderLayer's ``X i j - row_mean P X i`` and ``row_var P X i``;
 * :data:`LAYER_NORM1` (``coq/UniversalLayerNorm1.v``): LayerNorm 1's value is EncoderLayer's
   ``norm1 sqrtf P n X i j`` for rows i < n and columns j < d_model (eps, norm1's weight and bias
-  read where U's layout puts them; the offsets are generated definitions).
+  read where U's layout puts them; the offsets are generated definitions);
+* :data:`Q_PROJ` (``coq/UniversalQProj.v``, compact U: the shallow variant has no Q node): node
+  ``Q.biased`` is EncoderLayer's ``proj P n (Wq P) (bq P) Z t i c``, Z = norm1 X when pre-norm,
+  else X.
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from attnsim.lemmas.kernel import COQ_BUDGET, FORBIDDEN, SEMANTICS_SHA256, coq_sources, first_error
@@ -185,20 +188,71 @@ def layer_norm1_theorems(variant: str) -> list[tuple[str, str]]:
     scaled = node_by_term(variant, "(Map2 PMul {a} {b})", a=centred, b=rstd)
     weighted = node_by_term(variant, "(Map2 PMul {a} {b})", a=scaled, b="*")
     value = node_by_term(variant, "(Map2 PAdd {a} {b})", a=weighted, b="*")
+    return [
+        (
+            f"{pre}_ln1_spec",
+            f"{binders} (j : 'I_D) (n : nat),\n{on_x}{_norm1_premises(variant)}"
+            f"  (0 < d_model P)%nat -> (d_model P <= D)%nat -> {_PAD} ->\n  {query} -> (q %% {gc})%nat = j ->\n"
+            f"  (i < n)%nat -> (j < d_model P)%nat ->\n  {_eval(variant, value)} = norm1 sqrtf P n X i j",
+        )
+    ]
+
+
+def _norm1_premises(variant: str) -> str:
+    """eps, norm1's weight and bias where U's layout puts them (the LayerNorm-1 stage's premises)."""
     blocks = "".join(
         f"  encodes x ({_offset_name(variant, b)} {_SIZES}) {nat_term(_block(variant, b).stack)} "
         f"{nat_term(_block(variant, b).rows)} {nat_term(_block(variant, b).cols)} (fun _ => {field} P) ->\n"
         for b, (_, field) in _NORM1.items()
     )
-    eps_at = f"({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('eps')})%nat"
+    return f"  nth 0 x ({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('eps')})%nat = eps P ->\n{blocks}"
+
+
+_QKV = ((("t", "3"), ("h", "H"), ("l", "D"), ("c", "K")), (("t", "3"), ("h", "H"), ("c", "K")))
+
+
+def q_proj_definitions(variant: str) -> list[str]:
+    """The offsets of the wqkv and bqkv blocks (compact U: the shallow variant has no Q node)."""
+    if variant != "compact":
+        return []
     return [
-        (
-            f"{pre}_ln1_spec",
-            f"{binders} (j : 'I_D) (n : nat),\n{on_x}  nth 0 x {eps_at} = eps P ->\n{blocks}"
-            f"  (0 < d_model P)%nat -> (d_model P <= D)%nat -> {_PAD} ->\n  {query} -> (q %% {gc})%nat = j ->\n"
-            f"  (i < n)%nat -> (j < d_model P)%nat ->\n  {_eval(variant, value)} = norm1 sqrtf P n X i j",
-        )
+        f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
+        for b in ("wqkv", "bqkv")
     ]
+
+
+def q_proj_theorems(variant: str) -> list[tuple[str, str]]:
+    """Compact U's ``Q.biased`` at every query of the scores grid (head t, row i, column c): the
+    Q projection of EncoderLayer's self-attention input (norm1 X when pre-norm, else X), t's
+    weight the first H matrices of the wqkv block, its bias the first row block of bqkv."""
+    if variant != "compact":
+        return []
+    axes = {name: (ax, src.operand) for name, ax, src in RECORD}
+    want = {"wqkv": (_QKV[0], "in_proj_weight"), "bqkv": (_QKV[1], "in_proj_bias")}
+    for b, expected in want.items():
+        if axes.get(b) != expected:
+            raise ValueError(f"U's record block {b} is {axes.get(b)}, not {expected}")
+    binders, on_x, _ = _premises(variant, header=True)
+    grid = _block(variant, "scores.products")
+    proj = _block(variant, QUERY_GRID)
+    gs, gr, gc = nat_term(grid.stack), nat_term(grid.rows), nat_term(grid.cols)
+    pre = program_name(variant)
+    wqkv, bqkv = _offset_name(variant, "wqkv"), _offset_name(variant, "bqkv")
+    z = "(if norm P is PreNorm then norm1 sqrtf P n X else X)"
+    st = (
+        f"{binders} (t : 'I_H) (c : 'I_K) (n : nat),\n{on_x}{_norm1_premises(variant)}"
+        f"  nth 0 x ({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('pre')})%nat"
+        " = (if norm P is PreNorm then 1 else 0) ->\n"
+        f"  encodes x ({wqkv} {_SIZES}) H D K (Wq P) ->\n"
+        f"  encodes x ({bqkv} {_SIZES}) 1 H K (fun _ => \\matrix_(t, c) bq P t 0 c) ->\n"
+        f"  (({nat_term(proj.stack)} * {nat_term(proj.rows)} * {nat_term(proj.cols)})%nat <= size x)%nat ->\n"
+        "  (forall (t : 'I_H) (j : 'I_D) (c : 'I_K), (d_model P <= j)%nat -> Wq P t j c = 0) ->\n"
+        f"  (0 < d_model P)%nat -> (d_model P <= D)%nat -> {_PAD} ->\n"
+        f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr} %/ N)%nat = t -> "
+        f"(q %/ {gc} %/ {gr} %% N)%nat = i ->\n  (q %% {gc})%nat = c -> (i < n)%nat -> (c < d_head P)%nat ->\n"
+        f"  {_eval(variant, pre + '_Q_biased')} = proj P n (Wq P) (bq P) {z} t i c"
+    )
+    return [(f"{pre}_q_spec", st)]
 
 
 @dataclass(frozen=True)
@@ -207,7 +261,7 @@ class Stage:
     statements per variant (generated from U's layout and export)."""
 
     theory: str
-    requires: tuple[str, ...]
+    requires: tuple[Stage, ...]
     theorems: Callable[[str], list[tuple[str, str]]]
     claim: str
     definitions: Callable[[str], list[str]] = lambda variant: []
@@ -219,6 +273,18 @@ class Stage:
     def theorem_names(self) -> list[str]:
         return [name for name, _ in self.statements()]
 
+    @property
+    def variants(self) -> list[str]:
+        """The variants the stage states theorems about."""
+        return [v for v in VARIANTS if self.theorems(v)]
+
+    def closure(self) -> list[Stage]:
+        """The stages this one requires, directly or not, each after the ones it requires."""
+        out: list[Stage] = []
+        for r in self.requires:
+            out += [s for s in (*r.closure(), r) if s not in out]
+        return out
+
 
 ROW_MEAN = Stage(
     "UniversalRowMean",
@@ -228,18 +294,26 @@ ROW_MEAN = Stage(
 )
 ROW_STATS = Stage(
     "UniversalRowStats",
-    ("UniversalRowMean",),
+    (ROW_MEAN,),
     row_stats_theorems,
     "U's LayerNorm-1 centred value == X i j - row_mean and its variance == row_var",
 )
 LAYER_NORM1 = Stage(
     "UniversalLayerNorm1",
-    ("UniversalRowMean", "UniversalRowStats"),
+    (ROW_STATS,),
     layer_norm1_theorems,
     "U's LayerNorm-1 value == EncoderLayer's norm1 sqrtf P n X i j (i < n, j < d_model)",
     layer_norm1_definitions,
 )
-STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1)
+Q_PROJ = Stage(
+    "UniversalQProj",
+    (LAYER_NORM1,),
+    q_proj_theorems,
+    "compact U's Q projection (Q.biased) == EncoderLayer's proj P n (Wq P) (bq P) Z t i c, Z = norm1 X "
+    "when pre-norm, else X (i < n, c < d_head)",
+    q_proj_definitions,
+)
+STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1, Q_PROJ)
 
 
 def theorem_name(variant: str) -> str:
@@ -252,20 +326,24 @@ def statement(variant: str) -> str:
     return row_mean_theorems(variant)[0][1]
 
 
-_PREAMBLE = (
-    "From mathcomp Require Import all_ssreflect all_algebra.\n"
-    "From Coq Require Import ZArith.\n"
-    "From Attnsim Require Import Semantics EncoderLayer "
-    + " ".join(library_name(v) for v in VARIANTS)
-    + ".\nImport GRing.Theory Num.Theory.\nLocal Open Scope ring_scope.\n"
-)
+def _preamble(stages: Sequence[Stage]) -> str:
+    """The generated files' imports: the semantics, the layer, U's exports and the statements of ``stages``."""
+    libs = [library_name(v) for v in VARIANTS]
+    names = ["Semantics", "EncoderLayer", *libs, *(f"{s.theory}Statement" for s in stages)]
+    return (
+        "From mathcomp Require Import all_ssreflect all_algebra.\n"
+        "From Coq Require Import ZArith.\n"
+        f"From Attnsim Require Import {' '.join(names)}.\n"
+        "Import GRing.Theory Num.Theory.\nLocal Open Scope ring_scope.\n"
+    )
 
 
 def statement_text(stage: Stage = ROW_MEAN) -> str:
-    """``<Theory>Statement.v``: each theorem's statement as a ``Prop`` definition."""
+    """``<Theory>Statement.v``: the stage's definitions and each theorem's statement as a ``Prop``."""
     offsets = "".join(d + "\n" for v in VARIANTS for d in stage.definitions(v))
     defs = offsets + "\n".join(f"Definition {name}_statement : Prop :=\n{st}.\n" for name, st in stage.statements())
-    return "(* Generated by attnsim.simulator.kernel_stages from U's layout. *)\n" + _PREAMBLE + "\n" + defs
+    head = "(* Generated by attnsim.simulator.kernel_stages from U's layout. *)\n"
+    return head + _preamble(stage.closure()) + "\n" + defs
 
 
 def files(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_MEAN) -> list[B.CoqFile]:
@@ -273,7 +351,6 @@ def files(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_M
     src = coq_sources()
     given = programs or {}
     libs = tuple(library_name(v) for v in VARIANTS)
-    stmt = f"{stage.theory}Statement"
     base = ("Semantics", "Lemmas", "UniversalLemmas", "EncoderLayer", *libs)
     out = [
         B.CoqFile("Semantics", (src / "Semantics.v").read_text()),
@@ -283,16 +360,16 @@ def files(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_M
     ]
     for v in VARIANTS:
         out.append(B.CoqFile(library_name(v), module_text([given.get(v) or export_universal(v)]), ("Semantics",)))
-    done: list[str] = []
-    for req in stage.requires:  # in order: each may require the ones before it
-        out.append(B.CoqFile(req, (src / f"{req}.v").read_text(), (*base, *done)))
-        done.append(req)
-    gate = G.gate_text(_PREAMBLE + f"From Attnsim Require Import {stmt}.\n", stage.theory, stage.theorem_names)
-    out += [
-        B.CoqFile(stmt, statement_text(stage), ("Semantics", "EncoderLayer", *libs)),
-        B.CoqFile(stage.theory, (src / f"{stage.theory}.v").read_text(), (*base, *stage.requires, stmt)),
-        B.CoqFile(f"{stage.theory}Gate", gate, ("Semantics", "EncoderLayer", *libs, stmt, stage.theory)),
-    ]
+    done: list[str] = []  # the files of the stages built so far: each stage may require them
+    for s in (*stage.closure(), stage):
+        stmt = f"{s.theory}Statement"
+        stmts = tuple(f"{r.theory}Statement" for r in s.closure())
+        out.append(B.CoqFile(stmt, statement_text(s), ("Semantics", "EncoderLayer", *libs, *stmts)))
+        out.append(B.CoqFile(s.theory, (src / f"{s.theory}.v").read_text(), (*base, *done, stmt)))
+        done += [stmt, s.theory]
+    stmt = f"{stage.theory}Statement"
+    gate = G.gate_text(_preamble([*stage.closure(), stage]), stage.theory, stage.theorem_names)
+    out.append(B.CoqFile(f"{stage.theory}Gate", gate, ("Semantics", "EncoderLayer", *libs, *done)))
     return out
 
 
@@ -304,7 +381,7 @@ def source_problems(stage: Stage = ROW_MEAN) -> list[str]:
     if sem != SEMANTICS_SHA256:
         pinned = SEMANTICS_SHA256[:12]
         out.append(f"Semantics.v is not the reviewed semantics (SHA-256 {sem[:12]}..., pinned {pinned}...)")
-    for name in (*HAND_WRITTEN[1:], *stage.requires, stage.theory):
+    for name in (*HAND_WRITTEN[1:], *(s.theory for s in stage.closure()), stage.theory):
         found = sorted({m.group(0) for m in FORBIDDEN.finditer((src / f"{name}.v").read_text())})
         if found:
             out.append(f"{name}.v uses {', '.join(found)} (code, files or a kernel check turned off: refused)")
@@ -358,7 +435,8 @@ def check(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_M
         every = tuple(sorted({f for a in found for f in a.full}))
         detail = (
             f"Coq accepts {stage.theory}.v, statements as generated from U's layout, coqchk re-checks it: "
-            f"{stage.claim} (one stage of Theorem 6, not the whole layer), both variants, every capacity; "
+            f"{stage.claim} (one stage of Theorem 6, not the whole layer), {' and '.join(stage.variants)} U, "
+            "every capacity; "
             f"assumptions by full path: {per}"
         )
         return Outcome(True, detail, kernel=KernelFacts(tuple(names), every, False))

@@ -39,7 +39,7 @@ def test_the_statement_is_read_from_us_layout() -> None:
 
 def test_the_obligations_are_stages_not_theorem_6() -> None:
     obs = list(UK.universal_kernel_obligations())
-    stages = ("UniversalRowMean", "UniversalRowStats", "UniversalLayerNorm1")
+    stages = ("UniversalRowMean", "UniversalRowStats", "UniversalLayerNorm1", "UniversalQProj")
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
         assert ob.method == "kernel" and ob.construction == "simulator-stages" and ob.tools == ("coqc",)
@@ -135,3 +135,19 @@ def test_a_wrong_layer_norm_eps_is_refused() -> None:
     bad = _mutate("compact", "eps_source", "(7)%Z) (0)%Z)", "(6)%Z) (0)%Z)")
     out = UK.check(bad, UK.LAYER_NORM1)(0.0)
     assert out.ok is False and "UniversalLayerNorm1.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_compact_us_q_projection_is_the_layers() -> None:
+    out = UK.check(stage=UK.Q_PROJ)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.theorems == ("U_compact_q_spec",)
+
+
+@needs_coq
+def test_a_q_weight_read_transposed_is_refused() -> None:
+    """The Q weight gathered with its row and column strides swapped (W^T's layout): refused by Coq."""
+    row, col = ") D) (Z.modulo (Z.sub x0 (0)%Z) D)) K)", ") K) (Z.modulo (Z.sub x0 (0)%Z) D)) D)"
+    bad = _mutate("compact", "proj_w_source", row, col)
+    out = UK.check(bad, UK.Q_PROJ)(0.0)
+    assert out.ok is False and "UniversalQProj.v: Coq rejects it" in out.detail, out.detail
