@@ -15,7 +15,7 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   read where U's layout puts them; the offsets are generated definitions);
 * :data:`Q_PROJ` (``coq/UniversalQProj.v``, compact U: the shallow variant has no Q node): node
   ``Q.biased`` is EncoderLayer's ``proj P n (Wq P) (bq P) Z t i c``, Z = norm1 X when pre-norm,
-  else X.
+  else X; :data:`K_PROJ` (``coq/UniversalKProj.v``): the same for ``K.biased`` at the key token.
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -221,10 +221,12 @@ def q_proj_definitions(variant: str) -> list[str]:
     ]
 
 
-def q_proj_theorems(variant: str) -> list[tuple[str, str]]:
-    """Compact U's ``Q.biased`` at every query of the scores grid (head t, row i, column c): the
-    Q projection of EncoderLayer's self-attention input (norm1 X when pre-norm, else X), t's
-    weight the first H matrices of the wqkv block, its bias the first row block of bqkv."""
+def _qk_theorem(variant: str, part: str) -> list[tuple[str, str]]:
+    """Compact U's ``Q.biased`` (part "q") or ``K.biased`` (part "k") at every query of the scores
+    grid (head t, token i: the query's row for Q, the key's for K; column c): the projection of
+    EncoderLayer's self-attention input (norm1 X when pre-norm, else X); the part's weights the
+    matrices [p H, (p + 1) H) of the wqkv block (p = 0 for q, 1 for k), its bias row block p of
+    bqkv."""
     if variant != "compact":
         return []
     axes = {name: (ax, src.operand) for name, ax, src in RECORD}
@@ -238,21 +240,36 @@ def q_proj_theorems(variant: str) -> list[tuple[str, str]]:
     gs, gr, gc = nat_term(grid.stack), nat_term(grid.rows), nat_term(grid.cols)
     pre = program_name(variant)
     wqkv, bqkv = _offset_name(variant, "wqkv"), _offset_name(variant, "bqkv")
+    # the part's matrices in the stack (3, H) of D x K (weights), its row block of the 3 x H x K biases
+    w_at = f"({wqkv} {_SIZES})" if part == "q" else f"({wqkv} {_SIZES} + H * D * K)%nat"
+    b_at = f"({bqkv} {_SIZES})" if part == "q" else f"({bqkv} {_SIZES} + H * K)%nat"
+    token = f"(q %/ {gc} %/ {gr} %% N)%nat = i" if part == "q" else f"(q %/ {gc} %% N)%nat = i"
+    W, b, node = f"W{part}", f"b{part}", f"{pre}_{part.upper()}_biased"
     z = "(if norm P is PreNorm then norm1 sqrtf P n X else X)"
     st = (
         f"{binders} (t : 'I_H) (c : 'I_K) (n : nat),\n{on_x}{_norm1_premises(variant)}"
         f"  nth 0 x ({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('pre')})%nat"
         " = (if norm P is PreNorm then 1 else 0) ->\n"
-        f"  encodes x ({wqkv} {_SIZES}) H D K (Wq P) ->\n"
-        f"  encodes x ({bqkv} {_SIZES}) 1 H K (fun _ => \\matrix_(t, c) bq P t 0 c) ->\n"
+        f"  encodes x {w_at} H D K ({W} P) ->\n"
+        f"  encodes x {b_at} 1 H K (fun _ => \\matrix_(t, c) {b} P t 0 c) ->\n"
         f"  (({nat_term(proj.stack)} * {nat_term(proj.rows)} * {nat_term(proj.cols)})%nat <= size x)%nat ->\n"
-        "  (forall (t : 'I_H) (j : 'I_D) (c : 'I_K), (d_model P <= j)%nat -> Wq P t j c = 0) ->\n"
+        f"  (forall (t : 'I_H) (j : 'I_D) (c : 'I_K), (d_model P <= j)%nat -> {W} P t j c = 0) ->\n"
         f"  (0 < d_model P)%nat -> (d_model P <= D)%nat -> {_PAD} ->\n"
-        f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr} %/ N)%nat = t -> "
-        f"(q %/ {gc} %/ {gr} %% N)%nat = i ->\n  (q %% {gc})%nat = c -> (i < n)%nat -> (c < d_head P)%nat ->\n"
-        f"  {_eval(variant, pre + '_Q_biased')} = proj P n (Wq P) (bq P) {z} t i c"
+        f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr} %/ N)%nat = t -> {token} ->\n"
+        f"  (q %% {gc})%nat = c -> (i < n)%nat -> (c < d_head P)%nat ->\n"
+        f"  {_eval(variant, node)} = proj P n ({W} P) ({b} P) {z} t i c"
     )
-    return [(f"{pre}_q_spec", st)]
+    return [(f"{pre}_{part}_spec", st)]
+
+
+def q_proj_theorems(variant: str) -> list[tuple[str, str]]:
+    """Compact U's Q projection (see :func:`_qk_theorem`)."""
+    return _qk_theorem(variant, "q")
+
+
+def k_proj_theorems(variant: str) -> list[tuple[str, str]]:
+    """Compact U's K projection (see :func:`_qk_theorem`)."""
+    return _qk_theorem(variant, "k")
 
 
 @dataclass(frozen=True)
@@ -313,7 +330,14 @@ Q_PROJ = Stage(
     "when pre-norm, else X (i < n, c < d_head)",
     q_proj_definitions,
 )
-STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1, Q_PROJ)
+K_PROJ = Stage(
+    "UniversalKProj",
+    (Q_PROJ,),
+    k_proj_theorems,
+    "compact U's K projection (K.biased) == EncoderLayer's proj P n (Wk P) (bk P) Z t i c at key token i, "
+    "Z = norm1 X when pre-norm, else X (i < n, c < d_head)",
+)
+STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1, Q_PROJ, K_PROJ)
 
 
 def theorem_name(variant: str) -> str:
@@ -461,16 +485,21 @@ def universal_kernel_obligations() -> Iterable[Obligation]:
 
 __all__ = [
     "CONSTRUCTION",
+    "K_PROJ",
     "LAYER_NORM1",
+    "Q_PROJ",
     "ROW_MEAN",
     "ROW_STATS",
     "STAGES",
     "Stage",
     "check",
     "files",
+    "k_proj_theorems",
     "layer_norm1_definitions",
     "layer_norm1_theorems",
     "node_by_term",
+    "q_proj_definitions",
+    "q_proj_theorems",
     "row_mean_theorems",
     "row_stats_theorems",
     "source_problems",

@@ -39,7 +39,7 @@ def test_the_statement_is_read_from_us_layout() -> None:
 
 def test_the_obligations_are_stages_not_theorem_6() -> None:
     obs = list(UK.universal_kernel_obligations())
-    stages = ("UniversalRowMean", "UniversalRowStats", "UniversalLayerNorm1", "UniversalQProj")
+    stages = ("UniversalRowMean", "UniversalRowStats", "UniversalLayerNorm1", "UniversalQProj", "UniversalKProj")
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
         assert ob.method == "kernel" and ob.construction == "simulator-stages" and ob.tools == ("coqc",)
@@ -151,3 +151,18 @@ def test_a_q_weight_read_transposed_is_refused() -> None:
     bad = _mutate("compact", "proj_w_source", row, col)
     out = UK.check(bad, UK.Q_PROJ)(0.0)
     assert out.ok is False and "UniversalQProj.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_compact_us_k_projection_is_the_layers() -> None:
+    out = UK.check(stage=UK.K_PROJ)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.theorems == ("U_compact_k_spec",)
+
+
+@needs_coq
+def test_a_k_bias_read_from_the_q_row_is_refused() -> None:
+    """K's bias gathered from the bqkv row of Q (part 0 instead of 1): refused by Coq."""
+    bad = _mutate("compact", "K_bias_source", "(Z.add (Z.mul (1)%Z H)", "(Z.add (Z.mul (0)%Z H)")
+    out = UK.check(bad, UK.K_PROJ)(0.0)
+    assert out.ok is False and "UniversalKProj.v: Coq rejects it" in out.detail, out.detail
