@@ -9,16 +9,21 @@ row in ``paper_map.md`` (``attnsim audit`` checks both directions).
 
 from __future__ import annotations
 
-from attnsim.applications import obligations as applications
 from attnsim.compile import obligations as compiled
-from attnsim.lemmas import cofactor, coq_evaluator, det_inverse_obligations, faddeev, faddeev_steps, kernel
-from attnsim.lemmas import obligations as lemmas
-from attnsim.lemmas.input_domain import input_domain_obligations
-from attnsim.lemmas.maxmin import CONSTRUCTIONS as MAXMIN  # by name: the package re-exports the functions
-from attnsim.lemmas.maxmin import maxmin_obligations
-from attnsim.lemmas.relu import CONSTRUCTIONS as RELU
-from attnsim.lemmas.relu import relu_obligations
-from attnsim.lemmas.softmax import CONSTRUCTIONS as SOFTMAX
+from attnsim.constructions import application_obligations as applications
+from attnsim.constructions import coq_evaluator, det_inverse_obligations, kernel
+from attnsim.constructions import lemma_obligations as lemmas
+from attnsim.constructions.det3 import program as cofactor
+from attnsim.constructions.det_n import program as faddeev
+from attnsim.constructions.det_n import steps as faddeev_steps
+from attnsim.constructions.input_domain import input_domain_obligations
+from attnsim.constructions.maxmin.program import (
+    CONSTRUCTIONS as MAXMIN,  # by name: the package re-exports the functions
+)
+from attnsim.constructions.maxmin.program import maxmin_obligations
+from attnsim.constructions.relu.program import CONSTRUCTIONS as RELU
+from attnsim.constructions.relu.program import relu_obligations
+from attnsim.constructions.softmax.program import CONSTRUCTIONS as SOFTMAX
 from attnsim.proofs import language, registry
 from attnsim.simulator import all_sizes as simulator_all_sizes
 from attnsim.simulator import obligations as simulator

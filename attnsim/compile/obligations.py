@@ -29,9 +29,9 @@ import numpy as np
 from attnsim.compile import classic, soft
 from attnsim.compile.compiler import compile_program
 from attnsim.compile.model import CompiledTransformer
-from attnsim.lemmas import matmul
-from attnsim.lemmas.checks import rational_operands
-from attnsim.lemmas.construction import ConstructionError
+from attnsim.constructions.checks import rational_operands
+from attnsim.constructions.construction import ConstructionError
+from attnsim.constructions.matmul.program import matmul
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import constructions
 from attnsim.rasp.engine import evaluate

@@ -1,6 +1,6 @@
 """Measurements behind the report and the bench, read generically off the registries.
 
-Every registered construction whose example is a :class:`~attnsim.lemmas.construction.Construction`
+Every registered construction whose example is a :class:`~attnsim.constructions.construction.Construction`
 is a *family*: its factory is recovered from the example (a ``functools.partial`` or a lambda
 calling one function) and called with its size parameters scaled together (``heads`` kept), so
 that new constructions appear in the figures without edits here. Constructions whose sizes

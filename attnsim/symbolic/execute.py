@@ -135,7 +135,7 @@ def sym(e: E.Expr | int) -> sp.Expr:
 class Executor:
     """Evaluates one construction's program at symbolic positions (see the module docstring)."""
 
-    con: Any  # attnsim.lemmas.construction.Construction, built over unbound sizes
+    con: Any  # attnsim.constructions.construction.Construction, built over unbound sizes
     timeout: float = 10.0
     coords: dict[str, E.Expr] = field(default_factory=dict)
     steps: list[str] = field(default_factory=list)

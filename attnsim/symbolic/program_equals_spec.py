@@ -343,15 +343,24 @@ def _num(e: Any) -> str:
     return C.shape_text(e) if isinstance(e, E.Expr) else str(e)
 
 
+#: The packages users import factories from (``from attnsim import lemmas; lemmas.softmax(...)``):
+#: facades that re-export each construction's factory.  Named, not imported: they sit above this floor.
+FACADES = ("attnsim.lemmas", "attnsim.applications")
+
+
 def public_factories(module: str, name: str) -> list[tuple[str, Callable[..., Any]]]:
-    """The factory ``name`` of ``module`` by each name a user may call it: the package's re-export
-    (``attnsim.lemmas.softmax``, what users call) when the package has one, and the defining
-    module's attribute (``attnsim.lemmas.softmax.softmax``) when that is another object."""
+    """The factory ``name`` of ``module`` by each name a user may call it: a facade's re-export
+    (``attnsim.lemmas.softmax``, what users call), found as the facade attribute of that name
+    made from the defining one (same ``__module__``, what a re-export or a ``functools.wraps``
+    keeps), and the defining module's attribute (``attnsim.constructions.softmax.program.softmax``)
+    when that is another object."""
     defining = getattr(importlib.import_module(module), name)
-    package = module.rpartition(".")[0]
-    public = getattr(importlib.import_module(package), name, None) if package else None
-    out = [] if public is None or inspect.ismodule(public) else [(f"{package}.{name}", public)]
-    if not out or out[0][1] is not defining:
+    out: list[tuple[str, Callable[..., Any]]] = []
+    for facade in FACADES:
+        public = getattr(importlib.import_module(facade), name, None)
+        if public is not None and not inspect.ismodule(public) and getattr(public, "__module__", None) == module:
+            out.append((f"{facade}.{name}", public))
+    if not any(f is defining for _, f in out):
         out.append((f"{module}.{name}", defining))
     return out
 

@@ -14,13 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.applications import efficient, kparity
-from attnsim.lemmas import faddeev_steps, forms
-from attnsim.lemmas.matmul import matmul
-from attnsim.lemmas.maxmin import maxmin
-from attnsim.lemmas.relu import relu
-from attnsim.lemmas.softmax import masked_softmax, softmax
-from attnsim.lemmas.transpose import transpose
+from attnsim.constructions.det_n import steps as faddeev_steps
+from attnsim.constructions.efficient import program as efficient
+from attnsim.constructions.forms import program as forms
+from attnsim.constructions.matmul.program import matmul
+from attnsim.constructions.maxmin.program import maxmin
+from attnsim.constructions.parity import program as kparity
+from attnsim.constructions.relu.program import relu
+from attnsim.constructions.softmax.program import masked_softmax, softmax
+from attnsim.constructions.transpose.program import transpose
 from attnsim.rasp import core as C
 from attnsim.symbolic import specs
 from attnsim.verify import spec_references as ref

@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 
 from attnsim import TransformerLayer, UniversalSimulator, lemmas
-from attnsim.lemmas.construction import ConstructionError
+from attnsim.constructions.construction import ConstructionError
 from attnsim.rasp.arith import BackendError
 from attnsim.rasp.engine import evaluate
 from attnsim.rasp.guards import complex_entry

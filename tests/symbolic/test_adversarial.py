@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from attnsim import lemmas
-from attnsim.lemmas.construction import Construction
+from attnsim.constructions.construction import Construction
 from attnsim.proofs import decoding, z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from attnsim import lemmas
-from attnsim.lemmas.construction import Construction
+from attnsim.constructions.construction import Construction
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C

@@ -1,6 +1,6 @@
 """U's program: ONE GAHAT-RASP program per capacity (max_len N, d_model D, n_heads H, d_head K, d_ff F).
 
-Built from two composable lemma forms (:mod:`attnsim.lemmas.contraction`: a gather whose index map
+Built from two composable lemma forms (:mod:`attnsim.constructions.forms.contraction`: a gather whose index map
 folds transposes, views and broadcasts; a sum read at its consumer's positions) and one
 value-scored max head.  Seven attention layers at every capacity (``variant="compact"``), each a
 set of heads followed by an MLP:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from attnsim.lemmas.contraction import Coords, contract, gather_onto
+from attnsim.constructions.forms.contraction import Coords, contract, gather_onto
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
