@@ -25,8 +25,8 @@ from attnsim.constructions.relu.program import CONSTRUCTIONS as RELU
 from attnsim.constructions.relu.program import relu_obligations
 from attnsim.constructions.softmax.program import CONSTRUCTIONS as SOFTMAX
 from attnsim.proofs import language, registry
-from attnsim.simulator import all_sizes as simulator_all_sizes
-from attnsim.simulator import obligations as simulator
+from attnsim.universal import all_sizes as simulator_all_sizes
+from attnsim.universal import obligations as simulator
 from attnsim.verify import spec_check
 
 

@@ -24,9 +24,10 @@ FLOORS: dict[str, int] = {
     "proofs": 1,
     "symbolic": 2,
     "constructions": 3,  # one folder per paper result, and what they share
-    "simulator": 4,
+    "universal": 4,  # U: builder, runtime, torch reading, layer proof
     "lemmas": 5,  # facade: re-exports the lemmas' factories (from attnsim import lemmas)
     "applications": 5,  # facade: re-exports the applications' factories
+    "simulator": 5,  # facade: re-exports U's public names (TransformerLayer, UniversalSimulator)
     "verify": 6,
     "compile": 7,
     "report": 8,

@@ -32,7 +32,7 @@ from attnsim.compile.compiler import compile_program, refuse_past_memory
 from attnsim.compile.model import CompiledTransformer, CompileError
 from attnsim.compile.tracr_adapter import TracrSystem, TracrUnavailable
 from attnsim.proofs import registry
-from attnsim.simulator.universal import UniversalSimulator
+from attnsim.universal.universal import UniversalSimulator
 
 U_NAMES = ("u", "simulator")
 U_SIZES = ("MAX_LEN", "D_MODEL", "N_HEADS", "D_HEAD", "[D_FF]")

@@ -36,8 +36,8 @@ from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import constructions
 from attnsim.rasp.engine import evaluate
 from attnsim.rasp.schedule import cost
-from attnsim.simulator.reference import TransformerLayer
-from attnsim.simulator.universal import UniversalSimulator
+from attnsim.universal.reference import TransformerLayer
+from attnsim.universal.universal import UniversalSimulator
 
 PAPER_REF = "executable extraction: concrete weights for every construction"
 FLOAT_TOL = 1e-9
@@ -371,7 +371,7 @@ def _classic_obligations(ref: str) -> Iterable[Obligation]:
 def _simulator_obligations() -> Iterable[Obligation]:
     """U compiled at three capacities and looped twice, against the interpreted U (when importable)."""
     try:
-        import attnsim.simulator.universal  # noqa: F401
+        import attnsim.universal.universal  # noqa: F401
     except ImportError:
         return
     for cap in ((2, 2, 1, 2, 2), (3, 3, 2, 2, 3), (4, 4, 2, 2, 4)):

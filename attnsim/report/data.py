@@ -296,8 +296,8 @@ def simulator_api() -> tuple[Any, Any] | None:
     """(TransformerLayer, UniversalSimulator) if the simulator is importable, else None."""
     places: tuple[tuple[str, str], ...] = (
         ("attnsim", "attnsim"),
-        ("attnsim.simulator", "attnsim.simulator"),
-        ("attnsim.simulator.reference", "attnsim.simulator.universal"),
+        ("attnsim.universal", "attnsim.universal"),
+        ("attnsim.universal.reference", "attnsim.universal.universal"),
     )
     for tl_mod, us_mod in places:
         try:
@@ -313,7 +313,7 @@ def simulator_point(size: int, seed: int = 0, heads: int = 2, with_ffn: bool = T
     """U at max_len = d_model = ``size``: error vs T(X), cost, build and run seconds."""
     api = simulator_api()
     if api is None:
-        raise ValueError("the universal simulator (attnsim.simulator) is not available")
+        raise ValueError("the universal simulator (attnsim.universal) is not available")
     TL, US = api
     h = max(1, min(heads, size))
     dh = max(1, size // h)

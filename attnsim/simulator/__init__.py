@@ -1,7 +1,9 @@
-"""The universal simulator: the simulated layer T (reference) and the one program U per capacity."""
+"""A facade: the universal simulator's public names, kept where users imported them from.
 
-from attnsim.simulator.errors import SimulatorError
-from attnsim.simulator.reference import TransformerLayer
-from attnsim.simulator.universal import UniversalSimulator
+U lives in :mod:`attnsim.universal` (its builder, runtime, torch reading and layer proof);
+``from attnsim.simulator import UniversalSimulator`` keeps working through this re-export.
+"""
+
+from attnsim.universal import SimulatorError, TransformerLayer, UniversalSimulator
 
 __all__ = ["SimulatorError", "TransformerLayer", "UniversalSimulator"]

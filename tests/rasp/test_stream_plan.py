@@ -15,7 +15,7 @@ import numpy as np
 from attnsim.rasp import core as C
 from attnsim.rasp import engine, evaluate, stream_plan
 from attnsim.rasp.structural_memo import RunStats
-from attnsim.simulator.universal import UniversalSimulator
+from attnsim.universal.universal import UniversalSimulator
 
 from .test_streamed_values import plain, streamed
 

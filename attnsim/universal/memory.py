@@ -1,0 +1,121 @@
+"""How much memory a numeric run of U needs, estimated before it starts, and how much there is.
+
+A run of U holds: its input and each pass's output without their zero padding (8 bytes per
+position of ``positions_of_input``, twice), the n x n masks ``encode`` builds (float64 additive,
+bool blocked, and their temporaries: 24 bytes per entry), the memo of position-only index maps
+(at most its budget, and about 32 bytes per position below it), every value whose head is at
+most ``LAZY_MIN`` positions whole (counted 24 alive at once; about 16 measured), and, of the
+longer values, those no reader streams: the largest grid the engine holds whole (two alive at
+once); a streamed value takes a few pieces.  Shallow U streams its spread grid (its whole
+length); compact U holds its largest product grids whole.
+
+Against measurements (RSS growth of the second run, ``docs/simulator-bench.md``; the traced peak
+plus the memo at the two smallest): compact capacity 48, estimate 0.099 GB, measured 0.067 GB;
+128, 0.61 and 0.21 GB; 256, 1.55 and 0.93 GB; shallow 16, 0.24 and 0.04 GB; 32 and 44, 0.47
+and 0.29 / 0.33 GB.  An upper estimate of that order, not a bound proven from the engine:
+:func:`check_fits` refuses a run only when the estimate exceeds the memory available.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnsim.rasp import long_values
+from attnsim.rasp.layout import value_of
+from attnsim.rasp.structural_memo import StructuralMemo
+from attnsim.universal.errors import SimulatorError
+
+# grids whose values the engine streams piece by piece (never held whole), per variant
+STREAMED_GRIDS = {"compact": (), "shallow": ("scores.spread",)}
+ALIVE_SHORT = 24  # values of at most LAZY_MIN positions held whole at once (measured: about 16)
+ALIVE_LONG = 2  # values of the largest grid held whole at once
+MASK_BYTES = 24  # per entry of the n x n masks encode builds
+MEMO_BYTES = 32  # per position, of the memo (below its budget)
+
+
+def gib(nbytes: float) -> str:
+    """A byte count in GiB (or MiB / TiB / PiB where that reads better), e.g. '1.4 GiB'."""
+    for unit, shift in (("PiB", 50), ("TiB", 40), ("GiB", 30)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):.3g} {unit}"
+    return f"{nbytes / (1 << 20):.3g} MiB"
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """What a numeric run of U over ``positions`` tokens is estimated to hold, in bytes, by part."""
+
+    positions: int
+    input: int
+    masks: int
+    memo: int
+    values: int
+
+    @property
+    def total(self) -> int:
+        return self.input + self.masks + self.memo + self.values
+
+    def text(self) -> str:
+        """One line: the total, the length and the parts, e.g. for an error message."""
+        parts = (("values held whole", self.values), ("masks", self.masks), ("input", self.input), ("memo", self.memo))
+        shown = ", ".join(f"{nm} {gib(b)}" for nm, b in sorted(parts, key=lambda p: -p[1]) if b)
+        return f"about {gib(self.total)} (a run over {self.positions:.3g} positions: {shown})"
+
+
+def estimate(u: Any, n: int, layers: int = 1) -> MemoryEstimate:
+    """The memory a numeric run of U (a :class:`UniversalSimulator`) on ``n`` tokens with
+    ``layers`` records is estimated to hold (see the module's docstring for what it counts)."""
+    L = u.positions(layers)
+    streamed = STREAMED_GRIDS.get(u.variant, ())
+    held = [value_of(g.end_expr()) for g in u.stage_grids if g.block.name not in streamed]
+    longest = max([m for m in held if m > long_values.LAZY_MIN], default=0)
+    return MemoryEstimate(
+        positions=L,
+        input=2 * 8 * u.positions_of_input(layers),
+        masks=MASK_BYTES * n * n,
+        memo=min(StructuralMemo.budget_bytes, MEMO_BYTES * L),
+        values=8 * (ALIVE_SHORT * min(L, long_values.LAZY_MIN) + ALIVE_LONG * longest),
+    )
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still take: the kernel's MemAvailable, lowered to the
+    room left under a cgroup (v2) memory limit; None where neither can be read."""
+    found = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    limit, used = _read_int("/sys/fs/cgroup/memory.max"), _read_int("/sys/fs/cgroup/memory.current")
+    if limit is not None and used is not None:
+        found.append(max(limit - used, 0))
+    return min(found) if found else None
+
+
+def check_fits(u: Any, n: int, layers: int = 1) -> MemoryEstimate:
+    """The estimate of a run, after refusing in one line (with the estimate) a run estimated to
+    need more memory than is available."""
+    est = estimate(u, n, layers)
+    free = available_memory()
+    if free is not None and est.total > free:
+        cap = ", ".join(f"{v}" for v in u.capacity.values())
+        raise SimulatorError(
+            f"U at capacity (N, D, H, K, F) = ({cap}) on n = {n} needs {est.text()}, more than the "
+            f"{gib(free)} of memory available: use a smaller capacity"
+        )
+    return est
+
+
+__all__ = ["MemoryEstimate", "available_memory", "check_fits", "estimate", "gib"]
