@@ -25,8 +25,8 @@ from rich.progress import (
 
 from attnsim.cli.commands import clip, command, nonneg_int, positive_int
 from attnsim.universal.errors import SimulatorError
+from attnsim.universal.layer import NORMS, TransformerLayer
 from attnsim.universal.memory import check_fits, gib
-from attnsim.universal.reference import NORMS, TransformerLayer
 from attnsim.universal.torch_compare import compare_torch
 from attnsim.universal.torch_reading import import_torch
 from attnsim.universal.universal import VARIANTS, UniversalSimulator

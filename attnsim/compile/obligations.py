@@ -36,7 +36,7 @@ from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import constructions
 from attnsim.rasp.engine import evaluate
 from attnsim.rasp.schedule import cost
-from attnsim.universal.reference import TransformerLayer
+from attnsim.universal.layer import TransformerLayer
 from attnsim.universal.universal import UniversalSimulator
 
 PAPER_REF = "executable extraction: concrete weights for every construction"

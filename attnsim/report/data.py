@@ -297,7 +297,7 @@ def simulator_api() -> tuple[Any, Any] | None:
     places: tuple[tuple[str, str], ...] = (
         ("attnsim", "attnsim"),
         ("attnsim.universal", "attnsim.universal"),
-        ("attnsim.universal.reference", "attnsim.universal.universal"),
+        ("attnsim.universal.layer", "attnsim.universal.universal"),
     )
     for tl_mod, us_mod in places:
         try:

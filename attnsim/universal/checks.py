@@ -25,6 +25,7 @@ from attnsim.rasp.engine import evaluate
 from attnsim.universal.congruence import Atoms, difference
 from attnsim.universal.counterexample_search import SEARCH_RESERVE, with_search
 from attnsim.universal.fixtures import check_fixture
+from attnsim.universal.layer import TransformerLayer
 from attnsim.universal.layerproof.frame import prove_frame
 from attnsim.universal.layerproof.stack import base_case, prove_base_case, prove_stack
 from attnsim.universal.layerproof.stage_proof import setup
@@ -36,7 +37,6 @@ from attnsim.universal.layerproof.stages.chain import (
     prove_goal,
     read_cuts,
 )
-from attnsim.universal.reference import TransformerLayer
 from attnsim.universal.universal import UniversalSimulator
 
 SMALL = (3, 3, 2, 2, 3)  # the capacity whose program the Z3 obligations translate (sizes stay symbols)

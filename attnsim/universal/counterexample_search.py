@@ -30,7 +30,7 @@ import numpy as np
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
-from attnsim.universal.reference import TransformerLayer
+from attnsim.universal.layer import TransformerLayer
 from attnsim.universal.universal import UniversalSimulator
 
 Cap = tuple[int, int, int, int, int]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from attnsim.universal.errors import SimulatorError
-from attnsim.universal.reference import TransformerLayer
+from attnsim.universal.layer import TransformerLayer
 from attnsim.universal.universal import UniversalSimulator
 
 MASK_FIXTURES = tuple(

@@ -3,7 +3,7 @@ over rows, torch's LayerNorm, the elementwise functions of the activations (exp,
 tanh, ReLU); and the conversion and checks of T's inputs (no complex entry, NaN or inf; the
 shapes, batch first).
 
-Apart from T itself (:mod:`attnsim.universal.reference`) because these are the building blocks,
+Apart from T itself (:mod:`attnsim.universal.layer`) because these are the building blocks,
 one definition for both number systems, that T's attention, FFN and norms are written with; the
 layer reads as the textbook formulas on top of them.
 """

@@ -21,7 +21,7 @@ import sympy as sp
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Grid, value_of
-from attnsim.universal.reference import TransformerLayer
+from attnsim.universal.layer import TransformerLayer
 
 GATES = ("residual", "pre", "post", "gelu", "gelu_tanh", "ffn", "scale", "eps")
 HEADER = ("n", "d", "ptr")

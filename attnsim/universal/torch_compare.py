@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from attnsim.universal.errors import SimulatorError
-from attnsim.universal.reference import TransformerLayer
+from attnsim.universal.layer import TransformerLayer
 from attnsim.universal.torch_encoder import TorchEncoder
 from attnsim.universal.torch_reading import import_torch
 from attnsim.universal.universal import UniversalSimulator

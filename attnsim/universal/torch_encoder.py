@@ -1,7 +1,7 @@
 """A whole ``torch.nn.TransformerEncoder`` as Ts: its layers, its final norm as one more layer T
 whose attention is zero, and torch's nested-tensor path on padded batches, reproduced.
 
-Apart from T (:mod:`attnsim.universal.reference`, one layer) because it is a stack read from torch
+Apart from T (:mod:`attnsim.universal.layer`, one layer) because it is a stack read from torch
 and run by a given runner (U's ``run_stack`` or the reference), built on top of the layer.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from attnsim.universal.errors import SimulatorError
-from attnsim.universal.reference import TransformerLayer
+from attnsim.universal.layer import TransformerLayer
 from attnsim.universal.torch_reading import _float64_state, check_stock, import_torch
 
 

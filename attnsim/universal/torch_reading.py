@@ -2,7 +2,7 @@
 the one-line refusals of what T does not simulate (dropout in training mode, MultiheadAttention
 options, activations other than ReLU and the two GELUs).
 
-Apart from T (:mod:`attnsim.universal.reference`) because it is torch's side of the bridge: T's
+Apart from T (:mod:`attnsim.universal.layer`) because it is torch's side of the bridge: T's
 ``from_torch`` and the whole-encoder reader (:mod:`attnsim.universal.torch_encoder`) share it, and
 nothing here computes T.
 """

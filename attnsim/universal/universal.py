@@ -35,12 +35,12 @@ from attnsim.rasp.guards import complex_entry
 from attnsim.rasp.layout import Grid, Layout, value_of
 from attnsim.rasp.schedule import Cost, cost
 from attnsim.universal.errors import SimulatorError
+from attnsim.universal.layer import TransformerLayer
 from attnsim.universal.masks import attention_mask, split_key_padding
 from attnsim.universal.memory import MemoryEstimate, check_fits, estimate
 from attnsim.universal.program import VARIANTS, Mask, UniversalProgram
 from attnsim.universal.program.attention import LOGIT_BOUND
 from attnsim.universal.record import GATES, HEADER, InputMap
-from attnsim.universal.reference import TransformerLayer
 from attnsim.universal.torch_encoder import TorchEncoder
 
 GATED_ACTIVATIONS = ("relu", "gelu", "gelu_tanh")  # U's MLP selects by the record's gelu and gelu_tanh gates

@@ -143,7 +143,7 @@ def test_a_default_scale_wrong_only_when_d_head_exceeds_8_fails(monkeypatch: pyt
     import math
     import types
 
-    from attnsim.universal import reference
+    from attnsim.universal import layer as reference
 
     capped = types.SimpleNamespace(**{k: getattr(math, k) for k in dir(math) if not k.startswith("_")})
     capped.sqrt = lambda v: math.sqrt(min(v, 8))

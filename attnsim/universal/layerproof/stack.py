@@ -40,6 +40,7 @@ import numpy as np
 from attnsim.proofs.decoding import prover
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import expr as E
+from attnsim.universal.layer import TransformerLayer
 from attnsim.universal.layerproof.frame import (
     BASE,
     LENGTH,
@@ -53,7 +54,6 @@ from attnsim.universal.layerproof.frame import (
     frame_cases,
 )
 from attnsim.universal.record import STACKED_AT
-from attnsim.universal.reference import TransformerLayer
 
 PASS = E.Var("t!")  # the pass index
 
