@@ -30,7 +30,9 @@ from attnsim.constructions.construction import Construction
 from attnsim.constructions.efficient import program as efficient
 from attnsim.constructions.lipschitz import program as lipschitz
 from attnsim.constructions.match2 import program as match
+from attnsim.constructions.match2.reference import match2_spec
 from attnsim.constructions.parity import program as kparity
+from attnsim.constructions.parity.reference import parity_spec
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
@@ -38,11 +40,11 @@ from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
 
 def _m2spec(x: tuple[int, ...], p: int, inc: bool) -> np.ndarray:
-    return match.match2_spec(x, p, inc)
+    return match2_spec(x, p, inc)
 
 
 def _pspec(x: Any, n: int, sub: tuple[int, ...] | None) -> np.ndarray:
-    return np.full(n, kparity.parity_spec(x, sub))
+    return np.full(n, parity_spec(x, sub))
 
 
 def _draw_ints(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -215,7 +217,7 @@ def parity_obligations() -> Iterable[Obligation]:
         random_check(
             lambda: kparity.parity(4096),
             lambda rng: rng.integers(0, 2, 4096),
-            lambda x: np.full(4096, kparity.parity_spec(x)),
+            lambda x: np.full(4096, parity_spec(x)),
             trials=3,
         ),
         "float64 run == spec on random binary inputs of length 4096",

@@ -98,7 +98,7 @@ class Construction:
     paper_cost: dict[str, Any] | None = None
     exact: bool = True
     check_inputs: Callable[..., None] | None = None
-    specification: Any = None  # an attnsim.symbolic.specs.Spec: the independent textbook statement
+    specification: Any = None  # a BoundSpec of the folder's spec.py: the independent textbook statement
     cases: tuple[tuple[str, int], ...] = ()  # (output coordinate, m): the spec proof splits it by residue mod m
     # (operand, lower, upper size, output coordinate): a 1 x 1 operand holding an integer in [lower, upper]
     # (what check_inputs enforces), compared with that coordinate; the spec proof splits on the comparison
@@ -282,7 +282,7 @@ class Construction:
         return res.reshape(self.out_shape) if self.out_shape is not None else res
 
     def spec(self, *operands: Any, backend: str = "numpy") -> np.ndarray:
-        """The independent specification (:mod:`attnsim.symbolic.specs`) evaluated on concrete operands.
+        """The independent specification (the folder's ``spec.py``) evaluated on concrete operands.
 
         The same spec object the all-sizes proof compares the program with; tests check it
         against ``reference`` so that a wrong spec fails on its own."""

@@ -22,7 +22,7 @@ extents.  Its value is computed through the program graph itself:
   hinted selector and a token comparison is an indicator sum; other selectors that compare token
   values are out of scope (the method says so, it does not guess).
 
-The value is compared with the independent specification (:mod:`attnsim.symbolic.specs`) by
+The value is compared with the independent specification (each construction folder's ``spec.py``) by
 :mod:`attnsim.symbolic.program_equals_spec` (the Sum normal form of :mod:`attnsim.symbolic.sums`;
 ``simplify`` is never called); divisors are shown positive by :mod:`attnsim.symbolic.positivity`.
 """

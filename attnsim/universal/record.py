@@ -34,7 +34,7 @@ CAPACITY = dict(zip(TRUE, "NDHKF", strict=True))
 @dataclass(frozen=True)
 class Source:
     """Where a grid's entries come from, in the coordinates of the specification's operands
-    (:data:`attnsim.symbolic.specs.ENCODER_LAYER`: torch's layout, a matrix operand indexed
+    (:data:`attnsim.universal.spec.ENCODER_LAYER`: torch's layout, a matrix operand indexed
     ``[0, row, col]``, a vector ``[0, 0, entry]``, a scalar ``[0, 0, 0]``).
 
     ``operand``: the operand's name, or one name per coordinate of the grid's first axis (the

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from attnsim.constructions.construction import Construction
 from attnsim.constructions.forms import program as forms
 from attnsim.constructions.forms.contraction import Coords, contract, gather_onto
+from attnsim.constructions.forms.spec import CONSUMER_MATMUL, PERMUTE3
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Grid, GridRef, Layout
-from attnsim.symbolic import specs
 from attnsim.symbolic.program_equals_spec import prove_program_equals_spec, spec_obligation
 
 FORMS: dict[str, tuple[Callable[..., Construction], tuple[int, ...]]] = {
@@ -110,7 +110,7 @@ def _matmul(b_coords: Callable[[Coords], Coords]) -> Construction:
         ("A", "B"),
         lambda *ops, backend="numpy": None,
         intents=[isum],
-        specification=specs.CONSUMER_MATMUL.at(rows=r, inner=k, cols=c, extra=x),
+        specification=CONSUMER_MATMUL.at(rows=r, inner=k, cols=c, extra=x),
     )
 
 
@@ -119,7 +119,7 @@ def _permute(coords: Callable[[Coords], Coords]) -> Construction:
     a = Grid.of("A", 0, c=d0, a=d1, b=d2)
     out = Grid.of("out", 0, channel="out", a=d1, b=d2, c=d0)
     sop, it = gather_onto(GridRef(C.tokens, a), out, coords, "out")
-    spec = specs.PERMUTE3.at(d0=d0, d1=d1, d2=d2)
+    spec = PERMUTE3.at(d0=d0, d1=d1, d2=d2)
     return Construction(
         "gathered-permute",
         "",

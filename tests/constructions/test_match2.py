@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from attnsim import applications
 from attnsim.constructions.application_checks import exhaustive_check
 from attnsim.constructions.construction import ConstructionError
-from attnsim.constructions.match2.program import match2_spec
+from attnsim.constructions.match2.reference import match2_spec
 
 
 def test_match2_public_api_and_cost() -> None:

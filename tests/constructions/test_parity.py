@@ -13,7 +13,8 @@ from attnsim import applications
 from attnsim.constructions.application_checks import _parity_mod2_check
 from attnsim.constructions.checks import intent_obligations
 from attnsim.constructions.construction import ConstructionError
-from attnsim.constructions.parity.program import parity, parity_spec
+from attnsim.constructions.parity.program import parity
+from attnsim.constructions.parity.reference import parity_spec
 from attnsim.constructions.z3prog import prove_for_all_inputs
 from attnsim.proofs import registry
 from attnsim.rasp import core as C

@@ -3,7 +3,7 @@
 ``faddeev_ref`` chains, in a Python loop over k, the composable forms below; each kind of step is
 built here on its own, over unbound sizes (n, and an ``offset`` >= 0 and ``pad`` >= 0 that place
 the operands anywhere in a longer sequence, as composition needs), with an independent
-specification (:mod:`attnsim.symbolic.lemma_specs`):
+specification (``spec.py``):
 
 * ``trace``: tr A = n x mean over the diagonal keys (``trace_ref``);
 * ``frobenius``: <X, Y> = rows cols x mean over the block (``frobenius_ref``; Y = 2X + 1 here);
@@ -31,6 +31,7 @@ import numpy as np
 
 from attnsim.constructions.construction import Construction, size_args, sized
 from attnsim.constructions.det3.program import scalar_block
+from attnsim.constructions.det_n import spec as specs
 from attnsim.constructions.det_n.program import faddeev_iteration_ref, frobenius_ref, plus_identity, trace_ref
 from attnsim.constructions.matmul.program import matmul_ref
 from attnsim.constructions.transpose.program import transpose_ref
@@ -39,7 +40,6 @@ from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic import lemma_specs
 from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
 STEPS_ID = "faddeev-steps"
@@ -79,7 +79,7 @@ def trace_step(n: int | C.Size = N) -> Construction:
     a_blk = Block.of("A", OFFSET, sym["n"], sym["n"])
     res, intents = trace_ref(MatRef(C.tokens, a_blk), name="out")
     ref = lambda a, backend="numpy": a.trace()
-    return _step(res.sop, (a_blk, res.block), ("A",), ref, intents, lemma_specs.TRACE.at(n=sym["n"]))
+    return _step(res.sop, (a_blk, res.block), ("A",), ref, intents, specs.TRACE.at(n=sym["n"]))
 
 
 @sized(rows="rows", cols="cols")
@@ -89,7 +89,7 @@ def frobenius_step(rows: int | C.Size = ROWS, cols: int | C.Size = COLS) -> Cons
     a_blk = Block.of("A", OFFSET, sym["rows"], sym["cols"])
     y = MatRef(C.apply("affine", C.tokens, params=(2, 1)), dataclasses.replace(a_blk, name="Y", channel="Y"))
     res, intents = frobenius_ref(MatRef(C.tokens, a_blk), y, name="out")
-    spec = lemma_specs.FROBENIUS.at(rows=sym["rows"], cols=sym["cols"])
+    spec = specs.FROBENIUS.at(rows=sym["rows"], cols=sym["cols"])
     ref = lambda a, backend="numpy": (a * (2 * a + 1)).sum()
     return _step(res.sop, (a_blk, res.block), ("A",), ref, intents, spec)
 
@@ -103,7 +103,7 @@ def first_step(n: int | C.Size = N) -> Construction:
     tr, intents = trace_ref(a, name="tr")
     m2 = plus_identity(a, C.apply("scale", tr.sop, params=(-1,)), "out")
     ref = lambda a, backend="numpy": a - np.trace(a) * np.eye(len(a))
-    return _step(m2.sop, (a_blk, m2.block), ("A",), ref, intents, lemma_specs.FIRST_STEP.at(n=sym["n"]))
+    return _step(m2.sop, (a_blk, m2.block), ("A",), ref, intents, specs.FIRST_STEP.at(n=sym["n"]))
 
 
 @sized(n="n")
@@ -130,7 +130,7 @@ def general_step(n: int | C.Size = N) -> Construction:
         return a @ m + c.reshape(-1)[0] * np.eye(len(a))
 
     blocks = (a_blk, m_blk, c_blk, *prod.aux, prod.block, out.block)
-    spec = lemma_specs.GENERAL_STEP.at(n=size)
+    spec = specs.GENERAL_STEP.at(n=size)
     return _step(out.sop, blocks, ("A", "M", "c"), reference, intents, spec)
 
 
@@ -145,7 +145,7 @@ def coefficient_step(n: int | C.Size = N) -> Construction:
     f, more = frobenius_ref(at, MatRef(C.tokens, m_blk), name="out")
     ref = lambda a, m, backend="numpy": np.trace(a @ m)
     blocks = (a_blk, m_blk, at.block, f.block)
-    spec = lemma_specs.COEFFICIENT_STEP.at(n=size)
+    spec = specs.COEFFICIENT_STEP.at(n=size)
     return _step(f.sop, blocks, ("A", "M"), ref, [*intents, *more], spec)
 
 
@@ -172,7 +172,7 @@ def iteration_step(n: int | C.Size = N, k: int | C.Size = K) -> Construction:
         return -np.trace(a @ (a @ m + c.reshape(-1)[0] * np.eye(len(a)))) / (kk + 1)
 
     blocks = (a_blk, m_blk, c_blk, *aux, scalar_block("out"))
-    spec = lemma_specs.ITERATION.at(n=size, k=sym["k"])
+    spec = specs.ITERATION.at(n=size, k=sym["k"])
     return _step(c_next, blocks, ("A", "M", "c"), reference, intents, spec)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 import sympy as sp
 
 from attnsim.constructions.construction import Construction, ConstructionError, size_args, sized
+from attnsim.constructions.efficient.spec import LINEAR_ATTENTION, LINFORMER
 from attnsim.constructions.matmul.program import matmul_ref
 from attnsim.constructions.softmax.program import softmax_ref
 from attnsim.constructions.transpose.program import transpose_ref
@@ -32,7 +33,6 @@ from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic import application_specs
 from attnsim.symbolic.execute import Enumeration
 from attnsim.symbolic.sympy_work import cancelled
 
@@ -149,7 +149,7 @@ def linear_attention(n: int | C.Size, d: int | C.Size, dv: int | C.Size) -> Cons
         paper_cost={"layers": None, "heads": None, "note": "claimed reconstructible in RASP, no construction given"},
         exact=False,
         check_inputs=_finite,
-        specification=application_specs.LINEAR_ATTENTION.at(n=nn, d=dd, dv=vv),
+        specification=LINEAR_ATTENTION.at(n=nn, d=dd, dv=vv),
     )
 
 
@@ -221,7 +221,7 @@ def linformer(n: int | C.Size, d: int | C.Size, dv: int | C.Size, k: int | C.Siz
         paper_cost={"layers": None, "heads": None, "note": "claimed reconstructible in RASP, no construction given"},
         exact=False,
         check_inputs=_finite,
-        specification=application_specs.LINFORMER.at(n=nn, d=dd, dv=vv, kp=kk) if scale else None,
+        specification=LINFORMER.at(n=nn, d=dd, dv=vv, kp=kk) if scale else None,
     )
 
 

@@ -2,7 +2,7 @@
 
 Each construction below is a program made only of :func:`~attnsim.constructions.forms.contraction.gather_onto`
 and :func:`~attnsim.constructions.forms.contraction.contract` (and one product), built over unbound sizes,
-with an independent specification in matrix coordinates (:mod:`attnsim.symbolic.lemma_specs`):
+with an independent specification in matrix coordinates (``spec.py``):
 
 * :func:`gathered_transpose`: A^T placed onto a grid by one gather (Lemma (transpose));
 * :func:`gathered_permute`: out[a, b, c] = A[c, a, b], a 3-axis permutation folded into one gather;
@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from attnsim.constructions.construction import Construction, size_args, sized
+from attnsim.constructions.forms import spec as specs
 from attnsim.constructions.forms.contraction import contract, gather_onto
+from attnsim.constructions.transpose.spec import TRANSPOSE
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Grid, GridRef, Layout
-from attnsim.symbolic import lemma_specs
 
 TRANSPOSE_REF = "Lemma (transpose)"
 MATMUL_REF = "Lemma (matmul)"
@@ -67,7 +68,7 @@ def gathered_transpose(rows: Size, cols: Size) -> Construction:
     def reference(x: np.ndarray, backend: str = "numpy") -> Any:
         return np.swapaxes(x, -1, -2)
 
-    spec = lemma_specs.TRANSPOSE.at(rows=r, cols=c, heads=1)
+    spec = TRANSPOSE.at(rows=r, cols=c, heads=1)
     return _gather_lemma("gathered-transpose", spec, a, out, lambda x: {"i": x["j"], "j": x["i"]}, reference)
 
 
@@ -81,7 +82,7 @@ def gathered_permute(d0: Size, d1: Size, d2: Size) -> Construction:
     def reference(x: np.ndarray, backend: str = "numpy") -> Any:
         return np.transpose(x, (1, 2, 0))
 
-    spec = lemma_specs.PERMUTE3.at(d0=sym["d0"], d1=sym["d1"], d2=sym["d2"])
+    spec = specs.PERMUTE3.at(d0=sym["d0"], d1=sym["d1"], d2=sym["d2"])
     return _gather_lemma("gathered-permute", spec, a, out, lambda x: dict(x), reference)
 
 
@@ -95,7 +96,7 @@ def broadcast_gather(depth: Size, rows: Size, cols: Size) -> Construction:
     def reference(x: np.ndarray, backend: str = "numpy", sizes: Any = None) -> Any:
         return np.repeat(x[:1, :], sizes["rows"], axis=0)
 
-    spec = lemma_specs.BROADCAST_ROW.at(depth=sym["depth"], rows=sym["rows"], cols=sym["cols"])
+    spec = specs.BROADCAST_ROW.at(depth=sym["depth"], rows=sym["rows"], cols=sym["cols"])
     return _gather_lemma("broadcast-gather", spec, a, out, lambda x: {"r": 0, "j": x["j"]}, reference)
 
 
@@ -128,7 +129,7 @@ def consumer_matmul(rows: Size, inner: Size, cols: Size, extra: Size) -> Constru
         ("A", "B"),
         reference,
         intents=[_named(ia, "gather_a"), _named(ib, "gather_b"), isum],
-        specification=lemma_specs.CONSUMER_MATMUL.at(rows=r, inner=k, cols=c, extra=x),
+        specification=specs.CONSUMER_MATMUL.at(rows=r, inner=k, cols=c, extra=x),
     )
 
 
@@ -152,7 +153,7 @@ def two_axis_sum(depth: Size, rows: Size, width: Size, cols: Size) -> Constructi
         ("A",),
         reference,
         intents=[it],
-        specification=lemma_specs.TWO_AXIS_SUM.at(
+        specification=specs.TWO_AXIS_SUM.at(
             depth=sym["depth"], rows=sym["rows"], width=sym["width"], cols=sym["cols"]
         ),
     )

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from attnsim.constructions.construction import Construction
+from attnsim.constructions.match2.reference import match2_spec
 from attnsim.constructions.sequence import SequenceConstruction, check_integers
 from attnsim.constructions.transpose.program import _check_sizes
 from attnsim.rasp import core as C
@@ -32,22 +33,6 @@ from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
 
 PAPER_REF = "Application (Match2)"
-
-
-def match2_spec(x: Any, p: int, include_self: bool = True) -> np.ndarray:
-    """The task itself (NumPy, integers): 1 at i iff some j (j != i unless include_self) has p | x_i + x_j."""
-    a = np.asarray(x, dtype=object).reshape(-1)
-    v = np.array([int(t) for t in a], dtype=np.int64)
-    if len(v) <= 2048:  # the definition, literally: all pairs
-        hit = (v[:, None] + v[None, :]) % p == 0
-        if not include_self:
-            np.fill_diagonal(hit, False)
-        return hit.any(axis=1).astype(np.int64)
-    r = v % p  # long inputs: count the partners' residues (tests check both paths agree)
-    partners = np.bincount(r, minlength=p)[(-r) % p]
-    if not include_self:
-        partners = partners - ((2 * r) % p == 0)
-    return (partners > 0).astype(np.int64)
 
 
 def match2(length: int, p: int, include_self: bool = True) -> Construction:
@@ -110,4 +95,4 @@ def match2_paper(length: int, p: int) -> Construction:
     )
 
 
-__all__ = ["match2", "match2_paper", "match2_spec"]
+__all__ = ["match2", "match2_paper"]

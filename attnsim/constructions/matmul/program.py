@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 
 from attnsim.constructions.construction import Construction, size_args, sized
+from attnsim.constructions.matmul.spec import MATMUL
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic import lemma_specs
 from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Lemma (matmul)"
@@ -121,7 +121,7 @@ def matmul(
         reference,
         intents=intents,
         paper_cost={"layers": 3, "heads": _paper_heads(r, c), "note": "length; r+C gathers; r*C sums"},
-        specification=lemma_specs.MATMUL.at(rows=r, inner=k, cols=c, heads=h),
+        specification=MATMUL.at(rows=r, inner=k, cols=c, heads=h),
     )
 
 

@@ -29,6 +29,7 @@ from attnsim.constructions.checks import (
     standard_obligations,
 )
 from attnsim.constructions.construction import Construction, ConstructionError, VectorConstruction, size_args, sized
+from attnsim.constructions.maxmin.spec import MAXMIN
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation
@@ -36,7 +37,6 @@ from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic import lemma_specs
 from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
 PAPER_REF = "Activation MaxMin (GroupSort, groups of 2)"
@@ -119,7 +119,7 @@ def maxmin(length: int | C.Size, rows: int | C.Size | None = None) -> Constructi
         out_shape=(n,) if rows is None else None,
         intents=intents,
         paper_cost={"layers": 2, "heads": [1, 1], "note": "compare with the partner, copy the flag, swap"},
-        specification=lemma_specs.MAXMIN.at(rows=r, n=n),
+        specification=MAXMIN.at(rows=r, n=n),
         cases=(("o_j", 2),),
     )
 

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from attnsim.constructions.construction import Construction, ConstructionError, size_args, sized
+from attnsim.constructions.parity.reference import parity_spec
+from attnsim.constructions.parity.spec import PARITY
 from attnsim.constructions.sequence import SequenceConstruction
 from attnsim.constructions.transpose.program import _check_sizes
 from attnsim.proofs import z3sel
@@ -34,17 +36,9 @@ from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
-from attnsim.symbolic import application_specs
 from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Application (k-PARITY)"
-
-
-def parity_spec(x: Any, subset: Iterable[int] | None = None) -> int:
-    """The task itself: (sum of x_s, s in subset) mod 2 (all positions when subset is None)."""
-    v = [int(t) for t in np.asarray(x, dtype=object).reshape(-1)]
-    idx = range(len(v)) if subset is None else subset
-    return sum(v[s] for s in idx) % 2
 
 
 def _membership(subset: tuple[int, ...], blk: Block, everything: bool) -> Any:
@@ -129,7 +123,7 @@ def _parity(length: int | C.Size, sub: tuple[int, ...], everything: bool) -> Con
         out_shape=(n,),
         intents=[intent],
         paper_cost={"layers": None, "heads": None, "note": "no construction given (claimed deterministic)"},
-        specification=application_specs.PARITY.at(length=n) if everything else None,
+        specification=PARITY.at(length=n) if everything else None,
         binary=("x",),
     )
 
@@ -142,4 +136,4 @@ def index_fn_of(con: Construction) -> C.IndexFn:
     return fn
 
 
-__all__ = ["index_fn_of", "parity", "parity_spec", "sparse_parity"]
+__all__ = ["index_fn_of", "parity", "sparse_parity"]

@@ -16,12 +16,12 @@ import sympy as sp
 
 from attnsim.constructions.checks import layout_obligation, standard_obligations
 from attnsim.constructions.construction import Construction, VectorConstruction, size_args, sized
+from attnsim.constructions.relu.spec import RELU
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic import lemma_specs
 from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
 PAPER_REF = "Activation ReLU"
@@ -60,7 +60,7 @@ def relu(length: int | C.Size, rows: int | C.Size | None = None) -> Construction
         out_shape=(n,) if rows is None else None,
         intents=intents,
         paper_cost={"layers": 0, "heads": [], "note": "element-wise, no attention"},
-        specification=lemma_specs.RELU.at(rows=r, n=n),
+        specification=RELU.at(rows=r, n=n),
     )
 
 

@@ -35,12 +35,12 @@ import numpy as np
 import sympy as sp
 
 from attnsim.constructions.construction import Construction, ConstructionError, size_args, sized
+from attnsim.constructions.softmax.spec import MASKED_SOFTMAX, SOFTMAX
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic import specs
 from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Lemma 3 (softmax)"
@@ -201,7 +201,7 @@ def softmax(
         paper_cost=_paper_cost(rows, heads),
         exact=False,
         check_inputs=functools.partial(_check_plain, stable=stable),
-        specification=specs.SOFTMAX.at(rows=r, cols=c, heads=h),  # the shift cancels: the same spec
+        specification=SOFTMAX.at(rows=r, cols=c, heads=h),  # the shift cancels: the same spec
     )
 
 
@@ -263,7 +263,7 @@ def masked_softmax(
         paper_cost=_paper_cost(rows, heads),
         exact=False,
         check_inputs=check,
-        specification=specs.MASKED_SOFTMAX.at(rows=r, cols=c, heads=h),  # the valid-max shift cancels
+        specification=MASKED_SOFTMAX.at(rows=r, cols=c, heads=h),  # the valid-max shift cancels
         scalars=(("n", 1, c, "o_j"),),
     )
 

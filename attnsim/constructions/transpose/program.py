@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from attnsim.constructions.construction import Construction, ConstructionError, size_args, sized
+from attnsim.constructions.transpose.spec import TRANSPOSE
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic import lemma_specs
 
 PAPER_REF = "Lemma (transpose)"
 
@@ -74,7 +74,7 @@ def transpose(rows: int | C.Size, cols: int | C.Size, heads: int | C.Size | None
         output="out",
         intents=intents,
         paper_cost={"layers": 2, "heads": [1, 1], "note": "length + 1 gather head (square n x n)"},
-        specification=lemma_specs.TRANSPOSE.at(rows=r, cols=c, heads=h),
+        specification=TRANSPOSE.at(rows=r, cols=c, heads=h),
     )
 
 

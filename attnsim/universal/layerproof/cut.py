@@ -22,9 +22,9 @@ from typing import Any
 import sympy as sp
 
 from attnsim.rasp.layout import Grid
-from attnsim.symbolic.encoder_layer_spec import ENCODER_LAYER, given_parts
 from attnsim.universal.layerproof.encoder_spec import SIZE, spec_parts
 from attnsim.universal.layerproof.flags import flag
+from attnsim.universal.spec import ENCODER_LAYER, given_parts
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def statement_over_cuts(
 ) -> tuple[Callable[[dict[str, Any]], Any] | None, str]:
     """The goal's statement written over proven cuts: the spec's intermediate ``goal.part`` with each
     intermediate of ``spec_over`` (spec part -> opaque name) given as that opaque function
-    (:func:`attnsim.symbolic.encoder_layer_spec.given_parts`), times the goal's guard flags; and "" -- or
+    (:func:`attnsim.universal.spec.given_parts`), times the goal's guard flags; and "" -- or
     (None, why) when refused: a name that is no cut's, a cut that states another intermediate (or
     none), a goal that is no intermediate, an opaque function in the statement that is no cut's.
     Each cut named states exactly its intermediate (``Cut.part``, with the same arguments), so the

@@ -16,9 +16,9 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.symbolic.encoder_layer_spec import ENCODER_LAYER, encoder_layer_parts
 from attnsim.symbolic.spec_language import SymbolicAlg
 from attnsim.universal.record import TRUE
+from attnsim.universal.spec import ENCODER_LAYER, encoder_layer_parts
 
 OPTIONS = ("residual", "pre", "post", "gelu", "gelu_tanh", "ffn")
 SIZE = {t: sp.Symbol(t, integer=True) for t in TRUE}

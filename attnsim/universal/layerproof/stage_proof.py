@@ -5,7 +5,7 @@ sizes N, D, H, K, F; the simulated layer has true sizes n <= N, d <= D, hh <= H,
 stage's value is computed by symbolic execution of U's own program
 (:class:`~attnsim.universal.layerproof.executor.LayerExecutor`) at a symbolic entry of the grid where U holds
 it, one executor per option case (:class:`CaseRun`), and compared with the statement written
-from the specification's own intermediate quantities (:func:`attnsim.symbolic.specs.encoder_layer_parts`)
+from the specification's own intermediate quantities (:func:`attnsim.universal.spec.encoder_layer_parts`)
 by the Sum normal form (:mod:`attnsim.symbolic.sums`; ``simplify`` is never called); flags are
 compared in one form (:func:`attnsim.universal.layerproof.flags.merge_flags`).  A statement over earlier
 stages' cuts is checked to be the spec's (:mod:`attnsim.universal.layerproof.cut`); a failing case is searched

@@ -14,11 +14,11 @@ import pytest
 import sympy as sp
 
 from attnsim import TransformerLayer
-from attnsim.symbolic import encoder_layer_spec
-from attnsim.symbolic.encoder_layer_spec import ENCODER_LAYER, ENCODER_LAYER_NAMES, encoder_layer_parts
 from attnsim.symbolic.spec_language import Spec, SpecError, SymbolicAlg
+from attnsim.universal import spec as encoder_layer_spec
 from attnsim.universal.fixtures import FIXTURES, load
 from attnsim.universal.masks import AttentionMask, attention_mask
+from attnsim.universal.spec import ENCODER_LAYER, ENCODER_LAYER_NAMES, encoder_layer_parts
 
 row = lambda v: np.asarray(v, dtype=np.float64).reshape(1, -1)
 one = lambda v: np.array([[float(v)]])

@@ -20,7 +20,7 @@ sum over (e, h, h'), the spec's square of a sum over h: copies of a power of a s
 :mod:`attnsim.symbolic.sums`).  The statement is the spec's own y1 / u1 built over the attention
 stage's cut O, which states the spec's intermediate head(h, i, e)
 (:func:`attnsim.universal.layerproof.cut.statement_over_cuts`, ``spec_over``:
-:func:`attnsim.symbolic.encoder_layer_spec.given_parts` with ``given={"head": O}``), so it is the spec's
+:func:`attnsim.universal.spec.given_parts` with ``given={"head": O}``), so it is the spec's
 y1 / u1 once O is unfolded by construction: the whole spec is never built.  A divisor not shown
 > 0 in a wrong U is searched past for a counterexample (``past_divisors_search``).
 """

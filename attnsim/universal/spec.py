@@ -6,8 +6,9 @@ LayerNorm none / pre / post, ReLU, GELU or tanh-GELU FFN) in torch's parameter l
 (:data:`ENCODER_LAYER_NAMES`).  :func:`encoder_layer_parts` writes the same statement as its
 intermediate quantities (:data:`PART_NAMES`), in which U's layer proof states each stage's claim
 (:func:`given_parts`: the later quantities over opaque earlier ones).  Written in
-:mod:`attnsim.symbolic.spec_language`, without reading U or the reference layer;
-:mod:`attnsim.symbolic.specs` names every specification.
+:mod:`attnsim.symbolic.spec_language`, without reading U, the simulated layer T or the textbook
+formula of ``reference.py`` (``tests/test_layering.py`` checks that this module imports the spec
+language only).
 """
 
 from __future__ import annotations

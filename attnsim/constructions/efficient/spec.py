@@ -1,9 +1,11 @@
-"""The applications' specifications: linear attention (phi = elu + 1 features, the quadratic form),
-Linformer, and k-PARITY.
+"""Linear attention and Linformer: its independent specification.
 
-Each states the output of a construction of :mod:`attnsim.applications` entry by entry, in
-:mod:`attnsim.symbolic.spec_language`, without reading the construction's program, layout or
-reference.  :mod:`attnsim.symbolic.specs` names every specification.
+Linear attention (phi = elu + 1 features, the quadratic form) and Linformer's softmax(Q (E K)^T /
+sqrt(d)) (F V), entry by entry, the way a textbook does, in :mod:`attnsim.symbolic.spec_language`.
+It reads nothing of the construction's program, layout or reference (``tests/test_layering.py``
+checks that this module imports the spec language only); the program's all-sizes proof compares the
+program with it, and :mod:`attnsim.verify.spec_check` compares it with the textbook NumPy formula of
+``reference.py``.
 """
 
 from __future__ import annotations
@@ -54,14 +56,5 @@ LINFORMER = Spec(
     "out = softmax(Q (E K)^T / sqrt(d)) (F V)",
 )
 
-PARITY = Spec(
-    "parity",
-    ("x",),
-    ("length",),
-    lambda sz: (1, 1, sz["length"]),
-    lambda alg, ops, h, i, j, sz: alg.mod(alg.sum(lambda m: ops["x"][0, 0, m], sz["length"]), 2),
-    "out[j] = (sum_{l < length} x[l]) mod 2 at every position j (x binary)",
-)
 
-
-__all__ = ["LINEAR_ATTENTION", "LINFORMER", "PARITY"]
+__all__ = ["LINEAR_ATTENTION", "LINFORMER"]
