@@ -25,7 +25,6 @@ from attnsim.verify.sigint import children_deaf_to_sigint
 
 CROSS_CHECK_BUDGET = 120.0  # seconds a worker may spend on cvc5 after an obligation's own timeout
 WALL_NET_FACTOR = 10.0  # a worker stuck without using CPU is killed after this many times its timeout, in wall seconds
-CVC5_BUDGET = 90.0  # seconds of cvc5 per obligation (the rest of its queries: not checked); < CROSS_CHECK_BUDGET
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,6 @@ class SmtOptions:
 
     directory: Path | None = None
     cross_check: bool = False
-    timeout: float = 10.0
 
 
 def run_inline(ob: Obligation, timeout: float, smt: SmtOptions | None = None) -> Result:
@@ -64,7 +62,7 @@ def _check(ob: Obligation, timeout: float, smt: SmtOptions | None = None) -> Out
     col = None
     token = None
     if smt is not None and (smt.directory is not None or smt.cross_check):
-        col = smtlib.Collector(smt.directory, smtlib.safe_name(ob.id), smt.cross_check, smt.timeout)
+        col = smtlib.Collector(smt.directory, smtlib.safe_name(ob.id), smt.cross_check)
         token = smtlib.SINK.set(col)
     try:
         out = ob.check(timeout)
@@ -83,7 +81,7 @@ def _check(ob: Obligation, timeout: float, smt: SmtOptions | None = None) -> Out
         )
     if col is None or col.count == 0:
         return out
-    col.run_cross_check(CVC5_BUDGET)
+    col.run_cross_check()
     told = replace(out, second_solver=col.stats())
     if col.disagreements:
         return told.retold(f"{out.detail}; {col.summary()}", ok=False)
