@@ -17,6 +17,7 @@ HANG_GUARD only stops a test that would otherwise hang (a lost Ctrl-C); no verdi
 
 from __future__ import annotations
 
+import _thread
 import multiprocessing as mp
 import os
 import signal
@@ -158,8 +159,8 @@ def _hearing_sigint() -> Iterator[None]:
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="pending signals are read from /proc")
 def test_children_started_inside_do_not_hear_sigint(sigint_in: Callable[..., tuple[bool, ...]]) -> None:
     """The mechanism: a forked child started inside the block blocks SIGINT and holds one (pending,
-    alive) that kills one started outside it (the mutation: without the block the child dies of
-    KeyboardInterrupt)."""
+    alive) that kills one started outside it (the mutation: without the mask the child does not
+    block it)."""
 
     def pending(pid: int) -> bool:
         return any(sigint_in(Path(f"/proc/{pid}/status"), "ShdPnd", "SigPnd"))
@@ -174,6 +175,8 @@ def test_children_started_inside_do_not_hear_sigint(sigint_in: Callable[..., tup
         hearing.start()
     try:
         assert all(r.wait(HANG_GUARD) for r in ready), "a child did not start within the hang guard"
+        blocked = [sigint_in(Path(f"/proc/{proc.pid}/status"), "SigBlk") for proc in (deaf, hearing)]
+        assert blocked == [(True,), (False,)]  # the mask, inherited by the one started inside
         for proc in (deaf, hearing):
             assert proc.pid is not None
             os.kill(proc.pid, signal.SIGINT)
@@ -190,3 +193,32 @@ def test_children_started_inside_do_not_hear_sigint(sigint_in: Callable[..., tup
     finally:
         deaf.kill()
         hearing.kill()
+
+
+def test_a_sigint_during_the_block_is_raised_at_its_end_never_inside_nor_lost() -> None:
+    """A SIGINT taken while children start (by a thread that does not block it: simulated by
+    ``_thread.interrupt_main``, which runs the handler as such a delivery does) lets the body run to
+    its end, then raises KeyboardInterrupt: a local Dask cluster is then whole when the interrupt
+    closes it.  The mutations: without the holding handler it is raised inside the body; without
+    raising it again at the end it is lost (a verify interrupted as its cluster started went on)."""
+    steps: list[str] = []
+    with _hearing_sigint(), pytest.raises(KeyboardInterrupt):
+        with children_deaf_to_sigint():
+            _thread.interrupt_main(signal.SIGINT)
+            steps.append("after the signal")
+            steps.append("end of the body")
+        steps.append("after the block")
+    assert steps == ["after the signal", "end of the body"]
+
+
+def test_an_ignored_sigint_stays_ignored() -> None:
+    """A verify started in the background by a non-interactive shell inherits SIGINT ignored: the
+    block neither makes it hear SIGINT nor raises one at its end."""
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with children_deaf_to_sigint():
+            assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+            _thread.interrupt_main(signal.SIGINT)  # ignored: does nothing
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)
