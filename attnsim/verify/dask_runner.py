@@ -5,13 +5,13 @@ and ``dask.distributed`` already gives what spreading it needs: a scheduler that
 per obligation or per (construction, mutant) on any number of workers, reruns the tasks of a
 worker that dies on another one, and streams results back as they finish (``as_completed``).
 No RPC or scheduler of our own; ``pip install "attnsim[dask]"``; without it the local forked
-pool (:mod:`attnsim.verify.runner`) runs and ``--scheduler`` says how to install.
+pool (:mod:`attnsim.verify.pool`) runs and ``--scheduler`` says how to install.
 
 The hard timeouts stay hard on a worker: a Dask task cannot be interrupted, so a task never runs
 a check itself.  Each worker thread keeps one *slot*, a child process forked from a forkserver
 that has already built the obligation registry (:mod:`attnsim.preload`), and hands it the
 obligation; when the slot has spent the obligation's timeout in CPU seconds (the local pool's
-clock, :class:`~attnsim.verify.runner.ChildClock`; wall time only as its far net), the slot is
+clock, :class:`~attnsim.verify.pool.ChildClock`; wall time only as its far net), the slot is
 killed, the obligation is ``unknown`` (never proved) and a fresh slot takes the next one.  A mutant
 runs in a child of its own, as in :func:`attnsim.verify.mutation.pool.run_jobs`, killed when it
 exceeds its budget by the same clock.
@@ -40,8 +40,10 @@ from attnsim.proofs.obligation import Obligation, Outcome, Result
 from attnsim.verify.budgets import explain_unknown
 from attnsim.verify.cache import code_version, coq_inputs, solver_versions
 from attnsim.verify.mutation.plan import mutant_budget
-from attnsim.verify.mutation.run import MutantResult, _child, worker_error
-from attnsim.verify.runner import CROSS_CHECK_BUDGET, ChildClock, SmtOptions, _check, _result, await_answer
+from attnsim.verify.mutation.run import MutantResult, worker_error
+from attnsim.verify.mutation.run import mutant_task as run_mutant
+from attnsim.verify.pool import ChildClock
+from attnsim.verify.runner import CROSS_CHECK_BUDGET, SmtOptions, _check, _result
 from attnsim.verify.sigint import children_deaf_to_sigint
 
 INSTALL = 'pip install "attnsim[dask]"'
@@ -134,6 +136,15 @@ def start_forkserver() -> None:
     forkserver.ensure_running()
 
 
+def await_answer(conn: Connection, clock: ChildClock, step: float = 0.05) -> bool:
+    """Wait for the child's answer on ``conn``: True when it can be read (or the pipe closed: the
+    child died), False when ``clock`` says the child is over its limit first."""
+    while not conn.poll(step):
+        if clock.over():
+            return conn.poll(0)
+    return True
+
+
 def _registered() -> dict[str, Obligation]:
     return {o.id: o for o in registry.all_obligations(include_deep=True)}
 
@@ -212,7 +223,7 @@ def _slot() -> _Slot:
 
 def _in_slot(ref: Ref, timeout: float, smt: SmtOptions | None) -> tuple[Outcome, float]:
     """Run one obligation in this worker thread's slot, under a hard ``timeout`` in the slot's CPU
-    seconds (:class:`~attnsim.verify.runner.ChildClock`): (outcome, seconds)."""
+    seconds (:class:`~attnsim.verify.pool.ChildClock`): (outcome, seconds)."""
     sl = _slot()
     limit = timeout + 0.5 + (CROSS_CHECK_BUDGET if smt is not None and smt.cross_check else 0)
     clock = ChildClock(sl.proc.pid or 0, limit)
@@ -258,12 +269,13 @@ def _mutant_child(
         conn.send(worker_error(exc))
         conn.close()
         return
-    _child(mutant, obs, example, timeout, conn)
+    conn.send(run_mutant(mutant, obs, example, timeout))
+    conn.close()
 
 
 def mutant_task(name: str, ids: list[str], mutant: Any, timeout: float, budget: float) -> tuple[Any, ...]:
     """Run one mutant in a child process of this worker, killed after ``budget`` of its CPU seconds
-    (:class:`~attnsim.verify.runner.ChildClock`).
+    (:class:`~attnsim.verify.pool.ChildClock`).
 
     Returns (killed, by, equivalent, proof, detail, applied, claim_only, cause, seconds)."""
     ctx = _context()
