@@ -1,6 +1,6 @@
-"""The one process pool (attnsim/verify/pool.py): verify's obligations and the mutants run on it;
-a task is limited by its worker's CPU seconds, never by how busy the machine is; a worker dies
-with the process that started it.
+"""The one process pool (attnsim/verify/pool.py): verify's obligations, the mutants and a Dask
+task's checks all run on it; a task is limited by its worker's CPU seconds, never by how busy the
+machine is; a worker dies with the process that started it.
 
 Tasks here are module-level functions or closures made in the tests: the workers are forked and
 inherit them."""
@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from attnsim.cli.main import main
-from attnsim.verify import pool, runner
+from attnsim.proofs.obligation import Obligation, Outcome
+from attnsim.verify import dask_runner, pool, runner
 from attnsim.verify.mutation import run as mutation_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,6 +91,25 @@ def test_verify_and_mutants_run_on_the_one_pool(monkeypatch: pytest.MonkeyPatch)
     assert main(["verify", "--mutants", "--only", "transpose/", "--max-mutants", "2", "-j", "1", "--json"]) == 0
     assert (mutation_run.mutant_task, 1) in calls
     assert {c for c in calls if c[0] is not mutation_run.mutant_task} <= {(runner._metered, None)}
+
+
+def test_a_dask_task_runs_its_checks_on_the_one_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Dask task (run here, as a worker runs it) hands its obligations to the same pool, one
+    worker process: no check runs in the Dask worker itself."""
+    seen: list[tuple[int, int | None]] = []
+    real = pool.run
+
+    def spy(tasks: Any, workers: int | None = None, *args: Any, **kwargs: Any) -> list[pool.Done]:
+        seen.append((len(tasks), workers))
+        return real(tasks, workers, *args, **kwargs)
+
+    monkeypatch.setattr(pool, "run", spy)
+    pid = Obligation("t/exact/pid", "t", "x", "exact", lambda t: Outcome.good(str(os.getpid())))
+    import cloudpickle
+
+    (r,) = dask_runner.obligations_task([(cloudpickle.dumps(pid), 5.0)], None)
+    assert seen == [(1, 1)]
+    assert not isinstance(r, Outcome) and r.status == "passed" and r.detail != str(os.getpid())
 
 
 def _block(mark: Path) -> None:
