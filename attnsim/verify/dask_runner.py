@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
-import os
-import signal
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -41,10 +39,6 @@ from attnsim.verify.runner import SmtOptions, _result, run_all
 from attnsim.verify.sigint import children_deaf_to_sigint
 
 INSTALL = 'pip install "attnsim[dask]"'
-# the preload of the local cluster's forkserver, by name: its excepthook keeps an abandoned start quiet
-ABANDONED_STARTS = "attnsim_launcher"
-# in the environment of deaf_forkserver's server only: its preload then ignores SIGINT (attnsim_launcher.DEAF)
-DEAF_SERVER = "ATTNSIM_DEAF_FORKSERVER"
 Ref = str | bytes  # a registered obligation's id, or a cloudpickled obligation
 Setup = Callable[[], object]  # run on a worker before it looks an obligation up (idempotent)
 
@@ -110,52 +104,6 @@ def mutant_task(name: str, ids: list[str], mutant: Any, timeout: float, setup: S
     return (r.killed, r.by, r.equivalent, r.proof, r.detail, r.applied, r.claim_only, r.cause, r.seconds)
 
 
-def _abandon_cluster() -> None:
-    """After a Ctrl-C inside LocalCluster's start: kill its processes now, drop Dask's exit hook,
-    which would try to close the half-started cluster and print a traceback, and mute this
-    process's asyncio and Dask loggers: the start's pending tasks fail as the processes die
-    ("Nanny failed to start", logged as "Task exception was never retrieved" when collected), and
-    the run ends with its one line "interrupted" anyway."""
-    import atexit
-    import logging
-
-    from distributed.deploy import spec
-
-    atexit.unregister(spec.close_clusters)
-    dask_loggers = [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "distributed"]
-    for name in ("asyncio", *dask_loggers):
-        logging.getLogger(name).disabled = True
-    for child in mp.active_children():
-        child.kill()
-
-
-def deaf_forkserver() -> None:
-    """Start this process's forkserver preloaded with :mod:`attnsim_launcher`, which, told so by
-    :data:`DEAF_SERVER` in the server's environment, makes SIGINT ignored in the server, so every
-    process it forks, and every process those start, ignores Ctrl-C, which this process handles; it
-    also keeps a child whose start a Ctrl-C abandoned from printing a traceback.
-
-    This process's SIGINT handler is not touched (ignoring it would discard a pending Ctrl-C), and
-    its mask is put back after both starts: CPython unblocks SIGINT after it starts the resource
-    tracker (bpo-33613), and the server's fresh interpreter would die of a Ctrl-C while it imports.
-    Under :func:`connect`'s block a Ctrl-C meanwhile is held, never lost (threads that do not block
-    SIGINT may take it earlier: the run then stops inside the block)."""
-    from multiprocessing import forkserver, resource_tracker
-
-    forkserver.set_forkserver_preload(["__main__", ABANDONED_STARTS])
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, []) if hasattr(signal, "pthread_sigmask") else None
-    os.environ[DEAF_SERVER] = "1"
-    try:
-        resource_tracker.ensure_running()
-        if mask is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        forkserver.ensure_running()
-    finally:
-        os.environ.pop(DEAF_SERVER, None)
-        if mask is not None:  # again: forkserver.ensure_running restarts a dead tracker, unblocking again
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
-
 def worker_versions() -> tuple[str, dict[str, str], str | None]:
     """This process's checking-code version, solver versions and Coq sources' digest (compared with
     the client's)."""
@@ -179,68 +127,63 @@ def connect(address: str) -> Iterator[Any]:
     """A Dask client for ``address`` (``tcp://host:port``, or ``local:N``); closed on exit.
 
     The workers must run the same attnsim and solvers as this process, since results are
-    labelled (and cached) with this process's versions."""
+    labelled (and cached) with this process's versions.  A ``local:N`` cluster is started inside
+    :func:`~attnsim.verify.sigint.children_deaf_to_sigint`: its processes never hear Ctrl-C, and a
+    Ctrl-C during the start is raised once the client is connected, so that leaving this context
+    closes the client and the cluster through Dask, which stops the worker processes."""
     n = parse_local(address)
     try:
         import dask
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError:
         raise SchedulerError(f"--scheduler needs Dask, which is not installed: {INSTALL}") from None
-    import logging
 
     with contextlib.ExitStack() as stack:
-        # the cluster's processes (and the forkservers they start) never see Ctrl-C: this process stops them
-        with children_deaf_to_sigint():
-            if n is not None:
-                # workers start the pool's processes; no statistical profiler competing with the checks
-                cfg: dict[str, bool | str | None] = {
-                    "distributed.worker.daemon": False,
-                    "distributed.worker.profile.enabled": False,
-                    # glibc reads it once at start and the pool's processes fork from the worker: the
-                    # allocation-heavy SymPy and Z3 checks ran measurably slower with Dask's default
-                    "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
-                    # the nannies fork from a forkserver that ignores SIGINT, as their children then do
-                    "distributed.worker.multiprocessing-method": "forkserver",
-                }
-                stack.enter_context(dask.config.set(cfg))
-                # a Ctrl-C during the start kills the half-started cluster (_abandon_cluster), and the
-                # resource tracker (started with the forkserver) then frees its semaphores and would
-                # warn about them on stderr: the one line the interrupt prints stays the only one
-                warn = [w for w in (os.environ.get("PYTHONWARNINGS"), "ignore:resource_tracker:UserWarning") if w]
-                os.environ["PYTHONWARNINGS"] = ",".join(warn)
-                deaf_forkserver()
-                try:
-                    cluster = stack.enter_context(
-                        LocalCluster(
-                            n_workers=n,
-                            threads_per_worker=1,
-                            processes=True,
-                            # its HTTP server on any free port: on 8787, the default, a second cluster
-                            # (another verify, a test) makes the scheduler warn on stderr and take another
-                            dashboard_address=":0",
-                            # its processes' own log lines never reach the terminal: what a check finds
-                            # or a lost worker is a typed result of the run; a worker's ERROR lines
-                            # (a heartbeat to a scheduler that a Ctrl-C is closing) would follow the
-                            # one line an interrupted run prints
-                            silence_logs=logging.CRITICAL,
-                        )
-                    )
-                except KeyboardInterrupt:
-                    # the cluster's loop thread may still start a worker while this unwinds: the
-                    # forkserver method stays set for good (the with-block would restore Dask's
-                    # "spawn", whose fresh interpreter has no quiet-start hook), then its processes die
-                    dask.config.set(cfg)
-                    _abandon_cluster()
-                    raise
-                client = stack.enter_context(Client(cluster))
-            else:
-                try:
-                    client = stack.enter_context(Client(address, timeout="20s"))
-                except (OSError, ValueError) as exc:
-                    raise SchedulerError(f"--scheduler {address}: cannot reach a Dask scheduler ({exc})") from None
-            if n is None:  # a local cluster's workers are this interpreter's children: same code and solvers
-                _same_versions(client)
+        if n is not None:
+            cfg: dict[str, Any] = {
+                "distributed.worker.daemon": False,  # a worker starts the pool's processes
+                "distributed.worker.profile.enabled": False,  # no statistical profiler competing with the checks
+                # glibc reads it once at start and the pool's processes fork from the worker: the
+                # allocation-heavy SymPy and Z3 checks ran measurably slower with Dask's default
+                "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+            }
+            stack.enter_context(dask.config.set(cfg))
+            client = _local_client(stack, n)
+        else:
+            try:
+                client = stack.enter_context(Client(address, timeout="20s"))
+            except (OSError, ValueError) as exc:
+                raise SchedulerError(f"--scheduler {address}: cannot reach a Dask scheduler ({exc})") from None
+            _same_versions(client)  # a local cluster's workers are this interpreter's children: same code
         yield client
+
+
+def _local_client(stack: contextlib.ExitStack, n: int) -> Any:
+    """A client of a new LocalCluster of ``n`` worker processes, both closed by ``stack``."""
+    import logging
+    from multiprocessing import resource_tracker
+
+    from distributed import Client, LocalCluster
+
+    # Started before the block: Python's resource tracker unblocks SIGINT in the thread that starts
+    # it, and Dask's loop thread would start it with the cluster's first worker (spawn).
+    resource_tracker.ensure_running()
+    with children_deaf_to_sigint():
+        cluster = stack.enter_context(
+            LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                # its HTTP server on any free port: on 8787, the default, a second cluster
+                # (another verify, a test) makes the scheduler warn on stderr and take another
+                dashboard_address=":0",
+                # its processes' own log lines never reach the terminal: what a check finds or a
+                # lost worker is a typed result of the run
+                silence_logs=logging.CRITICAL,
+            )
+        )
+        client = stack.enter_context(Client(cluster))
+    return client
 
 
 def _same_versions(client: Any) -> None:

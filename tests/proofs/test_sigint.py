@@ -102,6 +102,17 @@ def _file(mark: Path) -> Callable[[subprocess.Popen[str]], bool]:
     return lambda p: mark.exists()
 
 
+def _starting_a_spawned_process(p: subprocess.Popen[str]) -> bool:
+    """Whether a process of the group is a spawned interpreter (a Dask worker process, starting)."""
+    for pid in _group_alive(p.pid):
+        try:
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return True
+        except OSError:
+            pass
+    return False
+
+
 @pytest.mark.parametrize("moment", ["import", "workers started", "running"])
 def test_ctrl_c_local_pool(moment: str, tmp_path: Path) -> None:
     """During the import (of the whole run: it cannot end first), as the forked workers start (the
@@ -125,11 +136,11 @@ def test_ctrl_c_local_pool(moment: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("moment", ["cluster starting", "running"])
 def test_ctrl_c_local_dask(moment: str, tmp_path: Path) -> None:
-    """As the local Dask cluster starts (its first process, the forkserver, is up), and while it
-    runs checks (the target's check has started on a worker)."""
+    """As the local Dask cluster starts (a worker process is being spawned), and while it runs checks
+    (the target's check has started in a worker's pool process)."""
     pytest.importorskip("distributed")
     mark = tmp_path / "running"
-    when = _processes(2) if moment == "cluster starting" else _file(mark)
+    when = _starting_a_spawned_process if moment == "cluster starting" else _file(mark)
     code, lines, left = _interrupt(
         when, str(TARGET), str(mark), "verify", "--scheduler", "local:2", "--only", "softmax"
     )
