@@ -30,9 +30,8 @@ FLOORS: dict[str, int] = {
     "compile": 7,
     "report": 8,
     "catalog": 9,  # names every construction and obligation module (explicit imports)
-    "preload": 10,  # a Dask worker's forkserver preload: loads the catalogue
-    "cli": 11,  # one module per subcommand
-    "__init__": 12,  # the public facade: attnsim.compile, attnsim.UniversalSimulator, ...
+    "cli": 10,  # one module per subcommand
+    "__init__": 11,  # the public facade: attnsim.compile, attnsim.UniversalSimulator, ...
 }
 
 

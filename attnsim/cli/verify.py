@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from attnsim import catalog
 from attnsim.cli.commands import (
     EXIT_FAILED,
     UsageError,
@@ -115,7 +116,7 @@ def _campaign(args: argparse.Namespace) -> Any:
         except ImportError:
             raise UsageError('--scheduler needs Dask, which is not installed: pip install "attnsim[dask]"') from None
     cache_dir = args.cache or (DEFAULT_DIR if args.resume else None)
-    return open_campaign(args.scheduler, args.jobs, cache_dir, args.resume)
+    return open_campaign(args.scheduler, args.jobs, cache_dir, args.resume, setup=catalog.load)
 
 
 def _campaign_note(camp: Any, total: int) -> None:
