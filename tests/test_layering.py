@@ -20,6 +20,7 @@ PACKAGE = Path(attnsim.__file__).parent
 
 FLOORS: dict[str, int] = {
     "version": 0,
+    "resources": 0,  # memory available, byte units, the refusal rule
     "rasp": 0,
     "proofs": 1,
     "symbolic": 2,
