@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from attnsim.cli import commands
-from attnsim.cli.main import main
+from attnsim.cli.main import load, main
 from attnsim.proofs.obligation import Obligation, Outcome
+
+load()  # the subcommands register themselves as main() loads them; some tests replace one first
 
 
 def usage_exit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

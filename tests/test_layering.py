@@ -20,6 +20,7 @@ PACKAGE = Path(attnsim.__file__).parent
 
 FLOORS: dict[str, int] = {
     "version": 0,
+    "resources": 0,  # memory available, byte units, the refusal rule
     "rasp": 0,
     "proofs": 1,
     "symbolic": 2,
@@ -32,9 +33,8 @@ FLOORS: dict[str, int] = {
     "compile": 7,
     "report": 8,
     "catalog": 9,  # names every construction and obligation module (explicit imports)
-    "preload": 10,  # a Dask worker's forkserver preload: loads the catalogue
-    "cli": 11,  # one module per subcommand
-    "__init__": 12,  # the public facade: attnsim.compile, attnsim.UniversalSimulator, ...
+    "cli": 10,  # one module per subcommand
+    "__init__": 11,  # the public facade: attnsim.compile, attnsim.UniversalSimulator, ...
 }
 
 

@@ -19,6 +19,7 @@ from attnsim.constructions.construction import Construction, ConstructionError
 from attnsim.constructions.det3.program import PAPER_REF as COFACTOR_REF
 from attnsim.constructions.det3.program import cofactor3, det3, inverse3
 from attnsim.constructions.det_n import steps
+from attnsim.constructions.det_n.program import PAPER_REF as DET_N_REF
 from attnsim.constructions.forms.program import consumer_matmul, gathered_transpose
 from attnsim.constructions.matmul.program import PAPER_REF as MATMUL_REF
 from attnsim.constructions.matmul.program import matmul
@@ -33,6 +34,8 @@ from attnsim.constructions.transpose.program import transpose
 from attnsim.proofs.coq import CoqProgram, export_program
 from attnsim.proofs.coq_statement import KernelStatement, Operand
 from attnsim.rasp import core as C
+
+DET_N_ID = "det"  # det(n)'s construction: the identity makes its chain of kernel-checked steps compute det
 
 
 class KernelError(RuntimeError):
@@ -66,33 +69,50 @@ def _cases(names: str, *values: tuple[int, ...]) -> tuple[dict[str, int], ...]:
 class KernelTheorem:
     """A hand-written theory, the construction its theorems are about, and how to test its program.
 
-    ``make``: the construction over unbound sizes; ``sizes``: the exported definition's parameters
-    (every unbound size of the program and layout, in this order); ``registered``: the catalogue's
-    own construction over unbound sizes (rebuilt from its example), or None when the theory is about
-    a variant the catalogue does not register; ``cases``: size bindings for the differential runs."""
+    ``make``: the construction over unbound sizes (None for a theory about mathematics only, whose
+    theorems' ``conclusion`` is their whole statement, over the Coq ``definitions`` declared here);
+    ``sizes``: the exported definition's parameters (every unbound size of the program and layout,
+    in this order); ``registered``: the catalogue's own construction over unbound sizes (rebuilt
+    from its example), or None when the theory is about a variant the catalogue does not register;
+    ``cases``: size bindings for the differential runs."""
 
     construction: str
     paper_ref: str
     theory: str
     against: str
     statement: str
-    make: Callable[[], Construction]
+    make: Callable[[], Construction] | None
     program: str
     sizes: tuple[str, ...]
     theorems: tuple[Theorem, ...]
     cases: tuple[Mapping[str, int], ...]
     registered: Callable[[], Construction] | None = None
+    definitions: str = ""  # Coq definitions the statements use (a theorem about mathematics only)
 
     @property
     def theorem_names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.theorems)
 
+    def build(self) -> Construction:
+        """The construction over unbound sizes (refused for a theory about mathematics only)."""
+        if self.make is None:
+            raise KernelError(f"{self.theory}: a theory about mathematics only has no construction")
+        return self.make()
+
     def programs(self) -> list[CoqProgram]:
+        if self.make is None:
+            return []
         return [export_program(self.program, self.make().program, self.sizes)]
+
+    def statement_texts(self) -> list[tuple[str, str]]:
+        """Each theorem's statement as Coq text, by the name of its ``Prop`` definition."""
+        if self.make is None:
+            return [(f"{t.name}_statement", t.conclusion) for t in self.theorems]
+        return [(name, st.text()) for name, st in self.statements()]
 
     def statements(self) -> list[tuple[str, KernelStatement]]:
         """Each theorem's generated statement (see :mod:`attnsim.proofs.coq_statement`)."""
-        con = self.make()
+        con = self.build()
         free = sorted(con.free_sizes)
         if sorted(self.sizes) != free:
             raise KernelError(f"{self.theory}: parameters {list(self.sizes)} are not the program's sizes {free}")
@@ -169,6 +189,19 @@ def _softmax_theorems(prefix: str, template: str, stable: bool) -> tuple[Theorem
         Theorem(f"{prefix}_expR", template.format(e="expR"), field="realType", exp="(@expR R)"),
     )
 
+
+# det(n) and inverse(n)'s loop (attnsim.constructions.det_n.program.faddeev_ref), in Coq: step k gives (M_k, c_(n-k));
+# step 0 holds M_0 = 0 and c_n = 1, so that step 1 gives M_1 = I and c_(n-1) = -tr A.
+FL_LOOP = """Fixpoint fl_step {R : numFieldType} {n : nat} (A : 'M[R]_n) (k : nat) : 'M[R]_n * R :=
+  if k is k'.+1 then
+    let: (M, c) := fl_step A k' in
+    let M' := A *m M + c%:M in
+    (M', - \\tr (A *m M') / k%:R)
+  else (0, 1).
+Definition fl_M {R : numFieldType} {n : nat} (A : 'M[R]_n) (k : nat) := (fl_step A k).1.
+Definition fl_c {R : numFieldType} {n : nat} (A : 'M[R]_n) (k : nat) := (fl_step A k).2.
+"""
+_FL = "forall (R : numFieldType) (n : nat) (A : 'M[R]_n) "
 
 S = C.Size
 THEOREMS: tuple[KernelTheorem, ...] = (
@@ -419,6 +452,28 @@ THEOREMS: tuple[KernelTheorem, ...] = (
         ("n", "k", "offset", "pad"),
         (Theorem("faddeev_iteration", "(- \\tr (A *m (A *m M + (c 0 0)%:M)) / (k + 1)%:R)%:M"),),
         _cases("n k offset pad", (1, 1, 0, 0), (2, 1, 1, 0), (3, 2, 0, 2)),
+    ),
+    KernelTheorem(
+        DET_N_ID,
+        DET_N_REF,
+        "FaddeevLeVerrier",
+        "char_poly, \\det, invmx",
+        "the loop det(n) and inverse(n) run computes c_(n-k) = the coefficients of char_poly A, "
+        "\\det A = (-1)^n c_0 and, for A \\in unitmx, invmx A = - M_n / c_0, for every n",
+        None,
+        "",
+        (),
+        (
+            Theorem("fl_M1", "forall (R : numFieldType) (n : nat) (A : 'M[R]_n), fl_M A 1 = 1%:M"),
+            Theorem("fl_c1", "forall (R : numFieldType) (n : nat) (A : 'M[R]_n), fl_c A 1 = - \\tr A"),
+            Theorem("fl_MS", _FL + "(k : nat), fl_M A k.+1 = A *m fl_M A k + (fl_c A k)%:M"),
+            Theorem("fl_cS", _FL + "(k : nat), fl_c A k.+1 = - \\tr (A *m fl_M A k.+1) / k.+1%:R"),
+            Theorem("fl_c_char_poly", _FL + "(k : nat), (k <= n)%nat -> fl_c A k = (char_poly A)`_(n - k)"),
+            Theorem("det_fl", _FL + ", \\det A = (-1) ^+ n * fl_c A n"),
+            Theorem("invmx_fl", _FL + ", A \\in unitmx -> invmx A = - (fl_c A n)^-1 *: fl_M A n"),
+        ),
+        (),
+        definitions=FL_LOOP,
     ),
 )
 

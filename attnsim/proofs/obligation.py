@@ -198,6 +198,7 @@ class SecondSolver:
     unchecked: int = 0
     disagree: tuple[str, ...] = ()
     seconds: float = 0.0
+    units: int = 0  # cvc5's resource units used (what its budget counts)
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,13 @@ and 0.29 / 0.33 GB.  An upper estimate of that order, not a bound proven from th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from attnsim.rasp import long_values
 from attnsim.rasp.layout import value_of
 from attnsim.rasp.structural_memo import StructuralMemo
+from attnsim.resources import available_memory, refused
+from attnsim.resources import human_bytes as gib
 from attnsim.universal.errors import SimulatorError
 
 # grids whose values the engine streams piece by piece (never held whole), per variant
@@ -33,14 +34,6 @@ ALIVE_SHORT = 24  # values of at most LAZY_MIN positions held whole at once (mea
 ALIVE_LONG = 2  # values of the largest grid held whole at once
 MASK_BYTES = 24  # per entry of the n x n masks encode builds
 MEMO_BYTES = 32  # per position, of the memo (below its budget)
-
-
-def gib(nbytes: float) -> str:
-    """A byte count in GiB (or MiB / TiB / PiB where that reads better), e.g. '1.4 GiB'."""
-    for unit, shift in (("PiB", 50), ("TiB", 40), ("GiB", 30)):
-        if nbytes >= 1 << shift:
-            return f"{nbytes / (1 << shift):.3g} {unit}"
-    return f"{nbytes / (1 << 20):.3g} MiB"
 
 
 @dataclass(frozen=True)
@@ -80,40 +73,16 @@ def estimate(u: Any, n: int, layers: int = 1) -> MemoryEstimate:
     )
 
 
-def _read_int(path: str) -> int | None:
-    try:
-        text = Path(path).read_text().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def available_memory() -> int | None:
-    """Bytes of memory this process can still take: the kernel's MemAvailable, lowered to the
-    room left under a cgroup (v2) memory limit; None where neither can be read."""
-    found = []
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                found.append(int(line.split()[1]) * 1024)
-    except (OSError, ValueError, IndexError):
-        pass
-    limit, used = _read_int("/sys/fs/cgroup/memory.max"), _read_int("/sys/fs/cgroup/memory.current")
-    if limit is not None and used is not None:
-        found.append(max(limit - used, 0))
-    return min(found) if found else None
-
-
 def check_fits(u: Any, n: int, layers: int = 1) -> MemoryEstimate:
     """The estimate of a run, after refusing in one line (with the estimate) a run estimated to
     need more memory than is available."""
     est = estimate(u, n, layers)
-    free = available_memory()
-    if free is not None and est.total > free:
+    why = refused(est.total, available_memory())
+    if why is not None:
         cap = ", ".join(f"{v}" for v in u.capacity.values())
         raise SimulatorError(
-            f"U at capacity (N, D, H, K, F) = ({cap}) on n = {n} needs {est.text()}, more than the "
-            f"{gib(free)} of memory available: use a smaller capacity"
+            f"U at capacity (N, D, H, K, F) = ({cap}) on n = {n} is estimated to need {est.text()}, "
+            f"{why}; or use a smaller capacity"
         )
     return est
 

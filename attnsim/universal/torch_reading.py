@@ -76,12 +76,25 @@ def check_stock(module: Any, torch: Any) -> None:
             "from_torch: a global forward hook is registered (register_module_forward_hook), which may change "
             "every module's output; T simulates modules without hooks: remove it"
         )
+    slots = _slots(torch)
     for path, m in module.named_modules():
         cls = type(m)
         stock = _stock_class(cls)
-        if stock is torch.nn.Module:  # not torch's module: refused by type where it is read, else unread
-            continue
         what = f"{path} ({cls.__name__})" if path else cls.__name__
+        if stock is torch.nn.Module:  # a class of the user's own, anywhere in the module: its code is unread
+            raise SimulatorError(
+                f"from_torch: {what} is not a torch module class; T simulates torch's own modules only (it reads "
+                "the weights and options, not the code)"
+            )
+        for name, child in m.named_children():
+            allowed = slots.get(stock, {}).get(name)
+            if allowed is not None and not isinstance(child, allowed):
+                want = " or ".join(f"nn.{a.__name__}" for a in allowed)
+                slot = f"{path}.{name}" if path else name
+                raise SimulatorError(
+                    f"from_torch: {slot} is {type(child).__name__}, where nn.{stock.__name__} holds {want}; "
+                    "torch runs it, T would not: use the stock layout"
+                )
         methods = set(_CALLING)
         for c in stock.__mro__[: stock.__mro__.index(torch.nn.Module)]:
             methods |= {k for k, v in vars(c).items() if callable(v) and k not in _BUILDING}
@@ -98,6 +111,15 @@ def check_stock(module: Any, torch: Any) -> None:
                 f"from_torch: {what} has a forward hook, which may change its output; T simulates the module "
                 "without hooks: remove it (handle.remove())"
             )
+
+
+def _slots(torch: Any) -> dict[type, dict[str, tuple[type, ...]]]:
+    """The class a stock layer's dropout slots hold: T reads nothing of them (a dropout is the identity
+    in eval mode), but torch runs whatever sits there, so anything else is refused.  The other slots
+    (attention, linears, norms) are checked where T reads them."""
+    nn = torch.nn
+    drop = (nn.Dropout, nn.Identity)
+    return {nn.TransformerEncoderLayer: {"dropout": drop, "dropout1": drop, "dropout2": drop}}
 
 
 def _check_attention(mha: Any, where: str) -> None:

@@ -42,6 +42,7 @@ from typing import Any
 from attnsim.constructions.kernel import coq_sources
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Result
+from attnsim.proofs.smtlib import CVC5_BUDGET, CVC5_RLIMIT_PER
 
 DEFAULT_DIR = ".attnsim-cache"
 FORMAT = 4  # bump when the layout of a stored file changes (2: the outcome's typed facts, issue 26 item 6;
@@ -178,7 +179,7 @@ def obligation_key(
         "statement": ob.statement,
         "program": fingerprint,
         "timeout": timeout,
-        "cross_check": None if smt is None or not smt.cross_check else smt.timeout,
+        "cross_check": None if smt is None or not smt.cross_check else [CVC5_RLIMIT_PER, CVC5_BUDGET],
         **(common if common is not None else inputs()),
     }
 

@@ -212,6 +212,10 @@ if torch is not None:
         def forward(self, x: Any) -> Any:
             return super().forward(x) + 1
 
+    class _Doubling(torch.nn.Module):  # a module class of the user's own
+        def forward(self, x: Any) -> Any:
+            return 2 * x
+
 
 def _same_weights(cls: Any) -> Any:
     """A float64 eval module of ``cls`` with _layer()'s weights."""
@@ -240,11 +244,20 @@ def _overridden(kind: str) -> tuple[Any, str]:
         stock = layer.forward
         layer.forward = lambda src, *a, **kw: stock(src + 1, *a, **kw)  # type: ignore[method-assign]
         return layer, "TransformerEncoderLayer has forward set on the instance, replacing nn.TransformerEncoderLayer;"
+    if kind == "tanh-in-a-dropout-slot":  # a stock torch module where the layer holds a dropout
+        layer.dropout2 = torch.nn.Tanh()
+        return layer, r"dropout2 is Tanh, where nn.TransformerEncoderLayer holds nn.Dropout or nn.Identity"
+    if kind == "own-class":
+        layer.norm1 = _Doubling()
+        return layer, r"norm1 \(_Doubling\) is not a torch module class"
     layer.norm2.register_forward_hook(lambda mod, args, out: out * 2)
     return layer, r"norm2 \(LayerNorm\) has a forward hook, which may change its output"
 
 
-@pytest.mark.parametrize("kind", ["forward", "_sa_block", "_ff_block", "mha", "linear", "instance", "hook"])
+@pytest.mark.parametrize(
+    "kind",
+    ["forward", "_sa_block", "_ff_block", "mha", "linear", "instance", "hook", "tanh-in-a-dropout-slot", "own-class"],
+)
 def test_a_module_computing_other_than_its_stock_class_is_refused(slow_path: None, kind: str) -> None:
     """Corollary 6.1 at the torch boundary: T is read from a module's weights and options, so a
     subclass overriding forward or a sublayer method (or a forward hook) computes what T does not
