@@ -192,7 +192,7 @@ def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, s
     if key not in cons:
         known = ", ".join(sorted([*cons, "u", *classic.PROGRAMS]))
         raise CompileError(f"unknown construction {name!r}; known: {known}")
-    con: Any
+    con: Any  # a Construction, or U for the key 'simulator'
     if sizes:
         names = size_names(key)
         if names is None:

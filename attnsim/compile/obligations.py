@@ -30,7 +30,7 @@ from attnsim.compile import classic, soft
 from attnsim.compile.compiler import compile_program
 from attnsim.compile.model import CompiledTransformer
 from attnsim.constructions.checks import rational_operands
-from attnsim.constructions.construction import ConstructionError
+from attnsim.constructions.construction import Construction, ConstructionError
 from attnsim.constructions.matmul.program import matmul
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import constructions
@@ -55,13 +55,13 @@ TOKEN_DOMAINS: dict[str, tuple[int, ...]] = {
 NOT_LEMMAS = ("simulator", "simulator-frame", "simulator-stages")  # all three are U: checked by the U obligation below
 
 
-def compile_construction(name: str, con: Any) -> CompiledTransformer:
+def compile_construction(name: str, con: Construction) -> CompiledTransformer:
     """Compile a registered construction's program for its sequence length (token domain if known)."""
     return compile_program(con.program, max_len=con.layout.total, vocab=TOKEN_DOMAINS.get(name))
 
 
 def _lemma_sequence(
-    con: Any, rng: np.random.Generator, exact: bool, vocab: tuple[int, ...] | None = None
+    con: Construction, rng: np.random.Generator, exact: bool, vocab: tuple[int, ...] | None = None
 ) -> np.ndarray:
     """A valid encoded input for a construction: random rationals (or normals), else small integers."""
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from attnsim.constructions.construction import Construction
 from attnsim.proofs import registry
 
 FIXED = ("heads",)  # size parameters never scaled
@@ -144,7 +145,7 @@ def families(names: Iterable[str] | None = None) -> tuple[list[Family], list[tup
 
 
 # -- inputs and errors -------------------------------------------------------------------------
-def random_operands(con: Any, rng: np.random.Generator) -> list[np.ndarray]:
+def random_operands(con: Construction, rng: np.random.Generator) -> list[np.ndarray]:
     """Random operands the construction accepts: normal floats, else bits, else small integers."""
     shapes = [con.layout[nm].shape for nm in con.inputs]
 
@@ -205,7 +206,7 @@ class Point:
         return f"{self.shape} (fixed)" if self.shape else "fixed"
 
 
-def size_label(con: Any) -> str:
+def size_label(con: Construction) -> str:
     """A construction's sizes as text: its size parameters (``rows = 2, inner = 3, cols = 2``), or,
     when it has none, the shapes of its input blocks (``A 3 x 3``)."""
     sizes = getattr(con, "sizes", None) or {}
@@ -273,7 +274,7 @@ def sweep(
     return pts
 
 
-def exact_error(con: Any, rng: np.random.Generator) -> float:
+def exact_error(con: Construction, rng: np.random.Generator) -> float:
     """max |run - reference| on random rationals in the exact backend (0.0 exactly when equal)."""
     ops = []
     for nm in con.inputs:

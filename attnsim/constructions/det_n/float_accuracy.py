@@ -48,7 +48,7 @@ def float_residual(what: str, a: np.ndarray, out: np.ndarray) -> tuple[float, st
     return abs(float(out) - ref) / scale, "|det - det_LU| / |det_LU|"
 
 
-def _checked(con: Any, what: str, operands: tuple[Any, ...], out: np.ndarray) -> np.ndarray:
+def _checked(con: _FloatChecked, what: str, operands: tuple[Any, ...], out: np.ndarray) -> np.ndarray:
     a = to_backend(operands[0], "numpy", "A")
     r, label = float_residual(what, a, out)
     if r <= con.float_tolerance:
@@ -68,6 +68,7 @@ class _FloatChecked:
     """A float64 run meets ``float_tolerance`` (see the module docstring) or raises (or warns)."""
 
     checked_as: ClassVar[str] = ""
+    name: str
     float_tolerance: float
     on_inaccurate: str
 
