@@ -19,6 +19,7 @@ construction folder or of U, or what the folders share), nothing of the engine (
 So a wrong program cannot leak into the statement it is proved against, nor into the formula
 that statement is checked against.
 """
+
 from __future__ import annotations
 
 import ast
