@@ -4,7 +4,7 @@ a construction's statement and its textbook formula import nothing of its progra
 Floors, bottom to top (``docs/architecture.md``): the language with its arithmetic backends
 (``rasp``), the solver kit (``proofs``), symbolic execution and the spec language (``symbolic``),
 the paper's results, one folder each (``constructions``), the universal simulator U
-(``universal``), the public facades (``lemmas``, ``applications``, ``simulator``), the
+(``universal``), the public facades (``lemmas``, ``applications``), the
 verification harness (``verify``), executable extraction (``compile``), the report, the catalogue
 of every obligation, and the command line (one module per subcommand).  A module may import its
 own floor or a lower one.  An import placed inside a function counts like any other: hiding one
@@ -39,7 +39,6 @@ FLOORS: dict[str, int] = {
     "universal": 4,  # U: builder, runtime, torch reading, layer proof
     "lemmas": 5,  # facade: re-exports the lemmas' factories (from attnsim import lemmas)
     "applications": 5,  # facade: re-exports the applications' factories
-    "simulator": 5,  # facade: re-exports U's public names (TransformerLayer, UniversalSimulator)
     "verify": 6,
     "compile": 7,
     "report": 8,

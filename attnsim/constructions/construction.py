@@ -316,7 +316,6 @@ class Construction:
         return out
 
 
-
 def _satisfies_the_protocol(con: Construction) -> protocol.Construction:
     """Never called: mypy checks here that the dataclass is the provers' protocol
     (:class:`attnsim.proofs.construction.Construction`), attribute by attribute."""
