@@ -1,4 +1,4 @@
-"""The checks the applications' obligations run (:mod:`attnsim.constructions.application_obligations`).
+"""The checks the applications' obligations run (each application folder's ``obligations.py``).
 
 Every input of a small length against the specification (exact backend), random long inputs
 (float64), a Z3 proof over every integer input of the program's unrolling, k-PARITY's mod-2
@@ -22,6 +22,14 @@ from attnsim.constructions.z3prog import prove_for_all_inputs
 from attnsim.proofs import z3sel
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import expr as E
+
+
+def prefixes(base: int, n: int, chunk: int = 1024) -> list[tuple[int, ...]]:
+    """Fixed leading tokens splitting the base**n inputs into checks of at most ``chunk`` inputs."""
+    m = 0
+    while base ** (n - m) > chunk:
+        m += 1
+    return [tuple(t) for t in itertools.product(range(base), repeat=m)]
 
 
 def exhaustive_check(

@@ -216,7 +216,7 @@ THEOREMS: tuple[KernelTheorem, ...] = (
         ("rows", "cols", "heads"),
         (Theorem("transpose_heads_trmx", "trmx (A t)"),),
         _cases("rows cols heads", (1, 1, 1), (2, 3, 1), (3, 2, 2), (1, 5, 3), (4, 4, 2)),
-        _example("attnsim.constructions.lemma_obligations", "transpose"),
+        _example("attnsim.constructions.transpose.program", "transpose"),
     ),
     KernelTheorem(
         "matmul",
@@ -229,7 +229,7 @@ THEOREMS: tuple[KernelTheorem, ...] = (
         ("rows", "inner", "cols", "heads"),
         (Theorem("matmul_heads_mulmx", "A t *m B t"),),
         _cases("rows inner cols heads", (1, 1, 1, 1), (2, 3, 2, 1), (2, 2, 1, 2), (1, 4, 3, 2), (3, 1, 2, 1)),
-        _example("attnsim.constructions.lemma_obligations", "matmul"),
+        _example("attnsim.constructions.matmul.program", "matmul"),
     ),
     KernelTheorem(
         "relu",
@@ -327,7 +327,7 @@ THEOREMS: tuple[KernelTheorem, ...] = (
         ("rows", "cols"),
         (Theorem("gathered_transpose_trmx", "trmx A"),),
         _cases("rows cols", (1, 1), (2, 3), (3, 2), (1, 4)),
-        _example("attnsim.constructions.lemma_obligations", "gathered-transpose"),
+        _example("attnsim.constructions.forms.program", "gathered-transpose"),
     ),
     KernelTheorem(
         "consumer-matmul",
@@ -340,7 +340,7 @@ THEOREMS: tuple[KernelTheorem, ...] = (
         ("rows", "inner", "cols", "extra"),
         (Theorem("consumer_matmul_mulmx", "\\matrix_(j, m) (A *m B) t j"),),
         _cases("rows inner cols extra", (1, 1, 1, 1), (2, 2, 1, 3), (1, 3, 2, 2), (2, 1, 3, 1)),
-        _example("attnsim.constructions.lemma_obligations", "consumer-matmul"),
+        _example("attnsim.constructions.forms.program", "consumer-matmul"),
     ),
     KernelTheorem(
         "cofactor3",

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from attnsim import lemmas
 from attnsim.constructions.construction import Construction
 from attnsim.constructions.det3.program import cofactor_reference
-from attnsim.constructions.det_inverse_obligations import (
+from attnsim.constructions.det_checks import (
     AUTHORS_EXAMPLE,
     accuracy_check,
     rational_identity_check,

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sympy.polys.matrices import DomainMatrix
 
 from attnsim import lemmas
-from attnsim.constructions.det_inverse_obligations import AUTHORS_EXAMPLE, accuracy_check, rational_identity_check
+from attnsim.constructions.det_checks import AUTHORS_EXAMPLE, accuracy_check, rational_identity_check
 from attnsim.constructions.det_n.program import METHODS, depth, faddeev_ref, powers_depth, powers_ref
 from attnsim.lemmas import ConstructionError, SingularMatrixError
 from attnsim.proofs.obligation import Obligation

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from attnsim import lemmas
 from attnsim.constructions.checks import exp_canonical, first_difference
-from attnsim.constructions.lemma_obligations import masked_sympy_check
+from attnsim.constructions.softmax.obligations import masked_sympy_check
 from attnsim.lemmas import ConstructionError
 from attnsim.proofs import z3sel
 from attnsim.rasp import core as C

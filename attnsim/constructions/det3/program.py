@@ -16,8 +16,8 @@ The paper spends 4 layers on det and 5 on the inverse (heads 1 / 4 / 1 / 1 / 1).
 A zero determinant is a :class:`SingularMatrixError`: exact division by zero on the exact
 backend, a non-finite result on NumPy (float64 det evaluated to 0), 1/0 on SymPy. A float64
 det that is tiny but not 0 gives large finite entries, as ``numpy.linalg.inv`` does.
-The obligations, and the checks det(n) and inverse(n) share with these, are in
-:mod:`attnsim.constructions.det_inverse_obligations`.
+The obligations are in :mod:`attnsim.constructions.det3.obligations`, the checks det(n) and
+inverse(n) share with these in :mod:`attnsim.constructions.det_checks`.
 """
 
 from __future__ import annotations

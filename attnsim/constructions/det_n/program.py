@@ -35,7 +35,7 @@ powers of A, cancelling heavily).  ``MEASURED_REL_ERROR`` lists the max relative
 the exact result of the same float inputs on standard normal matrices (``measure(ns)``
 re-measures): Faddeev 5e-16 at n = 3, 2e-13 at n = 8, 5e-12 at n = 16, 2e-7 at n = 32, while
 NumPy's LU stays near 1e-14.  The numeric obligations assert ``NUMERIC_TOL`` (50-200x the
-measurement; the three, with the obligations, in :mod:`attnsim.constructions.det_inverse_obligations`).
+measurement; the three, with the obligations, in :mod:`attnsim.constructions.det_n.obligations`).
 The exact backend has no such error: it returns the true det / inverse of the
 given rationals (denominators grow with n; n = 16 takes tens of seconds).
 

@@ -30,6 +30,7 @@ from attnsim.constructions.softmax.program import softmax_ref
 from attnsim.constructions.transpose.program import transpose_ref
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
@@ -253,6 +254,13 @@ def atomized(e: Any) -> Any:
             inv = sp.exp(sp.expand(inv.args[0]))
         rep[a] = 1 / rep[inv] if inv in rep else sp.Symbol(f"_a{i}", positive=True)
     return cancelled(e.xreplace(rep), "a program - reference difference")
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("linear_attention", LINEAR_REF, lambda: linear_attention(3, 2, 2)),
+    ConstructionEntry("linformer", LINFORMER_REF, lambda: linformer(3, 2, 2, 2)),
+)
 
 
 __all__ = ["atomized", "linear_attention", "linformer"]

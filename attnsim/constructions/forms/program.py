@@ -29,6 +29,7 @@ from attnsim.constructions.forms import spec as specs
 from attnsim.constructions.forms.contraction import contract, gather_onto
 from attnsim.constructions.transpose.spec import TRANSPOSE
 from attnsim.proofs.intents import Intent
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Grid, GridRef, Layout
 
@@ -157,3 +158,13 @@ def two_axis_sum(depth: Size, rows: Size, width: Size, cols: Size) -> Constructi
             depth=sym["depth"], rows=sym["rows"], width=sym["width"], cols=sym["cols"]
         ),
     )
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("gathered-transpose", TRANSPOSE_REF, lambda: gathered_transpose(2, 3)),
+    ConstructionEntry("gathered-permute", TRANSPOSE_REF, lambda: gathered_permute(2, 3, 4)),
+    ConstructionEntry("broadcast-gather", TRANSPOSE_REF, lambda: broadcast_gather(2, 3, 4)),
+    ConstructionEntry("consumer-matmul", MATMUL_REF, lambda: consumer_matmul(2, 3, 4, 2)),
+    ConstructionEntry("two-axis-sum", MATMUL_REF, lambda: two_axis_sum(2, 3, 4, 2)),
+)

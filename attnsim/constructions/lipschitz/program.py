@@ -46,6 +46,7 @@ from attnsim.constructions.construction import Construction, ConstructionError
 from attnsim.constructions.matmul.program import matmul_ref
 from attnsim.constructions.maxmin.program import maxmin_ref
 from attnsim.proofs.intents import Intent
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp.guards import complex_entry
 from attnsim.rasp.layout import Block, Layout, MatRef, as_array
@@ -443,6 +444,17 @@ def error_table(epsilons: Sequence[float], fine: tuple[int, int] = (20001, 401))
                 err = sup_error(net, f, dom, fine[0] if d == 1 else fine[1])
                 rows.append({"function": name, "L": lip, "epsilon": eps, "sup_error": err, **net.size()})
     return rows
+
+
+def small_network() -> LipschitzNetwork:
+    """The catalogue's example: |x| on [-1, 1], L = 1, epsilon = 0.5, McShane's extension."""
+    return lipschitz_approximator(abs, 1.0, 0.5, (-1.0, 1.0), method="mcshane")
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("lipschitz", PAPER_REF, small_network),
+)
 
 
 __all__ = [

@@ -28,6 +28,7 @@ from attnsim.constructions.construction import Construction
 from attnsim.constructions.match2.reference import match2_spec
 from attnsim.constructions.sequence import SequenceConstruction, check_integers
 from attnsim.constructions.transpose.program import _check_sizes
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
@@ -93,6 +94,12 @@ def match2_paper(length: int, p: int) -> Construction:
         out_shape=(length,),
         check_inputs=check_integers("Match2"),
     )
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("match2", PAPER_REF, lambda: match2(6, 4)),
+)
 
 
 __all__ = ["match2", "match2_paper"]

@@ -19,6 +19,7 @@ from attnsim.constructions.construction import Construction, size_args, sized
 from attnsim.constructions.matmul.spec import MATMUL
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
@@ -128,3 +129,9 @@ def matmul(
 def _paper_heads(rows: C.Size, cols: C.Size) -> list[Any]:
     """The paper's heads per layer (1 / r+C / r*C), as size expressions: numbers once bound."""
     return [1, E.lift(rows) + cols, E.lift(rows) * cols]
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("matmul", PAPER_REF, lambda: matmul(2, 3, 2)),
+)

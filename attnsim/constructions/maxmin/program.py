@@ -15,29 +15,19 @@ MaxMin([14, 18, 3, 12, 6, 20, 7, 17, 13, 9]) = [18, 14, 12, 3, 20, 6, 17, 7, 13,
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from attnsim.constructions.checks import (
-    embedded_obligations,
-    intent_obligations,
-    layout_obligation,
-    standard_obligations,
-)
 from attnsim.constructions.construction import Construction, ConstructionError, VectorConstruction, size_args, sized
 from attnsim.constructions.maxmin.spec import MAXMIN
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
-from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
 PAPER_REF = "Activation MaxMin (GroupSort, groups of 2)"
 
@@ -124,37 +114,10 @@ def maxmin(length: int | C.Size, rows: int | C.Size | None = None) -> Constructi
     )
 
 
-# -- all sizes: program == spec (attnsim.symbolic.execute), the output column split by parity ---------
-def maxmin_all_sizes() -> tuple[Obligation, Obligation]:
-    """``all-sizes``: the program over unbound (n, rows), n even (a precondition), equals the spec at
-    every entry; the output column is split into j = 2t and j = 2t + 1."""
-    n, rows = C.Size("n"), C.Size("rows")
-    return all_sizes_obligations(
-        "maxmin",
-        PAPER_REF,
-        [lambda: maxmin(n), lambda: maxmin(n, rows)],
-        statement="program == spec for every even n and rows: (i, 2t) -> max, (i, 2t+1) -> min of the pair",
-    )
-
-
-def maxmin_obligations() -> Iterable[Obligation]:
-    """Z3 partner intent (all sizes, even width), layout, sympy/exact/numeric (bit-exact)."""
-    yield from maxmin_all_sizes()
-    yield from intent_obligations("maxmin", PAPER_REF, lambda: maxmin(4, rows=3))
-    yield layout_obligation("maxmin", PAPER_REF, lambda: maxmin(4, rows=3))
-    yield from embedded_obligations("maxmin", PAPER_REF, maxmin_ref, stacked=False)
-    for n in (2, 4, 6):
-        for r in (None, 2, 3):
-            yield from standard_obligations("maxmin", PAPER_REF, functools.partial(maxmin, n, r), numeric_tol=0.0)
-    yield from standard_obligations(
-        "maxmin", PAPER_REF, lambda: maxmin(64, rows=64), sympy_sizes=False, exact=False, numeric_tol=0.0
-    )
-
-
 #: The constructions this module declares (registered by :mod:`attnsim.catalog`).
 CONSTRUCTIONS = (
     ConstructionEntry("maxmin", PAPER_REF, lambda: maxmin(4, rows=3)),
 )
 
 
-__all__ = ["maxmin", "maxmin_all_sizes", "maxmin_ref"]
+__all__ = ["maxmin", "maxmin_ref"]

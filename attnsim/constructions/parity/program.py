@@ -33,6 +33,7 @@ from attnsim.constructions.sequence import SequenceConstruction
 from attnsim.constructions.transpose.program import _check_sizes
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
@@ -134,6 +135,13 @@ def index_fn_of(con: Construction) -> C.IndexFn:
     if not isinstance(fn, C.IndexFn):
         raise ConstructionError(f"{con.name}: output is not an index map")
     return fn
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("parity", PAPER_REF, lambda: parity(6)),
+    ConstructionEntry("sparse_parity", PAPER_REF, lambda: sparse_parity(7, (0, 3, 5))),
+)
 
 
 __all__ = ["index_fn_of", "parity", "sparse_parity"]

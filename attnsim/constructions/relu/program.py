@@ -7,22 +7,17 @@ matrix; :func:`relu_ref` on any matrix block.  Exact on every backend (relu-exac
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from attnsim.constructions.checks import layout_obligation, standard_obligations
 from attnsim.constructions.construction import Construction, VectorConstruction, size_args, sized
 from attnsim.constructions.relu.spec import RELU
 from attnsim.proofs.intents import Intent
-from attnsim.proofs.obligation import Obligation
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
 PAPER_REF = "Activation ReLU"
 
@@ -64,34 +59,10 @@ def relu(length: int | C.Size, rows: int | C.Size | None = None) -> Construction
     )
 
 
-# -- all sizes: program == spec (attnsim.symbolic.execute) -------------------------------------------
-def relu_all_sizes() -> tuple[Obligation, Obligation]:
-    """``all-sizes``: the program over unbound (n, rows) equals the spec max(A[i, j], 0) at every entry."""
-    n, rows = C.Size("n"), C.Size("rows")
-    return all_sizes_obligations(
-        "relu",
-        PAPER_REF,
-        [lambda: relu(n), lambda: relu(n, rows)],
-        statement="program == spec out[i, j] = max(A[i, j], 0) for every n and rows (no attention)",
-    )
-
-
-def relu_obligations() -> Iterable[Obligation]:
-    """sympy/exact/numeric (bit-exact) for every dimension <= 3, numeric at 64; layout."""
-    yield from relu_all_sizes()
-    yield layout_obligation("relu", PAPER_REF, lambda: relu(3, rows=2))
-    for n in (1, 2, 3):
-        for r in (None, 2, 3):
-            yield from standard_obligations("relu", PAPER_REF, functools.partial(relu, n, r), numeric_tol=0.0)
-    yield from standard_obligations(
-        "relu", PAPER_REF, lambda: relu(64, rows=64), sympy_sizes=False, exact=False, numeric_tol=0.0
-    )
-
-
 #: The constructions this module declares (registered by :mod:`attnsim.catalog`).
 CONSTRUCTIONS = (
     ConstructionEntry("relu", PAPER_REF, lambda: relu(4, rows=3)),
 )
 
 
-__all__ = ["VectorConstruction", "relu", "relu_all_sizes", "relu_ref"]
+__all__ = ["VectorConstruction", "relu", "relu_ref"]

@@ -23,7 +23,7 @@ The masked form (``valid_cols``) serves the universal simulator, where the true 
 columns n <= c is a runtime value: padded columns get weight 0 and stay out of the sum.
 
 Exact only in SymPy: the exact (Fraction) backend raises a clear error (exp is irrational).
-The obligations of both forms are in :mod:`attnsim.constructions.lemma_obligations`.
+The obligations of both forms are in :mod:`attnsim.constructions.softmax.obligations`.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from attnsim.constructions.construction import Construction, ConstructionError, 
 from attnsim.constructions.transpose.spec import TRANSPOSE
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
+from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout, MatRef
@@ -82,3 +83,9 @@ def _check_sizes(**kw: int) -> None:
     for k, v in kw.items():
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ConstructionError(f"{k} must be a positive int, got {v!r}")
+
+
+#: The constructions this module declares (registered by :mod:`attnsim.catalog`).
+CONSTRUCTIONS = (
+    ConstructionEntry("transpose", PAPER_REF, lambda: transpose(2, 3)),
+)
