@@ -276,7 +276,7 @@ def judge(thm: KernelTheorem, run: KernelRun, registered: bool) -> Outcome:
     every = tuple(sorted({f for a in run.assumptions for f in a.full}))
     closed = "none (closed under the global context)"
     per = "; ".join(f"{a.theorem}: {', '.join(a.full) or closed}" for a in run.assumptions)
-    facts = KernelFacts(thm.theorem_names, every, registered)
+    facts = KernelFacts(thm.theorem_names, every, registered, thm.sizes)
     form = "the catalogue's construction" if registered else "a variant the catalogue does not register"
     detail = (
         f"Coq accepts {thm.theory}.v ({form}), statements as generated, coqchk re-checks it; "

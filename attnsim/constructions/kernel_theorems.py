@@ -392,6 +392,7 @@ THEOREMS: tuple[KernelTheorem, ...] = (
         ("n", "offset", "pad"),
         (Theorem("faddeev_trace", "(\\tr A)%:M"),),
         _cases("n offset pad", (1, 0, 0), (2, 1, 0), (3, 0, 2), (4, 2, 1)),
+        steps.trace_step,  # registered: the factory of its catalogue obligations (STEPS)
     ),
     KernelTheorem(
         steps.STEPS_ID,
@@ -404,6 +405,7 @@ THEOREMS: tuple[KernelTheorem, ...] = (
         ("rows", "cols", "offset", "pad"),
         (Theorem("faddeev_frobenius", "(\\sum_(i < rows) \\sum_(j < cols) A i j * (2%:R * A i j + 1))%:M"),),
         _cases("rows cols offset pad", (1, 1, 0, 0), (2, 3, 1, 0), (3, 2, 0, 2)),
+        steps.frobenius_step,  # registered: the factory of its catalogue obligations (STEPS)
     ),
     KernelTheorem(
         steps.STEPS_ID,
@@ -416,6 +418,7 @@ THEOREMS: tuple[KernelTheorem, ...] = (
         ("n", "offset", "pad"),
         (Theorem("faddeev_first_step", "A - (\\tr A)%:M"),),
         _cases("n offset pad", (1, 0, 0), (2, 1, 0), (3, 0, 2)),
+        steps.first_step,  # registered: the factory of its catalogue obligations (STEPS)
     ),
     KernelTheorem(
         steps.STEPS_ID,
@@ -428,6 +431,7 @@ THEOREMS: tuple[KernelTheorem, ...] = (
         ("n", "offset", "pad"),
         (Theorem("faddeev_general_step", "A *m M + (c 0 0)%:M"),),
         _cases("n offset pad", (1, 0, 0), (2, 1, 0), (3, 0, 2)),
+        steps.general_step,  # registered: the factory of its catalogue obligations (STEPS)
     ),
     KernelTheorem(
         steps.STEPS_ID,
@@ -440,6 +444,7 @@ THEOREMS: tuple[KernelTheorem, ...] = (
         ("n", "offset", "pad"),
         (Theorem("faddeev_coefficient_step", "(\\tr (A *m M))%:M"),),
         _cases("n offset pad", (1, 0, 0), (2, 1, 0), (3, 0, 2)),
+        steps.coefficient_step,  # registered: the factory of its catalogue obligations (STEPS)
     ),
     KernelTheorem(
         steps.STEPS_ID,
@@ -452,6 +457,7 @@ THEOREMS: tuple[KernelTheorem, ...] = (
         ("n", "k", "offset", "pad"),
         (Theorem("faddeev_iteration", "(- \\tr (A *m (A *m M + (c 0 0)%:M)) / (k + 1)%:R)%:M"),),
         _cases("n k offset pad", (1, 1, 0, 0), (2, 1, 1, 0), (3, 2, 0, 2)),
+        steps.iteration_step,  # registered: the factory of its catalogue obligations (STEPS)
     ),
     KernelTheorem(
         DET_N_ID,

@@ -163,6 +163,13 @@ class Executor:
             raise ExecutionFailed(Outcome(None, f"timeout after {len(self.steps)} proven steps", cause="timeout"))
         return left
 
+    def net(self) -> float:
+        """The wall-clock net for one more Z3 query (times ``solver_work.SAFETY_FACTOR``): this
+        executor's whole budget, never the CPU seconds left, so that a loaded machine cannot stop a
+        query its rlimit would decide; raises the CPU timeout when no second is left."""
+        self.left()
+        return self.timeout
+
     def _attempt(self, goal: E.Expr, what: str, decode_k: bool = False) -> Outcome:
         """Z3 on ``premises -> goal`` for all sizes and coordinates in range (the key decoded through
         the layout's blocks with ``decode_k``); a proof's lemmas and step are recorded."""
@@ -171,7 +178,7 @@ class Executor:
             ln = self.con.layout.length
             dec = [Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
         out = prover.prove(
-            goal, self.premises, decode=dec, coords=dict(self.coords), minimum=self.minimum, timeout=self.left()
+            goal, self.premises, decode=dec, coords=dict(self.coords), minimum=self.minimum, timeout=self.net()
         )
         if out.ok is True:
             self.lemmas |= set(out.lemmas)

@@ -270,7 +270,7 @@ def _premises(ex: Executor) -> PremiseCheck:
     """The premises, size minimums and output region, shown satisfiable by a model (sat), empty
     (unsat: the proof fails "vacuous") or undecided (unknown: the proof is unknown)."""
     extent = [E.Const(0) < ext for ext in ex.coords.values()]
-    return z3sel.check_premises([*ex.premises, *extent], minimum=ex.minimum, timeout=max(0.5, ex.left()))
+    return z3sel.check_premises([*ex.premises, *extent], minimum=ex.minimum, timeout=ex.net())
 
 
 # -- the obligation -----------------------------------------------------------------------------

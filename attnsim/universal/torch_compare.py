@@ -118,7 +118,9 @@ class TorchComparison:
         return out
 
 
-def _layers_of(module: Any) -> list[TransformerLayer]:
+def layers_of(module: Any) -> list[TransformerLayer]:
+    """The layers T a torch module is read as (an encoder: its layers, then its final norm), or a
+    one-line :class:`SimulatorError` naming what is not supported."""
     torch = import_torch()
     if isinstance(module, torch.nn.TransformerEncoder):
         enc = TorchEncoder.from_torch(module)
@@ -202,7 +204,7 @@ def compare_torch(
         with _path(fast=False):
             return run_torch(copy.deepcopy(module).to(torch.float64), torch.float64)
 
-    layers = _layers_of(module)
+    layers = layers_of(module)
     cap = (
         x.shape[1],
         max(T.d_model for T in layers),
@@ -223,4 +225,4 @@ def compare_torch(
     return TorchComparison(_run("torch slow", slow), _run("torch fast", fast), _run("U", run_u), cap, ref64)
 
 
-__all__ = ["PathResult", "TorchComparison", "compare_torch"]
+__all__ = ["PathResult", "TorchComparison", "compare_torch", "layers_of"]

@@ -48,6 +48,11 @@ def _float64_state(module: Any) -> dict[str, np.ndarray]:
     for k, v in module.state_dict().items():
         if not v.is_floating_point():
             raise SimulatorError(f"from_torch: parameter {k} has dtype {v.dtype}, not a float dtype")
+        if v.is_meta:
+            raise SimulatorError(
+                f"from_torch: parameter {k} is on the meta device (a shape without values): give the module "
+                "its weights first (module.to_empty(device='cpu'), then load_state_dict)"
+            )
         out[k] = v.detach().cpu().to(dtype=import_torch().float64).numpy()
     return out
 

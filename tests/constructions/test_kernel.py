@@ -140,6 +140,9 @@ def test_kernel_checked_only_for_the_catalogues_own_construction() -> None:
     covers = {t.theory: K.covers_registered(t) for t in K.THEOREMS}
     assert covers["SoftmaxMaskedStable"] and not covers["SoftmaxMasked"] and not covers["SoftmaxStable"]
     assert covers["Matmul"] and covers["Transpose"] and covers["Det3"] and covers["Inverse3"]
+    steps = ("Trace", "Frobenius", "FirstStep", "GeneralStep", "CoefficientStep", "Iteration")
+    assert all(covers[f"Faddeev{s}"] for s in steps)  # the very factories of faddeev-steps' obligations
+    assert not covers["FaddeevLeVerrier"]  # mathematics only: it checks no program
     r, c = C.Size("rows"), C.Size("cols")
     swapped = transpose(c, r, C.Size("heads")).program
     other = [export_program("transpose_heads_prog", swapped, ("rows", "cols", "heads"))]

@@ -70,8 +70,8 @@ def test_simulate_a_saved_torch_layer(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["simulate", "--torch", str(tmp_path / "silu.pt"), "--json"]) == 2  # not read: one line
     err = capsys.readouterr().err
     assert err == (
-        "attnsim simulate: error: from_torch: activation SiLU() is unsupported; T has relu, gelu and "
-        "GELU(approximate='tanh')\n"
+        f"attnsim simulate: error: --torch {tmp_path / 'silu.pt'}: from_torch: activation SiLU() is unsupported; "
+        "T has relu, gelu and GELU(approximate='tanh')\n"
     ), err
     assert main(["simulate", "--torch", str(tmp_path / "missing.pt")]) == 2
     assert "cannot load" in capsys.readouterr().err
@@ -132,10 +132,39 @@ def test_simulate_torch_refuses_a_subclass_overriding_a_sublayer(
     monkeypatch.setattr(torch, "load", lambda *a, **kw: module)  # a local class does not pickle
     assert main(["simulate", "--torch", str(tmp_path / "half.pt")]) == 2
     assert capsys.readouterr().err == (
-        "attnsim simulate: error: from_torch: HalfAttention overrides _sa_block of nn.TransformerEncoderLayer; "
+        f"attnsim simulate: error: --torch {tmp_path / 'half.pt'}: from_torch: HalfAttention overrides _sa_block "
+        "of nn.TransformerEncoderLayer; "
         "T simulates the stock nn.TransformerEncoderLayer only (it reads the weights and options, not the code): "
         "use the stock class\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("meta", "from_torch: parameter self_attn.in_proj_weight is on the meta device (a shape without values): "
+         "give the module its weights first (module.to_empty(device='cpu'), then load_state_dict)"),
+        ("kdim", "from_torch: MultiheadAttention with kdim/vdim != embed_dim is unsupported"),
+        ("linear", "from_torch takes nn.MultiheadAttention or nn.TransformerEncoderLayer, got Linear"),
+    ],
+)
+def test_simulate_torch_refuses_what_t_does_not_read_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, said: str
+) -> None:
+    """A layer built on the meta device was "internal error: NotImplementedError" (exit 1); an
+    attention with kdim != embed_dim was "has no attention in_proj_weight" (the CLI's own guess
+    before from_torch could name the option): each is now from_torch's one line, exit 2."""
+    torch = pytest.importorskip("torch")
+    if kind == "meta":
+        with torch.device("meta"):
+            module = torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, dropout=0.0)
+    elif kind == "kdim":
+        module = torch.nn.MultiheadAttention(8, 2, kdim=4, vdim=4, batch_first=True)
+    else:
+        module = torch.nn.Linear(4, 4)
+    torch.save(module, tmp_path / "m.pt")
+    assert main(["simulate", "--torch", str(tmp_path / "m.pt")]) == 2
+    assert capsys.readouterr().err == f"attnsim simulate: error: --torch {tmp_path / 'm.pt'}: {said}\n"
 
 
 @pytest.mark.parametrize("content", [b"not a torch file\n", b"PK\x03\x04 cut short"])

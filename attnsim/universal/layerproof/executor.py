@@ -138,7 +138,7 @@ class LayerExecutor(CaseSharing, GatherCases, Truncation, Positivity, IntentList
                 decode=dec,
                 coords=dict(self.coords),
                 minimum=self.minimum,
-                timeout=min(self.left(), self.step_cap),
+                timeout=min(self.net(), self.step_cap),
             )
             if out.ok is not None:  # proven or refuted: the same goal gets the same answer (not a timeout)
                 self.proofs[key] = out
