@@ -1,0 +1,188 @@
+"""The numeric engine against the reference interpreter, on random programs from a grammar.
+
+The grammar draws every selector and aggregate shape the engine distinguishes: equalities (one,
+two, or none), key conditions (a constant query) and query conditions (a constant key) on short
+and long sides, ANDs, ORs and negations of them, constant selectors, value-scored heads (max and
+argmax), selector widths, gathers (keys = indices), index maps that are constant after a
+position (a short head) or over other integer values, and tokens with a constant tail.  Each
+program runs on the float64 engine and on the oracle (:mod:`attnsim.rasp.interpreter`); the
+values must agree within rounding (a mean's sum may be added in another order), non-finite
+values at the same positions, and an error on one side must be an error on the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from attnsim.rasp import core as C
+from attnsim.rasp import expr as E
+from attnsim.rasp.arith import BackendError
+from attnsim.rasp.engine import evaluate
+from attnsim.rasp.interpreter import interpret
+from attnsim.rasp.numeric import NumpyArith
+
+MAX_LEN = 20
+CMPS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+@dataclass
+class Pool:
+    """What a random program has built so far: integer-valued SOps (positions, index maps,
+    widths, integer constants, the integer tokens) and real-valued ones."""
+
+    ints: list[C.SOp] = field(default_factory=list)
+    reals: list[C.SOp] = field(default_factory=list)
+
+    def all(self) -> list[C.SOp]:
+        return self.ints + self.reals
+
+
+def _index_fn(draw: st.DrawFn, L: int) -> Callable[[E.Expr], E.Expr]:
+    """An index function of a position: affine, div/mod, a grid decoding, or one of those up to a
+    position and a constant after it (a short head)."""
+    a, b = draw(st.integers(1, 4)), draw(st.integers(-3, 3))
+    m = draw(st.integers(0, L + 1))
+    c = draw(st.integers(-2, 3))
+    shapes: list[Callable[[E.Expr], E.Expr]] = [
+        lambda p: p * a + b,
+        lambda p: p // a,
+        lambda p: p % a,
+        lambda p: (p % a) * 3 + p // a,
+        lambda p: b - p,
+        lambda p: E.if_(p < m, p // a, c),
+        lambda p: E.if_(p < m, p % a, c),
+        lambda p: E.if_((p >= m) & (p < m + a), p - m, c),
+        lambda p: E.emin(p, m),
+        lambda p: E.if_(p.eq(m), 1, 0),
+    ]
+    return draw(st.sampled_from(shapes))
+
+
+def _select(draw: st.DrawFn, pool: Pool, depth: int) -> C.Selector:
+    """A selector: an atom (equality, key condition, query condition, comparison of two values,
+    constant) or an AND, OR or negation of selectors; two equalities ANDed are drawn often."""
+    if depth > 0 and draw(st.integers(0, 2)) == 0:
+        kind = draw(st.sampled_from(("and", "or", "not", "and-two-eq")))
+        if kind == "not":
+            return ~_select(draw, pool, depth - 1)
+        if kind == "and-two-eq":
+            return _atom(draw, pool, "eq") & _atom(draw, pool, "eq")
+        a, b = _select(draw, pool, depth - 1), _select(draw, pool, depth - 1)
+        return a & b if kind == "and" else a | b
+    return _atom(draw, pool, draw(st.sampled_from(("eq", "eq", "key", "key", "query", "pair", "const", "short"))))
+
+
+def _atom(draw: st.DrawFn, pool: Pool, kind: str) -> C.Selector:
+    side = lambda: draw(st.sampled_from(pool.all()))
+    const = lambda: C.full(draw(st.integers(-2, 4)))
+    if kind == "eq":
+        return C.select(side(), side(), "==")
+    if kind == "key":
+        return C.select(side(), const(), draw(st.sampled_from(CMPS)))
+    if kind == "query":
+        return C.select(const(), side(), draw(st.sampled_from(CMPS)))
+    if kind == "short":  # an equality on a short key side, with a key condition false on its tail
+        m, t = draw(st.integers(0, 6)), draw(st.integers(-2, 2))
+        keys = C.imap(lambda p: E.if_(p < m, p % 3, t), C.indices)
+        cond = C.select(keys, C.full(t), draw(st.sampled_from(("!=", "<", ">"))))
+        return C.select(keys, side(), "==") & cond
+    if kind == "pair":
+        return C.select(side(), side(), draw(st.sampled_from(CMPS)))
+    return C.select(side(), side(), draw(st.sampled_from(("TRUE", "FALSE"))))
+
+
+def _step(draw: st.DrawFn, pool: Pool, L: int) -> None:
+    """Add one node to the pool."""
+    kind = draw(st.sampled_from(("imap", "imap", "imap-of", "prim", "prim", "agg", "agg", "agg", "width", "full")))
+    if kind == "imap":
+        pool.ints.append(C.imap(_index_fn(draw, L), C.indices))
+    elif kind == "imap-of":
+        x = draw(st.sampled_from(pool.ints))
+        a, c = draw(st.integers(1, 3)), draw(st.integers(-2, 2))
+        fn = draw(st.sampled_from([lambda v: v % (a + 1), lambda v: v + c, lambda v: E.if_(v < c, v, c)]))
+        pool.ints.append(C.imap(fn, x))
+    elif kind == "full":
+        pool.reals.append(C.full(draw(st.sampled_from((0, 1, -2, 0.5)))))
+    elif kind == "prim":
+        name = draw(st.sampled_from(("add", "sub", "mul", "neg", "affine", "where", "max", "lt", "relu", "square")))
+        arity = {"neg": 1, "affine": 1, "relu": 1, "square": 1, "where": 3}.get(name, 2)
+        args = [draw(st.sampled_from(pool.all())) for _ in range(arity)]
+        params = (draw(st.integers(-2, 2)), draw(st.integers(-2, 2))) if name == "affine" else ()
+        pool.reals.append(C.apply(name, *args, params=params))
+    elif kind == "agg":
+        sel = _select(draw, pool, 2)
+        values = draw(st.sampled_from(pool.all()))
+        if draw(st.booleans()):  # a real value with a short head
+            values = C.apply("affine", draw(st.sampled_from(pool.ints)), params=(1, draw(st.sampled_from((0, 0.5)))))
+        scored = draw(st.sampled_from(("mean", "mean", "gather", "max", "argmax")))
+        if scored == "gather":  # keys = indices, ==: a gather, with a key or query condition maybe
+            sel = C.select(C.indices, draw(st.sampled_from(pool.ints)), "==")
+            if draw(st.booleans()):
+                sel = sel & _atom(draw, pool, draw(st.sampled_from(("key", "query"))))
+            pool.reals.append(C.aggregate(sel, values))
+        elif scored == "max":
+            pool.reals.append(C.maximum(sel, values))
+        elif scored == "argmax":
+            pool.reals.append(C.argmax_aggregate(sel, draw(st.sampled_from(pool.all())), values))
+        else:
+            pool.reals.append(C.aggregate(sel, values))
+    else:
+        pool.ints.append(C.selector_width(_select(draw, pool, 2)))
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> tuple[list[C.SOp], np.ndarray]:
+    """A random program (its last nodes as outputs) and integer tokens with a constant tail."""
+    L = draw(st.integers(1, MAX_LEN))
+    head = draw(st.integers(0, L))
+    toks = [draw(st.integers(-2, 3)) for _ in range(head)] + [draw(st.integers(-1, 1))] * (L - head)
+    pool = Pool(ints=[C.indices, C.tokens, C.full(draw(st.integers(-1, 3)))], reals=[])
+    for _ in range(draw(st.integers(1, 7))):
+        _step(draw, pool, L)
+    nodes = pool.all()
+    outs = [nodes[-1], *draw(st.lists(st.sampled_from(nodes), max_size=2))]
+    return outs, np.array(toks, dtype=np.float64)
+
+
+def oracle(outs: list[C.SOp], tokens: np.ndarray) -> list[np.ndarray]:
+    arith = NumpyArith()
+    return interpret(outs, arith.from_input(tokens, False), arith).run(outs)
+
+
+def agree(got: np.ndarray, want: np.ndarray) -> bool:
+    """Equal within rounding; non-finite values at the same positions."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-9, atol=1e-9, equal_nan=True))
+
+
+def differs(run: Callable[[list[C.SOp], np.ndarray], list[np.ndarray]], outs: list[C.SOp], tokens: np.ndarray) -> Any:
+    """None when ``run`` agrees with the oracle on this program, else what differs."""
+    try:
+        want: Any = oracle(outs, tokens)
+    except (BackendError, ValueError) as exc:
+        want = type(exc)
+    try:
+        got: Any = run(outs, tokens)
+    except (BackendError, ValueError) as exc:
+        got = type(exc)
+    if isinstance(want, type) or isinstance(got, type):
+        return None if isinstance(want, type) and isinstance(got, type) else (got, want)
+    bad = [(i, g, w) for i, (g, w) in enumerate(zip(got, want, strict=True)) if not agree(g, w)]
+    return bad or None
+
+
+def engine(outs: list[C.SOp], tokens: np.ndarray) -> list[np.ndarray]:
+    return list(evaluate(outs, tokens))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_the_engine_agrees_with_the_oracle(case: tuple[list[C.SOp], np.ndarray]) -> None:
+    outs, tokens = case
+    assert differs(engine, outs, tokens) is None
