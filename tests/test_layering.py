@@ -21,6 +21,7 @@ PACKAGE = Path(attnsim.__file__).parent
 FLOORS: dict[str, int] = {
     "version": 0,
     "rasp": 0,
+    "numeric": 1,  # the planned numeric executor (imports the language)
     "proofs": 1,
     "symbolic": 2,
     "lemmas": 3,
