@@ -105,7 +105,9 @@ class Val:
         if m == 0:
             return np.full(pos.shape, self.tail)
         inside = pos < m
-        coords = np.unravel_index(np.where(inside, pos, 0), self.shape)
+        rest, coords = np.where(inside, pos, 0), []
+        for n, stride in zip(self.shape, axis_bounds(self.shape)[-2::-1], strict=True):
+            coords.append((rest // stride) % n)  # not np.unravel_index: NumPy 2.4 errs on some shapes
         got = self.head[tuple(c if n > 1 else 0 for c, n in zip(coords, self.head.shape, strict=True))]
         return got if bool(inside.all()) else np.where(inside, got, self.tail)
 
