@@ -169,8 +169,10 @@ class Execution:
         stats: RunStats,
         keep: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        arith: NumpyArith | None = None,
     ) -> None:
         self.plan, self.tokens, self.L, self.stats, self.keep = plan, tokens, plan.L, stats, keep
+        self.arith = arith if arith is not None else NumpyArith()
         self.vals: dict[int, Val] = {}
         self.groups: dict[tuple[int, ...], tuple[Groups, int]] = {}  # shared groups, readers left
         self.refs = dict(plan.readers)
@@ -281,17 +283,20 @@ class Execution:
                 return np.asarray(got, dtype=np.int64)
 
             return ints[0].map(index, *ints[1:])
-        prim, params = fn.primitive, tuple(float(p) for p in fn.params)
+        prim = fn.primitive
 
         def run(*xs: Any) -> Any:
             with np.errstate(all="ignore"):
-                return np.asarray(prim.numpy(*xs, *params), dtype=np.float64)
+                return np.asarray(self.arith.apply(prim, fn.params, list(xs)), dtype=np.float64)
 
         return args[0].map(run, *args[1:])
 
-    def head(self, node: C.Aggregate | C.SelectorWidth) -> Val:
+    def head(self, node: C.Aggregate | C.SelectorWidth, values: Val | None = None) -> Val:
+        """An aggregate or a width; ``values``: read instead of the aggregate's own (not shared)."""
         plan = self.plan.heads[id(node)]
-        values = _floats(self.get(node.values)) if isinstance(node, C.Aggregate) else None
+        own = values is None
+        if own and isinstance(node, C.Aggregate):
+            values = _floats(self.get(node.values))
         score = None if not isinstance(node, C.Aggregate) or node.score is None else self.get(node.score)
         if plan.dense:
             return self.dense(node, values, score)
@@ -299,8 +304,8 @@ class Execution:
         qmask = _all([condition(s, self.get) for s in plan.queries])
         if plan.gather and values is not None:
             return gather(self.get(plan.eqs[0][1]), values, kmask, qmask, self.L)
-        sig = self.plan.sharing[id(node)]
-        g, left = self.groups.get(sig, (None, self.plan.sharers[sig]))
+        sig = self.plan.sharing[id(node)] if own else ()
+        g, left = self.groups.get(sig, (None, self.plan.sharers.get(sig, 1)))
         if g is None:
             try:
                 keys = [self.get(k) for k, _ in plan.eqs]
@@ -308,14 +313,14 @@ class Execution:
             except OverflowError:
                 return self.dense(node, values, score)
         self.groups[sig] = (g, left - 1)
-        if left == 1 and not self.keep:
+        if (left == 1 and not self.keep) or not own:
             del self.groups[sig]
         return g.look([self.get(q) for _, q in plan.eqs], qmask)
 
     def dense(self, node: C.Aggregate | C.SelectorWidth, values: Val | None, score: Val | None) -> Val:
         """A selector of no planned shape: the reference interpreter's rows, over every position."""
         L = self.L
-        ref = Interpreter(NumpyArith(), self.tokens.upto(L))
+        ref = Interpreter(self.arith, self.tokens.upto(L))
         for x in self.plan.reads(node):
             ref.values[id(x)] = self.get(x).upto(L)
         for x in {id(y): y for s in _selects(node.selector) for y in (s.keys, s.queries)}.values():
@@ -360,10 +365,13 @@ def run(
     stats: RunStats | None = None,
     keep: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    arith: NumpyArith | None = None,
 ) -> tuple[list[Val], Execution]:
-    """Run ``outputs`` on ``tokens`` (L positions): their values, and the execution (every value
-    it computed when ``keep``)."""
-    ex = Execution(plan_of(outputs, L, memo), tokens, stats if stats is not None else RunStats(), keep, progress)
+    """Run ``outputs`` on ``tokens`` (L positions) in ``arith`` (float64; a subclass may give a
+    primitive another meaning): their values, and the execution (every value it computed when
+    ``keep``)."""
+    plan = plan_of(outputs, L, memo)
+    ex = Execution(plan, tokens, stats if stats is not None else RunStats(), keep, progress, arith)
     out = ex.run(outputs)
     ex.stats.runs += 1
     return out, ex

@@ -16,7 +16,7 @@ for an index function (an error when it is not integral), to comparable numbers 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -50,13 +50,17 @@ class Interpreter:
         self.keep_matrices = keep_matrices
         self.matrices: dict[int, np.ndarray] = {}
 
-    def run(self, outputs: Sequence[C.SOp]) -> list[np.ndarray]:
-        """Every node the outputs depend on, dependencies first; the outputs' values."""
-        for node in C.topological(outputs):
+    def run(self, outputs: Sequence[C.SOp], progress: Callable[[int, int], None] | None = None) -> list[np.ndarray]:
+        """Every node the outputs depend on, dependencies first (``progress`` told (nodes done,
+        nodes) after each); the outputs' values."""
+        order = C.topological(outputs)
+        for i, node in enumerate(order):
             if isinstance(node, C.SOp):
                 self.values[id(node)] = self.sop(node)
             elif self.keep_matrices and isinstance(node, C.Selector):
                 self.matrices[id(node)] = self.rows(node, np.arange(self.L))
+            if progress is not None:
+                progress(i + 1, len(order))
         return [self.value(o) for o in outputs]
 
     # -- reading a value in the form its reader needs ---------------------------------------
