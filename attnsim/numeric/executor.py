@@ -1,17 +1,9 @@
-"""The numeric executor: a program planned once per length, then run node by node in float64.
-
-:class:`Plan` reads the program at a length L: every value that depends only on positions and
-sizes (``indices``, ``length``, integer constants, index maps of them) is planned from its
-expression (:func:`~attnsim.numeric.index_plan.plan_index`), and every selector is split into its
-parts (:func:`~attnsim.numeric.heads.plan_head`).  :class:`Execution` runs a plan on tokens: a
-node is computed when a reader needs it, so ``where(c, x, y)`` on a constant flag ``c`` computes
-only its taken branch, and a value is dropped after its last reader.  Values are
-:class:`~attnsim.numeric.values.Val`: elementwise work is broadcasting over frames, heads are
-grouped by reductions over frame axes (:mod:`attnsim.numeric.heads`), and a selector of another
-shape is evaluated as the reference interpreter does.
-
-:class:`StructuralMemo` keeps a program's plans across runs (U keeps one); without one, the last
-few plans are kept by the module.
+"""The numeric executor: :class:`Plan` reads a program at a length L once (index maps planned by
+:func:`~attnsim.numeric.index_plan.plan_index`, selectors split by
+:func:`~attnsim.numeric.heads.plan_head`); :class:`Execution` runs it on tokens, computing a node
+when a reader needs it (``where`` on a constant flag computes only its taken branch) and dropping
+a value after its last reader.  :class:`StructuralMemo` keeps a program's plans across runs;
+a run without one plans anew.  Design and figures: docs/engine-performance.md.
 """
 
 from __future__ import annotations
@@ -38,10 +30,9 @@ POSITION = "p!"  # the position in a planned index expression (no size may be na
 
 @dataclass
 class RunStats:
-    """What runs computed: SOp nodes, and the positions of their values a run had to produce
-    (``head_positions``: a value's head, every position for tokens, constants, ``length`` and
-    widths; the planned index values a run reads are counted apart, ``memo_positions``).
-    Accumulates over the runs it is given to."""
+    """Counts over the runs it is given to: SOp nodes computed, the positions of their values
+    (``head_positions``: a head's, every position for tokens, constants and widths) and of the
+    planned index values read (``memo_positions``)."""
 
     runs: int = 0
     nodes: int = 0
@@ -98,17 +89,9 @@ class Plan:
         if isinstance(node, (C.Map, C.SequenceMap)):
             return list(node.args)
         if isinstance(node, (C.Aggregate, C.SelectorWidth)):
-            leaves = [x for s in _selects(node.selector) for x in (s.keys, s.queries) if not isinstance(x, C.Full)]
+            leaves = [x for x in C.selector_leaves(node.selector) if not isinstance(x, C.Full)]
             return [*(node.reads() if isinstance(node, C.Aggregate) else []), *leaves]
         return []
-
-    @property
-    def nbytes(self) -> int:
-        return sum(v.data.nbytes for v in self.index.values() if v.data is not None)
-
-
-def _selects(sel: C.Selector) -> list[C.Select]:
-    return [s for s in C.topological([sel]) if isinstance(s, C.Select)]
 
 
 @dataclass
@@ -131,9 +114,10 @@ class StructuralMemo:
             return got
         plan = Plan(outputs, L)
         self.misses += len(plan.index)
-        if key not in self.refused and self.used_bytes + plan.nbytes <= self.budget_bytes:
+        nbytes = sum(v.data.nbytes for v in plan.index.values() if v.data is not None)
+        if key not in self.refused and self.used_bytes + nbytes <= self.budget_bytes:
             self.plans[key] = plan
-            self.used_bytes += plan.nbytes
+            self.used_bytes += nbytes
         else:
             self.refused.add(key)
         return plan
@@ -141,22 +125,6 @@ class StructuralMemo:
     def summary(self) -> MemoSummary:
         kept = sum(len(p.index) for p in self.plans.values())
         return MemoSummary(kept, self.used_bytes, self.budget_bytes, len(self.refused), self.hits, self.misses)
-
-
-_RECENT: list[tuple[tuple[int, ...], Plan]] = []  # the last plans made without a memo
-
-
-def plan_of(outputs: Sequence[C.SOp], L: int, memo: StructuralMemo | None) -> Plan:
-    """The program's plan at length L: from ``memo``, or from the last few plans made."""
-    if memo is not None:
-        return memo.plan(outputs, L)
-    key = (*(id(o) for o in outputs), L)
-    for k, p in _RECENT:
-        if k == key:
-            return p
-    plan = Plan(outputs, L)
-    _RECENT[:] = [(key, plan), *_RECENT[:7]]
-    return plan
 
 
 class Execution:
@@ -175,9 +143,7 @@ class Execution:
         self.arith = arith if arith is not None else NumpyArith()
         self.vals: dict[int, Val] = {}
         self.groups: dict[tuple[int, ...], tuple[Groups, int]] = {}  # shared groups, readers left
-        self.refs = dict(plan.readers)
-        self.progress = progress
-        self.done = 0
+        self.refs, self.progress, self.done = dict(plan.readers), progress, 0
 
     def run(self, outputs: Sequence[C.SOp]) -> list[Val]:
         for o in outputs:
@@ -241,9 +207,8 @@ class Execution:
         return self.vals[id(node)]
 
     def compute(self, node: C.SOp) -> Val:
-        L, key = self.L, id(node)
-        if key in self.plan.index:
-            v = self.plan.index[key]
+        if id(node) in self.plan.index:
+            v = self.plan.index[id(node)]
             self.stats.memo_positions += v.m
             return v
         if isinstance(node, C.Tokens):
@@ -256,16 +221,11 @@ class Execution:
                 v = self.apply(node)
             except BackendError as exc:
                 raise BackendError(f"{node.label}: {exc}") from None
-            self.stats.head_positions += v.m
-            return v
         elif isinstance(node, (C.Aggregate, C.SelectorWidth)):
             v = self.head(node)
-            if isinstance(node, C.Aggregate):
-                self.stats.head_positions += v.m
-                return v
         else:
             raise C.ProgramError(f"unknown node type {type(node).__name__}")
-        self.stats.head_positions += L
+        self.stats.head_positions += v.m if isinstance(node, (C.Map, C.SequenceMap, C.Aggregate)) else self.L
         return v
 
     def apply(self, node: C.Map | C.SequenceMap) -> Val:
@@ -291,48 +251,35 @@ class Execution:
 
         return args[0].map(run, *args[1:])
 
-    def head(self, node: C.Aggregate | C.SelectorWidth, values: Val | None = None) -> Val:
-        """An aggregate or a width; ``values``: read instead of the aggregate's own (not shared)."""
+    def head(self, node: C.Aggregate | C.SelectorWidth) -> Val:
         plan = self.plan.heads[id(node)]
-        own = values is None
-        if own and isinstance(node, C.Aggregate):
-            values = _floats(self.get(node.values))
-        score = None if not isinstance(node, C.Aggregate) or node.score is None else self.get(node.score)
         if plan.dense:
-            return self.dense(node, values, score)
+            return self.dense(node)
+        values = _floats(self.get(node.values)) if isinstance(node, C.Aggregate) else None
+        score = None if not isinstance(node, C.Aggregate) or node.score is None else self.get(node.score)
         kmask = _all([condition(s, self.get) for s in plan.keys])
         qmask = _all([condition(s, self.get) for s in plan.queries])
         if plan.gather and values is not None:
             return gather(self.get(plan.eqs[0][1]), values, kmask, qmask, self.L)
-        sig = self.plan.sharing[id(node)] if own else ()
-        g, left = self.groups.get(sig, (None, self.plan.sharers.get(sig, 1)))
+        sig = self.plan.sharing[id(node)]
+        g, left = self.groups.get(sig, (None, self.plan.sharers[sig]))
         if g is None:
             try:
                 keys = [self.get(k) for k, _ in plan.eqs]
                 g = groups(keys, kmask, values, None if score is None else _floats(score), self.L)
             except OverflowError:
-                return self.dense(node, values, score)
+                return self.dense(node)
         self.groups[sig] = (g, left - 1)
-        if (left == 1 and not self.keep) or not own:
+        if left == 1 and not self.keep:
             del self.groups[sig]
         return g.look([self.get(q) for _, q in plan.eqs], qmask)
 
-    def dense(self, node: C.Aggregate | C.SelectorWidth, values: Val | None, score: Val | None) -> Val:
+    def dense(self, node: C.Aggregate | C.SelectorWidth) -> Val:
         """A selector of no planned shape: the reference interpreter's rows, over every position."""
-        L = self.L
-        ref = Interpreter(self.arith, self.tokens.upto(L))
-        for x in self.plan.reads(node):
-            ref.values[id(x)] = self.get(x).upto(L)
-        for x in {id(y): y for s in _selects(node.selector) for y in (s.keys, s.queries)}.values():
-            if isinstance(x, C.Full):
-                ref.values[id(x)] = ref.sop(x)
-        if isinstance(node, C.SelectorWidth):
-            out = np.concatenate([ref.rows(node.selector, q).sum(axis=1) for q in ref.chunks()]).astype(np.int64)
-        else:
-            assert values is not None
-            s = None if score is None else _floats(score).upto(L)
-            out = ref.aggregate(node.selector, values.upto(L), s)
-        return Val.flat(out)
+        ref = Interpreter(self.arith, self.tokens.upto(self.L))
+        for x in [*self.plan.reads(node), *C.selector_leaves(node.selector)]:
+            ref.values[id(x)] = ref.sop(x) if isinstance(x, C.Full) else self.get(x).upto(self.L)
+        return Val.flat(ref.sop(node))
 
 
 def _all(conds: list[Val]) -> Val | None:
@@ -343,9 +290,7 @@ def _all(conds: list[Val]) -> Val | None:
 
 
 def _floats(v: Val) -> Val:
-    if v.kind == "f":
-        return v
-    return Val(v.head.astype(np.float64), v.shape, np.float64(v.tail)) if v.m else Val.const(np.float64(v.tail))
+    return v if v.kind == "f" else v.map(lambda x: np.asarray(x, dtype=np.float64))
 
 
 def _integers(v: Val) -> Val:
@@ -353,7 +298,7 @@ def _integers(v: Val) -> Val:
     for x in (v.head, np.asarray(v.tail)):
         if not bool(np.all(np.isfinite(x))) or bool(np.any(np.rint(x) != x)):
             raise BackendError("an index function got non-integer values")
-    return Val(v.head.astype(np.int64), v.shape, np.int64(v.tail)) if v.m else Val.const(np.int64(v.tail))
+    return v.map(lambda x: np.asarray(x, dtype=np.int64))
 
 
 def run(
@@ -370,11 +315,11 @@ def run(
     """Run ``outputs`` on ``tokens`` (L positions) in ``arith`` (float64; a subclass may give a
     primitive another meaning): their values, and the execution (every value it computed when
     ``keep``)."""
-    plan = plan_of(outputs, L, memo)
+    plan = memo.plan(outputs, L) if memo is not None else Plan(outputs, L)
     ex = Execution(plan, tokens, stats if stats is not None else RunStats(), keep, progress, arith)
     out = ex.run(outputs)
     ex.stats.runs += 1
     return out, ex
 
 
-__all__ = ["Execution", "MemoSummary", "Plan", "RunStats", "StructuralMemo", "plan_of", "run"]
+__all__ = ["Execution", "MemoSummary", "Plan", "RunStats", "StructuralMemo", "run"]

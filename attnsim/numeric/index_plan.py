@@ -1,24 +1,10 @@
 """Index maps over positions, planned from their expressions (never from their values).
 
-An index map ``f(p)`` over ``indices`` is evaluated once per length L, symbolically:
-
-* **stretches**: every comparison whose two sides are affine in ``p`` (``p < end``, ``p >= offset``,
-  ``p == ptr``) changes value only at one point; those points cut ``[0, L)`` into stretches on
-  which each such comparison is constant;
-* **a frame per stretch**: on a stretch ``[lo, hi)`` the position is ``p = lo + sum_j s_j x_j``,
-  ``x_j`` the coordinates of a row-major frame (at first one axis of hi - lo).  A value is
-  affine in the coordinates (:class:`Lin`) as long as it can be: ``div`` and ``mod`` by a
-  constant d split it into the terms whose coefficient d divides and the rest, when the rest
-  stays within one multiple of d; when it does not and a coordinate's coefficient divides d, that
-  axis is split at d / coefficient and the stretch is evaluated again (a grid decoding
-  ``(p - offset) div d mod e`` ends as one axis per grid axis);
-* what is not affine (a comparison of a coordinate with a constant, an if-then-else, min, max)
-  is an array over the axes it depends on only (extent 1 along the others).
-
-The stretches are joined into one :class:`~attnsim.numeric.values.Val`: its last stretches, when
-constant, are its tail; a single stretch before them keeps its frame, several are flattened.
-The values are those of :meth:`attnsim.rasp.expr.Expr.evaluate` at every position, and so are
-its errors (an unbound variable, a divisor <= 0 on a position that evaluates it).
+:func:`plan_index` gives ``f(p)`` at every position p < L: the points where a comparison of two
+sides affine in p changes cut [0, L) into stretches; on each, p is the coordinates of a
+row-major frame, div/mod by a constant kept affine (:class:`Lin`) by splitting an axis where
+the divisor needs it, anything else an array over the axes it varies on.  Values and errors
+are those of :meth:`attnsim.rasp.expr.Expr.evaluate` at every position.
 """
 
 from __future__ import annotations
@@ -209,10 +195,7 @@ def plan_index(e: E.Expr, var: str, env: Mapping[str, int], L: int) -> Val:
     parts: list[tuple[tuple[int, ...], Sym, Any]] = []  # (frame, value, the constant it is or None)
     for lo, hi in itertools.pairwise(pts):
         shape, v = _stretch(e, var, env, lo, hi)
-        if isinstance(v, Lin):
-            const = None if any(v.coef) else v.c
-        else:
-            const = v.reshape(-1)[0] if v.size == 1 else None
+        const = (None if any(v.coef) else v.c) if isinstance(v, Lin) else (v.reshape(-1)[0] if v.size == 1 else None)
         parts.append((shape, v, const))
     tail = parts[-1][2]
     while tail is not None and len(parts) > 1 and parts[-2][2] == tail:
@@ -224,12 +207,12 @@ def plan_index(e: E.Expr, var: str, env: Mapping[str, int], L: int) -> Val:
     if len(parts) == 1:
         shape, v, _ = parts[0]
         if tail is None:  # the value at the last position stands for the tail (never read: m = L)
-            last = (-1,) * len(shape)
-            tail = v.c + sum(a * (n - 1) for a, n in zip(v.coef, shape, strict=True)) if isinstance(v, Lin) else v[last]
+            tail = np.broadcast_to(v.array(shape) if isinstance(v, Lin) else v, shape)[(-1,) * len(shape)]
         lin = v if isinstance(v, Lin) else None
         return Val(None if lin else v, shape, np.int64(tail), lin)
-    flat = [np.broadcast_to(v.array(s) if isinstance(v, Lin) else v, s).reshape(-1) for s, v, _ in parts]
-    head = np.concatenate(flat)
+    head = np.concatenate(
+        [np.broadcast_to(v.array(s) if isinstance(v, Lin) else v, s).reshape(-1) for s, v, _ in parts]
+    )
     return Val.flat(head, np.int64(tail if tail is not None else head[-1]))
 
 

@@ -1,13 +1,7 @@
-"""A value of the numeric executor: a head over a frame of positions, then one value.
-
-:class:`Val` holds positions ``0 .. m-1`` as an array over a *frame*, a row-major shape whose
-product is ``m`` (positions ``p`` and frame coordinates correspond as in ``np.unravel_index``),
-and every position ``>= m`` as the single value ``tail``.  The head is stored broadcastable:
-along an axis it does not vary on, its extent is 1 (a gather onto a grid that reads a matrix
-entry by two of the grid's coordinates holds that matrix, not the grid).  Elementwise work on
-values of one frame is NumPy broadcasting; values of different frames are brought to a common
-refinement of their frames (axes split where the other frame has a boundary), or, when there
-is none, to a flat frame.
+"""A value of the numeric executor: positions ``0 .. m-1`` as a head over a row-major *frame*
+(product m; stored broadcastable, extent 1 along an axis it does not vary on), then one ``tail``
+value for every later position.  Values of different frames meet on a common refinement of their
+frames, else on a flat one.
 """
 
 from __future__ import annotations
@@ -163,15 +157,4 @@ def conform(vals: Sequence[Val]) -> tuple[tuple[int, ...], list[np.ndarray]]:
     return shape, [refine(v, shape) if v.m else np.asarray(v.tail).reshape((1,) * k) for v in vals]
 
 
-def trimmed(v: Val, L: int) -> tuple[np.ndarray, Any]:
-    """(head, pad) of ``v`` over L positions with the run of values equal to the last one after
-    the head (NaN equal to NaN) dropped: the form a padded output is returned in."""
-    last = np.asarray(v.tail if v.m < L else v.dense().reshape(-1)[-1])[()]
-    head = v.dense().reshape(-1)[: min(v.m, L)]
-    same = np.isnan(head) if head.dtype.kind == "f" and np.isnan(last) else head == last
-    differ = np.flatnonzero(~same)
-    n = int(differ[-1]) + 1 if differ.size else 0
-    return np.array(head[:n]), last
-
-
-__all__ = ["Val", "axis_bounds", "conform", "refine", "refinement", "trimmed"]
+__all__ = ["Val", "axis_bounds", "conform", "refine", "refinement"]

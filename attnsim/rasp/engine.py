@@ -1,16 +1,10 @@
 """Running a GAHAT-RASP program: ``evaluate`` and ``trace``, in one of three arithmetics.
 
-Float64 runs go to the numeric executor (:mod:`attnsim.numeric`), planned once per program and
-length from what the program states; exact (Fraction) and SymPy runs, ``dense_only`` runs and
-traces go to the reference interpreter (:mod:`attnsim.rasp.interpreter`), which is
-docs/semantics.md read literally.  Both return NumPy arrays of one shape (float64, or dtype
-object), so that callers never branch on the backend.
-
-Non-finite values (float64): values outside a construction's result block are unspecified and
-may be NaN by design, so only what the caller reads is checked: ``evaluate(..., finite=positions)``
-raises :class:`NonFiniteError` when one of those output positions is not finite, naming the node
-(label and primitive) where the value first stopped being finite (found by a second run that
-keeps every value: error path only).
+Float64 runs go to the numeric executor (:mod:`attnsim.numeric`); exact (Fraction) and SymPy
+runs, ``dense_only`` runs and traces to the reference interpreter (:mod:`attnsim.rasp.interpreter`).
+Both return NumPy arrays of one shape (float64, or dtype object).  ``evaluate(...,
+finite=positions)`` raises :class:`NonFiniteError` when a read output position is not finite,
+naming the node (label and primitive) where the value first stopped being finite.
 """
 
 from __future__ import annotations
@@ -23,7 +17,7 @@ import numpy as np
 
 from attnsim.numeric import executor
 from attnsim.numeric.executor import MemoSummary, RunStats, StructuralMemo
-from attnsim.numeric.values import Val, trimmed
+from attnsim.numeric.values import Val
 from attnsim.rasp import core as C
 from attnsim.rasp.arith import Arithmetic, BackendError, NonFiniteError
 from attnsim.rasp.exact import ExactArith, SympyArith
@@ -31,7 +25,6 @@ from attnsim.rasp.interpreter import ROW_CELLS, Interpreter
 from attnsim.rasp.numeric import NumpyArith
 
 BACKENDS = ("numpy", "exact", "sympy")
-DENSE_CELLS = ROW_CELLS  # a trace keeps the selector matrices of at most this many cells
 
 
 def arithmetic(backend: str | Arithmetic) -> Arithmetic:
@@ -71,13 +64,6 @@ class Padded:
         out[:k] = self.head[:k]
         return out
 
-    def at(self, idx: np.ndarray) -> np.ndarray:
-        """The values at positions ``idx`` (all in [0, length))."""
-        if len(self.head) == 0:
-            return np.full(len(idx), self.pad, dtype=self.head.dtype)
-        inside = idx < len(self.head)
-        return np.where(inside, self.head[np.where(inside, idx, 0)], self.pad)
-
 
 def _tokens(inputs: Any, arith: Arithmetic, allow_nonfinite: bool) -> tuple[np.ndarray, Any, int]:
     """(head, pad, length) of the input in the arithmetic (pad None: the head is every token)."""
@@ -90,10 +76,6 @@ def _tokens(inputs: Any, arith: Arithmetic, allow_nonfinite: bool) -> tuple[np.n
     if arr.shape[0] == 0:
         raise BackendError("a program's input must have at least one token")
     return arith.from_input(inputs, allow_nonfinite), None, int(arr.shape[0])
-
-
-def _full(head: np.ndarray, pad: Any, L: int) -> np.ndarray:
-    return head if pad is None else np.concatenate([head, np.full(L - len(head), pad, dtype=head.dtype)])
 
 
 def evaluate(
@@ -131,24 +113,29 @@ def evaluate(
             raise C.ProgramError(f"a program's output must be an SOp, got {o!r}")
     arith = arithmetic(backend)
     head, pad, L = _tokens(inputs, arith, allow_nonfinite)
-    stats = stats if stats is not None else RunStats()
+    stats, tokens = stats if stats is not None else RunStats(), Val.flat(head, pad)
     if isinstance(arith, NumpyArith) and not dense_only:
-        vals, _ = executor.run(outs, Val.flat(head, pad), L, memo=memo, stats=stats, progress=progress, arith=arith)
+        vals, _ = executor.run(outs, tokens, L, memo=memo, stats=stats, progress=progress, arith=arith)
     else:
-        ref = Interpreter(arith, _full(head, pad, L))
+        ref = Interpreter(arith, tokens.upto(L))
         vals = [Val.flat(v) for v in ref.run(outs, progress)]
         stats.runs, stats.nodes = stats.runs + 1, stats.nodes + len(ref.values)
         stats.head_positions += L * len(ref.values)
-    res = _own_memory([Padded(*_trim(v, L)) if padded_output else v.upto(L) for v in vals], inputs)
     if finite is not None and finite is not False:
-        for i, r in enumerate(res):
-            _check_finite(outs, i, r, Val.flat(head, pad), L, finite, arith)
+        for i, v in enumerate(vals):
+            _check_finite(outs, i, v, tokens, L, finite, arith)
+    res = _own_memory([_padded(v, L) if padded_output else v.upto(L) for v in vals], inputs)
     return res[0] if isinstance(program, C.SOp) else res
 
 
-def _trim(v: Val, L: int) -> tuple[np.ndarray, int, Any]:
-    head, pad = trimmed(v, L)
-    return head, L, pad
+def _padded(v: Val, L: int) -> Padded:
+    """``v`` over L positions with the run of values equal to the last one after its head (NaN
+    equal to NaN) held as the padding."""
+    last = np.asarray(v.tail if v.m < L else v.dense().reshape(-1)[-1])[()]
+    head = v.dense().reshape(-1)[: min(v.m, L)]
+    same = np.isnan(head) if head.dtype.kind == "f" and np.isnan(last) else head == last
+    differ = np.flatnonzero(~same)
+    return Padded(np.array(head[: int(differ[-1]) + 1 if differ.size else 0]), L, last)
 
 
 def _own_memory(res: list[Any], inputs: Any) -> list[Any]:
@@ -183,80 +170,60 @@ def _positions(finite: Any, L: int) -> np.ndarray:
     return np.unique(f.astype(np.int64))
 
 
-def _check_finite(
-    outs: list[C.SOp], i: int, value: np.ndarray | Padded, tokens: Val, L: int, finite: Any, arith: Arithmetic
-) -> None:
-    """Raise NonFiniteError when ``value`` (output i) is not finite at a read position."""
-    pos = _positions(finite, L)
-    if (value.head if isinstance(value, Padded) else value).dtype.kind != "f":
+def _check_finite(outs: list[C.SOp], i: int, v: Val, tokens: Val, L: int, finite: Any, arith: Arithmetic) -> None:
+    """Raise NonFiniteError when ``v`` (output i) is not finite at a read position."""
+    pos = None if finite is True else _positions(finite, L)
+    if v.kind != "f":
         return
-    if isinstance(value, Padded) and finite is True:  # every position: the head, then the padding
-        bad = np.flatnonzero(~np.isfinite(value.head))
-        count = bad.size
-        if len(value.head) < value.length and not np.isfinite(value.pad):
-            count += value.length - len(value.head)
-            if bad.size == 0:
-                bad = np.array([len(value.head)])
+    if pos is None:  # every position: the head, then the tail
+        bad = np.flatnonzero(~np.isfinite(v.dense().reshape(-1)[:L]))
+        count = bad.size + (L - v.m if v.m < L and not np.isfinite(v.tail) else 0)
+        bad = bad if bad.size or count == 0 else np.array([v.m])
     else:
-        at = value.at(pos) if isinstance(value, Padded) else value[pos]
-        bad = pos[~np.isfinite(at)]
+        bad = pos[~np.isfinite(v.at(pos))]
         count = bad.size
     if bad.size == 0:
         return
     p = int(bad[0])
-    vp = value.at(np.array([p]))[0] if isinstance(value, Padded) else value[p]
+    vp = v.at(np.array([p]))[0]
     head = f"output position {p} is {vp} ({count} read position(s) not finite)"
-    org, sources = _provenance(outs, tokens, L, arith)
-    o = org.get(id(outs[i]))
-    if o is None or o[p] < 0:  # pragma: no cover - the tracking run reproduces the first run
-        raise NonFiniteError(head)
-    label, what, q, v = sources[int(o[p])]
-    why = "overflow" if np.isinf(v) else "invalid operation, e.g. 0/0 or sqrt of a negative"
+    label, what, q, x = _source(outs, outs[i], p, tokens, L, arith)
+    why = "overflow" if np.isinf(x) else "invalid operation, e.g. 0/0 or sqrt of a negative"
     if what == "input token":
-        raise NonFiniteError(f"{head}: it comes from input token {q} = {v}")
-    raise NonFiniteError(f"{head}: it comes from node {label!r} ({what}), which gave {v} at position {q} ({why})")
+        raise NonFiniteError(f"{head}: it comes from input token {q} = {x}")
+    raise NonFiniteError(f"{head}: it comes from node {label!r} ({what}), which gave {x} at position {q} ({why})")
 
 
-def _provenance(outs: list[C.SOp], tokens: Val, L: int, arith: Arithmetic) -> tuple[dict[int, np.ndarray], list[Any]]:
-    """Where each non-finite value comes from (error path only: a run keeping every value).
-    Per node, an index into the sources (-1: finite) at each position: a Map's value comes from
-    a non-finite argument at the same position, an Aggregate's from a non-finite value among the
-    keys it selected (the earliest source first), else from the node itself (its primitive on
-    finite arguments, its own mean, or an input token)."""
+def _source(outs: list[C.SOp], node: C.SOp, p: int, tokens: Val, L: int, arith: Arithmetic) -> tuple[Any, ...]:
+    """(label, what, position, value): where ``node``'s non-finite value at ``p`` comes from
+    (error path: a run keeping every value), followed back through a Map's first non-finite
+    argument at p and an Aggregate's first selected key (of maximal score) whose value is not
+    finite; where that stops is the origin (a primitive on finite arguments, a mean, a token)."""
     _, ex = executor.run(outs, tokens, L, keep=True, arith=arith if isinstance(arith, NumpyArith) else None)
-    origin: dict[int, np.ndarray] = {}
-    sources: list[tuple[str, str, int, float]] = []
-    for node in ex.plan.order:
-        v = ex.vals.get(id(node))
-        if v is None or v.kind != "f" or (np.isfinite(v.head).all() and np.isfinite(v.tail)):
-            continue
-        flat = v.upto(L)
-        bad = ~np.isfinite(flat)
-        org = np.full(L, -1, dtype=np.int64)
+
+    def bad(x: C.SOp) -> np.ndarray:
+        v = ex.vals.get(id(x))
+        return np.zeros(L, dtype=bool) if v is None or v.kind != "f" else ~np.isfinite(v.upto(L))
+
+    while True:
+        what, nxt = "input token", None
         if isinstance(node, (C.Map, C.SequenceMap)):
-            for a in node.args:
-                ao = origin.get(id(a))
-                if ao is not None:
-                    m = bad & (org < 0) & (ao >= 0)
-                    org[m] = ao[m]
-        elif isinstance(node, C.Aggregate) and id(node.values) in origin:
-            vo = origin[id(node.values)]
-            for o in np.unique(vo[vo >= 0]):
-                hit = ex.head(node, Val.flat((vo == o).astype(np.float64))).upto(L) > 0
-                org[bad & (org < 0) & hit] = o
-        rest = bad & (org < 0)
-        if rest.any():
-            p = int(np.flatnonzero(rest)[0])
-            if isinstance(node, (C.Map, C.SequenceMap)):
-                what = f"primitive {node.fn.fingerprint}"
-            elif isinstance(node, C.Aggregate):
-                what = "aggregate: the mean of the selected values"
-            else:
-                what = "input token"
-            org[rest] = len(sources)
-            sources.append((node.label, what, p, float(flat[p])))
-        origin[id(node)] = org
-    return origin, sources
+            what, nxt = f"primitive {node.fn.fingerprint}", next((a for a in node.args if bad(a)[p]), None)
+        elif isinstance(node, C.Aggregate):
+            ref = Interpreter(ex.arith, tokens.upto(L))
+            for x in C.selector_leaves(node.selector):
+                ref.values[id(x)] = ex.vals[id(x)].upto(L) if id(x) in ex.vals else ref.sop(x)
+            sel = ref.rows(node.selector, np.array([p]))[0]
+            if node.score is not None:
+                score = ex.vals[id(node.score)].upto(L)
+                with np.errstate(invalid="ignore"):
+                    sel &= score == np.max(np.where(sel, score, -np.inf))
+            keys = np.flatnonzero(sel & bad(node.values))
+            what, nxt = "aggregate: the mean of the selected values", node.values if keys.size else None
+            p = int(keys[0]) if keys.size else p
+        if nxt is None:
+            return node.label, what, p, float(ex.vals[id(node)].upto(p + 1)[p])
+        node = nxt
 
 
 @dataclass
@@ -268,9 +235,7 @@ class Trace:
     order: list[str]
 
     def __getitem__(self, label: str) -> np.ndarray:
-        if label in self.values:
-            return self.values[label]
-        return self.selectors[label]
+        return self.values[label] if label in self.values else self.selectors[label]
 
     def __contains__(self, label: str) -> bool:
         return label in self.values or label in self.selectors
@@ -279,12 +244,12 @@ class Trace:
 def trace(
     program: C.SOp | Sequence[C.SOp], inputs: Any, backend: str | Arithmetic = "numpy", *, allow_nonfinite: bool = False
 ) -> Trace:
-    """Run a program on the reference interpreter keeping every value and (for L*L <= DENSE_CELLS)
+    """Run a program on the reference interpreter keeping every value and (for L*L <= ROW_CELLS)
     every selector matrix."""
     outs = [program] if isinstance(program, C.SOp) else list(program)
     arith = arithmetic(backend)
     head, pad, L = _tokens(inputs, arith, allow_nonfinite)
-    ref = Interpreter(arith, _full(head, pad, L), keep_matrices=L * L <= DENSE_CELLS)
+    ref = Interpreter(arith, Val.flat(head, pad).upto(L), keep_matrices=L * L <= ROW_CELLS)
     ref.run(outs)
     values: dict[str, np.ndarray] = {}
     selectors: dict[str, np.ndarray] = {}
@@ -306,7 +271,6 @@ def trace(
 
 __all__ = [
     "BACKENDS",
-    "DENSE_CELLS",
     "MemoSummary",
     "Padded",
     "RunStats",

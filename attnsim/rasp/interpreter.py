@@ -1,17 +1,10 @@
 """The reference interpreter: docs/semantics.md read literally, in any arithmetic (the oracle).
 
-Every SOp denotes one value per position, every selector an L x L boolean matrix, built row by
-row exactly as the semantics states it: ``S[q, k] = cmp(keys[k], queries[q])``, ``&``, ``|``,
-``~`` pointwise; ``Aggregate`` the mean of the values over the selected keys (0 when none is
-selected; with a score, over the selected keys of maximal score); ``SelectorWidth`` their number.
-Nothing is planned and no structure is assumed: the cost is O(L^2) per selector, so it serves
-small sequences (the exact and SymPy backends, traces, and the reference the numeric executor
-is tested against).
-
-Values that are positions or sizes (``indices``, ``length``, integer constants, index maps,
-widths) are int64 arrays in every arithmetic; the others are the arithmetic's arrays.  A value
-is converted where it is read: to the arithmetic for a primitive or an aggregate, to integers
-for an index function (an error when it is not integral), to comparable numbers for a selector.
+Every selector is an L x L boolean matrix built row block by row block (``S[q, k] =
+cmp(keys[k], queries[q])``; ``&``, ``|``, ``~`` pointwise); ``Aggregate`` is the mean of the
+values over the selected keys (0 when none; with a score, over those of maximal score);
+``SelectorWidth`` their number.  O(L^2) per selector.  Positions and sizes are int64 arrays in
+every arithmetic, converted where they are read.
 """
 
 from __future__ import annotations
@@ -43,9 +36,7 @@ class Interpreter:
     ``keep_matrices`` (for traces)."""
 
     def __init__(self, arith: Arithmetic, tokens: np.ndarray, keep_matrices: bool = False) -> None:
-        self.arith = arith
-        self.tokens = tokens
-        self.L = len(tokens)
+        self.arith, self.tokens, self.L = arith, tokens, len(tokens)
         self.values: dict[int, np.ndarray] = {}
         self.keep_matrices = keep_matrices
         self.matrices: dict[int, np.ndarray] = {}
@@ -164,13 +155,4 @@ class Interpreter:
         return out
 
 
-def interpret(
-    outputs: Sequence[C.SOp], tokens: np.ndarray, arith: Arithmetic, keep_matrices: bool = False
-) -> Interpreter:
-    """Run ``outputs`` on ``tokens`` (already in the arithmetic); the interpreter holds every value."""
-    run = Interpreter(arith, tokens, keep_matrices)
-    run.run(outputs)
-    return run
-
-
-__all__ = ["ROW_CELLS", "Interpreter", "compare", "interpret"]
+__all__ = ["ROW_CELLS", "Interpreter", "compare"]

@@ -9,14 +9,14 @@ import sympy as sp
 
 from attnsim.rasp import core as C
 from attnsim.rasp.exact import ExactArith, SympyArith
-from attnsim.rasp.interpreter import interpret
+from attnsim.rasp.interpreter import Interpreter
 from attnsim.rasp.numeric import NumpyArith
 
 
 def run(prog: C.SOp, toks: list[object], arith: object = None) -> np.ndarray:
     a = arith or NumpyArith()
     x = a.from_input(np.array(toks, dtype=object), False)  # type: ignore[attr-defined]
-    return interpret([prog], x, a).run([prog])[0]  # type: ignore[arg-type]
+    return Interpreter(a, x).run([prog])[0]  # type: ignore[arg-type]
 
 
 def test_leaves_and_maps() -> None:
@@ -52,8 +52,8 @@ def test_value_scored_heads_average_the_tied_maxima_among_the_selected_keys() ->
     assert list(run(C.maximum(first_two, C.tokens), [5, 1, 99, 7])) == [5.0] * 4
     # a NaN score among the selected keys: no key is maximal, the value is NaN (not 0)
     a = NumpyArith()
-    nan = interpret([C.maximum(everything, C.tokens)], a.from_input([1.0, np.nan], True), a)
-    assert np.isnan(nan.run([C.maximum(everything, C.tokens)])[0]).all()
+    nan = Interpreter(a, a.from_input([1.0, np.nan], True)).run([C.maximum(everything, C.tokens)])
+    assert np.isnan(nan[0]).all()
 
 
 def test_sympy_values_and_decidable_selectors() -> None:
