@@ -53,10 +53,9 @@ class Val:
 
     @cached_property
     def head(self) -> np.ndarray:
-        if self.data is not None:
-            return self.data
-        assert self.lin is not None
-        return self.lin.array(self.shape)
+        """The head over the frame's axes (``data`` of fewer dimensions gains leading axes of 1)."""
+        h = self.data if self.data is not None else self.lin.array(self.shape)  # type: ignore[union-attr]
+        return h.reshape((1,) * (len(self.shape) - h.ndim) + h.shape)
 
     @property
     def m(self) -> int:

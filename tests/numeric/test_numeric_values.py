@@ -39,3 +39,11 @@ def test_at_on_an_affine_index_value() -> None:
     q = Val(None, (128, 128, 4), np.int64(-1), lin)
     values = Val.flat(np.arange(148_747, dtype=np.float64), 0.0)
     assert np.array_equal(values.at(q.head), q.head.astype(np.float64))
+
+
+def test_a_head_of_fewer_dimensions_than_its_frame_is_read_by_position() -> None:
+    """A 0-d result (a map that ignores its arguments; transpose at 1 x 1 gathered one) is a head
+    of extent 1 on every axis of the frame, so reading it by position works."""
+    v = Val(np.zeros((2, 3)), (2, 3), np.float64(0.0)).map(lambda x: np.float64(2.5))
+    assert v.head.shape == (1, 1) and v.at(np.array([0, 5, 9])).tolist() == [2.5, 2.5, 2.5]
+    assert Val(np.array(7.0), (1,), np.float64(0.0)).at(np.array([0, 1])).tolist() == [7.0, 0.0]
