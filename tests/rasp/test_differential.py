@@ -199,9 +199,21 @@ def _condition_on_a_head() -> list[C.SOp]:
     return [C.aggregate(C.select(inner, C.full(0), "=="), C.tokens)]
 
 
+def _issue_46_shapes() -> list[tuple[list[C.SOp], np.ndarray]]:
+    """The two shapes issue 46 names: an AND of two equalities between non-constant values, and a
+    short key side (constant after position 1) whose key condition is false on its tail."""
+    i = C.indices
+    two = C.aggregate(C.select(i, i, "==") & C.select(i, C.tokens, "=="), i)
+    k = C.imap(lambda p: E.if_(p < 1, p % 3, 0), i)
+    short = C.aggregate(C.select(k, i, "==") & C.select(k, C.full(0), "!="), C.full(1))
+    return [([two], np.zeros(2)), ([short], np.zeros(2))]
+
+
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=programs())
 @example(case=(_condition_on_a_head(), np.array([0.0, 1.0, 0.0])))
+@example(case=_issue_46_shapes()[0])
+@example(case=_issue_46_shapes()[1])
 def test_agrees_with_the_oracle_on_random_programs(case: tuple[list[C.SOp], np.ndarray]) -> None:
     outs, tokens = case
     assert differs(engine, outs, tokens) is None
