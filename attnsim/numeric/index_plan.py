@@ -207,7 +207,8 @@ def plan_index(e: E.Expr, var: str, env: Mapping[str, int], L: int) -> Val:
     if len(parts) == 1:
         shape, v, _ = parts[0]
         if tail is None:  # the value at the last position stands for the tail (never read: m = L)
-            tail = np.broadcast_to(v.array(shape) if isinstance(v, Lin) else v, shape)[(-1,) * len(shape)]
+            last = (-1,) * len(shape)  # a Lin's from its coefficients: never formed over the frame
+            tail = v.c + sum(a * (n - 1) for a, n in zip(v.coef, shape, strict=True)) if isinstance(v, Lin) else v[last]
         lin = v if isinstance(v, Lin) else None
         return Val(None if lin else v, shape, np.int64(tail), lin)
     head = np.concatenate(
