@@ -4,7 +4,7 @@ A run of U holds: its input and each pass's output without their zero padding (8
 position of ``positions_of_input``, twice), the n x n masks ``encode`` builds (float64 additive,
 bool blocked, and their temporaries: 24 bytes per entry), the memo of position-only index maps
 (at most its budget, and about 32 bytes per position below it), every value whose head is at
-most ``LAZY_MIN`` positions whole (counted 24 alive at once; about 16 measured), and, of the
+most ``SHORT`` positions whole (counted 24 alive at once; about 16 measured), and, of the
 longer values, those no reader streams: the largest grid the engine holds whole (two alive at
 once); a streamed value takes a few pieces.  Shallow U streams its spread grid (its whole
 length); compact U holds its largest product grids whole.
@@ -21,16 +21,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attnsim.rasp import long_values
+from attnsim.rasp.engine import StructuralMemo
 from attnsim.rasp.layout import value_of
-from attnsim.rasp.structural_memo import StructuralMemo
 from attnsim.resources import available_memory, refused
 from attnsim.resources import human_bytes as gib
 from attnsim.simulator.errors import SimulatorError
 
 # grids whose values the engine streams piece by piece (never held whole), per variant
 STREAMED_GRIDS = {"compact": (), "shallow": ("scores.spread",)}
-ALIVE_SHORT = 24  # values of at most LAZY_MIN positions held whole at once (measured: about 16)
+SHORT = 1 << 20  # a value of at most this many positions counts as short
+ALIVE_SHORT = 24  # values of at most SHORT positions held whole at once (measured: about 16)
 ALIVE_LONG = 2  # values of the largest grid held whole at once
 MASK_BYTES = 24  # per entry of the n x n masks encode builds
 MEMO_BYTES = 32  # per position, of the memo (below its budget)
@@ -63,13 +63,13 @@ def estimate(u: Any, n: int, layers: int = 1) -> MemoryEstimate:
     L = u.positions(layers)
     streamed = STREAMED_GRIDS.get(u.variant, ())
     held = [value_of(g.end_expr()) for g in u.stage_grids if g.block.name not in streamed]
-    longest = max([m for m in held if m > long_values.LAZY_MIN], default=0)
+    longest = max([m for m in held if m > SHORT], default=0)
     return MemoryEstimate(
         positions=L,
         input=2 * 8 * u.positions_of_input(layers),
         masks=MASK_BYTES * n * n,
         memo=min(StructuralMemo.budget_bytes, MEMO_BYTES * L),
-        values=8 * (ALIVE_SHORT * min(L, long_values.LAZY_MIN) + ALIVE_LONG * longest),
+        values=8 * (ALIVE_SHORT * min(L, SHORT) + ALIVE_LONG * longest),
     )
 
 
