@@ -208,7 +208,8 @@ def test_a_statement_binder_cannot_shadow_the_statements_own() -> None:
 
 
 @pytest.mark.parametrize("command", ["Elpi Command hook.", "Declare ML Module \"x\".", "Load Other.",
-                                     "Unset Guard Checking.", "Set Definitional UIP.", "Redirect \"f\" Print nat."])
+                                     "Unset Guard Checking.", "Set Definitional UIP.", "Redirect \"f\" Print nat.",
+                                     "#[bypass_check(guard)] Fixpoint loop (n : nat) : False := loop n."])
 def test_commands_that_run_code_or_turn_a_check_off_are_refused_before_coq(sources: Path, command: str) -> None:
     """A plugin command (Elpi can run shell commands while coqc compiles, and so write the cache), a file
     command or a kernel check turned off: the theory is refused before Coq runs."""
