@@ -33,6 +33,8 @@ FLOORS: dict[str, int] = {
     "version": 0,
     "resources": 0,  # memory available, byte units, the refusal rule
     "rasp": 0,
+    "numeric": 1,  # the planned numeric executor (imports the language)
+    "rasp.engine": 1,  # evaluate and trace: the oracle or the numeric executor, by backend
     "proofs": 1,
     "symbolic": 2,
     "constructions": 3,  # one folder per paper result, and what they share
@@ -55,8 +57,11 @@ def _module(path: Path) -> str:
 
 
 def _floor(module: str) -> int:
-    parts = module.split(".")
-    return FLOORS["__init__"] if len(parts) == 1 else FLOORS[parts[1]]
+    """The floor of the longest dotted prefix listed (a module may sit above its package)."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return FLOORS["__init__"]
+    return next(FLOORS[k] for n in range(len(parts), 0, -1) if (k := ".".join(parts[:n])) in FLOORS)
 
 
 def _imports(path: Path) -> list[tuple[str, int, bool]]:

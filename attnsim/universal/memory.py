@@ -4,16 +4,15 @@ A run of U holds: its input and each pass's output without their zero padding (8
 position of ``positions_of_input``, twice), the n x n masks ``encode`` builds (float64 additive,
 bool blocked, and their temporaries: 24 bytes per entry), the memo of position-only index maps
 (at most its budget, and about 32 bytes per position below it), every value whose head is at
-most ``LAZY_MIN`` positions whole (counted 24 alive at once; about 16 measured), and, of the
-longer values, those no reader streams: the largest grid the engine holds whole (two alive at
-once); a streamed value takes a few pieces.  Shallow U streams its spread grid (its whole
-length); compact U holds its largest product grids whole.
+most ``SHORT`` positions whole (counted 24 alive at once; about 16 measured), and the two
+largest grids the executor holds whole (the planned executor streams no value).
 
-Against measurements (RSS growth of the second run, ``docs/simulator-bench.md``; the traced peak
-plus the memo at the two smallest): compact capacity 48, estimate 0.099 GB, measured 0.067 GB;
-128, 0.61 and 0.21 GB; 256, 1.55 and 0.93 GB; shallow 16, 0.24 and 0.04 GB; 32 and 44, 0.47
-and 0.29 / 0.33 GB.  An upper estimate of that order, not a bound proven from the engine:
-:func:`check_fits` refuses a run only when the estimate exceeds the memory available.
+Against measurements (tracemalloc's peak of the second run plus the memo, planned executor;
+``tests/universal/test_memory.py`` repeats the two smallest): compact capacity 48, 7.3 MiB held of
+an estimate of 95 MiB; 128, 127 of 579 MiB; 256, 987 of 1,483 MiB; shallow 16, 11.6 of 246 MiB;
+32, 308 of 993 MiB; 44, 1,439 of 3,080 MiB.  An upper estimate of that order (1.5-21x), not a
+bound proven from the executor: :func:`check_fits` refuses a run only when the estimate exceeds
+the memory available, and ``ATTNSIM_IGNORE_MEMORY_ESTIMATE=1`` overrides it.
 """
 
 from __future__ import annotations
@@ -21,16 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attnsim.rasp import long_values
+from attnsim.rasp.engine import StructuralMemo
 from attnsim.rasp.layout import value_of
-from attnsim.rasp.structural_memo import StructuralMemo
 from attnsim.resources import available_memory, refused
 from attnsim.resources import human_bytes as gib
 from attnsim.universal.errors import SimulatorError
 
-# grids whose values the engine streams piece by piece (never held whole), per variant
-STREAMED_GRIDS = {"compact": (), "shallow": ("scores.spread",)}
-ALIVE_SHORT = 24  # values of at most LAZY_MIN positions held whole at once (measured: about 16)
+# grids whose values the executor streams piece by piece (never held whole), per variant: none now
+STREAMED_GRIDS: dict[str, tuple[str, ...]] = {"compact": (), "shallow": ()}
+SHORT = 1 << 20  # a value of at most this many positions counts as short
+ALIVE_SHORT = 24  # values of at most SHORT positions held whole at once (measured: about 16)
 ALIVE_LONG = 2  # values of the largest grid held whole at once
 MASK_BYTES = 24  # per entry of the n x n masks encode builds
 MEMO_BYTES = 32  # per position, of the memo (below its budget)
@@ -63,13 +62,13 @@ def estimate(u: Any, n: int, layers: int = 1) -> MemoryEstimate:
     L = u.positions(layers)
     streamed = STREAMED_GRIDS.get(u.variant, ())
     held = [value_of(g.end_expr()) for g in u.stage_grids if g.block.name not in streamed]
-    longest = max([m for m in held if m > long_values.LAZY_MIN], default=0)
+    longest = max([m for m in held if m > SHORT], default=0)
     return MemoryEstimate(
         positions=L,
         input=2 * 8 * u.positions_of_input(layers),
         masks=MASK_BYTES * n * n,
         memo=min(StructuralMemo.budget_bytes, MEMO_BYTES * L),
-        values=8 * (ALIVE_SHORT * min(L, long_values.LAZY_MIN) + ALIVE_LONG * longest),
+        values=8 * (ALIVE_SHORT * min(L, SHORT) + ALIVE_LONG * longest),
     )
 
 

@@ -20,7 +20,7 @@ from attnsim.compile.compiler import compile_program
 from attnsim.compile.obligations import NOT_LEMMAS, _lemma_check, exact_equal
 from attnsim.proofs.registry import constructions
 from attnsim.rasp import core as C
-from attnsim.rasp import evaluate
+from attnsim.rasp.engine import evaluate
 from attnsim.rasp.schedule import cost
 
 

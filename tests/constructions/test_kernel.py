@@ -34,7 +34,7 @@ from attnsim.proofs.coq import CoqExportError, CoqProgram, export_program
 from attnsim.proofs.coq_statement import KernelStatement, Operand, nat_term
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
-from attnsim.rasp.aggregation import Aggregation
+from attnsim.rasp.interpreter import Interpreter
 from attnsim.rasp.layout import Block, Layout
 
 COQC = shutil.which("coqc")
@@ -208,7 +208,8 @@ def test_a_statement_binder_cannot_shadow_the_statements_own() -> None:
 
 
 @pytest.mark.parametrize("command", ["Elpi Command hook.", "Declare ML Module \"x\".", "Load Other.",
-                                     "Unset Guard Checking.", "Set Definitional UIP.", "Redirect \"f\" Print nat."])
+                                     "Unset Guard Checking.", "Set Definitional UIP.", "Redirect \"f\" Print nat.",
+                                     "#[bypass_check(guard)] Fixpoint loop (n : nat) : False := loop n."])
 def test_commands_that_run_code_or_turn_a_check_off_are_refused_before_coq(sources: Path, command: str) -> None:
     """A plugin command (Elpi can run shell commands while coqc compiles, and so write the cache), a file
     command or a kernel check turned off: the theory is refused before Coq runs."""
@@ -515,14 +516,17 @@ def test_the_differential_inputs_reach_non_square_and_edge_sizes() -> None:
 def test_an_engine_gather_reading_one_position_early_fails_the_default_obligation(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Attack 5: a bug in the engine (not in the program): the gather fast path reads position q - 1.
-    Coq's evaluation of the exported term disagrees with the engine, so the default run fails."""
-    real = Aggregation._gather
+    """Attack 5: a bug in the engine (not in the program): a gather reads position q - 1 in the
+    exact run. Coq's evaluation of the exported term disagrees with the engine, so the default run fails."""
+    real = Interpreter.rows
 
-    def early(self: Aggregation, km: Any, qm: Any, qv: Any, values: Any) -> Any:
-        return real(self, km, qm, np.where(np.asarray(qv, dtype=object) > 0, qv - 1, qv), values)
+    def early(self: Interpreter, sel: C.Selector, q: np.ndarray) -> np.ndarray:
+        rows = real(self, sel, q)
+        if isinstance(sel, C.Select) and isinstance(sel.keys, C.Indices) and sel.cmp == "==":
+            rows = np.concatenate([rows[:, 1:], rows[:, :1]], axis=1)  # key k + 1 read as key k
+        return rows
 
-    monkeypatch.setattr(Aggregation, "_gather", early)
+    monkeypatch.setattr(Interpreter, "rows", early)
     out = V.differential_check(_theorem("Transpose"))(120.0)
     assert out.ok is False and "differs from the engine's exact run" in out.detail
 
