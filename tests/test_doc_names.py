@@ -1,5 +1,5 @@
 """The docs name only what exists: every file path and every ``attnsim`` module or attribute written
-in backticks in README.md, CONTRIBUTING.md and docs/*.md resolves (a doc drifting from the code,
+in backticks in README.md, CONTRIBUTING.md, docs/*.md and the folders' pages resolves (a doc drifting from the code,
 e.g. naming a deleted module, fails here)."""
 
 from __future__ import annotations
@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "CONTRIBUTING.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "attnsim" / "constructions").glob("*/README.md")),  # each paper result's page
+    ROOT / "attnsim" / "universal" / "README.md",
+]
 TICKED = re.compile(r"`([^`\s]+)`")
 PATH = re.compile(r"^(attnsim|tests|docs|benchmarks|tools|\.ci)/[\w./*-]*$")
 DOTTED = re.compile(r"^attnsim(\.[A-Za-z_]\w*)+$")

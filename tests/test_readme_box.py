@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from attnsim import catalog
-from attnsim.lemmas import kernel
-from attnsim.lemmas.kernel_theorems import THEOREMS
+from attnsim.constructions import kernel
+from attnsim.constructions.kernel_theorems import THEOREMS
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import KernelFacts, Obligation, Outcome, Result
 from attnsim.verify.scope import scope_by_result, scope_summary

@@ -24,12 +24,12 @@ from rich.progress import (
 )
 
 from attnsim.cli.commands import clip, command, nonneg_int, positive_int
-from attnsim.simulator.errors import SimulatorError
-from attnsim.simulator.memory import check_fits, gib
-from attnsim.simulator.reference import NORMS, TransformerLayer
-from attnsim.simulator.torch_compare import compare_torch, layers_of
-from attnsim.simulator.torch_reading import import_torch
-from attnsim.simulator.universal import VARIANTS, UniversalSimulator
+from attnsim.universal.errors import SimulatorError
+from attnsim.universal.layer import NORMS, TransformerLayer
+from attnsim.universal.memory import check_fits, gib
+from attnsim.universal.torch_compare import compare_torch, layers_of
+from attnsim.universal.torch_reading import import_torch
+from attnsim.universal.universal import VARIANTS, UniversalSimulator
 
 CAPACITY = ("max_len", "d_model", "heads", "d_head")
 

@@ -1,6 +1,6 @@
 (** * The Faddeev-LeVerrier algorithm computes the determinant and the inverse
 
-    The loop of [attnsim/lemmas/faddeev.py] (for [A] an [n x n] matrix):
+    The loop of [attnsim/constructions/det_n/program.py] (for [A] an [n x n] matrix):
       [M_1 = I], [c_(n-1) = - tr A];
       for [k = 1 .. n-1]: [M_(k+1) = A M_k + c_(n-k) I],
                           [c_(n-k-1) = - tr (A M_(k+1)) / (k + 1)];
@@ -197,7 +197,7 @@ Variables (R : numFieldType) (n : nat) (A : 'M[R]_n).
 Local Notation p := (char_poly A).
 
 (** The loop is [fl_step] of the generated [FaddeevLeVerrierStatement] (declared beside
-    the Python loop, attnsim/lemmas/kernel_theorems.py): [fl_step A k = (fl_M A k, fl_c A k)],
+    the Python loop, attnsim/constructions/kernel_theorems.py): [fl_step A k = (fl_M A k, fl_c A k)],
     [fl_M A k] the loop's [M_k] and [fl_c A k] its [c_(n-k)].  Step 0 holds the conventions
     [M_0 = 0] and [c_n = 1] (the leading coefficient), so that step 1 gives [M_1 = I] and
     [c_(n-1) = - tr A]; each step [k + 1] computes

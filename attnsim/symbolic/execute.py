@@ -22,7 +22,7 @@ extents.  Its value is computed through the program graph itself:
   hinted selector and a token comparison is an indicator sum; other selectors that compare token
   values are out of scope (the method says so, it does not guess).
 
-The value is compared with the independent specification (:mod:`attnsim.symbolic.specs`) by
+The value is compared with the independent specification (each construction folder's ``spec.py``) by
 :mod:`attnsim.symbolic.program_equals_spec` (the Sum normal form of :mod:`attnsim.symbolic.sums`;
 ``simplify`` is never called); divisors are shown positive by :mod:`attnsim.symbolic.positivity`.
 """
@@ -38,6 +38,7 @@ from typing import Any
 import sympy as sp
 
 from attnsim.proofs import z3sel
+from attnsim.proofs.construction import ProgramView
 from attnsim.proofs.decoding import prover, rewriting
 from attnsim.proofs.decoding.query import Decode
 from attnsim.proofs.decoding.refutation import refuted_at
@@ -135,7 +136,7 @@ def sym(e: E.Expr | int) -> sp.Expr:
 class Executor:
     """Evaluates one construction's program at symbolic positions (see the module docstring)."""
 
-    con: Any  # attnsim.lemmas.construction.Construction, built over unbound sizes
+    con: ProgramView  # a Construction built over unbound sizes, or U's program record
     timeout: float = 10.0
     coords: dict[str, E.Expr] = field(default_factory=dict)
     steps: list[str] = field(default_factory=list)

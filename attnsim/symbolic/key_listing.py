@@ -28,7 +28,7 @@ from attnsim.symbolic.execute import ExecutionFailed, Executor
 @dataclass
 class IntentListing(Executor):
     """The executor with key listings through intents: what a lemma's all-sizes proof runs, and a
-    base of :class:`~attnsim.simulator.layerproof.executor.LayerExecutor`."""
+    base of :class:`~attnsim.universal.layerproof.executor.LayerExecutor`."""
 
     # (id(selector), id(layout)) -> the proof that the selector is its intent on that layout
     intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)

@@ -33,9 +33,9 @@ from attnsim.rasp.engine import evaluate
 from attnsim.rasp.interpreter import Interpreter
 from attnsim.rasp.layout import value_of
 from attnsim.rasp.numeric import NumpyArith
-from attnsim.simulator.program import VARIANTS
-from attnsim.simulator.reference import TransformerLayer
-from attnsim.simulator.universal import UniversalSimulator
+from attnsim.universal.layer import TransformerLayer
+from attnsim.universal.program import VARIANTS
+from attnsim.universal.universal import UniversalSimulator
 
 MAX_LEN = 20
 CMPS = ("==", "!=", "<", "<=", ">", ">=")

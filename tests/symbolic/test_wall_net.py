@@ -12,8 +12,8 @@ import pytest
 from attnsim import lemmas
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import expr as E
-from attnsim.simulator.layerproof import stack
 from attnsim.symbolic.execute import ExecutionFailed, Executor
+from attnsim.universal.layerproof import stack
 
 
 def test_a_query_late_in_the_budget_gets_the_whole_budget_as_its_net() -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from attnsim.lemmas.construction import Construction
+from attnsim.constructions.construction import Construction
 from attnsim.proofs import solver_work, z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation, Outcome
