@@ -9,7 +9,7 @@ from attnsim.compile import compile  # attnsim.compile(program, max_len=...) -> 
 from attnsim.rasp.engine import evaluate, trace
 from attnsim.rasp.schedule import cost
 from attnsim.rasp.sizes import Size  # Size("r"): an unbound size; lemmas.matmul(rows=Size("r"), ...)
-from attnsim.simulator import TransformerLayer, UniversalSimulator
+from attnsim.universal import TransformerLayer, UniversalSimulator
 from attnsim.version import __version__
 
 __all__ = ["Size", "TransformerLayer", "UniversalSimulator", "__version__", "compile", "cost", "evaluate", "trace"]

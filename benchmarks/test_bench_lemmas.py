@@ -47,7 +47,7 @@ def test_simulator_run(benchmark: Any, size: int) -> None:
     """U.run(T, X) at max_len = d_model = size."""
     api = D.simulator_api()
     if api is None:
-        pytest.skip("attnsim.simulator has not landed")
+        pytest.skip("attnsim.universal has not landed")
     TL, US = api
     U = US(max_len=size, d_model=size, n_heads=2, d_head=size // 2, d_ff=2 * size)
     T = TL.random(d_model=size, n_heads=2, d_head=size // 2, d_ff=2 * size, seed=0)
@@ -60,7 +60,7 @@ def test_simulator_reference(benchmark: Any, size: int) -> None:
     """T(X) directly."""
     api = D.simulator_api()
     if api is None:
-        pytest.skip("attnsim.simulator has not landed")
+        pytest.skip("attnsim.universal has not landed")
     TL, _ = api
     T = TL.random(d_model=size, n_heads=2, d_head=size // 2, d_ff=2 * size, seed=0)
     X = np.random.default_rng(0).normal(size=(size, size))

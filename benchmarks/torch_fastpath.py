@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnsim.simulator.torch_compare import compare_torch
+from attnsim.universal.torch_compare import compare_torch
 
 
 def independent(layer: torch.nn.TransformerEncoderLayer, x: np.ndarray, mask: np.ndarray) -> np.ndarray:

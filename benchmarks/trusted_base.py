@@ -67,7 +67,7 @@ STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         tuple(
             sorted(
                 p.relative_to(ROOT).as_posix()
-                for p in (ROOT / "attnsim" / "simulator" / "layerproof").rglob("*.py")
+                for p in (ROOT / "attnsim" / "universal" / "layerproof").rglob("*.py")
                 if p.name != "__init__.py"
             )
         ),

@@ -119,7 +119,10 @@ def nothing_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     obligation registry, fails the test at once.  An argument check that lets a bad value through
     then fails in milliseconds, instead of running the whole command first (a whole ``verify``)."""
     from attnsim.cli import commands
+    from attnsim.cli.main import load
     from attnsim.proofs import registry
+
+    load()  # the subcommands register themselves as main() loads them: here, before they are replaced
 
     def reached(what: str) -> Callable[..., Any]:
         def stop(*args: Any, **kwargs: Any) -> Any:

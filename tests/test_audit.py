@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 GOOD_SECTION = (
     "## Lemma (transpose)\n\n"
     "- **statement:** A^T\n"
-    "- **code:** `attnsim.lemmas.transpose:transpose`\n"
+    "- **code:** `attnsim.constructions.transpose.program:transpose`\n"
     "- **obligations:**\n"
     "  - `transpose/*` (exact, numeric, sympy, z3-parametric)\n"
-    "- **tests:** `tests/lemmas/test_transpose.py::test_transpose_heads_and_cost`\n"
+    "- **tests:** `tests/constructions/test_transpose.py::test_transpose_heads_and_cost`\n"
     "- **beyond / short:** -\n\n"
 )
 
@@ -43,28 +43,29 @@ def test_dangling_references_fail(tmp_path: Path, capsys: pytest.CaptureFixture[
     sections = GOOD_SECTION + (
         "## broken\n"
         "- **statement:** x\n"
-        "- **code:** `attnsim.lemmas.transpose:no_such_function`\n"
+        "- **code:** `attnsim.constructions.transpose.program:no_such_function`\n"
         "  - `attnsim.no_such_module:f`\n"
         "- **obligations:** `transpose/sympy/no-such-id` (sympy)\n"
         "  - `nosuch/*` (exact) `matmul/*` (sympy)\n"
         "- **tests:**\n"
-        "  - `tests/lemmas/test_transpose.py::test_no_such_test` `tests/no_such_file.py::test_x`\n"
-        "  - `tests/lemmas/test_transpose.py::test_transpose_heads`\n"
+        "  - `tests/constructions/test_transpose.py::test_no_such_test` `tests/no_such_file.py::test_x`\n"
+        "  - `tests/constructions/test_transpose.py::test_transpose_heads`\n"
         "- **beyond / short:** -\n"
     )
     path = _write(tmp_path, sections)
     rep = audit(path, ROOT)
     kinds = {(p.kind, p.ref) for p in rep.problems}
-    assert ("dangling-function", "attnsim.lemmas.transpose:no_such_function") in kinds
+    assert ("dangling-function", "attnsim.constructions.transpose.program:no_such_function") in kinds
     assert ("dangling-function", "attnsim.no_such_module:f") in kinds
     assert ("dangling-obligation", "transpose/sympy/no-such-id") in kinds
     assert ("dangling-obligation", "nosuch/*") in kinds
     assert ("method-mismatch", "matmul/*") in kinds
-    assert ("dangling-test", "tests/lemmas/test_transpose.py::test_no_such_test") in kinds
+    assert ("dangling-test", "tests/constructions/test_transpose.py::test_no_such_test") in kinds
     assert ("dangling-test", "tests/no_such_file.py::test_x") in kinds
     # only a prefix of the real test_transpose_heads_and_cost: names no test
-    assert ("dangling-test", "tests/lemmas/test_transpose.py::test_transpose_heads") in kinds
-    assert not any(p.ref == "tests/lemmas/test_transpose.py::test_transpose_heads_and_cost" for p in rep.problems)
+    assert ("dangling-test", "tests/constructions/test_transpose.py::test_transpose_heads") in kinds
+    full = "tests/constructions/test_transpose.py::test_transpose_heads_and_cost"
+    assert not any(p.ref == full for p in rep.problems)
     assert main(["audit", "--map", str(path), "--root", str(ROOT), "--json", "--no-tests"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] is False and out["problems"]
@@ -127,7 +128,7 @@ def test_section_structure_is_strict(tmp_path: Path) -> None:
     section holds is silently dropped as prose."""
     cases = {
         "missing": GOOD_SECTION.replace(
-            "- **tests:** `tests/lemmas/test_transpose.py::test_transpose_heads_and_cost`\n", ""
+            "- **tests:** `tests/constructions/test_transpose.py::test_transpose_heads_and_cost`\n", ""
         ),
         "unknown": GOOD_SECTION.replace("- **statement:**", "- **statment:**"),
         "twice": GOOD_SECTION.replace("- **beyond / short:** -\n", "- **beyond / short:** -\n- **code:** x\n"),

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from attnsim.cli import commands
-from attnsim.cli.main import main
+from attnsim.cli.main import load, main
 from attnsim.proofs.obligation import Obligation, Outcome
+
+load()  # the subcommands register themselves as main() loads them; some tests replace one first
 
 
 def usage_exit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -296,3 +298,15 @@ def test_compile_sort_unique_states_its_limit(capsys: pytest.CaptureFixture[str]
     """The known limit is said where a user meets it: repeated tokens are averaged, not sorted."""
     assert main(["compile", "sort_unique", "--max-len", "3", "--vocab", "3", "--quiet"]) == 0
     assert "note: sort_unique sorts distinct tokens only" in capsys.readouterr().err
+
+
+def test_python_dash_m_attnsim_is_the_same_command_line(tmp_path: Path) -> None:
+    """``python -m attnsim`` runs the console script's main (it was "No module named
+    attnsim.__main__"), from any directory."""
+    import subprocess
+    import sys
+
+    from attnsim.version import __version__
+
+    done = subprocess.run([sys.executable, "-m", "attnsim", "--version"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0 and __version__ in done.stdout, done.stderr

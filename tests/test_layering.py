@@ -1,12 +1,23 @@
-"""The package's architecture, checked: imports run down the floors, never up, and form no circle.
+"""The package's architecture, checked: imports run down the floors, never up, and form no circle;
+a construction's statement and its textbook formula import nothing of its program.
 
 Floors, bottom to top (``docs/architecture.md``): the language with its arithmetic backends
-(``rasp``), the solver kit (``proofs``), symbolic execution and the specifications (``symbolic``),
-the constructions (``lemmas``, ``applications``, ``simulator``), the verification harness
-(``verify``), executable extraction (``compile``), the report, the catalogue of every
-obligation, and the command line (one module per subcommand).  A module may import its own floor or a lower one.
-An import placed inside a function counts like any other: hiding one there does not dodge this
-test.  The only exceptions are optional third-party dependencies (torch, dask), never our modules.
+(``rasp``), the solver kit (``proofs``), symbolic execution and the spec language (``symbolic``),
+the paper's results, one folder each (``constructions``), the universal simulator U
+(``universal``), the public facades (``lemmas``, ``applications``), the
+verification harness (``verify``), executable extraction (``compile``), the report, the catalogue
+of every obligation, and the command line (one module per subcommand).  A module may import its
+own floor or a lower one.  An import placed inside a function counts like any other: hiding one
+there does not dodge this test.  The only exceptions are optional third-party dependencies
+(torch, dask), never our modules.
+
+Inside a floor, the folder rule: in every construction folder (``attnsim/constructions/<name>/``
+and ``attnsim/universal/``), ``spec.py`` and ``reference.py`` reach, through their own imports and
+the imports of what they import, only the spec language (``attnsim.symbolic``) and the NumPy
+helpers of ``attnsim/constructions/textbook.py``: no module of a program (any other module of any
+construction folder or of U, or what the folders share), nothing of the engine (``attnsim.rasp``).
+So a wrong program cannot leak into the statement it is proved against, nor into the formula
+that statement is checked against.
 """
 
 from __future__ import annotations
@@ -20,19 +31,23 @@ PACKAGE = Path(attnsim.__file__).parent
 
 FLOORS: dict[str, int] = {
     "version": 0,
+    "resources": 0,  # memory available, byte units, the refusal rule
     "rasp": 0,
+    "numeric": 1,  # the planned numeric executor (imports the language)
+    "rasp.engine": 1,  # evaluate and trace: the oracle or the numeric executor, by backend
     "proofs": 1,
     "symbolic": 2,
-    "lemmas": 3,
-    "applications": 4,
-    "simulator": 5,
+    "constructions": 3,  # one folder per paper result, and what they share
+    "universal": 4,  # U: builder, runtime, torch reading, layer proof
+    "lemmas": 5,  # facade: re-exports the lemmas' factories (from attnsim import lemmas)
+    "applications": 5,  # facade: re-exports the applications' factories
     "verify": 6,
     "compile": 7,
     "report": 8,
     "catalog": 9,  # names every construction and obligation module (explicit imports)
-    "preload": 10,  # a Dask worker's forkserver preload: loads the catalogue
-    "cli": 11,  # one module per subcommand
-    "__init__": 12,  # the public facade: attnsim.compile, attnsim.UniversalSimulator, ...
+    "cli": 10,  # one module per subcommand
+    "__init__": 11,  # the public facade: attnsim.compile, attnsim.UniversalSimulator, ...
+    "__main__": 12,  # python -m attnsim
 }
 
 
@@ -42,8 +57,11 @@ def _module(path: Path) -> str:
 
 
 def _floor(module: str) -> int:
-    parts = module.split(".")
-    return FLOORS["__init__"] if len(parts) == 1 else FLOORS[parts[1]]
+    """The floor of the longest dotted prefix listed (a module may sit above its package)."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return FLOORS["__init__"]
+    return next(FLOORS[k] for n in range(len(parts), 0, -1) if (k := ".".join(parts[:n])) in FLOORS)
 
 
 def _imports(path: Path) -> list[tuple[str, int, bool]]:
@@ -129,4 +147,73 @@ def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
     f.write_text("def f():\n    from attnsim.verify import runner\n")
     ((target, line, inner),) = _imports(f)
     assert (target, line, inner) == ("attnsim.verify.runner", 2, True)
-    assert _floor(target) > _floor("attnsim.lemmas.matmul")
+    assert _floor(target) > _floor("attnsim.constructions.matmul.program")
+
+
+# what a spec.py or reference.py may reach (besides itself): the spec language and the NumPy helpers
+STATEMENT_SIDE = ("attnsim.symbolic.", "attnsim.constructions.textbook")
+STATEMENT_FILES = ("spec", "reference")
+
+
+def _path_of(module: str) -> Path | None:
+    base = PACKAGE.parent / Path(*module.split("."))
+    for p in (base.with_suffix(".py"), base / "__init__.py"):
+        if p.exists():
+            return p
+    return None
+
+
+def _reached(path: Path) -> set[str]:
+    """Every module of ours that ``path`` imports, directly or through the modules it imports (a
+    parent package's ``__init__`` is not followed: what a statement's code uses is what it imports)."""
+    seen: set[str] = set()
+    todo = [t for t, _, _ in _imports(path)]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        p = _path_of(m)
+        if p is not None:
+            todo += [t for t, _, _ in _imports(p)]
+    return seen
+
+
+def _program_side(reached: set[str], own: str) -> list[str]:
+    """The modules among ``reached`` that a statement may not reach (``own``: the module itself)."""
+    return sorted(m for m in reached if m != own and not m.startswith(STATEMENT_SIDE))
+
+
+def _statement_modules() -> list[tuple[str, Path]]:
+    folders = [d for d in sorted((PACKAGE / "constructions").iterdir()) if (d / "__init__.py").exists()]
+    return [
+        (_module(f), f)
+        for d in (*folders, PACKAGE / "universal")
+        for name in STATEMENT_FILES
+        if (f := d / f"{name}.py").exists()
+    ]
+
+
+def test_every_spec_folder_has_its_reference() -> None:
+    """A folder stating a spec also has the textbook formula it is checked against."""
+    mods = {m for m, _ in _statement_modules()}
+    lonely = sorted(m for m in mods if m.endswith(".spec") and m[: -len("spec")] + "reference" not in mods)
+    assert not lonely, lonely
+    assert len(mods) >= 20, sorted(mods)  # nine folders and U, each with both
+
+
+def test_specs_and_references_import_nothing_of_a_program() -> None:
+    """The folder rule: a spec.py or reference.py reaches only the spec language and textbook.py."""
+    bad = {m: side for m, f in _statement_modules() if (side := _program_side(_reached(f), m))}
+    assert not bad, "\n".join(f"{m} reaches {', '.join(side)}" for m, side in bad.items())
+
+
+def test_the_folder_rule_sees_a_spec_importing_its_program(tmp_path: Path) -> None:
+    """The folder rule can fail: a spec reaching its program (or the engine, through it) is reported."""
+    f = tmp_path / "spec.py"
+    f.write_text("from attnsim.symbolic.spec_language import Spec\nfrom attnsim.constructions.matmul import program\n")
+    side = _program_side(_reached(f), "attnsim.constructions.matmul.spec")
+    assert "attnsim.constructions.matmul.program" in side
+    assert any(m.startswith("attnsim.rasp") for m in side)
+    f.write_text("def f():\n    from attnsim.rasp import core\n")
+    assert "attnsim.rasp.core" in _program_side(_reached(f), "x")

@@ -11,7 +11,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from attnsim.lemmas.kernel import THEOREMS, KernelTheorem, coq_sources, kernel_files
+from attnsim.constructions.kernel import THEOREMS, KernelTheorem, coq_sources, kernel_files
 
 SKELETON = """From mathcomp Require Import all_ssreflect all_algebra.
 From Coq Require Import ZArith Lia.

@@ -168,7 +168,7 @@ def bench(
 
     if simulator:
         if D.simulator_api() is None:
-            res.skipped.append("simulator: attnsim.simulator (UniversalSimulator) has not landed")
+            res.skipped.append("simulator: attnsim.universal (UniversalSimulator) has not landed")
         else:
             reserve = 25.0 if lemmas else 0.0  # keep time for the constructions after U
             _bench_simulator(res, lambda: left() - reserve, say)

@@ -32,7 +32,7 @@ from attnsim.compile.compiler import compile_program, refuse_past_memory
 from attnsim.compile.model import CompiledTransformer, CompileError
 from attnsim.compile.tracr_adapter import TracrSystem, TracrUnavailable
 from attnsim.proofs import registry
-from attnsim.simulator.universal import UniversalSimulator
+from attnsim.universal.universal import UniversalSimulator
 
 U_NAMES = ("u", "simulator")
 U_SIZES = ("MAX_LEN", "D_MODEL", "N_HEADS", "D_HEAD", "[D_FF]")
@@ -192,7 +192,7 @@ def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, s
     if key not in cons:
         known = ", ".join(sorted([*cons, "u", *classic.PROGRAMS]))
         raise CompileError(f"unknown construction {name!r}; known: {known}")
-    con: Any
+    con: Any  # a Construction, or U for the key 'simulator'
     if sizes:
         names = size_names(key)
         if names is None:

@@ -1,8 +1,13 @@
 """The `attnsim` command line: verify, audit, simulate, report, bench, compile.
 
-No Python traceback reaches the user (``attnsim --traceback CMD`` shows it): :func:`main` turns
-every exception into one line on stderr, and that line is the last one.  Every subcommand module
-is imported here, by name, so that it registers itself (:func:`attnsim.cli.commands.command`).
+:func:`main` is the console script's entry point.  No Python traceback reaches the user
+(``attnsim --traceback CMD`` shows it): every exception becomes one line on stderr, and that line
+is the last one.  Ctrl-C, from the moment :func:`main` runs, is one line (``attnsim CMD:
+interrupted``, or ``attnsim: interrupted`` before the command is known) and exit code 130: the
+subcommand modules and the catalogue, seconds of imports, load inside it (:func:`load`), and what a
+command started (worker processes, a local Dask cluster) is stopped as the interrupt unwinds.  A
+Ctrl-C while Python itself imports this module (and the package's facade) is Python's: its
+traceback.
 """
 
 from __future__ import annotations
@@ -12,10 +17,17 @@ import os
 import sys
 from collections.abc import Sequence
 
-from attnsim import catalog
-from attnsim.cli import audit, bench, compile, report, simulate, verify  # noqa: F401  (each registers its subcommand)
 from attnsim.cli.commands import COMMANDS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from attnsim.version import __version__
+
+
+def load() -> None:
+    """Import every subcommand module, by name, so that it registers itself
+    (:func:`attnsim.cli.commands.command`), and load the catalogue; idempotent."""
+    from attnsim import catalog
+    from attnsim.cli import audit, bench, compile, report, simulate, verify  # noqa: F401  (each registers itself)
+
+    catalog.load()
 
 
 def _one_line(exc: BaseException) -> str:
@@ -30,6 +42,7 @@ def _one_line(exc: BaseException) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every registered subcommand."""
+    load()
     parser = Parser(prog="attnsim", description="Universal simulators of attention, proven three ways.")
     parser.add_argument("--version", action="version", version=f"attnsim {__version__}")
     parser.add_argument(
@@ -43,14 +56,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subcommand and return its exit code (0 ok, 1 failed check, 2 usage error).
+    """Run one subcommand and return its exit code (0 ok, 1 failed check, 2 usage error, 130
+    interrupted).
 
     argparse-level usage errors (an unknown option, a bad value) raise ``SystemExit(2)`` after
     their one line, as argparse does; every other exception becomes one line and a return code.
     """
-    catalog.load()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    prefix = "attnsim"
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        prefix = f"attnsim {args.cmd}"
+        return _run(parser, args)
+    except KeyboardInterrupt:
+        print(f"{prefix}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The subcommand ``args.cmd``, its exceptions turned into one line and an exit code (a
+    ``KeyboardInterrupt`` is left to :func:`main`)."""
     _, fn, validate = COMMANDS[args.cmd]
     if validate is not None:
         msg = validate(args)
@@ -61,9 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     prefix = f"attnsim {args.cmd}"
     try:
         return fn(args)
-    except KeyboardInterrupt:
-        print(f"{prefix}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `attnsim verify | head`: the reader left; say nothing more
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -84,7 +106,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
-
 
 
 if __name__ == "__main__":

@@ -24,12 +24,12 @@ from rich.progress import (
 )
 
 from attnsim.cli.commands import clip, command, nonneg_int, positive_int
-from attnsim.simulator.errors import SimulatorError
-from attnsim.simulator.memory import check_fits, gib
-from attnsim.simulator.reference import NORMS, TransformerLayer
-from attnsim.simulator.torch_compare import compare_torch
-from attnsim.simulator.torch_reading import import_torch
-from attnsim.simulator.universal import VARIANTS, UniversalSimulator
+from attnsim.universal.errors import SimulatorError
+from attnsim.universal.layer import NORMS, TransformerLayer
+from attnsim.universal.memory import check_fits, gib
+from attnsim.universal.torch_compare import compare_torch, layers_of
+from attnsim.universal.torch_reading import import_torch
+from attnsim.universal.universal import VARIANTS, UniversalSimulator
 
 CAPACITY = ("max_len", "d_model", "heads", "d_head")
 
@@ -128,9 +128,10 @@ def _simulate_torch(args: argparse.Namespace) -> int:
             "with torch.save(module, FILE)"
         )
     module.eval()
-    d = next((p.shape[-1] for n, p in module.named_parameters() if n.endswith("in_proj_weight")), None)
-    if d is None:
-        raise SimulatorError(f"--torch {args.torch}: {type(module).__name__} has no attention in_proj_weight")
+    try:  # refuses, in one line naming it, what T does not simulate (before any input is drawn)
+        d = layers_of(module)[0].d_model
+    except SimulatorError as exc:
+        raise SimulatorError(f"--torch {args.torch}: {exc}") from None
     n = 4 if args.n is None else args.n
     x = np.random.default_rng(args.seed + 1).normal(size=(1, n, int(d)))
     c = compare_torch(module, x)

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from attnsim.cli.measure import BenchError, fmt_s, median_cpu, peak_mb, rss_mb
-from attnsim.simulator.reference import TransformerLayer
-from attnsim.simulator.universal import UniversalSimulator
+from attnsim.universal.layer import TransformerLayer
+from attnsim.universal.universal import UniversalSimulator
 
 TARGETS: tuple[tuple[str, int], ...] = (("compact", 32), ("compact", 64), ("shallow", 32))
 

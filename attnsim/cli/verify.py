@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from attnsim import catalog
 from attnsim.cli.commands import (
     EXIT_FAILED,
     UsageError,
@@ -115,7 +116,7 @@ def _campaign(args: argparse.Namespace) -> Any:
         except ImportError:
             raise UsageError('--scheduler needs Dask, which is not installed: pip install "attnsim[dask]"') from None
     cache_dir = args.cache or (DEFAULT_DIR if args.resume else None)
-    return open_campaign(args.scheduler, args.jobs, cache_dir, args.resume)
+    return open_campaign(args.scheduler, args.jobs, cache_dir, args.resume, setup=catalog.load)
 
 
 def _campaign_note(camp: Any, total: int) -> None:
@@ -198,36 +199,27 @@ def _smt_options(args: argparse.Namespace) -> Any:
             raise UsageError(f"--smt2 {args.smt2}: cannot create the directory ({exc.strerror})") from None
     if not (args.cross_check or directory):
         return None
-    return SmtOptions(directory, args.cross_check, args.timeout or 10.0)
+    return SmtOptions(directory, args.cross_check)
 
 
 def smt_summary(results: Sequence[Any], smt: Any) -> str:
-    """One line: deciding queries exported / confirmed by cvc5 / left unknown / disagreements."""
-    import re
-
-    total = confirmed = unknown = skipped = 0
-    seconds = 0.0
-    disagree = []
-    for r in results:
-        m = re.search(r"cvc5: (\d+) of (\d+) deciding queries confirmed, (\d+) unknown, ([\d.]+) s", r.detail)
-        skipped += int(u[1]) if (u := re.search(r"(\d+) not checked \(cvc5 budget\)", r.detail)) else 0
-        e = re.search(r"(\d+) deciding quer(?:y|ies) exported", r.detail)
-        if m:
-            confirmed, total, unknown = confirmed + int(m[1]), total + int(m[2]), unknown + int(m[3])
-            seconds += float(m[4])
-        elif e:
-            total += int(e[1])
-        if "DISAGREE" in r.detail:
-            disagree.append(r.id)
+    """One line: deciding queries exported / confirmed by cvc5 / left unknown / disagreements, summed
+    from each row's typed ``second_solver`` record."""
+    two = [r.second_solver for r in results if r.second_solver is not None]
+    total = sum(t.exported for t in two)
+    confirmed, unknown = sum(t.confirmed for t in two), sum(t.unknown for t in two)
+    skipped, units = sum(t.unchecked for t in two), sum(t.units for t in two)
+    seconds = sum(t.seconds for t in two)
+    disagree = [r.id for r in results if r.second_solver is not None and r.second_solver.disagree]
     where = f" written to {smt.directory}" if smt.directory is not None else ""
     if not smt.cross_check:
         return f"{total} deciding Z3 queries{where}"
     shown = f" ({', '.join(disagree[:5])})" if disagree else ""
     return (
         f"cross-check: {total} deciding Z3 queries{where}; cvc5 confirmed {confirmed}, unknown {unknown}, "
-        f"not checked {skipped} (each obligation's cvc5 budget), "
-        f"disagreed on {len(disagree)}{shown}; cvc5 time {seconds:.1f} s (summed over workers, apart from "
-        "the obligations' own times)"
+        f"not checked {skipped} (each obligation's cvc5 budget of resource units), "
+        f"disagreed on {len(disagree)}{shown}; cvc5 work {units:,} resource units, {seconds:.1f} s (summed over "
+        "workers, apart from the obligations' own times)"
     )
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from attnsim import resources
 from attnsim.compile import memory
 from attnsim.compile.assemble import assemble
 from attnsim.compile.lowering import Lowering
@@ -64,10 +65,11 @@ def compile_program(
 
 def refuse_past_memory(what: str, est: memory.Estimate) -> None:
     """Raise :class:`CompileError` (one line, with the estimate) when ``est`` exceeds the memory
-    available (:func:`memory.available_memory`; unknown: never refused)."""
-    free = memory.available_memory()
-    if free is not None and est.bytes > free:
+    available (:func:`memory.available_memory`; unknown or overridden: never refused, see
+    :mod:`attnsim.resources`)."""
+    why = resources.refused(est.bytes, memory.available_memory())
+    if why is not None:
         raise CompileError(
-            f"compiling {what} for {est.describe()}, more than the {memory.human(free)} available: "
-            "refused (compile at smaller sizes or a shorter max_len)"
+            f"compiling {what} is estimated at {est.describe()}, {why}; or compile at smaller sizes "
+            "or a shorter max_len"
         )

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from attnsim.compile.heads import TABLE_CAP
 from attnsim.compile.maps import CODE_CAP
 from attnsim.rasp import core as C
+from attnsim.resources import available_memory
+from attnsim.resources import human_bytes as human
 
 BYTES_PER_CELL = 256
 """Estimated peak bytes per (position, program node) of a compile."""
@@ -47,7 +48,7 @@ class Estimate:
     bytes: int
 
     def describe(self) -> str:
-        """One phrase: ``8,000,000 positions x 13 program nodes, about 26.6 GB of memory``."""
+        """One phrase: ``8,000,000 positions x 13 program nodes, about 24.8 GiB of memory``."""
         tables = f" and {self.entries:,} table entries" if self.entries else ""
         return f"{self.positions:,} positions x {self.nodes} program nodes{tables}, about {human(self.bytes)} of memory"
 
@@ -79,26 +80,4 @@ def estimate(program: C.SOp, max_len: int, vocab_size: int | None = None) -> Est
     return Estimate(max_len, len(nodes), entries, total)
 
 
-def human(n: int) -> str:
-    """A byte count in MB or GB (decimal), one decimal."""
-    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
-
-
-def available_memory() -> int | None:
-    """Bytes the process may still take: the kernel's MemAvailable, capped by the cgroup's limit
-    (memory.max less memory.current) when there is one; None where neither can be read."""
-    found: list[int] = []
-    try:
-        for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
-            if line.startswith("MemAvailable:"):
-                found.append(int(line.split()[1]) * 1024)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        cap = Path("/sys/fs/cgroup/memory.max").read_text(encoding="ascii").strip()
-        if cap != "max":
-            used = int(Path("/sys/fs/cgroup/memory.current").read_text(encoding="ascii").strip())
-            found.append(max(0, int(cap) - used))
-    except (OSError, ValueError):
-        pass
-    return min(found) if found else None
+__all__ = ["Estimate", "available_memory", "estimate", "human"]

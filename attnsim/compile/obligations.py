@@ -29,15 +29,15 @@ import numpy as np
 from attnsim.compile import classic, soft
 from attnsim.compile.compiler import compile_program
 from attnsim.compile.model import CompiledTransformer
-from attnsim.lemmas import matmul
-from attnsim.lemmas.checks import rational_operands
-from attnsim.lemmas.construction import ConstructionError
+from attnsim.constructions.checks import rational_operands
+from attnsim.constructions.construction import Construction, ConstructionError
+from attnsim.constructions.matmul.program import matmul
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.proofs.registry import constructions
 from attnsim.rasp.engine import evaluate
 from attnsim.rasp.schedule import cost
-from attnsim.simulator.reference import TransformerLayer
-from attnsim.simulator.universal import UniversalSimulator
+from attnsim.universal.layer import TransformerLayer
+from attnsim.universal.universal import UniversalSimulator
 
 PAPER_REF = "executable extraction: concrete weights for every construction"
 FLOAT_TOL = 1e-9
@@ -55,13 +55,13 @@ TOKEN_DOMAINS: dict[str, tuple[int, ...]] = {
 NOT_LEMMAS = ("simulator", "simulator-frame", "simulator-stages")  # all three are U: checked by the U obligation below
 
 
-def compile_construction(name: str, con: Any) -> CompiledTransformer:
+def compile_construction(name: str, con: Construction) -> CompiledTransformer:
     """Compile a registered construction's program for its sequence length (token domain if known)."""
     return compile_program(con.program, max_len=con.layout.total, vocab=TOKEN_DOMAINS.get(name))
 
 
 def _lemma_sequence(
-    con: Any, rng: np.random.Generator, exact: bool, vocab: tuple[int, ...] | None = None
+    con: Construction, rng: np.random.Generator, exact: bool, vocab: tuple[int, ...] | None = None
 ) -> np.ndarray:
     """A valid encoded input for a construction: random rationals (or normals), else small integers."""
 
@@ -371,7 +371,7 @@ def _classic_obligations(ref: str) -> Iterable[Obligation]:
 def _simulator_obligations() -> Iterable[Obligation]:
     """U compiled at three capacities and looped twice, against the interpreted U (when importable)."""
     try:
-        import attnsim.simulator.universal  # noqa: F401
+        import attnsim.universal.universal  # noqa: F401
     except ImportError:
         return
     for cap in ((2, 2, 1, 2, 2), (3, 3, 2, 2, 3), (4, 4, 2, 2, 4)):

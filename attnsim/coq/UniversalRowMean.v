@@ -2,7 +2,7 @@
     pre-LayerNorm row sum; generated from the Python program into UniversalCompact.v and
     UniversalShallow.v) is, at every query of its grid, d_model times the row mean of
     EncoderLayer.v's LayerNorm, for every capacity N, D, H, K, F, both variants.  The statements
-    the gate types these theorems by are generated from U's layout (attnsim.simulator.kernel_stages). *)
+    the gate types these theorems by are generated from U's layout (attnsim.universal.kernel_stages). *)
 From mathcomp Require Import all_ssreflect all_algebra.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.

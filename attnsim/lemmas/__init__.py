@@ -1,12 +1,13 @@
 """The paper's lemmas as constructions: ``from attnsim import lemmas; lemmas.matmul(3, 2, 4)``.
 
-Each lemma module is short, named after the lemma, and exposes a factory returning a
-:class:`~attnsim.lemmas.construction.Construction` and a composable ``*_ref`` form (MatRef -> MatRef).
-Their obligations are registered by :mod:`attnsim.catalog` (see ``obligations.py``); importing this
-package registers nothing.
+A facade: each lemma lives in its folder of :mod:`attnsim.constructions` (``program.py``: a
+factory returning a :class:`~attnsim.constructions.construction.Construction` and a composable
+``*_ref`` form, MatRef -> MatRef); this package re-exports them under their public names.  Their
+obligations are registered by :mod:`attnsim.catalog`; importing this package registers nothing.
 """
 
-from attnsim.lemmas.cofactor import (
+from attnsim.constructions.construction import Construction, ConstructionError, NonFiniteResultError
+from attnsim.constructions.det3.program import (
     SingularMatrixError,
     adjugate3_ref,
     cofactor3,
@@ -16,14 +17,19 @@ from attnsim.lemmas.cofactor import (
     inverse3,
     inverse3_ref,
 )
-from attnsim.lemmas.construction import Construction, ConstructionError, NonFiniteResultError
-from attnsim.lemmas.faddeev import det, det_ref, frobenius_ref, inverse, inverse_ref, trace_ref
-from attnsim.lemmas.forms import broadcast_gather, consumer_matmul, gathered_permute, gathered_transpose, two_axis_sum
-from attnsim.lemmas.matmul import matmul, matmul_ref
-from attnsim.lemmas.maxmin import maxmin, maxmin_ref
-from attnsim.lemmas.relu import relu, relu_ref
-from attnsim.lemmas.softmax import masked_softmax, masked_softmax_ref, softmax, softmax_ref
-from attnsim.lemmas.transpose import transpose, transpose_ref
+from attnsim.constructions.det_n.program import det, det_ref, frobenius_ref, inverse, inverse_ref, trace_ref
+from attnsim.constructions.forms.program import (
+    broadcast_gather,
+    consumer_matmul,
+    gathered_permute,
+    gathered_transpose,
+    two_axis_sum,
+)
+from attnsim.constructions.matmul.program import matmul, matmul_ref
+from attnsim.constructions.maxmin.program import maxmin, maxmin_ref
+from attnsim.constructions.relu.program import relu, relu_ref
+from attnsim.constructions.softmax.program import masked_softmax, masked_softmax_ref, softmax, softmax_ref
+from attnsim.constructions.transpose.program import transpose, transpose_ref
 
 __all__ = [
     "Construction",

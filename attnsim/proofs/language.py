@@ -3,8 +3,9 @@
 * ``rasp/z3-parametric/*``: the div/mod decoding lemmas that every layout relies on, for all
   sizes (Z3 with quotient/remainder variables); the decoding prover
   (:mod:`attnsim.proofs.decoding`) assumes instances of these and only these;
-* ``rasp/exact/fastpath-*``: the engine's fast paths (gather, block mean, key/query masks,
-  selector width) equal the dense semantics, exhaustively on small cases, in exact arithmetic.
+* ``rasp/exact/fastpath-*``: the numeric executor's planned heads (gather, block mean, key/query
+  masks, selector width) equal the reference interpreter's exact values rounded once to float64,
+  exhaustively on small cases.
 """
 
 from __future__ import annotations
@@ -76,12 +77,12 @@ def _fastpath_check(make: Callable[[], C.SOp], max_len: int = 6) -> Callable[[fl
         for L in range(1, max_len + 1):
             for toks in itertools.product((-1, 0, 2), repeat=min(L, 4)):
                 seq = np.array(list(toks) + [0] * (L - len(toks)), dtype=object)
-                fast = evaluate(prog, seq, "exact")
-                dense = evaluate(prog, seq, "exact", dense_only=True)
-                if not all(a == b for a, b in zip(fast, dense, strict=True)):
-                    return Outcome.bad(f"L={L} tokens={list(seq)}: fast {list(fast)} != dense {list(dense)}")
+                fast = evaluate(prog, seq.astype(np.float64))  # the numeric executor
+                dense = [float(x) for x in evaluate(prog, seq, "exact")]  # the reference interpreter
+                if fast.tolist() != dense:  # means of small integers: one rounding, bit-exact
+                    return Outcome.bad(f"L={L} tokens={list(seq)}: fast {fast.tolist()} != dense {dense}")
                 count += 1
-        return Outcome.good(f"{count} inputs (L <= {max_len}) equal with ==")
+        return Outcome.good(f"{count} inputs (L <= {max_len}) equal the rounded exact values bit for bit")
 
     return check
 
@@ -104,5 +105,5 @@ def obligations() -> Iterable[Obligation]:
             PAPER,
             "exact",
             _fastpath_check(make),
-            f"fast path '{name}' equals the dense semantics on every input up to length 6",
+            f"planned head '{name}' equals the dense semantics (rounded once) on every input up to length 6",
         )

@@ -198,6 +198,7 @@ class SecondSolver:
     unchecked: int = 0
     disagree: tuple[str, ...] = ()
     seconds: float = 0.0
+    units: int = 0  # cvc5's resource units used (what its budget counts)
 
 
 @dataclass(frozen=True)
@@ -229,12 +230,14 @@ class PremiseCheck:
 @dataclass(frozen=True)
 class KernelFacts:
     """What a kernel check established: the theorems Coq accepted with their generated statements,
-    every axiom they rest on by full path, and whether the program checked is the catalogue's own
-    construction (else a variant of it)."""
+    every axiom they rest on by full path, whether the program checked is the catalogue's own
+    construction (else a variant of it), and the sizes its statements quantify over (none: the
+    construction has one fixed size, e.g. 3 x 3)."""
 
     theorems: tuple[str, ...]
     assumptions: tuple[str, ...]
     registered: bool
+    sizes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -401,7 +404,9 @@ class Result:
             f["second_solver"] = SecondSolver(**{**two, "disagree": tuple(two["disagree"])})
         if f.get("kernel") is not None:
             k = f["kernel"]
-            f["kernel"] = KernelFacts(tuple(k["theorems"]), tuple(k["assumptions"]), bool(k["registered"]))
+            f["kernel"] = KernelFacts(
+                tuple(k["theorems"]), tuple(k["assumptions"]), bool(k["registered"]), tuple(k.get("sizes", ()))
+            )
         return Result(**f)
 
     @staticmethod

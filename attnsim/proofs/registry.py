@@ -2,7 +2,7 @@
 
 Nothing registers itself on import: the catalogue (:func:`attnsim.catalog.make_registrations`) is
 the one place that names every construction and every obligation provider, in order.  The entry
-points (the CLI, the test suite's conftest, a Dask worker's preload) call
+points (the CLI, the test suite's conftest, a Dask worker before it looks an obligation up) call
 :func:`attnsim.catalog.load` once; the queries here then read what it registered.
 """
 

@@ -57,13 +57,18 @@ def standalone(text: str, expected: str, note: str = "") -> str:
     return head + "(set-logic ALL)\n" + body
 
 
-def cvc5_answer(text: str, timeout: float = 10.0) -> str:
-    """cvc5's answer (sat / unsat / unknown) to an SMT-LIB text, through its Python API."""
+CVC5_RLIMIT_PER = 20_000_000  # cvc5 resource units for one query (its rlimit-per: the same on any machine)
+CVC5_BUDGET = 400_000_000  # cvc5 resource units for all of one obligation's queries
+
+
+def cvc5_run(text: str, rlimit: int = CVC5_RLIMIT_PER) -> tuple[str, int]:
+    """cvc5's answer (sat / unsat / unknown) to an SMT-LIB text within ``rlimit`` resource units
+    (cvc5's ``rlimit-per``: a count of its own steps, not time), and the units it used."""
     import cvc5
 
     tm = cvc5.TermManager()
     slv = cvc5.Solver(tm)
-    slv.setOption("tlimit-per", str(max(1, int(timeout * 1000))))
+    slv.setOption("rlimit-per", str(max(1, rlimit)))
     sm = cvc5.SymbolManager(tm)
     parser = cvc5.InputParser(slv, sm)
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "query")
@@ -73,9 +78,15 @@ def cvc5_answer(text: str, timeout: float = 10.0) -> str:
         if cmd.isNull():
             break
         out = cmd.invoke(slv, sm).strip()
-        if out in ("sat", "unsat", "unknown"):
-            answer = out
-    return answer
+        if out in ("sat", "unsat") or out.startswith("unknown"):
+            answer = out.split()[0]
+    used = slv.getStatistics().get(True, True).get("resource::resourceUnitsUsed", {}).get("value", 0)
+    return answer, int(used)
+
+
+def cvc5_answer(text: str, rlimit: int = CVC5_RLIMIT_PER) -> str:
+    """cvc5's answer (sat / unsat / unknown) to an SMT-LIB text, within ``rlimit`` resource units."""
+    return cvc5_run(text, rlimit)[0]
 
 
 @dataclass
@@ -85,12 +96,13 @@ class Collector:
     directory: Path | None = None
     prefix: str = "query"
     cross_check: bool = False
-    timeout: float = 10.0
+    rlimit: int = CVC5_RLIMIT_PER
     count: int = 0
     premise_checks: int = 0  # of count, the premise (vacuity) checks
     confirmed: int = 0
     unknown: int = 0
     seconds: float = 0.0
+    units: int = 0
     unchecked: int = 0
     disagreements: list[str] = field(default_factory=list)
     queued: list[tuple[int, str, str, str]] = field(default_factory=list)
@@ -105,19 +117,21 @@ class Collector:
         if self.cross_check:
             self.queued.append((self.count, full, answer, kind))  # checked after the proof: its time is not the proof's
 
-    def run_cross_check(self, budget: float = 90.0) -> None:
+    def run_cross_check(self, budget: int = CVC5_BUDGET) -> None:
         """Give every recorded query to cvc5 (after the proof ran, so that its budget is its own), each
-        for at most ``timeout`` s and all for at most ``budget`` s: queries left when it runs out are
-        counted as not checked (neither pass nor fail), so that the worker is never killed for it."""
+        within ``rlimit`` resource units and all within ``budget`` units: queries left when the budget
+        runs out are counted as not checked (neither pass nor fail).  Units, not seconds: which
+        queries are checked is the same on a busy and an idle machine."""
         import time
 
-        t0 = time.perf_counter()
+        t0 = time.perf_counter()  # reported, never deciding
         for n, full, answer, kind in self.queued:
-            left = budget - (time.perf_counter() - t0)
-            if left <= 0.5:
+            left = budget - self.units
+            if left < 1:
                 self.unchecked += 1
                 continue
-            got = cvc5_answer(full, min(self.timeout, left))
+            got, used = cvc5_run(full, min(self.rlimit, left))
+            self.units += used
             if got == answer:
                 self.confirmed += 1
             elif got == "unknown":
@@ -138,6 +152,7 @@ class Collector:
             unchecked=self.unchecked,
             disagree=tuple(self.disagreements),
             seconds=round(self.seconds, 4),
+            units=self.units,
         )
 
     def summary(self) -> str:
@@ -160,4 +175,17 @@ def safe_name(oid: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", oid)
 
 
-__all__ = ["KINDS", "SINK", "Collector", "cvc5_answer", "record", "safe_name", "standalone", "text_of", "wanted"]
+__all__ = [
+    "CVC5_BUDGET",
+    "CVC5_RLIMIT_PER",
+    "KINDS",
+    "SINK",
+    "Collector",
+    "cvc5_answer",
+    "cvc5_run",
+    "record",
+    "safe_name",
+    "standalone",
+    "text_of",
+    "wanted",
+]

@@ -1,4 +1,6 @@
-"""GAHAT-RASP: the language (program graph, index expressions, primitives, engine, cost)."""
+"""GAHAT-RASP: the language (program graph, index expressions, primitives, reference interpreter, cost).
+
+Running a program: :func:`attnsim.rasp.engine.evaluate` (also ``attnsim.evaluate``)."""
 
 from attnsim.rasp.arith import Arithmetic, BackendError, NonFiniteError
 from attnsim.rasp.core import (
@@ -34,7 +36,6 @@ from attnsim.rasp.core import (
     tokens,
     topological,
 )
-from attnsim.rasp.engine import Trace, evaluate, trace
 from attnsim.rasp.expr import Expr, ExprError, Var, emax, emin, if_
 from attnsim.rasp.map_functions import IndexFn, Prim
 from attnsim.rasp.primitives import PrimitiveError
@@ -70,7 +71,6 @@ __all__ = [
     "SequenceMap",
     "Size",
     "Tokens",
-    "Trace",
     "Var",
     "aggregate",
     "apply",
@@ -78,7 +78,6 @@ __all__ = [
     "cost",
     "emax",
     "emin",
-    "evaluate",
     "full",
     "if_",
     "imap",
@@ -91,5 +90,4 @@ __all__ = [
     "selector_width",
     "tokens",
     "topological",
-    "trace",
 ]

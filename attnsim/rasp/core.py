@@ -436,6 +436,19 @@ def topological(outputs: Sequence[RASPExpr]) -> list[RASPExpr]:
     return order
 
 
+def selector_leaves(sel: Selector) -> list[SOp]:
+    """The SOps a selector reads (keys and queries of its Select atoms)."""
+    out: list[SOp] = []
+    stack: list[RASPExpr] = [sel]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, Select):
+            out += [s.keys, s.queries]
+        else:
+            stack += list(s.children())
+    return out
+
+
 def index_expr(sop: SOp, pos: E.Expr | None = None) -> E.Expr | None:
     """The SOp as an integer expression of the position, if it is built only from indices,
     integer constants, ``length`` and index Maps; else None.  Used by the Z3 translation."""

@@ -338,44 +338,6 @@ COMPARATORS: dict[str, Callable[[Any, Any], Any]] = {
 """The six comparisons, elementwise on ints, NumPy arrays, Fractions and Z3 terms alike."""
 
 
-def constant_from(e: Expr, var: str, env: Mapping[str, Any]) -> int | None:
-    """A position s from which ``e`` (over the integer variable ``var``, other variables bound in
-    ``env``) is constant for every ``var >= s``; None when the structure shows none.  Sound, not
-    tight: comparisons of ``var`` with a constant settle after it, a false conjunct (true
-    disjunct, settled condition of an If) decides the rest."""
-
-    def at(x: Expr, s: int) -> Any:
-        return _eval(x, {**env, var: s})
-
-    def go(x: Expr) -> int | None:
-        if isinstance(x, Var):
-            return None if x.name == var else 0
-        if isinstance(x, Const):
-            return 0
-        if isinstance(x, Not):
-            return go(x.a)
-        if isinstance(x, If):
-            sc = go(x.cond)
-            if sc is None:
-                return None
-            sb = go(x.a) if _truth(at(x.cond, sc)) else go(x.b)
-            return None if sb is None else max(sc, sb)
-        assert isinstance(x, BinOp)
-        if x.op in _CMP:
-            for v, other in ((x.a, x.b), (x.b, x.a)):
-                if isinstance(v, Var) and v.name == var and go(other) == 0:
-                    return max(0, int(at(other, 0)) + 1)
-        sa, sb = go(x.a), go(x.b)
-        if x.op in _BOOL:
-            decide = 0 if x.op == "and" else 1
-            for side, st in ((x.a, sa), (x.b, sb)):
-                if st is not None and _truth(at(side, st)) == decide:
-                    return st
-        return None if sa is None or sb is None else max(sa, sb)
-
-    return go(e)
-
-
 def _arr(*xs: Any) -> bool:
     return any(isinstance(x, np.ndarray) for x in xs)
 

@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from attnsim.rasp import core as C
-from attnsim.rasp.selector_plans import selector_leaves
 
 
 @dataclass
@@ -70,9 +69,9 @@ def layer_of(outputs: Sequence[C.SOp]) -> dict[int, int]:
 
 def _leaves(node: C.SOp) -> list[C.SOp]:
     if isinstance(node, C.Aggregate):
-        return [*node.reads(), *selector_leaves(node.selector)]
+        return [*node.reads(), *C.selector_leaves(node.selector)]
     if isinstance(node, C.SelectorWidth):
-        return selector_leaves(node.selector)
+        return C.selector_leaves(node.selector)
     return []
 
 

@@ -125,11 +125,11 @@ def _as_series(res: Any) -> dict[str, tuple[Sequence[float], Sequence[float]]] |
 
 
 def torch_fixture_series() -> tuple[list[tuple[str, list[int], list[float]]], list[str]]:
-    """U against the committed torch fixtures (attnsim.simulator.fixtures), one point each."""
+    """U against the committed torch fixtures (attnsim.universal.fixtures), one point each."""
     try:
-        fx = importlib.import_module("attnsim.simulator.fixtures")
+        fx = importlib.import_module("attnsim.universal.fixtures")
     except Exception:
-        return [], ["torch fixtures: attnsim.simulator.fixtures is not available; not plotted"]
+        return [], ["torch fixtures: attnsim.universal.fixtures is not available; not plotted"]
     xs: list[int] = []
     ys: list[float] = []
     notes: list[str] = []
@@ -239,7 +239,7 @@ def _simulator_points(
     sim_pts: list[dict[str, Any]] = []
     sim_forms: dict[str, str] = {}
     if D.simulator_api() is None:
-        res.skipped.append("U: attnsim.simulator is not available; no simulator curve")
+        res.skipped.append("U: attnsim.universal is not available; no simulator curve")
     elif only is None or "simulator".startswith(only) or only.startswith(("sim", "U", "theorem")):
         for s in sim_sizes:
             say(f"U at capacity {s}")

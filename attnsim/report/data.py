@@ -1,6 +1,6 @@
 """Measurements behind the report and the bench, read generically off the registries.
 
-Every registered construction whose example is a :class:`~attnsim.lemmas.construction.Construction`
+Every registered construction whose example is a :class:`~attnsim.constructions.construction.Construction`
 is a *family*: its factory is recovered from the example (a ``functools.partial`` or a lambda
 calling one function) and called with its size parameters scaled together (``heads`` kept), so
 that new constructions appear in the figures without edits here. Constructions whose sizes
@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from attnsim.constructions.construction import Construction
 from attnsim.proofs import registry
 
 FIXED = ("heads",)  # size parameters never scaled
@@ -144,7 +145,7 @@ def families(names: Iterable[str] | None = None) -> tuple[list[Family], list[tup
 
 
 # -- inputs and errors -------------------------------------------------------------------------
-def random_operands(con: Any, rng: np.random.Generator) -> list[np.ndarray]:
+def random_operands(con: Construction, rng: np.random.Generator) -> list[np.ndarray]:
     """Random operands the construction accepts: normal floats, else bits, else small integers."""
     shapes = [con.layout[nm].shape for nm in con.inputs]
 
@@ -205,7 +206,7 @@ class Point:
         return f"{self.shape} (fixed)" if self.shape else "fixed"
 
 
-def size_label(con: Any) -> str:
+def size_label(con: Construction) -> str:
     """A construction's sizes as text: its size parameters (``rows = 2, inner = 3, cols = 2``), or,
     when it has none, the shapes of its input blocks (``A 3 x 3``)."""
     sizes = getattr(con, "sizes", None) or {}
@@ -273,7 +274,7 @@ def sweep(
     return pts
 
 
-def exact_error(con: Any, rng: np.random.Generator) -> float:
+def exact_error(con: Construction, rng: np.random.Generator) -> float:
     """max |run - reference| on random rationals in the exact backend (0.0 exactly when equal)."""
     ops = []
     for nm in con.inputs:
@@ -296,8 +297,8 @@ def simulator_api() -> tuple[Any, Any] | None:
     """(TransformerLayer, UniversalSimulator) if the simulator is importable, else None."""
     places: tuple[tuple[str, str], ...] = (
         ("attnsim", "attnsim"),
-        ("attnsim.simulator", "attnsim.simulator"),
-        ("attnsim.simulator.reference", "attnsim.simulator.universal"),
+        ("attnsim.universal", "attnsim.universal"),
+        ("attnsim.universal.layer", "attnsim.universal.universal"),
     )
     for tl_mod, us_mod in places:
         try:
@@ -313,7 +314,7 @@ def simulator_point(size: int, seed: int = 0, heads: int = 2, with_ffn: bool = T
     """U at max_len = d_model = ``size``: error vs T(X), cost, build and run seconds."""
     api = simulator_api()
     if api is None:
-        raise ValueError("the universal simulator (attnsim.simulator) is not available")
+        raise ValueError("the universal simulator (attnsim.universal) is not available")
     TL, US = api
     h = max(1, min(heads, size))
     dh = max(1, size // h)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from attnsim.proofs.construction import Construction
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import expr as E
 
@@ -25,7 +26,7 @@ def constants_compared(diff: Any) -> set[int]:
     return {v for v in out if v >= 1}
 
 
-def program_constants(con: Any) -> set[int]:
+def program_constants(con: Construction) -> set[int]:
     """Integers that index expressions or size-valued constants of the program compare with (+-1)."""
     out: set[int] = set()
     for e in con.size_exprs():
@@ -38,7 +39,12 @@ def program_constants(con: Any) -> set[int]:
 
 
 def with_counterexample(
-    con: Any, out: Outcome, cap: int = 4, tries: int = 48, special: set[int] | None = None, max_len: int = 20000
+    con: Construction,
+    out: Outcome,
+    cap: int = 4,
+    tries: int = 48,
+    special: set[int] | None = None,
+    max_len: int = 20000,
 ) -> Outcome:
     """Search small sizes, and the constants the program compares sizes with, for an entry where
     program and spec differ (this refutes; it never proves)."""

@@ -22,7 +22,7 @@ extents.  Its value is computed through the program graph itself:
   hinted selector and a token comparison is an indicator sum; other selectors that compare token
   values are out of scope (the method says so, it does not guess).
 
-The value is compared with the independent specification (:mod:`attnsim.symbolic.specs`) by
+The value is compared with the independent specification (each construction folder's ``spec.py``) by
 :mod:`attnsim.symbolic.program_equals_spec` (the Sum normal form of :mod:`attnsim.symbolic.sums`;
 ``simplify`` is never called); divisors are shown positive by :mod:`attnsim.symbolic.positivity`.
 """
@@ -38,6 +38,7 @@ from typing import Any
 import sympy as sp
 
 from attnsim.proofs import z3sel
+from attnsim.proofs.construction import ProgramView
 from attnsim.proofs.decoding import prover, rewriting
 from attnsim.proofs.decoding.query import Decode
 from attnsim.proofs.decoding.refutation import refuted_at
@@ -135,7 +136,7 @@ def sym(e: E.Expr | int) -> sp.Expr:
 class Executor:
     """Evaluates one construction's program at symbolic positions (see the module docstring)."""
 
-    con: Any  # attnsim.lemmas.construction.Construction, built over unbound sizes
+    con: ProgramView  # a Construction built over unbound sizes, or U's program record
     timeout: float = 10.0
     coords: dict[str, E.Expr] = field(default_factory=dict)
     steps: list[str] = field(default_factory=list)
@@ -162,6 +163,13 @@ class Executor:
             raise ExecutionFailed(Outcome(None, f"timeout after {len(self.steps)} proven steps", cause="timeout"))
         return left
 
+    def net(self) -> float:
+        """The wall-clock net for one more Z3 query (times ``solver_work.SAFETY_FACTOR``): this
+        executor's whole budget, never the CPU seconds left, so that a loaded machine cannot stop a
+        query its rlimit would decide; raises the CPU timeout when no second is left."""
+        self.left()
+        return self.timeout
+
     def _attempt(self, goal: E.Expr, what: str, decode_k: bool = False) -> Outcome:
         """Z3 on ``premises -> goal`` for all sizes and coordinates in range (the key decoded through
         the layout's blocks with ``decode_k``); a proof's lemmas and step are recorded."""
@@ -170,7 +178,7 @@ class Executor:
             ln = self.con.layout.length
             dec = [Decode(z3sel.K.name, tuple(self.con.layout.blocks), ranges=(z3sel.K >= 0, z3sel.K < ln))]
         out = prover.prove(
-            goal, self.premises, decode=dec, coords=dict(self.coords), minimum=self.minimum, timeout=self.left()
+            goal, self.premises, decode=dec, coords=dict(self.coords), minimum=self.minimum, timeout=self.net()
         )
         if out.ok is True:
             self.lemmas |= set(out.lemmas)

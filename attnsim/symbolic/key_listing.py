@@ -28,7 +28,7 @@ from attnsim.symbolic.execute import ExecutionFailed, Executor
 @dataclass
 class IntentListing(Executor):
     """The executor with key listings through intents: what a lemma's all-sizes proof runs, and a
-    base of :class:`~attnsim.simulator.layerproof.executor.LayerExecutor`."""
+    base of :class:`~attnsim.universal.layerproof.executor.LayerExecutor`."""
 
     # (id(selector), id(layout)) -> the proof that the selector is its intent on that layout
     intent_proofs: dict[tuple[int, int], Outcome] = field(default_factory=dict)
@@ -45,7 +45,7 @@ class IntentListing(Executor):
         key = (id(it.selector), id(self.con.layout))
         got = self.intent_proofs.get(key)
         if got is None:
-            got = check_intent(it, self.con.layout, timeout=min(self.left(), self.step_cap))
+            got = check_intent(it, self.con.layout, timeout=min(self.net(), self.step_cap))
             if got.ok is True:
                 self.intent_proofs[key] = got
         return got
@@ -88,7 +88,7 @@ class IntentListing(Executor):
             decode=[Decode(z3sel.K.name, blocks, ranges=(z3sel.K >= 0, z3sel.K < ln))],
             coords=dict(self.coords),
             minimum=self.minimum,
-            timeout=min(self.left(), self.step_cap),
+            timeout=min(self.net(), self.step_cap),
         )
         if out.ok is not True:
             raise ExecutionFailed(out.retold(f"{what}: {out.detail}"))

@@ -25,6 +25,7 @@ import numpy as np
 import sympy as sp
 
 from attnsim.proofs import z3sel
+from attnsim.proofs.construction import Construction
 from attnsim.proofs.intents import prove_layout
 from attnsim.proofs.obligation import NormalForm, Obligation, Outcome, Premise, PremiseCheck, Scope
 from attnsim.proofs.solver_work import sharing_answers
@@ -38,7 +39,7 @@ from attnsim.symbolic.sums import normal_forms
 
 
 @sharing_answers  # the residue cases and the counterexample search share decided Z3 answers
-def prove_program_equals_spec(con: Any, timeout: float = 10.0) -> Outcome:
+def prove_program_equals_spec(con: Construction, timeout: float = 10.0) -> Outcome:
     """For all sizes (>= their minimum, under the preconditions) and every output entry: program == spec.
 
     ``con.cases`` splits an output coordinate c of extent X by its residue mod m: c = m t + s for
@@ -67,7 +68,9 @@ def prove_program_equals_spec(con: Any, timeout: float = 10.0) -> Outcome:
     return proven.retold(" || ".join(shown) if len(shown) > 1 else shown[0])
 
 
-def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: float) -> tuple[Outcome, set[int]]:
+def _prove_case(
+    con: Construction, case: dict[str, int], split: dict[str, int], timeout: float
+) -> tuple[Outcome, set[int]]:
     """One residue case; the outcome and the constants to try when searching a counterexample."""
     out = con.layout[con.output]
     extents = dict(zip(("o_h", "o_i", "o_j"), (out.stack, out.rows, out.cols), strict=True))
@@ -145,7 +148,7 @@ def _prove_case(con: Any, case: dict[str, int], split: dict[str, int], timeout: 
 
 
 def _equal_in_every_scalar_case(
-    con: Any, got: Any, want: Any, ex: Executor
+    con: Construction, got: Any, want: Any, ex: Executor
 ) -> tuple[bool, str, Any, tuple[NormalForm, ...]]:
     """Decide got == want, splitting on each declared scalar operand (see ``Construction.scalars``).
 
@@ -190,7 +193,7 @@ def _equal_in_every_scalar_case(
     return True, " ".join(shown), 0, (*forms,)
 
 
-def _declarations_not_enforced(con: Any) -> str:
+def _declarations_not_enforced(con: Construction) -> str:
     """Non-empty when a declared scalar or binary operand is not what the declaration says: a scalar
     must be a 1 x 1 block, and the input check must refuse a value outside the declared range (tried
     at one small instance).  The proof takes the declarations as premises."""
@@ -215,7 +218,7 @@ def _declarations_not_enforced(con: Any) -> str:
     def refused(name: str, bad: int) -> bool:
         ops = [np.full(inst.layout[n].shape, bad if n == name else fill[n], dtype=object) for n in inst.inputs]
         try:
-            inst._operands(ops, "exact")
+            inst.encode(*ops, backend="exact")
         except ValueError:
             return True
         return False
@@ -238,7 +241,7 @@ def _possibly_negative_sum(e: Any) -> Any:
     return None
 
 
-def _binary(con: Any, e: Any) -> Any:
+def _binary(con: Construction, e: Any) -> Any:
     """``Ite(x == 1, 1, 0)`` is ``x`` for an entry x of an operand declared binary (0 or 1: what its
     input check enforces)."""
     names = set(con.binary)
@@ -267,7 +270,7 @@ def _premises(ex: Executor) -> PremiseCheck:
     """The premises, size minimums and output region, shown satisfiable by a model (sat), empty
     (unsat: the proof fails "vacuous") or undecided (unknown: the proof is unknown)."""
     extent = [E.Const(0) < ext for ext in ex.coords.values()]
-    return z3sel.check_premises([*ex.premises, *extent], minimum=ex.minimum, timeout=max(0.5, ex.left()))
+    return z3sel.check_premises([*ex.premises, *extent], minimum=ex.minimum, timeout=ex.net())
 
 
 # -- the obligation -----------------------------------------------------------------------------
@@ -314,7 +317,7 @@ def build_instances(free: Sequence[str]) -> list[dict[str, int]]:
     return [*small, *large, {n: BUILD_SIZES[3] for n in names}]
 
 
-def _built(con: Any) -> str:
+def _built(con: Construction) -> str:
     """What one build is, compared between the integer call and the bound symbolic build."""
     blocks = ";".join(
         f"{b.name}@{_num(b.offset)}:{_num(b.stack)}x{_num(b.rows)}x{_num(b.cols)}/{b.channel}"
@@ -343,15 +346,24 @@ def _num(e: Any) -> str:
     return C.shape_text(e) if isinstance(e, E.Expr) else str(e)
 
 
+#: The packages users import factories from (``from attnsim import lemmas; lemmas.softmax(...)``):
+#: facades that re-export each construction's factory.  Named, not imported: they sit above this floor.
+FACADES = ("attnsim.lemmas", "attnsim.applications")
+
+
 def public_factories(module: str, name: str) -> list[tuple[str, Callable[..., Any]]]:
-    """The factory ``name`` of ``module`` by each name a user may call it: the package's re-export
-    (``attnsim.lemmas.softmax``, what users call) when the package has one, and the defining
-    module's attribute (``attnsim.lemmas.softmax.softmax``) when that is another object."""
+    """The factory ``name`` of ``module`` by each name a user may call it: a facade's re-export
+    (``attnsim.lemmas.softmax``, what users call), found as the facade attribute of that name
+    made from the defining one (same ``__module__``, what a re-export or a ``functools.wraps``
+    keeps), and the defining module's attribute (``attnsim.constructions.softmax.program.softmax``)
+    when that is another object."""
     defining = getattr(importlib.import_module(module), name)
-    package = module.rpartition(".")[0]
-    public = getattr(importlib.import_module(package), name, None) if package else None
-    out = [] if public is None or inspect.ismodule(public) else [(f"{package}.{name}", public)]
-    if not out or out[0][1] is not defining:
+    out: list[tuple[str, Callable[..., Any]]] = []
+    for facade in FACADES:
+        public = getattr(importlib.import_module(facade), name, None)
+        if public is not None and not inspect.ismodule(public) and getattr(public, "__module__", None) == module:
+            out.append((f"{facade}.{name}", public))
+    if not any(f is defining for _, f in out):
         out.append((f"{module}.{name}", defining))
     return out
 

@@ -9,7 +9,7 @@ draws, and the variable's extent; a name already bound by an enclosing head gets
   (a value memoized at a position over it is read only where the name means the same range);
 * the same computation gets the same names in every option case of a stage proof and in every
   run (a process-wide counter gave names that depended on what was computed before: the cases
-  could not share the values that read no option, :mod:`attnsim.simulator.layerproof.case_sharing`).
+  could not share the values that read no option, :mod:`attnsim.universal.layerproof.case_sharing`).
 """
 
 from __future__ import annotations

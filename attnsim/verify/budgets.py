@@ -145,7 +145,8 @@ def explain_unknown(r: Result, ob: Obligation, used: float) -> Result:
         t = suggested_timeout(ob, used)
         why = "its default budget" if t == budget(ob) else "4x this run's"
         advice = f"rerun with `attnsim verify --only {ob.id} --timeout {t:g}` ({why})"
-    r.detail = f"{kind} ({r.cause}): {r.detail}" + (f"; {advice}" if advice else "")
+    lead = kind if kind == r.cause else f"{kind} ({r.cause})"  # "not shown equal" once, not twice
+    r.detail = f"{lead}: {r.detail}" + (f"; {advice}" if advice else "")
     return r
 
 

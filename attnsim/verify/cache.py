@@ -10,7 +10,7 @@ A result is stored under the SHA-256 of its *key*: every input its verdict reads
 * both (:func:`inputs`): the checking code's version (:func:`code_version`: a hash of every file
   of the ``attnsim`` package, its sources and its package data, the committed torch fixtures
   ``data/*.npz`` among them); the Coq sources the kernel obligations compile (:func:`coq_inputs`:
-  the ``.v`` files of the directory :func:`attnsim.lemmas.kernel.coq_sources` resolves, and the
+  the ``.v`` files of the directory :func:`attnsim.constructions.kernel.coq_sources` resolves, and the
   value of ``$ATTNSIM_COQ_DIR``, which it honours); and the versions of the solvers and libraries
   that decide (:func:`solver_versions`: z3, sympy, mpmath, numpy, cvc5, coqc and MathComp when
   installed, Python).
@@ -39,9 +39,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from attnsim.lemmas.kernel import coq_sources
+from attnsim.constructions.kernel import coq_sources
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Result
+from attnsim.proofs.smtlib import CVC5_BUDGET, CVC5_RLIMIT_PER
 
 DEFAULT_DIR = ".attnsim-cache"
 FORMAT = 4  # bump when the layout of a stored file changes (2: the outcome's typed facts, issue 26 item 6;
@@ -79,7 +80,7 @@ def code_version() -> str:
 def coq_inputs() -> dict[str, str | None]:
     """What the kernel obligations read outside the package's code: ``dir``, the value of
     ``$ATTNSIM_COQ_DIR`` (None when unset), and ``sources``, the SHA-256 of the ``.v`` files of the
-    directory :func:`attnsim.lemmas.kernel.coq_sources` resolves ("-" when it finds none).  Read
+    directory :func:`attnsim.constructions.kernel.coq_sources` resolves ("-" when it finds none).  Read
     afresh at each call: the variable and the files may change between two runs of one process."""
     try:
         directory = coq_sources()
@@ -178,7 +179,7 @@ def obligation_key(
         "statement": ob.statement,
         "program": fingerprint,
         "timeout": timeout,
-        "cross_check": None if smt is None or not smt.cross_check else smt.timeout,
+        "cross_check": None if smt is None or not smt.cross_check else [CVC5_RLIMIT_PER, CVC5_BUDGET],
         **(common if common is not None else inputs()),
     }
 

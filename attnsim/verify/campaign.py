@@ -30,12 +30,15 @@ _MUTANT_FIELDS = ("killed", "by", "equivalent", "proof", "detail", "seconds", "a
 
 @dataclasses.dataclass
 class Campaign:
-    """Where checks run (``client``: a Dask client, or None for the local pool of ``jobs``) and the cache."""
+    """Where checks run (``client``: a Dask client, or None for the local pool of ``jobs``) and the cache;
+    ``setup``: what a Dask worker runs before it looks registered obligations up (the catalogue's
+    ``load``, passed from above the harness)."""
 
     client: Any = None
     jobs: int | None = None
     cache: C.ResultCache | None = None
     resume: bool = False
+    setup: Callable[[], object] | None = None  # run on a Dask worker before it looks obligations up
     ran: int = 0  # checks actually run (not reused)
 
     # -- obligations ---------------------------------------------------------------------------
@@ -79,7 +82,7 @@ class Campaign:
         sub = [obs[i] for i in todo]
         if self.client is not None:
             dask_runner.run_obligations(
-                self.client, sub, [timeouts[i] for i in todo], smt, lambda k, r: done(todo[k], r)
+                self.client, sub, [timeouts[i] for i in todo], smt, lambda k, r: done(todo[k], r), self.setup
             )
         elif sub:
             where = {obs[i].id: i for i in todo}
@@ -116,7 +119,9 @@ class Campaign:
                 on_done(r)
 
         if self.client is not None:
-            dask_runner.run_mutants(self.client, [todo[i] for i in rest], timeout, lambda k, r: done(rest[k], r))
+            dask_runner.run_mutants(
+                self.client, [todo[i] for i in rest], timeout, lambda k, r: done(rest[k], r), self.setup
+            )
         elif rest:
             where = {(todo[i][0].name, todo[i][1].description): i for i in rest}
             keep = {id(todo[i][1]) for i in rest}
@@ -139,13 +144,15 @@ def open_campaign(
     jobs: int | None = None,
     cache_dir: str | Path | None = None,
     resume: bool = False,
+    setup: Callable[[], object] | None = None,
 ) -> Iterator[Campaign]:
     """A campaign on ``scheduler`` (Dask address or ``local:N``; None: the local pool of ``jobs``),
-    with a result cache in ``cache_dir`` when given (``resume``: reuse what it holds)."""
+    with a result cache in ``cache_dir`` when given (``resume``: reuse what it holds); ``setup``:
+    see :class:`Campaign`."""
     cache = C.ResultCache(cache_dir) if cache_dir is not None else None
     if scheduler is None:
-        yield Campaign(None, jobs, cache, resume)
+        yield Campaign(None, jobs, cache, resume, setup)
         return
 
     with dask_runner.connect(scheduler) as client:
-        yield Campaign(client, jobs, cache, resume)
+        yield Campaign(client, jobs, cache, resume, setup)

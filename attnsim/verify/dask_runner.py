@@ -2,54 +2,45 @@
 
 Why Dask: one campaign (every-site mutants of U, the deep obligations) outgrows one small machine,
 and ``dask.distributed`` already gives what spreading it needs: a scheduler that places one task
-per obligation or per (construction, mutant) on any number of workers, reruns the tasks of a
-worker that dies on another one, and streams results back as they finish (``as_completed``).
-No RPC or scheduler of our own; ``pip install "attnsim[dask]"``; without it the local forked
-pool (:mod:`attnsim.verify.runner`) runs and ``--scheduler`` says how to install.
+per batch of obligations or per (construction, mutant) on any number of workers, reruns the tasks
+of a worker that dies on another one, streams results back as they finish (``as_completed``) and
+cancels what is left (``client.cancel``).  No RPC or scheduler of our own; ``pip install
+"attnsim[dask]"``; without it the local pool (:mod:`attnsim.verify.pool`) runs and ``--scheduler``
+says how to install.
 
-The hard timeouts stay hard on a worker: a Dask task cannot be interrupted, so a task never runs
-a check itself.  Each worker thread keeps one *slot*, a child process forked from a forkserver
-that has already built the obligation registry (:mod:`attnsim.preload`), and hands it the
-obligation; when the slot has spent the obligation's timeout in CPU seconds (the local pool's
-clock, :class:`~attnsim.verify.runner.ChildClock`; wall time only as its far net), the slot is
-killed, the obligation is ``unknown`` (never proved) and a fresh slot takes the next one.  A mutant
-runs in a child of its own, as in :func:`attnsim.verify.mutation.pool.run_jobs`, killed when it
-exceeds its budget by the same clock.
+A Dask task cannot be interrupted, so a task never runs a check in the worker itself: it runs its
+checks through the one process pool (:func:`attnsim.verify.runner.run_all`,
+:func:`attnsim.verify.mutation.pool.run_jobs`) with one worker process, forked from the Dask worker
+for this task, which is killed past its CPU seconds and dies with the Dask worker.  The verdicts
+and the rows are those of the local pool.
 
-Registered obligations travel by id and are looked up on the worker (their checks are closures
-over built programs); any other obligation travels cloudpickled.  Worker processes must be
-allowed children: ``local:N`` starts them so; for ``dask worker`` set
-``DASK_DISTRIBUTED__WORKER__DAEMON=False``.
+Registered obligations travel by id and are looked up on the worker, after the ``setup`` the
+client passes (the catalogue's ``load``: the harness does not import the catalogue above it); any
+other obligation travels cloudpickled.  Worker processes must be allowed children: ``local:N``
+starts them so; for ``dask worker`` set ``DASK_DISTRIBUTED__WORKER__DAEMON=False``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
-import os
-import signal
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from multiprocessing.connection import Connection
 from typing import Any
 
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Outcome, Result
 from attnsim.verify.budgets import explain_unknown
 from attnsim.verify.cache import code_version, coq_inputs, solver_versions
-from attnsim.verify.mutation.plan import mutant_budget
-from attnsim.verify.mutation.run import MutantResult, _child, worker_error
-from attnsim.verify.runner import CROSS_CHECK_BUDGET, ChildClock, SmtOptions, _check, _result, await_answer
+from attnsim.verify.mutation.plan import Job
+from attnsim.verify.mutation.pool import run_jobs
+from attnsim.verify.mutation.run import MutantResult
+from attnsim.verify.runner import SmtOptions, _result, run_all
 from attnsim.verify.sigint import children_deaf_to_sigint
 
 INSTALL = 'pip install "attnsim[dask]"'
-# the preload of the local cluster's forkserver, by name: its excepthook keeps an abandoned start quiet
-ABANDONED_STARTS = "attnsim_launcher"
-# in the environment of deaf_forkserver's server only: its preload then ignores SIGINT (attnsim_launcher.DEAF)
-DEAF_SERVER = "ATTNSIM_DEAF_FORKSERVER"
 Ref = str | bytes  # a registered obligation's id, or a cloudpickled obligation
+Setup = Callable[[], object]  # run on a worker before it looks an obligation up (idempotent)
 
 
 class SchedulerError(ValueError):
@@ -57,84 +48,17 @@ class SchedulerError(ValueError):
 
 
 # -- worker side ----------------------------------------------------------------------------------
-_CTX: list[Any] = []
-_LOCAL = threading.local()
+def _may_start_processes() -> None:
+    if mp.current_process().daemon:
+        raise SchedulerError(
+            "this Dask worker is daemonic and cannot start the processes that enforce timeouts: "
+            "start workers with DASK_DISTRIBUTED__WORKER__DAEMON=False"
+        )
 
 
-def _context() -> Any:
-    """The forkserver context of this worker process, its server preloaded with the registry."""
-    if not _CTX:
-        if mp.current_process().daemon:
-            raise SchedulerError(
-                "this Dask worker is daemonic and cannot start the processes that enforce timeouts: "
-                "start workers with DASK_DISTRIBUTED__WORKER__DAEMON=False"
-            )
-        # The nanny sets MALLOC_TRIM_THRESHOLD_=65536 for its worker (to give memory back); inherited,
-        # it makes the allocation-heavy SymPy and Z3 checks measurably slower than in the local pool.
-        os.environ.pop("MALLOC_TRIM_THRESHOLD_", None)
-        ctx = mp.get_context("forkserver")
-        # by name: the catalogue lives above the harness
-        ctx.set_forkserver_preload([ABANDONED_STARTS, "attnsim.preload"])
-        _CTX.append(ctx)
-    return _CTX[0]
-
-
-def _abandon_cluster() -> None:
-    """After a Ctrl-C inside LocalCluster's start: kill its processes now, drop Dask's exit hook,
-    which would try to close the half-started cluster and print a traceback, and mute this
-    process's asyncio and Dask loggers: the start's pending tasks fail as the processes die
-    ("Nanny failed to start", logged as "Task exception was never retrieved" when collected), and
-    the run ends with its one line "interrupted" anyway."""
-    import atexit
-    import logging
-
-    from distributed.deploy import spec
-
-    atexit.unregister(spec.close_clusters)
-    dask_loggers = [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "distributed"]
-    for name in ("asyncio", *dask_loggers):
-        logging.getLogger(name).disabled = True
-    for child in mp.active_children():
-        child.kill()
-
-
-def deaf_forkserver() -> None:
-    """Start this process's forkserver preloaded with :mod:`attnsim_launcher`, which, told so by
-    :data:`DEAF_SERVER` in the server's environment, makes SIGINT ignored in the server, so every
-    process it forks, and every process those start, ignores Ctrl-C, which this process handles; it
-    also keeps a child whose start a Ctrl-C abandoned from printing a traceback.
-
-    This process's SIGINT handler is not touched (ignoring it would discard a pending Ctrl-C), and
-    its mask is put back after both starts: CPython unblocks SIGINT after it starts the resource
-    tracker (bpo-33613), and the server's fresh interpreter would die of a Ctrl-C while it imports.
-    Under :func:`connect`'s block a Ctrl-C meanwhile is held, never lost (threads that do not block
-    SIGINT may take it earlier: the run then stops inside the block)."""
-    from multiprocessing import forkserver, resource_tracker
-
-    forkserver.set_forkserver_preload(["__main__", ABANDONED_STARTS])
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, []) if hasattr(signal, "pthread_sigmask") else None
-    os.environ[DEAF_SERVER] = "1"
-    try:
-        resource_tracker.ensure_running()
-        if mask is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        forkserver.ensure_running()
-    finally:
-        os.environ.pop(DEAF_SERVER, None)
-        if mask is not None:  # again: forkserver.ensure_running restarts a dead tracker, unblocking again
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
-
-def start_forkserver() -> None:
-    """Start this worker's forkserver now (it warms up in the background while the campaign is set
-    up), instead of at the first task."""
-    from multiprocessing import forkserver
-
-    _context()
-    forkserver.ensure_running()
-
-
-def _registered() -> dict[str, Obligation]:
+def _registered(setup: Setup | None) -> dict[str, Obligation]:
+    if setup is not None:
+        setup()
     return {o.id: o for o in registry.all_obligations(include_deep=True)}
 
 
@@ -148,145 +72,36 @@ def _resolve(ref: Ref, known: dict[str, Obligation]) -> Obligation:
     return known[ref]
 
 
-def _die_with_worker(lifeline: Connection) -> None:
-    """Exit this child as soon as its Dask worker is gone (the worker holds the only other end of
-    ``lifeline`` and never writes to it): a check must not outlive the worker that timed it."""
-
-    def watch() -> None:
+def obligations_task(
+    batch: list[tuple[Ref, float]], smt: SmtOptions | None, setup: Setup | None = None
+) -> list[Result | Outcome]:
+    """One Dask task: a few obligations (ref, timeout) on the process pool of this worker, one
+    worker process, each under its own limit: their results, or an obligation that cannot be
+    loaded here as a failed outcome."""
+    _may_start_processes()
+    known = _registered(setup) if any(isinstance(ref, str) for ref, _ in batch) else {}
+    loaded: dict[int, Obligation] = {}
+    lost: dict[int, Outcome] = {}
+    for k, (ref, _) in enumerate(batch):
         try:
-            lifeline.recv_bytes()
-        except (EOFError, OSError):
-            pass
-        os._exit(70)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
-def _serve(conn: Connection, lifeline: Connection) -> None:
-    """A slot: run the obligations that arrive on ``conn`` (ref, timeout, smt) until None or EOF."""
-    _die_with_worker(lifeline)
-    known = _registered()
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            return
-        if msg is None:
-            return
-        ref, timeout, smt = msg
-        t0 = time.perf_counter()
-        try:
-            ob = _resolve(ref, known)
+            loaded[k] = _resolve(ref, known)
         except Exception as exc:
-            out = Outcome.bad(f"the worker cannot load obligation {ref!r:.80}: {type(exc).__name__}: {exc}")
-        else:
-            out = _check(ob, timeout, smt)
-        conn.send((out, time.perf_counter() - t0))  # the whole typed outcome, not only its text
+            lost[k] = Outcome.bad(f"the worker cannot load obligation {ref!r:.80}: {type(exc).__name__}: {exc}")
+    results = run_all(list(loaded.values()), jobs=1, timeout=[batch[k][1] for k in loaded], smt=smt)
+    ran: dict[int, Result | Outcome] = dict(zip(loaded, results, strict=True))
+    return [ran[k] if k in ran else lost[k] for k in range(len(batch))]
 
 
-class _Slot:
-    """One slot process of this worker thread and its end of the pipe."""
-
-    def __init__(self) -> None:
-        ctx = _context()
-        self.conn, child = ctx.Pipe(duplex=True)
-        lifeline, self.lifeline = ctx.Pipe(duplex=False)
-        self.proc = ctx.Process(target=_serve, args=(child, lifeline), daemon=True)
-        self.proc.start()
-        child.close()
-        lifeline.close()
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.join(timeout=5)
-        self.conn.close()
-        self.lifeline.close()
-
-
-def _slot() -> _Slot:
-    sl: _Slot | None = getattr(_LOCAL, "slot", None)
-    if sl is None or not sl.proc.is_alive():
-        sl = _LOCAL.slot = _Slot()
-    return sl
-
-
-def _in_slot(ref: Ref, timeout: float, smt: SmtOptions | None) -> tuple[Outcome, float]:
-    """Run one obligation in this worker thread's slot, under a hard ``timeout`` in the slot's CPU
-    seconds (:class:`~attnsim.verify.runner.ChildClock`): (outcome, seconds)."""
-    sl = _slot()
-    limit = timeout + 0.5 + (CROSS_CHECK_BUDGET if smt is not None and smt.cross_check else 0)
-    clock = ChildClock(sl.proc.pid or 0, limit)
-    try:
-        sl.conn.send((ref, timeout, smt))
-    except (BrokenPipeError, OSError):  # the slot died between two tasks: one fresh try
-        sl.kill()
-        sl = _LOCAL.slot = _Slot()
-        clock = ChildClock(sl.proc.pid or 0, limit)
-        sl.conn.send((ref, timeout, smt))
-    died = False
-    if await_answer(sl.conn, clock):
-        try:
-            out, secs = sl.conn.recv()
-            return out, secs
-        except (EOFError, OSError):  # the slot's end of the pipe closed: it died
-            died = True
-    elapsed = clock.wall()
-    died = died or not sl.proc.is_alive()
-    sl.kill()
-    _LOCAL.slot = None
-    if not died:
-        return Outcome(None, f"timeout after {timeout:g} s", cause="timeout"), elapsed
-    return Outcome(False, f"worker died (exit code {sl.proc.exitcode})", cause="worker lost"), elapsed
-
-
-def obligations_task(batch: list[tuple[Ref, float]], smt: SmtOptions | None) -> list[tuple[Outcome, float]]:
-    """One Dask task: a few obligations (ref, timeout), one after the other, each under its own hard timeout."""
-    return [_in_slot(ref, timeout, smt) for ref, timeout in batch]
-
-
-def _mutant_child(
-    name: str, ids: list[str], mutant: Any, timeout: float, conn: Connection, lifeline: Connection
-) -> None:
-    """One mutant, in a child forked from the warm server: its obligations are looked up by id."""
-
-    _die_with_worker(lifeline)
-    try:
-        known = _registered()
-        obs = [known[i] for i in ids]
-        example = registry.constructions()[name][1]
-    except Exception as exc:
-        conn.send(worker_error(exc))
-        conn.close()
-        return
-    _child(mutant, obs, example, timeout, conn)
-
-
-def mutant_task(name: str, ids: list[str], mutant: Any, timeout: float, budget: float) -> tuple[Any, ...]:
-    """Run one mutant in a child process of this worker, killed after ``budget`` of its CPU seconds
-    (:class:`~attnsim.verify.runner.ChildClock`).
+def mutant_task(name: str, ids: list[str], mutant: Any, timeout: float, setup: Setup | None = None) -> tuple[Any, ...]:
+    """One Dask task: one mutant on the process pool of this worker, as
+    :func:`attnsim.verify.mutation.pool.run_jobs` runs it locally.
 
     Returns (killed, by, equivalent, proof, detail, applied, claim_only, cause, seconds)."""
-    ctx = _context()
-    parent, child = ctx.Pipe(duplex=False)
-    lifeline, keep = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_mutant_child, args=(name, ids, mutant, timeout, child, lifeline), daemon=True)
-    proc.start()
-    clock = ChildClock(proc.pid or 0, budget)
-    child.close()
-    lifeline.close()
-    try:
-        if await_answer(parent, clock):
-            try:
-                return (*parent.recv(), clock.wall())
-            except (EOFError, OSError):
-                proc.join(timeout=5)
-                return (False, None, False, None, f"worker died (exit {proc.exitcode})", 0, False, "worker lost", 0.0)
-        proc.kill()
-        return (False, None, False, None, f"worker over budget ({budget:.0f} s)", 0, False, "over budget", 0.0)
-    finally:
-        proc.join(timeout=5)
-        parent.close()
-        keep.close()
+    _may_start_processes()
+    known = _registered(setup)
+    job = Job(name, registry.constructions()[name][1], [known[i] for i in ids], [mutant], 1)
+    (r,) = run_jobs([job], workers=1, timeout=timeout, confirm=False)
+    return (r.killed, r.by, r.equivalent, r.proof, r.detail, r.applied, r.claim_only, r.cause, r.seconds)
 
 
 def worker_versions() -> tuple[str, dict[str, str], str | None]:
@@ -312,66 +127,63 @@ def connect(address: str) -> Iterator[Any]:
     """A Dask client for ``address`` (``tcp://host:port``, or ``local:N``); closed on exit.
 
     The workers must run the same attnsim and solvers as this process, since results are
-    labelled (and cached) with this process's versions."""
+    labelled (and cached) with this process's versions.  A ``local:N`` cluster is started inside
+    :func:`~attnsim.verify.sigint.children_deaf_to_sigint`: its processes never hear Ctrl-C, and a
+    Ctrl-C during the start is raised once the client is connected, so that leaving this context
+    closes the client and the cluster through Dask, which stops the worker processes."""
     n = parse_local(address)
     try:
         import dask
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError:
         raise SchedulerError(f"--scheduler needs Dask, which is not installed: {INSTALL}") from None
-    import logging
 
     with contextlib.ExitStack() as stack:
-        # the cluster's processes (and the forkservers they start) never see Ctrl-C: this process stops them
-        with children_deaf_to_sigint():
-            if n is not None:
-                # workers may start processes (the slots); no statistical profiler competing with the checks
-                cfg: dict[str, bool | str] = {
-                    "distributed.worker.daemon": False,
-                    "distributed.worker.profile.enabled": False,
-                    # the nannies fork from a forkserver that ignores SIGINT, as their children then do
-                    "distributed.worker.multiprocessing-method": "forkserver",
-                }
-                stack.enter_context(dask.config.set(cfg))
-                # a Ctrl-C during the start kills the half-started cluster (_abandon_cluster), and the
-                # resource tracker (started with the forkserver) then frees its semaphores and would
-                # warn about them on stderr: the one line the interrupt prints stays the only one
-                warn = [w for w in (os.environ.get("PYTHONWARNINGS"), "ignore:resource_tracker:UserWarning") if w]
-                os.environ["PYTHONWARNINGS"] = ",".join(warn)
-                deaf_forkserver()
-                try:
-                    cluster = stack.enter_context(
-                        LocalCluster(
-                            n_workers=n,
-                            threads_per_worker=1,
-                            processes=True,
-                            # its HTTP server on any free port: on 8787, the default, a second cluster
-                            # (another verify, a test) makes the scheduler warn on stderr and take another
-                            dashboard_address=":0",
-                            # its processes' own log lines never reach the terminal: what a check finds
-                            # or a lost worker is a typed result of the run; a worker's ERROR lines
-                            # (a heartbeat to a scheduler that a Ctrl-C is closing) would follow the
-                            # one line an interrupted run prints
-                            silence_logs=logging.CRITICAL,
-                        )
-                    )
-                except KeyboardInterrupt:
-                    # the cluster's loop thread may still start a worker while this unwinds: the
-                    # forkserver method stays set for good (the with-block would restore Dask's
-                    # "spawn", whose fresh interpreter has no quiet-start hook), then its processes die
-                    dask.config.set(cfg)
-                    _abandon_cluster()
-                    raise
-                client = stack.enter_context(Client(cluster))
-            else:
-                try:
-                    client = stack.enter_context(Client(address, timeout="20s"))
-                except (OSError, ValueError) as exc:
-                    raise SchedulerError(f"--scheduler {address}: cannot reach a Dask scheduler ({exc})") from None
-            if n is None:  # a local cluster's workers are this interpreter's children: same code and solvers
-                _same_versions(client)
-            client.run(start_forkserver)
+        if n is not None:
+            cfg: dict[str, Any] = {
+                "distributed.worker.daemon": False,  # a worker starts the pool's processes
+                "distributed.worker.profile.enabled": False,  # no statistical profiler competing with the checks
+                # glibc reads it once at start and the pool's processes fork from the worker: the
+                # allocation-heavy SymPy and Z3 checks ran measurably slower with Dask's default
+                "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+            }
+            stack.enter_context(dask.config.set(cfg))
+            client = _local_client(stack, n)
+        else:
+            try:
+                client = stack.enter_context(Client(address, timeout="20s"))
+            except (OSError, ValueError) as exc:
+                raise SchedulerError(f"--scheduler {address}: cannot reach a Dask scheduler ({exc})") from None
+            _same_versions(client)  # a local cluster's workers are this interpreter's children: same code
         yield client
+
+
+def _local_client(stack: contextlib.ExitStack, n: int) -> Any:
+    """A client of a new LocalCluster of ``n`` worker processes, both closed by ``stack``."""
+    import logging
+    from multiprocessing import resource_tracker
+
+    from distributed import Client, LocalCluster
+
+    # Started before the block: Python's resource tracker unblocks SIGINT in the thread that starts
+    # it, and Dask's loop thread would start it with the cluster's first worker (spawn).
+    resource_tracker.ensure_running()
+    with children_deaf_to_sigint():
+        cluster = stack.enter_context(
+            LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                # its HTTP server on any free port: on 8787, the default, a second cluster
+                # (another verify, a test) makes the scheduler warn on stderr and take another
+                dashboard_address=":0",
+                # its processes' own log lines never reach the terminal: what a check finds or a
+                # lost worker is a typed result of the run
+                silence_logs=logging.CRITICAL,
+            )
+        )
+        client = stack.enter_context(Client(cluster))
+    return client
 
 
 def _same_versions(client: Any) -> None:
@@ -414,34 +226,36 @@ def run_obligations(
     timeouts: Sequence[float],
     smt: SmtOptions | None = None,
     on_done: Callable[[int, Result], None] | None = None,
+    setup: Setup | None = None,
 ) -> list[Result]:
     """Run obligations on the cluster, ``timeouts[i]`` for ``obs[i]``; results in input order.
 
     Obligations go in small batches (:func:`batches`), one Dask task each; ``on_done(i, result)``
     is called as each batch finishes.  A timed-out result names its rerun command (as the local
     runner's); a batch lost with its worker is rerun by Dask on another, and one whose workers keep
-    dying is ``failed`` (worker died), never proved."""
+    dying is ``failed`` (worker died), never proved.  ``setup`` runs on a worker before it looks a
+    registered obligation up.  However this ends (a Ctrl-C included), what is left is cancelled."""
     import cloudpickle
     from distributed import as_completed
 
-    known = _registered()
+    known = {o.id: o for o in registry.all_obligations(include_deep=True)} if registry.loaded() else {}
     refs: list[Ref] = [ob.id if known.get(ob.id) is ob else cloudpickle.dumps(ob) for ob in obs]
     workers = sum(client.nthreads().values()) or 1
     futures: dict[Any, list[int]] = {}
     for batch in batches(timeouts, workers):
         items = [(refs[i], timeouts[i]) for i in batch]
-        futures[client.submit(obligations_task, items, smt, key=_key(obs[batch[0]].id))] = batch
+        futures[client.submit(obligations_task, items, smt, setup, key=_key(obs[batch[0]].id))] = batch
     results: dict[int, Result] = {}
     try:
         for fut in as_completed(list(futures)):
             batch = futures[fut]
             try:
-                outs = fut.result()
+                outs: list[Result | Outcome] = fut.result()
             except Exception as exc:
-                lost = Outcome(False, f"worker died: {type(exc).__name__}: {exc}", cause="worker lost")
-                outs = [(lost, 0.0)] * len(batch)
-            for i, (out, secs) in zip(batch, outs, strict=True):
-                r = explain_unknown(_result(obs[i], out, secs), obs[i], timeouts[i])
+                outs = [Outcome(False, f"worker died: {type(exc).__name__}: {exc}", cause="worker lost")] * len(batch)
+            for i, got in zip(batch, outs, strict=True):
+                r = got if isinstance(got, Result) else _result(obs[i], got, 0.0)
+                r = explain_unknown(r, obs[i], timeouts[i])
                 results[i] = r
                 if on_done:
                     on_done(i, r)
@@ -455,8 +269,11 @@ def run_mutants(
     todo: Sequence[tuple[Any, Any]],
     timeout: float,
     on_done: Callable[[int, Any], None] | None = None,
+    setup: Setup | None = None,
 ) -> list[Any]:
     """Run (job, mutant) pairs as one Dask task each; :class:`MutantResult` s in input order.
+    ``setup`` runs on a worker before it looks the obligations up; however this ends, what is
+    left is cancelled.
 
     Killers are not confirmed here (see :func:`attnsim.verify.mutation.pool.confirm_killers`)."""
     from distributed import as_completed
@@ -474,9 +291,7 @@ def run_mutants(
             finish(i, MutantResult(m, False, None, False, None, "no obligations registered"))
             continue
         ids = [o.id for o in job.obligations]
-        fut = client.submit(
-            mutant_task, job.name, ids, m, timeout, mutant_budget(job, timeout), key=_key(f"mutant-{job.name}")
-        )
+        fut = client.submit(mutant_task, job.name, ids, m, timeout, setup, key=_key(f"mutant-{job.name}"))
         futures[fut] = i
     try:
         for fut in as_completed(list(futures)):

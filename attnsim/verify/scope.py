@@ -109,9 +109,10 @@ def _scopes(results: Sequence[Result]) -> list[tuple[str, str, str]]:
         par = [r for r in rs if r.method == "z3-parametric" and r.status == "proved"]
         inst = [r for r in rs if r.method == "z3-instance" and r.status == "proved"]
         sampled = [r for r in rs if r.status == "passed"]
-        if kern:  # Coq's kernel checked the program against MathComp's definition, every size
+        if kern:  # Coq's kernel checked the program against MathComp's definition (at every size it has)
             ids = ", ".join(f"{r.id} ({r.seconds:.1f} s)" for r in kern + alls)
-            out.append((name, "all sizes, kernel-checked", ids))
+            every = alls or any(r.kernel and r.kernel.sizes for r in kern)  # else one fixed size (3 x 3)
+            out.append((name, "all sizes, kernel-checked" if every else "fixed size, kernel-checked", ids))
         elif alls:
             out.append((name, "all sizes", ", ".join(f"{r.id} ({r.seconds:.1f} s)" for r in alls)))
         elif bounded or sym:
@@ -188,6 +189,7 @@ def scope_tables(
     colors = {
         "all sizes": "green",
         "all sizes, kernel-checked": "green",
+        "fixed size, kernel-checked": "green",
         "NOT VERIFIED": "bold red",
         "sampled": "yellow",
         "conditional": "magenta",

@@ -1,10 +1,10 @@
 """Every specification checked on its own (issue 26): ``<construction>/numeric/spec-independent``.
 
 An all-sizes proof shows program == spec; a wrong factor written into the program *and* its spec
-is proved equal.  Each obligation here evaluates a spec of :mod:`attnsim.symbolic.specs` (its own
-entry formula, :meth:`~attnsim.symbolic.specs.BoundSpec.evaluate`) on random operands and compares
-it with the textbook NumPy formula of :mod:`attnsim.verify.spec_references`, which shares no code
-with it, at
+is proved equal.  Each obligation here evaluates a spec of a construction folder's ``spec.py`` (its
+own entry formula, :meth:`~attnsim.symbolic.spec_language.BoundSpec.evaluate`) on random operands
+and compares it with the textbook NumPy formula of the folder's ``reference.py``, which shares no
+code with it, at
 
 * every size 1, and small random sizes;
 * each size in turn at a random large value (up to 128 where the spec is cheap), the others small;
@@ -14,11 +14,12 @@ with it, at
   and at +-1 around each.
 
 The method is ``numeric`` (float64, within the stated tolerance; integer-valued specs on integer
-operands are compared with tolerance 0).  The spec is read from :mod:`attnsim.symbolic.specs` when
-the check runs, so a spec replaced there (a test's wrong factor) is the one checked.
+operands are compared with tolerance 0).  The spec is read from its ``spec.py`` when the check
+runs, so a spec replaced there (a test's wrong factor) is the one checked.
 
-The cases, one per spec, are the table of :mod:`attnsim.verify.spec_cases` (their operands:
-:mod:`attnsim.verify.spec_operands`); this module finds the constants, plans the sizes and compares.
+The cases, one per spec, are the folders' ``cases.py``, gathered by :mod:`attnsim.verify.spec_cases`
+(:class:`~attnsim.constructions.spec_case.SpecCase`); this module finds the constants, plans the
+sizes and compares.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from attnsim.proofs.obligation import Obligation, Outcome
-from attnsim.symbolic import specs
 from attnsim.symbolic.counterexample import program_constants
+from attnsim.symbolic.spec_language import ConcreteAlg, SpecError
 from attnsim.verify.spec_cases import CASES, Sizes, SpecCase
 
 
@@ -132,7 +133,7 @@ def spec_constants(case: SpecCase, sizes: Iterable[Mapping[str, int]], rounds: i
             traced = {k: TracedSize(v, seen) for k, v in sz.items()}
             plain = case.operands(sz, rng, 0)
             ops = {k: (a.reshape((1, *a.shape)) if a.ndim == 2 else a) for k, a in plain.items()}
-            alg = specs.ConcreteAlg("numpy")
+            alg = ConcreteAlg("numpy")
             shape = tuple(int(x) for x in spec.shape(dict(sz)))
             for h, i, j in itertools.islice(np.ndindex(*shape), 64):
                 spec.entry(alg, ops, h, i, j, traced)
@@ -199,7 +200,7 @@ def compare(case: SpecCase, seed: int = 0) -> SpecComparison:
         ops = case.operands(sz, rng, trial)
         try:
             got = case.spec.at(**sz).evaluate(ops, int)
-        except (specs.SpecError, IndexError, ValueError, ZeroDivisionError) as exc:
+        except (SpecError, IndexError, ValueError, ZeroDivisionError) as exc:
             return SpecComparison(trial, entries, largest, constants, f"the spec fails to evaluate at {sz}: {exc}")
         want = case.reference(ops, sz)
         where = ", ".join(f"{k}={v}" for k, v in sz.items())

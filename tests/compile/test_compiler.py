@@ -20,7 +20,7 @@ from attnsim.compile.compiler import compile_program
 from attnsim.compile.obligations import NOT_LEMMAS, _lemma_check, exact_equal
 from attnsim.proofs.registry import constructions
 from attnsim.rasp import core as C
-from attnsim.rasp import evaluate
+from attnsim.rasp.engine import evaluate
 from attnsim.rasp.schedule import cost
 
 
@@ -110,7 +110,7 @@ def test_exact_outputs_are_rationals() -> None:
 
 
 def test_summary_reports_forms_and_generalized_nodes() -> None:
-    from attnsim.lemmas import matmul
+    from attnsim.constructions.matmul.program import matmul
 
     con = matmul(2, 3, 2)
     s = attnsim.compile(con.program, max_len=con.layout.total).summary()

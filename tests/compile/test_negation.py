@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from attnsim.compile import CompileError
 from attnsim.compile.compiler import compile_program
 from attnsim.rasp import core as C
-from attnsim.rasp import evaluate
+from attnsim.rasp.engine import evaluate
 
 VOCAB = 4
 MAX_LEN = 4

@@ -14,7 +14,7 @@ from attnsim import TransformerLayer, UniversalSimulator
 from attnsim.compile import CompiledTransformer, CompileError, soft
 from attnsim.compile.compiler import compile_program
 from attnsim.rasp import core as C
-from attnsim.rasp import evaluate
+from attnsim.rasp.engine import evaluate
 from attnsim.rasp.schedule import cost
 
 VOCAB = range(-3, 4)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from attnsim.lemmas.kernel import COQ_BUDGET, FORBIDDEN, coq_sources
+from attnsim.constructions.kernel import COQ_BUDGET, FORBIDDEN, coq_sources
 from attnsim.proofs import coq_build as B
 from attnsim.proofs import coq_encoder_layer as T
 
@@ -24,7 +24,7 @@ except ImportError:  # collected and skipped, not hidden
 needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed (pip install '.[test]')")
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc not installed")
 
-D, H, F, n = 8, 2, 12, 4  # the torch sweep's layer (tests/simulator/test_torch_compare.py)
+D, H, F, n = 8, 2, 12, 4  # the torch sweep's layer (tests/universal/test_torch_compare.py)
 CAP = (6, 10, 3, 5, 14)  # N, D, H, K, F: every size above the layer's, padding filled with noise
 OPTIONS = ("post-relu", "pre-gelu", "no-bias-eps", "no-affine", "tanh-gelu")
 MASKS = ("none", "bool", "additive", "padding", "causal")

@@ -64,8 +64,8 @@ def test_holds_does_not_ask_z3_for_a_goal_false_at_a_sample_point(monkeypatch: p
     """The executor's holds: False without a Z3 call where a sample point refutes the goal; a goal
     that holds is still proven by Z3."""
     from attnsim import UniversalSimulator
-    from attnsim.simulator.layerproof.executor import LayerExecutor
-    from attnsim.simulator.layerproof.stage_proof import setup
+    from attnsim.universal.layerproof.executor import LayerExecutor
+    from attnsim.universal.layerproof.stage_proof import setup
 
     u = UniversalSimulator.over_symbolic_capacity()
     con, caps = setup(u)

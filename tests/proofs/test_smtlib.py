@@ -48,7 +48,7 @@ def test_a_disagreement_fails_the_obligation(tmp_path: Path, monkeypatch: pytest
     assert len(texts) == 2
     assert texts[0].startswith("; expected: sat\n; t_z3-parametric_x (premises)")
     assert texts[1].startswith("; expected: unsat\n; t_z3-parametric_x (query)")
-    monkeypatch.setattr(smtlib, "cvc5_answer", lambda text, timeout=10.0: "sat")
+    monkeypatch.setattr(smtlib, "cvc5_run", lambda text, rlimit=0: ("sat", 1))
     bad = run_inline(ob, 10, SmtOptions(None, cross_check=True))
     assert bad.status == "failed" and "DISAGREE" in bad.detail
     assert bad.second_solver is not None and len(bad.second_solver.disagree) == 1
@@ -84,13 +84,27 @@ def test_verify_cross_check_and_smt2_through_the_cli(tmp_path: Path, capsys: pyt
 
 
 def test_cvc5_has_a_budget_per_obligation() -> None:
-    """Queries left when an obligation's cvc5 budget runs out are counted as not checked (never pass/fail)."""
+    """Queries left when an obligation's cvc5 budget (resource units) runs out are counted as not
+    checked (never pass/fail); a query within budget records the units it used."""
     x = z3.Int("x")
     s = z3.Solver()
     s.add(x > 1, x < 1)
     col = smtlib.Collector(cross_check=True)
     for _ in range(3):
         col(s.to_smt2(), "unsat")
-    col.run_cross_check(budget=0.0)
+    col.run_cross_check(budget=0)
     assert (col.confirmed, col.unknown, col.unchecked) == (0, 0, 3)
     assert "3 not checked (cvc5 budget)" in col.summary()
+    one = smtlib.Collector(cross_check=True)
+    one(s.to_smt2(), "unsat")
+    one.run_cross_check()
+    assert one.confirmed == 1 and 0 < one.units <= smtlib.CVC5_RLIMIT_PER
+
+
+def test_cvc5_stops_on_its_resource_limit_not_the_clock() -> None:
+    """A query cvc5 cannot decide within its rlimit is unknown, whatever the machine's load."""
+    x, y = z3.Ints("x y")
+    s = z3.Solver()
+    s.add(x * x * y > 7, x * y < 3)
+    answer, used = smtlib.cvc5_run(smtlib.standalone(s.to_smt2(), "sat"), rlimit=10)
+    assert answer == "unknown" and used >= 10

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim.cli.main import main
-from attnsim.lemmas.checks import exact_check, intent_obligations, numeric_check, sympy_check
-from attnsim.lemmas.construction import Construction
-from attnsim.lemmas.matmul import matmul
-from attnsim.lemmas.transpose import transpose
+from attnsim.constructions.checks import exact_check, intent_obligations, numeric_check, sympy_check
+from attnsim.constructions.construction import Construction
+from attnsim.constructions.matmul.program import matmul
+from attnsim.constructions.transpose.program import transpose
 from attnsim.proofs import decoding, registry, z3sel
 from attnsim.proofs.obligation import Obligation, Outcome, status_of
 from attnsim.rasp import core as C

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim.lemmas.checks import layout_obligation
-from attnsim.lemmas.matmul import matmul
-from attnsim.lemmas.transpose import transpose
+from attnsim.constructions.checks import layout_obligation
+from attnsim.constructions.matmul.program import matmul
+from attnsim.constructions.transpose.program import transpose
 from attnsim.proofs import decoding, z3sel
 from attnsim.proofs.intents import Intent, check_intent, prove_layout
 from attnsim.proofs.obligation import Outcome

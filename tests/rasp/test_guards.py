@@ -7,11 +7,11 @@ import pytest
 import sympy as sp
 
 from attnsim import TransformerLayer, UniversalSimulator, lemmas
-from attnsim.lemmas.construction import ConstructionError
+from attnsim.constructions.construction import ConstructionError
 from attnsim.rasp.arith import BackendError
 from attnsim.rasp.engine import evaluate
 from attnsim.rasp.guards import complex_entry
-from attnsim.simulator.errors import SimulatorError
+from attnsim.universal.errors import SimulatorError
 
 
 def test_complex_entry_names_the_entry() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import z3
 
-from attnsim.applications.z3prog import prove_for_all_inputs
+from attnsim.constructions.z3prog import prove_for_all_inputs
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.bind import bind_program

@@ -11,15 +11,17 @@ import numpy as np
 import pytest
 
 from attnsim import lemmas
-from attnsim.lemmas.construction import Construction
+from attnsim.constructions.construction import Construction
+from attnsim.constructions.softmax.spec import SOFTMAX
+from attnsim.constructions.transpose.spec import TRANSPOSE
 from attnsim.proofs import decoding, z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
-from attnsim.symbolic import specs
 from attnsim.symbolic.execute import Enumeration
 from attnsim.symbolic.program_equals_spec import prove_program_equals_spec
+from attnsim.symbolic.spec_language import Spec
 
 R, CC = C.Size("r"), C.Size("c")
 
@@ -61,7 +63,7 @@ def test_a_hint_cannot_skip_a_selected_key_through_an_undefined_witness() -> Non
         lambda *o, backend="numpy": o[0],
         intents=[it],
         exact=False,
-        specification=specs.SOFTMAX.at(rows=R, cols=CC, heads=1),
+        specification=SOFTMAX.at(rows=R, cols=CC, heads=1),
     )
     _refused(con)
 
@@ -79,7 +81,7 @@ def test_overlapping_input_blocks_are_refused() -> None:
         Layout.of(a, b, out),
         ("A", "B"),
         lambda x, z, backend="numpy": x.T,
-        specification=specs.TRANSPOSE.at(rows=R, cols=CC, heads=1),
+        specification=TRANSPOSE.at(rows=R, cols=CC, heads=1),
     )
     assert "overlap" in _refused(con)
 
@@ -90,7 +92,7 @@ def test_a_size_named_like_an_internal_variable_is_not_captured() -> None:
     base = lemmas.matmul(R, k, CC)
     mean = base.program.inner  # type: ignore[attr-defined]
     y = C.apply("scale", C.aggregate(mean.selector, C.apply("scale", mean.values, params=(w,))), params=(k,))
-    weird = specs.Spec(
+    weird = Spec(
         "weird",
         ("A", "B"),
         ("rows", "inner", "cols", "heads"),
@@ -125,7 +127,7 @@ def test_a_declared_minimum_is_enforced_by_bind() -> None:
 def test_a_spec_sum_of_negative_length_is_refused() -> None:
     """Sum_{l < c - 2} 1 is c - 2 to SymPy but 0 to range() at c = 1."""
     base = lemmas.transpose(R, CC)
-    spec = specs.Spec(
+    spec = Spec(
         "t",
         ("A",),
         ("rows", "cols", "heads"),
@@ -142,7 +144,7 @@ def test_one_and_x_is_the_truth_of_x() -> None:
     base = lemmas.transpose(R, CC)
     out = base.layout["out"]
     w = C.imap(lambda p: E.Const(1) & (out.coords(p)[2] % 3), C.indices)
-    spec = specs.Spec(
+    spec = Spec(
         "t",
         ("A",),
         ("rows", "cols", "heads"),
@@ -171,7 +173,7 @@ def test_the_output_shape_must_be_the_specs() -> None:
         Layout.of(a, out),
         ("A",),
         lambda x, backend="numpy": np.swapaxes(x, 1, 2),
-        specification=specs.TRANSPOSE.at(rows=R, cols=CC, heads=h),
+        specification=TRANSPOSE.at(rows=R, cols=CC, heads=h),
     )
     assert "shape" in _refused(con)
 

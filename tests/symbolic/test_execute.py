@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from attnsim import lemmas
-from attnsim.lemmas.construction import Construction
+from attnsim.constructions.construction import Construction
+from attnsim.constructions.transpose.spec import TRANSPOSE
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Block, Layout
-from attnsim.symbolic import specs
 from attnsim.symbolic.execute import Enumeration
 from attnsim.symbolic.program_equals_spec import prove_program_equals_spec
 
@@ -46,7 +46,7 @@ def _transpose(source: Source) -> Construction:
         ("A",),
         lambda x, backend="numpy": x.T,
         intents=[intent],
-        specification=specs.TRANSPOSE.at(rows=R, cols=CC, heads=1),
+        specification=TRANSPOSE.at(rows=R, cols=CC, heads=1),
     )
 
 
@@ -239,7 +239,7 @@ def test_the_public_api_of_the_proofs_issue() -> None:
 
 def test_a_wrong_spec_fails_against_the_reference() -> None:
     """The spec is checked on its own: a transpose spec that forgets to swap disagrees with NumPy."""
-    wrong = dataclasses.replace(specs.TRANSPOSE, entry=lambda alg, ops, h, i, j, sz: ops["A"][h, i, j])
+    wrong = dataclasses.replace(TRANSPOSE, entry=lambda alg, ops, h, i, j, sz: ops["A"][h, i, j])
     rows, cols = C.Size("rows"), C.Size("cols")
     con = dataclasses.replace(lemmas.transpose(3, 3), specification=wrong.at(rows=rows, cols=cols, heads=1))
     a = np.arange(9).reshape(3, 3)

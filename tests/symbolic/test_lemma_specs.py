@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from attnsim import lemmas
-from attnsim.lemmas.construction import Construction
+from attnsim.constructions.construction import Construction
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.symbolic.program_equals_spec import prove_program_equals_spec

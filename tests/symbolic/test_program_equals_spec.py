@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from attnsim import lemmas
-from attnsim.lemmas.construction import Construction
+from attnsim.constructions.construction import Construction
 from attnsim.proofs import z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C

@@ -11,8 +11,8 @@ import sympy as sp
 from attnsim import catalog
 from attnsim.proofs import registry
 from attnsim.proofs.solver_work import NodeBudgetExceeded
-from attnsim.simulator import congruence
 from attnsim.symbolic import sympy_work
+from attnsim.universal import congruence
 from attnsim.verify.runner import run_inline
 
 

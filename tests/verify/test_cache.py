@@ -216,7 +216,7 @@ def _coq_dir(root: Path) -> Path:
 def test_every_coq_source_is_in_every_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The .v files of the directory coq_sources() resolves (here through $ATTNSIM_COQ_DIR) are in the
     key of an obligation and of a mutant: a byte changed or a file added changes both."""
-    from attnsim.lemmas.kernel import coq_sources
+    from attnsim.constructions.kernel import coq_sources
 
     coq = _coq_dir(tmp_path / "coq")
     monkeypatch.setenv("ATTNSIM_COQ_DIR", str(coq))

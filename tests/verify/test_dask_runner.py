@@ -1,7 +1,9 @@
-"""`verify --scheduler` (issue 16): obligations and mutants on a Dask cluster of 2 worker processes.
+"""`verify --scheduler`: obligations and mutants on a Dask cluster of 2 worker processes, each
+Dask task running its checks on the one process pool of its worker.
 
 One LocalCluster serves the whole module (starting one takes seconds).  Test obligations are
-closures made inside the tests, so that Dask ships them to the workers by value.
+closures made inside the tests, so that Dask ships them to the workers by value; registered ones
+travel by id, looked up on a worker after the catalogue's ``load`` (the ``setup`` passed along).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from attnsim import catalog
 from attnsim.cli.main import main
 from attnsim.proofs import registry
 from attnsim.proofs.obligation import Obligation, Outcome, Result
@@ -43,14 +46,15 @@ def _rows(results: list[Result]) -> list[tuple[str, str, str]]:
 
 
 def test_cluster_gives_the_local_rows(client: Any) -> None:
-    """Same (id, method, status) rows as the local forked pool, on a subset with every method."""
+    """Same (id, method, status) rows and Z3 units as the local pool, on a subset with every method."""
     obs = registry.select("transpose/") + registry.select("rasp/z3-parametric/") + registry.select("match2/")
     local = run_budgeted(obs, jobs=2)
     seen: list[int] = []
     remote = dask_runner.run_obligations(
-        client, obs, [timeout_for(o, None) for o in obs], on_done=lambda i, r: seen.append(i)
+        client, obs, [timeout_for(o, None) for o in obs], on_done=lambda i, r: seen.append(i), setup=catalog.load
     )
     assert _rows(remote) == _rows(local)
+    assert [r.units for r in remote] == [r.units for r in local] and sum(r.units for r in local) > 0
     assert sorted(seen) == list(range(len(obs)))  # streamed: every result reported once, as it arrived
 
 
@@ -79,9 +83,9 @@ def _waits(t: float) -> Outcome:
 
 
 def test_a_timeout_on_a_worker_is_unknown_and_the_worker_goes_on(client: Any) -> None:
-    """The hard timeout holds on a worker, in the slot's CPU seconds as in the local pool: a check
-    computing past it is killed, unknown (never proved), the next ones run; one that waits off the
-    CPU longer than its timeout is not stopped."""
+    """The hard timeout holds on a worker, in the CPU seconds of its pool's process as in the local
+    pool: a check computing past it is killed, unknown (never proved), the next ones run; one that
+    waits off the CPU longer than its timeout is not stopped."""
     obs = [
         Obligation("t/z3-parametric/slow", "t", "x", "z3-parametric", lambda t: _spin(60.0)),
         Obligation("t/exact/dies", "t", "x", "exact", lambda t: os._exit(3)),  # type: ignore[arg-type,return-value]
@@ -104,7 +108,7 @@ def test_a_killed_worker_has_its_obligations_rerun_elsewhere(client: Any, tmp_pa
         if attempts.read_text() != "x":
             return Outcome.good("second attempt")
         parent = os.getppid()
-        for _ in range(600):  # until this worker is killed (then our parent, its forkserver, goes too)
+        for _ in range(600):  # until the Dask worker is killed (this pool process dies with it)
             if os.getppid() != parent:
                 break
             time.sleep(0.1)
@@ -136,7 +140,7 @@ def test_resume_on_the_cluster_after_an_interruption(client: Any, tmp_path: Path
     from attnsim.verify.cache import ResultCache
 
     obs = registry.select("transpose/exact/")
-    fresh = Campaign(client, cache=ResultCache(tmp_path / "a"), resume=True).obligations(obs)
+    fresh = Campaign(client, cache=ResultCache(tmp_path / "a"), resume=True, setup=catalog.load).obligations(obs)
     finished: list[str] = []
 
     def stop(r: Result) -> None:
@@ -145,8 +149,10 @@ def test_resume_on_the_cluster_after_an_interruption(client: Any, tmp_path: Path
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        Campaign(client, cache=ResultCache(tmp_path / "b"), resume=True).obligations(obs, on_done=stop)
-    camp = Campaign(client, cache=ResultCache(tmp_path / "b"), resume=True)
+        Campaign(client, cache=ResultCache(tmp_path / "b"), resume=True, setup=catalog.load).obligations(
+            obs, on_done=stop
+        )
+    camp = Campaign(client, cache=ResultCache(tmp_path / "b"), resume=True, setup=catalog.load)
     again = camp.obligations(obs)
     assert camp.cache is not None and camp.cache.reused >= 2 and camp.ran == len(obs) - camp.cache.reused
     assert _rows(again) == _rows(fresh)
@@ -156,7 +162,7 @@ def test_mutants_shard_over_the_cluster_as_locally(client: Any) -> None:
     """Mutation testing by (construction, mutant) tasks: the same verdicts as the local forked pool."""
     (job,) = plan("transpose/", max_mutants=3)
     local = run_jobs([job], workers=2, timeout=5)
-    remote = Campaign(client).mutants([job], 5)
+    remote = Campaign(client, setup=catalog.load).mutants([job], 5)
     verdict = lambda r: (r.mutant.description, r.killed, r.by, r.equivalent, r.claim_only)
     assert [verdict(r) for r in remote] == [verdict(r) for r in local]
     assert all(r.killed for r in remote)

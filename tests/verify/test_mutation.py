@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnsim.cli.main import main
-from attnsim.lemmas.checks import exact_check, sympy_check
-from attnsim.lemmas.construction import Construction
-from attnsim.lemmas.matmul import matmul
-from attnsim.lemmas.transpose import transpose
+from attnsim.constructions.checks import exact_check, sympy_check
+from attnsim.constructions.construction import Construction
+from attnsim.constructions.matmul.program import matmul
+from attnsim.constructions.transpose.program import transpose
 from attnsim.proofs import registry, z3sel
 from attnsim.proofs.obligation import Obligation, Outcome
 from attnsim.rasp import core as C
@@ -41,7 +41,7 @@ def test_transpose_sites_cover_every_operator_kind() -> None:
     ops = {m.op.split(":")[0] for m in ms}
     assert {"offset", "expr", "cmp", "kq-swap"} <= ops
     assert len({m.description for m in ms}) == len(ms), "descriptions must be distinct"
-    assert all(m.description.startswith("transpose.py:") for m in ms)
+    assert all(m.description.startswith("transpose/program.py:") for m in ms)
 
 
 def test_matmul_sites_include_the_constant_k() -> None:
@@ -213,7 +213,7 @@ def test_cli_survivor_exits_nonzero(monkeypatch: pytest.MonkeyPatch, capsys: pyt
 def test_maxmin_swap_is_equivalent_only_given_the_even_width() -> None:
     """MaxMin's partner map is an involution when the row length is even (the factory's domain,
     the intent's assumption): keys and queries swapped is proven equivalent under it, never without."""
-    from attnsim.lemmas.maxmin import maxmin
+    from attnsim.constructions.maxmin.program import maxmin
 
     def make() -> Construction:
         return maxmin(4, rows=2)
@@ -234,7 +234,7 @@ def test_maxmin_swap_is_equivalent_only_given_the_even_width() -> None:
 def test_token_selector_swap_is_a_bounded_proof_and_a_flip_is_killed() -> None:
     """Match2's x_k + x_q = 0 (mod p) is symmetric: the swap is proven for all integer tokens, and
     labelled BOUNDED in p (Z3 cannot decide mod by a symbolic p); a flipped comparison is killed."""
-    from attnsim.applications.match import match2
+    from attnsim.constructions.match2.program import match2
 
     def make() -> Construction:
         return match2(3, 3)
@@ -252,7 +252,7 @@ def test_token_selector_swap_is_a_bounded_proof_and_a_flip_is_killed() -> None:
 def test_the_bounded_equivalence_is_decided_by_solver_work_not_the_wall_clock() -> None:
     """The bounded per-size fallback is budgeted in Z3 units: with the wall clock racing (a very busy
     machine) it proves what it proves on an idle one."""
-    from attnsim.applications.match import match2
+    from attnsim.constructions.match2.program import match2
 
     sel: Any = match2(3, 3).program.selector  # type: ignore[attr-defined]
     swapped = C.Select(sel.queries, sel.keys, sel.cmp)
@@ -304,7 +304,7 @@ def test_the_pool_gives_a_mutant_its_budget_in_cpu_seconds(monkeypatch: pytest.M
 def test_a_map_read_only_by_a_selector_is_proven_through_the_selector() -> None:
     """k-PARITY's mask with 'else' value -1 instead of 0 is unchanged for the selector mask == 1:
     equivalent via the selector; an 'if' value 2 instead of 1 is killed."""
-    from attnsim.applications.kparity import sparse_parity
+    from attnsim.constructions.parity.program import sparse_parity
 
     def make() -> Construction:
         return sparse_parity(7, (0, 3, 5))
@@ -385,7 +385,7 @@ def test_a_moved_scratch_block_is_equivalent_by_the_spec_only_with_an_all_sizes_
     """consumer-matmul's product grid P moved by one (program and intents agree, P holds no operand and
     no output): equivalent only because an all-sizes obligation proved the mutated build = spec and
     every instance is that build bound; with exact checks alone it survives."""
-    from attnsim.lemmas import forms
+    from attnsim.constructions.forms import program as forms
     from attnsim.symbolic.program_equals_spec import spec_obligation
 
     make = lambda: forms.consumer_matmul(2, 3, 4, 2)

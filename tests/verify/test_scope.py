@@ -128,3 +128,19 @@ def test_a_paper_result_is_not_evaluated_from_part_of_its_obligations() -> None:
     assert scope == NOT_EVALUATED and "the construction" not in why, why
     ((_, scope, _),) = scope_by_result([ran(a, "failed")], unrun=[a2, b])
     assert scope == "NOT VERIFIED"
+
+
+def test_kernel_label_says_fixed_size_for_a_construction_of_one_size() -> None:
+    """The 3 x 3 determinant's kernel row quantifies over no size: "fixed size, kernel-checked", not
+    "all sizes"; a kernel row over sizes is "all sizes, kernel-checked"; a variant's labels nothing."""
+    from attnsim.proofs.obligation import KernelFacts
+
+    def kern(cid: str, registered: bool, sizes: tuple[str, ...]) -> Result:
+        facts = KernelFacts(("t",), (), registered, sizes)
+        return Result(f"{cid}/kernel/T", cid, "ref", "kernel", None, "proved", 0.1, "", kernel=facts)
+
+    inst = Result("det3/z3-instance/sum", "det3", "ref", "z3-instance", None, "proved", 0.1, "")
+    rows = {n: s for n, s, _ in scope_summary([kern("det3", True, ()), inst, kern("t", True, ("rows",))])}
+    assert rows == {"det3": "fixed size, kernel-checked", "t": "all sizes, kernel-checked"}
+    ((_, scope, _),) = scope_summary([kern("det3", False, ()), inst])
+    assert scope == "fixed instances"

@@ -6,8 +6,11 @@ an independent textbook NumPy formula, and a spec made wrong (beyond a size cons
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -15,22 +18,38 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import attnsim
 from attnsim.cli.main import main
+from attnsim.constructions.det_n.spec import ITERATION
+from attnsim.constructions.softmax import reference as softmax_reference
+from attnsim.constructions.softmax.spec import SOFTMAX
 from attnsim.proofs import registry
-from attnsim.symbolic import specs
+from attnsim.symbolic.spec_language import Spec
 from attnsim.verify import spec_check as SC
-from attnsim.verify import spec_references as ref
 from attnsim.verify.spec_cases import CASES, SpecCase
+
+PACKAGE = Path(attnsim.__file__).parent
 
 
 def _case(attr: str) -> SpecCase:
     return next(c for c in CASES if c.spec_attr == attr)
 
 
+def _spec_module(attr: str) -> ModuleType:
+    """The folder's spec module declaring ``attr`` (where a test replaces it)."""
+    return importlib.import_module(_case(attr).spec_module)
+
+
+def _spec_modules() -> list[ModuleType]:
+    """Every folder's ``spec.py`` (the constructions' and U's)."""
+    paths = [*sorted(PACKAGE.glob("constructions/*/spec.py")), PACKAGE / "universal" / "spec.py"]
+    return [importlib.import_module(".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts)) for p in paths]
+
+
 def test_every_spec_has_its_independent_check() -> None:
-    """No specification of attnsim.symbolic.specs is left unchecked; every check is registered."""
-    declared = {name for name, v in vars(specs).items() if isinstance(v, specs.Spec)}
-    assert declared == {c.spec_attr for c in CASES}
+    """No specification of any folder's spec.py is left unchecked; every check is registered."""
+    declared = {(m.__name__, name) for m in _spec_modules() for name, v in vars(m).items() if isinstance(v, Spec)}
+    assert declared == {(c.spec_module, c.spec_attr) for c in CASES}
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
     registered = {o.id: o for o in registry.all_obligations()}
@@ -48,7 +67,7 @@ def test_every_spec_equals_its_textbook_formula(case: SpecCase) -> None:
         assert res.largest[s] >= top - 1, (s, res.largest)
 
 
-def _times_when(base: specs.Spec, size: str, bound: int, factor: Callable[[Any], Any]) -> specs.Spec:
+def _times_when(base: Spec, size: str, bound: int, factor: Callable[[Any], Any]) -> Spec:
     """``base`` times ``factor(size)`` where size > bound (through the spec's own branch, alg.if_less)."""
 
     def entry(alg: Any, ops: Mapping[str, Any], h: Any, i: Any, j: Any, sz: Mapping[str, Any]) -> Any:
@@ -61,8 +80,9 @@ def _times_when(base: specs.Spec, size: str, bound: int, factor: Callable[[Any],
 def test_a_wrong_matmul_factor_beyond_70_fails_naming_the_size(monkeypatch: pytest.MonkeyPatch) -> None:
     """Lemma (matmul): the spec times (k+1)/k when inner > 70 (what a program written with the same
     factor would be proved equal to) fails, at an inner beyond 70, naming spec, size and entry."""
-    wrong = _times_when(specs.MATMUL, "inner", 70, lambda k: (k + 1) / k)
-    monkeypatch.setattr(specs, "MATMUL", wrong)
+    matmul_spec = _spec_module("MATMUL")
+    wrong = _times_when(matmul_spec.MATMUL, "inner", 70, lambda k: (k + 1) / k)
+    monkeypatch.setattr(matmul_spec, "MATMUL", wrong)
     case = _case("MATMUL")
     assert 70 in SC.spec_constants(case, [{"rows": 2, "inner": 2, "cols": 2, "heads": 1}])
     out = SC.spec_check(case)(10.0)
@@ -74,7 +94,8 @@ def test_a_wrong_matmul_factor_beyond_70_fails_naming_the_size(monkeypatch: pyte
 
 def test_a_wrong_factor_beyond_any_random_size_is_found_at_its_constant(monkeypatch: pytest.MonkeyPatch) -> None:
     """A factor wrong only beyond 300 (no random size reaches it): found at the constant + 1."""
-    monkeypatch.setattr(specs, "MATMUL", _times_when(specs.MATMUL, "inner", 300, lambda k: (k + 1) / k))
+    matmul_spec = _spec_module("MATMUL")
+    monkeypatch.setattr(matmul_spec, "MATMUL", _times_when(matmul_spec.MATMUL, "inner", 300, lambda k: (k + 1) / k))
     out = SC.spec_check(_case("MATMUL"))(10.0)
     assert out.ok is False and "inner=301" in out.detail
 
@@ -84,7 +105,8 @@ def test_verify_exits_1_naming_the_spec_obligation(
 ) -> None:
     """`attnsim verify` on the spec obligation: exit 1, the row failed with the mismatch (the pool's
     workers are forked: they see the replaced spec)."""
-    monkeypatch.setattr(specs, "MATMUL", _times_when(specs.MATMUL, "inner", 70, lambda k: (k + 1) / k))
+    matmul_spec = _spec_module("MATMUL")
+    monkeypatch.setattr(matmul_spec, "MATMUL", _times_when(matmul_spec.MATMUL, "inner", 70, lambda k: (k + 1) / k))
     assert main(["verify", "--only", "matmul/numeric/spec-independent", "--json", "-j", "1"]) == 1
     rows = json.loads(capsys.readouterr().out)
     assert [(r["id"], r["status"]) for r in rows] == [("matmul/numeric/spec-independent", "failed")]
@@ -104,7 +126,7 @@ def _softmax_over_one_less(alg: Any, ops: Mapping[str, Any], h: Any, i: Any, j: 
     return alg.if_less(1, sz["cols"], lambda: alg.exp(ops["A"][h, i, j]) / den, lambda: 1)
 
 
-_ITERATION = specs.ITERATION.entry  # the right entry, read before any test replaces the spec
+_ITERATION = ITERATION.entry  # the right entry, read before any test replaces the spec
 
 
 def _iteration_over_k(alg: Any, ops: Mapping[str, Any], h: Any, i: Any, j: Any, sz: Mapping[str, Any]) -> Any:
@@ -129,14 +151,16 @@ WRONG: dict[str, tuple[str, Any]] = {
 def test_each_wrong_spec_fails(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutations of several specs, each caught by its independent check."""
     attr, entry = WRONG[name]
-    monkeypatch.setattr(specs, attr, dataclasses.replace(getattr(specs, attr), entry=entry))
+    module = _spec_module(attr)
+    monkeypatch.setattr(module, attr, dataclasses.replace(getattr(module, attr), entry=entry))
     out = SC.spec_check(_case(attr))(10.0)
     assert out.ok is False and "is not the textbook formula" in out.detail
 
 
 def test_an_encoder_layer_wrong_beyond_d_12_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """Theorem 6's spec (ENCODER_LAYER) scaled by 1.001 when d_model > 12: found at d = 13."""
-    monkeypatch.setattr(specs, "ENCODER_LAYER", _times_when(specs.ENCODER_LAYER, "d", 12, lambda d: 1.001))
+    layer_spec = _spec_module("ENCODER_LAYER")
+    monkeypatch.setattr(layer_spec, "ENCODER_LAYER", _times_when(layer_spec.ENCODER_LAYER, "d", 12, lambda d: 1.001))
     case = _case("ENCODER_LAYER")
     assert 12 in SC.spec_constants(case, [dict.fromkeys(case.spec.sizes, 2)])
     out = SC.spec_check(case)(10.0)
@@ -157,8 +181,8 @@ def test_softmax_spec_and_reference_agree_on_random_rows(rows: int, cols: int, h
     """Lemma 3 (softmax): hypothesis over small shapes (the obligation covers the large ones)."""
     rng = np.random.default_rng(seed)
     a = rng.normal(0, 3, size=(heads, rows, cols))
-    got = specs.SOFTMAX.at(rows=rows, cols=cols, heads=heads).evaluate({"A": a}, int)
-    assert np.allclose(got, ref.softmax({"A": a}, {}), rtol=1e-9, atol=1e-12)
+    got = SOFTMAX.at(rows=rows, cols=cols, heads=heads).evaluate({"A": a}, int)
+    assert np.allclose(got, softmax_reference.softmax({"A": a}, {}), rtol=1e-9, atol=1e-12)
 
 
 def test_the_size_plan_covers_constants_and_large_values() -> None:

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnsim.lemmas.checks import exact_check
-from attnsim.lemmas.construction import Construction, sized
+from attnsim.constructions.checks import exact_check
+from attnsim.constructions.construction import Construction, sized
 from attnsim.proofs import z3sel
 from attnsim.proofs.obligation import Obligation
 from attnsim.rasp import core as C

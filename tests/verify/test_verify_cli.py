@@ -89,35 +89,6 @@ def test_pool_survives_timeouts_and_dead_workers() -> None:
     assert "worker died" in res[1].detail
 
 
-def _answer_after(conn: object, busy: float, idle: float) -> None:
-    """A child: ``busy`` CPU seconds, ``idle`` seconds off the CPU, then an answer on ``conn``."""
-    _spin(busy)
-    time.sleep(idle)
-    conn.send("done")  # type: ignore[attr-defined]
-
-
-@pytest.mark.parametrize(("busy", "idle", "answered"), [(0.0, 1.5, True), (3.0, 0.0, False)])
-def test_a_child_is_timed_by_its_cpu_seconds(busy: float, idle: float, answered: bool) -> None:
-    """The clock every runner stops a check by (the local pool, the mutation pool, a Dask slot and a
-    Dask mutant): a child that waits off the CPU past its 0.3 s limit is waited for (a busy machine
-    keeps every check waiting), one that computes past it is stopped; wall time is the net only."""
-    import multiprocessing as mp
-
-    from attnsim.verify.runner import ChildClock, await_answer
-
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_answer_after, args=(child, busy, idle), daemon=True)
-    proc.start()
-    try:
-        assert await_answer(parent, ChildClock(proc.pid or 0, 0.3)) is answered
-        if answered:
-            assert parent.recv() == "done"
-    finally:
-        proc.kill()
-        proc.join()
-
-
 def test_each_obligation_has_its_own_limit_and_the_largest_start_first() -> None:
     """Issue 27: one pool, a limit per obligation (its own ``budget`` or its method's): a long proof
     with a large budget finishes while a short-budget one that runs as long is stopped; the

@@ -1,23 +1,19 @@
-"""The local pool: every mutant in its own forked worker, under a budget of its CPU seconds (a wall
-clock net of :data:`~attnsim.verify.runner.WALL_NET_FACTOR` times it); then the kills confirmed.
+"""Mutants on the process pool: each in a worker of its own, within a budget of its CPU seconds;
+then the kills confirmed.
 
 The obligation that killed is re-run on the unmutated construction, and a kill only counts when it
 passes there."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
-import time
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection
 from typing import Any
 
 from attnsim.proofs.obligation import Obligation
+from attnsim.verify import pool
 from attnsim.verify.mutation.plan import Job, mutant_budget
-from attnsim.verify.mutation.run import MutantCause, MutantResult, _child
-from attnsim.verify.runner import ChildClock, run_all
-from attnsim.verify.sigint import children_deaf_to_sigint
+from attnsim.verify.mutation.run import MutantCause, MutantResult, mutant_task
+from attnsim.verify.runner import run_all
 
 
 def run_jobs(
@@ -27,53 +23,43 @@ def run_jobs(
     on_done: Callable[[MutantResult], None] | None = None,
     confirm: bool = True,
 ) -> list[MutantResult]:
-    """Run every mutant in forked workers; then (``confirm``) check that each killer passes on the original."""
-    workers = workers or os.cpu_count() or 1
-    ctx = mp.get_context("fork")
+    """Run every mutant on the process pool (:func:`attnsim.verify.pool.run`, ``workers`` workers),
+    each in a worker process of its own (a mutant changes what its process builds), killed past
+    :func:`~attnsim.verify.mutation.plan.mutant_budget` CPU seconds; then (``confirm``) check that
+    each killer passes on the original.  Results in input order."""
     todo = [(job, m) for job in jobs for m in job.mutants]
     results: dict[int, MutantResult] = {}
-    pending = list(enumerate(todo))
-    running: dict[int, tuple[Any, Connection, ChildClock, float]] = {}
-    while pending or running:
-        while pending and len(running) < workers:
-            idx, (job, m) = pending.pop(0)
-            if not job.obligations:
-                results[idx] = MutantResult(m, False, None, False, None, "no obligations registered")
-                if on_done:
-                    on_done(results[idx])
-                continue
-            parent, child = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(m, job.obligations, job.example, timeout, child), daemon=True)
-            with children_deaf_to_sigint():  # Ctrl-C reaches the parent only, which stops the children
-                proc.start()
-            child.close()
-            budget = mutant_budget(job, timeout)
-            running[idx] = (proc, parent, ChildClock(proc.pid or 0, budget), budget)
-        done = []
-        for idx, (proc, conn, clock, budget) in running.items():
-            m = todo[idx][1]
-            elapsed = clock.wall()
-            if conn.poll():
-                try:
-                    killed, by, eq, proof, detail, applied, claim, cause = conn.recv()
-                    r = MutantResult(m, killed, by, eq, proof, detail, elapsed, applied, claim, cause)
-                except EOFError:
-                    r = _lost(m, f"worker died (exit {proc.exitcode})", "worker lost", elapsed)
-                done.append((idx, r))
-            elif not proc.is_alive():
-                done.append((idx, _lost(m, f"worker died (exit {proc.exitcode})", "worker lost")))
-            elif clock.over():
-                proc.kill()
-                done.append((idx, _lost(m, f"worker over budget ({budget:.0f} s)", "over budget")))
-        for idx, r in done:
-            proc, conn, _, _ = running.pop(idx)
-            conn.close()
-            proc.join(timeout=1)
-            results[idx] = r
-            if on_done:
-                on_done(r)
-        if not done:
-            time.sleep(0.002)
+
+    def finish(i: int, r: MutantResult) -> None:
+        results[i] = r
+        if on_done:
+            on_done(r)
+
+    runnable = []
+    for i, (job, m) in enumerate(todo):
+        if job.obligations:
+            runnable.append(i)
+        else:
+            finish(i, MutantResult(m, False, None, False, None, "no obligations registered"))
+    budgets = [mutant_budget(todo[i][0], timeout) for i in runnable]
+    tasks = [
+        pool.Task(mutant_task, (todo[i][1], todo[i][0].obligations, todo[i][0].example, timeout), b)
+        for i, b in zip(runnable, budgets, strict=True)
+    ]
+
+    def done(d: pool.Done) -> None:
+        i, m = runnable[d.index], todo[runnable[d.index]][1]
+        if d.ended == "returned":
+            killed, by, eq, proof, detail, applied, claim, cause = d.value
+            finish(i, MutantResult(m, killed, by, eq, proof, detail, d.seconds, applied, claim, cause))
+        elif d.ended == "timeout":
+            finish(i, _lost(m, f"worker over budget ({budgets[d.index]:.0f} s)", "over budget", d.seconds))
+        elif d.ended == "died":
+            finish(i, _lost(m, f"worker died ({d.detail})", "worker lost", d.seconds))
+        else:
+            finish(i, _lost(m, f"worker error {d.detail}", "worker error", d.seconds))
+
+    pool.run(tasks, workers, done, max_tasks_per_worker=1)
     out = [results[i] for i in range(len(todo))]
     if confirm:
         confirm_killers(out, jobs, timeout, lambda obs, t: run_all(obs, jobs=workers, timeout=t))

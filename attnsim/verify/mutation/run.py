@@ -1,10 +1,11 @@
 """Running one mutant: its obligations cheapest first, the kill rule, then the equivalence proofs.
 
-Each mutant runs in its own forked process; its construction's obligations (ids
-``<construction>/...``) run cheapest first (exact, numeric, sympy, then Z3; large instances
-last) until one fails or errors: the mutant is *killed* by it.  An ``unknown`` never kills.  A
-refutation with the program unchanged (only an intent changed) is *claim only*, not a kill.  A
-surviving mutant is *equivalent* only with a proof (:mod:`attnsim.verify.mutation.equivalence`)."""
+Each mutant runs in a process of its own (:mod:`attnsim.verify.mutation.pool`); its
+construction's obligations (ids ``<construction>/...``) run cheapest first (exact, numeric, sympy,
+then Z3; large instances last) until one fails or errors: the mutant is *killed* by it.  An
+``unknown`` never kills.  A refutation with the program unchanged (only an intent changed) is
+*claim only*, not a kill.  A surviving mutant is *equivalent* only with a proof
+(:mod:`attnsim.verify.mutation.equivalence`)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from typing import Any, Literal
 
-from attnsim.lemmas.construction import Construction
+from attnsim.constructions.construction import Construction
 from attnsim.proofs import solver_work, z3sel
 from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation, Outcome
@@ -283,14 +283,15 @@ def _quiet_timeouts(hook_args: Any) -> None:
         sys.__unraisablehook__(hook_args)
 
 
-def _child(m: Mutant, obs: Sequence[Obligation], example: Callable[[], Any], timeout: float, conn: Connection) -> None:
+def mutant_task(m: Mutant, obs: Sequence[Obligation], example: Callable[[], Any], timeout: float) -> tuple[Any, ...]:
+    """One mutant, in a worker process of its own: (killed, by, equivalent, proof, detail, applied,
+    claim_only, cause); its own failure is told as :func:`worker_error`, never raised."""
     sys.unraisablehook = _quiet_timeouts
     try:
         r = run_mutant(m, obs, example, timeout)
-        conn.send((r.killed, r.by, r.equivalent, r.proof, r.detail, r.applied, r.claim_only, r.cause))
-    except BaseException as exc:  # report, never hang the parent
-        conn.send(worker_error(exc))
-    conn.close()
+        return (r.killed, r.by, r.equivalent, r.proof, r.detail, r.applied, r.claim_only, r.cause)
+    except BaseException as exc:  # an alarm landing outside a check, among others: told, never raised
+        return worker_error(exc)
 
 
 def worker_error(exc: BaseException) -> tuple[Any, ...]:

@@ -45,12 +45,16 @@ def _caller_site(kind: str) -> Site | None:
 
 
 def _portable(filename: str) -> str:
-    """A site's file, relative to the package when it is inside it (attnsim/lemmas/matmul.py): the same
-    on every worker, whether attnsim is imported from a checkout or from an installed copy."""
+    """A site's file, relative to the package when it is inside it (attnsim/constructions/matmul/program.py):
+    the same on every worker, whether attnsim is imported from a checkout or from an installed copy."""
     norm = filename.replace(os.sep, "/")
     ix = norm.rfind("/attnsim/")
     return norm[ix + 1 :] if ix >= 0 else norm
 
 
 def _where(site: Site) -> str:
-    return f"{os.path.basename(site[0])}:{site[1]}"
+    """``file:line`` of a site, the file named with its construction's folder when it is in one
+    (``matmul/program.py:45``: every folder has a ``program.py``), else by its base name."""
+    parts = site[0].split("/")
+    shown = "/".join(parts[-2:]) if parts[:2] == ["attnsim", "constructions"] and len(parts) > 3 else parts[-1]
+    return f"{shown}:{site[1]}"

@@ -8,12 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from attnsim.constructions.construction import Construction
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.verify.mutation.generate import Mutator
 
 
-def _instance(con: Any) -> tuple[str, tuple[tuple[str, int], ...]]:
+def _instance(con: Construction) -> tuple[str, tuple[tuple[str, int], ...]]:
     return (E.render(con.layout.length), tuple(sorted(con.sizes.items())))
 
 

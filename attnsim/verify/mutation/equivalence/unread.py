@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from attnsim.constructions.construction import Construction
 from attnsim.proofs import solver_work, z3sel
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -123,7 +124,7 @@ def unread_changes(hook: Mutator, built: Sequence[Any], timeout: float) -> tuple
 
 
 def _unread_in(
-    con: Any, program: C.RASPExpr, log: Sequence[Applied], timeout: float, fixed: bool
+    con: Construction, program: C.RASPExpr, log: Sequence[Applied], timeout: float, fixed: bool
 ) -> tuple[bool, str, int]:
     """One Construction: (proved, why not, attention reads proven clean).  ``fixed``: the taints are
     enumerated on the instance's positions (its sizes); else formulas over symbolic sizes, by Z3."""

@@ -1,0 +1,1 @@
+"""det(n) and inverse(n) by Faddeev-LeVerrier, and its steps (trace, Frobenius, iteration)."""

@@ -1,0 +1,1 @@
+"""The Lipschitz / Hölder approximator: a piecewise-linear interpolation network."""

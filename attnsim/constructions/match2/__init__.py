@@ -1,0 +1,1 @@
+"""Match2: for each position, is there a partner whose sum with it is 0 mod p."""

@@ -1,0 +1,1 @@
+"""Lemma (matmul): a transformer multiplies two matrices (gather heads and a mean over the inner index)."""

@@ -1,0 +1,21 @@
+"""Activation ReLU: the textbook NumPy formula its spec is checked against.
+
+maximum(A, 0), whole arrays at once, the way a textbook (or NumPy's documentation) writes it,
+sharing no code with ``spec.py`` or the program: it imports NumPy and the shared helpers of
+:mod:`attnsim.constructions.textbook` only (``tests/test_layering.py`` checks it).  Operands come as
+the spec reads them (``ops[name]``: (stack, rows, cols), or (rows, cols) for one matrix); the result
+has the spec's output shape (stack, rows, cols).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnsim.constructions.textbook import Operands, Sizes, three
+
+
+def relu(ops: Operands, sz: Sizes) -> np.ndarray:
+    return np.maximum(three(ops["A"]), 0.0)
+
+
+__all__ = ["relu"]

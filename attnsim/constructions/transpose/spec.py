@@ -1,0 +1,32 @@
+"""Lemma (transpose): its independent specification.
+
+out[h, i, j] = A[h, j, i]: entry (h, i, j) of the result, the way a textbook does, in
+:mod:`attnsim.symbolic.spec_language`.  It reads nothing of the construction's program, layout or
+reference (``tests/test_layering.py`` checks that this module imports the spec language only); the
+program's all-sizes proof compares the program with it, and :mod:`attnsim.verify.spec_check`
+compares it with the textbook NumPy formula of ``reference.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from attnsim.symbolic.spec_language import Spec
+
+
+def _stack(sz: Mapping[str, Any]) -> Any:
+    return sz.get("heads", 1)
+
+
+TRANSPOSE = Spec(
+    "transpose",
+    ("A",),
+    ("rows", "cols", "heads"),
+    lambda sz: (_stack(sz), sz["cols"], sz["rows"]),
+    lambda alg, ops, h, i, j, sz: ops["A"][h, j, i],
+    "out[h, i, j] = A[h, j, i]",
+)
+
+
+__all__ = ["TRANSPOSE"]
