@@ -83,10 +83,12 @@ Definition layer_norm (w b : 'rV[R]_D) (X : 'M[R]_(N, D)) : 'M[R]_(N, D) :=
 Definition proj (W : 'I_H -> 'M[R]_(D, K)) (b : 'I_H -> 'rV[R]_K) (Z : 'M[R]_(N, D)) (t : 'I_H)
   : 'M[R]_(N, K) := block n k (\matrix_(i, c) (\sum_(j < D | (j < d)%N) Z i j * W t j c + b t 0 c)).
 
-(** Scaled scores plus the float mask: scale * q_i . k_key + additive i key. *)
+(** Scaled scores plus the float mask, added after scaling as torch does:
+    (scale * q_i . k_key) + additive i key.  The parentheses around the sum matter: without them
+    [scale P * \sum_(c) ... + additive M i key] parses as [scale P * (\sum_(c) ... + additive M i key)]. *)
 Definition scores (Z : 'M[R]_(N, D)) (t : 'I_H) : 'M[R]_(N, N) :=
   block n n (\matrix_(i, key)
-    (scale P * \sum_(c < K | (c < k)%N) proj (Wq P) (bq P) Z t i c * proj (Wk P) (bk P) Z t key c
+    (scale P * (\sum_(c < K | (c < k)%N) proj (Wq P) (bq P) Z t i c * proj (Wk P) (bk P) Z t key c)
      + additive M i key)).
 
 (** Row softmax over the keys a query may see (a hidden key is torch's -inf: exp gives 0). *)

@@ -11,8 +11,11 @@ of the Coq file.  :func:`params_from_torch` reads a torch module into the Coq re
 (row convention, weights transposed) with the capacity's padding filled with noise, which the
 layer must never read; :func:`mask_from_torch` merges torch's three masks into the record ``mask``.
 
-This is the evidence that the Coq statement is the layer torch runs: agreement with torch's slow
-path in float64 on the torch sweep's configurations (tests/proofs/test_coq_encoder_layer.py).
+The torch comparison (tests/proofs/test_coq_encoder_layer.py: agreement with torch's slow path in
+float64 on the torch sweep's configurations) is evidence about this Python transcription only, not
+about the Coq statement.  What ties the two is a hand review: :data:`ENCODER_LAYER_SHA256` pins
+the ``EncoderLayer.v`` this file was reviewed against line by line (the kernel gate's source check
+refuses any other), so editing either file forces a review of the two side by side.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ Fn = Callable[[float], float]
 Mat = np.ndarray
 
 NORMS = ("NoNorm", "PostNorm", "PreNorm")
+
+#: SHA-256 of the ``coq/EncoderLayer.v`` this transcription was reviewed against, line by line.
+#: Change it only together with a review of both files side by side.
+ENCODER_LAYER_SHA256 = "4c09ab13b4c7627118b153f3892ac2fc22084101ccf857c4c920d4a1061fa0c7"
 
 
 @dataclass(frozen=True)
@@ -286,7 +293,10 @@ def params_from_torch(module: Any, capacity: tuple[int, int, int, int, int], see
 def mask_from_torch(N: int, n: int, src_mask: Any = None, is_causal: bool = False, pad: Any = None,
                     seed: int = 1) -> Mask:  # fmt: skip
     """torch's ``src_mask`` (n, n; bool: True hides, float: added), ``is_causal`` and one sequence's
-    ``src_key_padding_mask`` (n,) merged into the record ``mask`` at N tokens (noise beyond n)."""
+    ``src_key_padding_mask`` (n,; bool: True hides, float: 0 or -inf) merged into the record
+    ``mask`` at N tokens (noise beyond n).  A -inf entry of a float mask hides its key (``blocked``,
+    additive 0 there: torch's exp(-inf) is 0, the record's softmax leaves the key out); any other
+    non-finite float entry, or a float key-padding entry other than 0 and -inf, raises ValueError."""
     rng = np.random.default_rng(seed)
     blocked = rng.random((N, N)) < 0.5
     additive = rng.normal(size=(N, N)) * 7.0
@@ -297,12 +307,23 @@ def mask_from_torch(N: int, n: int, src_mask: Any = None, is_causal: bool = Fals
         if m.dtype == bool:
             blocked[:n, :n] |= m
         else:
-            additive[:n, :n] = m
+            m = m.astype(np.float64)
+            hidden = np.isneginf(m)
+            if not np.all(np.isfinite(m) | hidden):
+                raise ValueError("src_mask: a float mask entry is NaN or +inf (only finite values and -inf are read)")
+            blocked[:n, :n] |= hidden
+            additive[:n, :n] = np.where(hidden, 0.0, m)
+    pad_hidden = None if pad is None else np.asarray(pad)
+    if pad_hidden is not None and pad_hidden.dtype != bool:
+        p = pad_hidden.astype(np.float64)
+        if not np.all((p == 0.0) | np.isneginf(p)):
+            raise ValueError("src_key_padding_mask: a float entry is neither 0 nor -inf (not transcribed)")
+        pad_hidden = np.isneginf(p)
     for i in range(n):
         for key in range(n):
             if is_causal and causal(i, key):
                 blocked[i, key] = True
-            if pad is not None and key_padding(np.asarray(pad), i, key):
+            if pad_hidden is not None and key_padding(pad_hidden, i, key):
                 blocked[i, key] = True
     return Mask(blocked, additive)
 
@@ -320,6 +341,7 @@ def with_params(layer: Layer, **kw: Any) -> Layer:
 
 
 __all__ = [
+    "ENCODER_LAYER_SHA256",
     "TRANSCRIBED",
     "Layer",
     "Mask",

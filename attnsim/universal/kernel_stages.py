@@ -45,6 +45,7 @@ from attnsim.constructions.kernel import COQ_BUDGET, FORBIDDEN, SEMANTICS_SHA256
 from attnsim.proofs import coq_build as B
 from attnsim.proofs import coq_gate as G
 from attnsim.proofs.coq import CoqProgram, module_text
+from attnsim.proofs.coq_encoder_layer import ENCODER_LAYER_SHA256
 from attnsim.proofs.coq_statement import nat_term
 from attnsim.proofs.obligation import KernelFacts, Obligation, Outcome
 from attnsim.rasp.layout import Block
@@ -398,13 +399,20 @@ def files(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_M
 
 
 def source_problems(stage: Stage = ROW_MEAN) -> list[str]:
-    """A changed ``Semantics.v`` (its digest is pinned) or a forbidden command in a hand-written file."""
+    """A changed ``Semantics.v`` or ``EncoderLayer.v`` (their digests are pinned; EncoderLayer.v's beside
+    its Python transcription) or a forbidden command in a hand-written file."""
     src = coq_sources()
     out = []
     sem = hashlib.sha256((src / "Semantics.v").read_bytes()).hexdigest()
     if sem != SEMANTICS_SHA256:
         pinned = SEMANTICS_SHA256[:12]
         out.append(f"Semantics.v is not the reviewed semantics (SHA-256 {sem[:12]}..., pinned {pinned}...)")
+    enc = hashlib.sha256((src / "EncoderLayer.v").read_bytes()).hexdigest()
+    if enc != ENCODER_LAYER_SHA256:
+        out.append(
+            f"EncoderLayer.v is not the one its Python transcription was reviewed against (SHA-256 "
+            f"{enc[:12]}..., pinned {ENCODER_LAYER_SHA256[:12]}... in attnsim/proofs/coq_encoder_layer.py)"
+        )
     for name in (*HAND_WRITTEN[1:], *(s.theory for s in stage.closure()), stage.theory):
         found = sorted({m.group(0) for m in FORBIDDEN.finditer((src / f"{name}.v").read_text())})
         if found:

@@ -5,6 +5,7 @@ nn.TransformerEncoderLayer (slow path, float64) on the torch sweep's configurati
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 from typing import Any
@@ -46,6 +47,55 @@ def test_coq_accepts_the_encoder_layer() -> None:
     assert tools is not None
     built = B.build([B.CoqFile("EncoderLayer", _source())], tools, COQ_BUDGET)
     assert built.failed is None, built.failed.output[-500:]
+
+
+def test_the_pinned_digest_is_the_shipped_encoder_layer() -> None:
+    """The transcription names the EncoderLayer.v it was reviewed against (kernel_stages refuses any other)."""
+    assert hashlib.sha256((coq_sources() / "EncoderLayer.v").read_bytes()).hexdigest() == T.ENCODER_LAYER_SHA256
+
+
+# scores, unfolded: the float mask is added after the scaling (torch's order; the transcription's
+# ``P.scale * sum(...) + additive``).  Proved by unfolding only, so it fails for any other parse.
+SCORES_SHAPE = """From mathcomp Require Import all_ssreflect all_algebra.
+From Attnsim Require Import EncoderLayer.
+Import GRing.Theory Num.Theory.
+Local Open Scope ring_scope.
+
+Lemma scores_add_the_mask_after_scaling (R : realFieldType) (N D H K F : nat)
+    (P : params R D H K F) (M : mask R N) (n : nat) (Z : 'M[R]_(N, D)) (t : 'I_H) (i key : 'I_N) :
+  scores P M n Z t i key =
+  if (i < n)%N && (key < n)%N then
+    scale P * (\\sum_(c < K | (c < d_head P)%N) proj P n (@Wq _ _ _ _ _ P) (@bq _ _ _ _ _ P) Z t i c
+                                          * proj P n (@Wk _ _ _ _ _ P) (@bk _ _ _ _ _ P) Z t key c)
+    + additive M i key
+  else 0.
+Proof. by rewrite /scores /block !mxE. Qed.
+"""
+
+
+def _scores_shape(source: str) -> B.Build:
+    tools = B.CoqTools.find()
+    assert tools is not None
+    files = [B.CoqFile("EncoderLayer", source), B.CoqFile("ScoresShape", SCORES_SHAPE, ("EncoderLayer",))]
+    return B.build(files, tools, COQ_BUDGET)
+
+
+@needs_coq
+def test_the_coq_scores_add_the_float_mask_after_scaling() -> None:
+    built = _scores_shape(_source())
+    assert built.failed is None, built.failed.output[-500:]
+
+
+@needs_coq
+def test_scores_with_the_mask_inside_the_scaling_is_refused() -> None:
+    """``scale P * \\sum_(c) ... + additive M i key`` without parentheses: MathComp's \\sum notation
+    makes it ``scale P * (\\sum_(c) ... + additive M i key)``, and the unfolding lemma fails."""
+    good = "(scale P * (\\sum_(c < K | (c < k)%N) proj (Wq P) (bq P) Z t i c * proj (Wk P) (bk P) Z t key c)"
+    bad = "(scale P * \\sum_(c < K | (c < k)%N) proj (Wq P) (bq P) Z t i c * proj (Wk P) (bk P) Z t key c"
+    assert _source().count(good) == 1
+    built = _scores_shape(_source().replace(good, bad))
+    assert built.failed is not None and built.failed.name == "ScoresShape", built
+    assert built.failed.status == "rejected", built.failed.output[-300:]
 
 
 def _module(option: str) -> Any:
@@ -139,3 +189,57 @@ def test_a_changed_layer_disagrees_with_torch(option: str, override: dict[str, A
     module = _module(option)
     diff = np.max(np.abs(_transcription(module, x, {}, **override) - _torch(module, x, {})))
     assert diff > 1e-4, diff
+
+
+def _scores_mask_inside(self: T.Layer, Z: np.ndarray, t: int) -> np.ndarray:
+    """scores with the float mask added inside the scaling: scale * (q . k + additive)."""
+    P = self.P
+    q, k = self.proj(P.Wq, P.bq, Z, t), self.proj(P.Wk, P.bk, Z, t)
+    return self.block(self.n, self.n, np.array([
+        [P.scale * (sum(q[i, c] * k[key, c] for c in range(self.K) if c < P.d_head) + self.M.additive[i, key])
+         for key in range(self.N)] for i in range(self.N)]))  # fmt: skip
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_float_mask_wired_inside_the_scaling_disagrees_with_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transcription's scores with the float mask scaled too: torch's comparison catches it."""
+    x = np.random.default_rng(3).normal(size=(n, D))
+    module, masks = _module("post-relu"), _masks("additive")
+    assert np.max(np.abs(_transcription(module, x, masks) - _torch(module, x, masks))) <= 1e-12
+    monkeypatch.setattr(T.Layer, "scores", _scores_mask_inside)
+    diff = np.max(np.abs(_transcription(module, x, masks) - _torch(module, x, masks)))
+    assert diff > 1e-4, diff
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_minus_inf_in_float_masks_hides_the_key_as_torch_does() -> None:
+    """A float src_mask with -inf entries and a float key-padding mask of 0 / -inf: the -inf entries
+    go to ``blocked`` (additive 0 there), and the transcription equals torch."""
+    x = np.random.default_rng(3).normal(size=(n, D))
+    module = _module("pre-gelu")
+    m = np.random.default_rng(4).normal(size=(n, n))
+    m[0, 2] = m[3, 1] = -np.inf
+    M = T.mask_from_torch(CAP[0], n, m)
+    assert M.blocked[0, 2] and M.blocked[3, 1] and M.additive[0, 2] == 0.0 and np.all(np.isfinite(M.additive))
+    assert np.max(np.abs(_transcription(module, x, {"src_mask": m}) - _torch(module, x, {"src_mask": m}))) <= 1e-12
+    pad = np.array([0.0, 0.0, -np.inf, -np.inf])
+    got = _transcription(module, x, {"pad": pad})
+    as_bool = T.mask_from_torch(CAP[0], n, pad=pad != 0)
+    assert np.array_equal(T.mask_from_torch(CAP[0], n, pad=pad).blocked, as_bool.blocked)
+    assert np.max(np.abs(got - _torch(module, x, {"pad": pad != 0}))) <= 1e-12
+
+
+@pytest.mark.parametrize(
+    ("kw", "what"),
+    [
+        ({"src_mask": np.array([[0.0, np.nan], [0.0, 0.0]])}, "src_mask: a float mask entry is NaN or \\+inf"),
+        ({"src_mask": np.array([[0.0, np.inf], [0.0, 0.0]])}, "src_mask: a float mask entry is NaN or \\+inf"),
+        ({"pad": np.array([0.0, 0.5])}, "src_key_padding_mask: a float entry is neither 0 nor -inf"),
+    ],
+)
+def test_other_non_finite_or_additive_padding_entries_are_refused(kw: dict[str, Any], what: str) -> None:
+    with pytest.raises(ValueError, match=what) as err:
+        T.mask_from_torch(3, 2, **kw)
+    assert "\\n" not in str(err.value)

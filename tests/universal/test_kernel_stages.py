@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +26,23 @@ def _mutate(variant: str, node: str, old: str, new: str) -> dict[str, KE.CoqProg
     assert m is not None and m.group(0).count(old) == 1, (name, old)
     text = good.text[: m.start()] + m.group(0).replace(old, new) + good.text[m.end() :]
     return {variant: replace(good, text=text)}
+
+
+def test_the_shipped_sources_pass_the_source_check() -> None:
+    assert UK.source_problems() == []
+
+
+def test_an_encoder_layer_other_than_the_reviewed_one_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """EncoderLayer.v's digest is pinned beside its Python transcription: one byte more is refused."""
+    shutil.copytree(UK.coq_sources(), tmp_path, dirs_exist_ok=True)
+    (tmp_path / "EncoderLayer.v").write_text((tmp_path / "EncoderLayer.v").read_text() + "\n")
+    monkeypatch.setattr(UK, "coq_sources", lambda: tmp_path)
+    problems = UK.source_problems()
+    assert len(problems) == 1 and problems[0].startswith("EncoderLayer.v is not the one its Python"), problems
+    out = UK.check()(0.0)
+    assert out.ok is not True
 
 
 def test_the_statement_is_read_from_us_layout() -> None:
