@@ -1,13 +1,17 @@
 """coq/EncoderLayer.v is the layer torch runs: Coq accepts it, its line-for-line Python
 transcription (attnsim.proofs.coq_encoder_layer) covers every Definition, and the transcription,
 at a capacity above the layer's sizes with noise in every padding, equals torch's
-nn.TransformerEncoderLayer (slow path, float64) on the torch sweep's configurations."""
+nn.TransformerEncoderLayer (slow path, float64) on the torch sweep's configurations (evidence about
+the transcription only).  Tying the transcription to the Coq text: the pinned digest, a Coq lemma
+unfolding scores, and coq/EncoderLayerCompute.v's computable scores / softmax, proved equal to
+EncoderLayer.v's, vm_computed over rat against the transcription's exact values."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 import shutil
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -243,3 +247,132 @@ def test_other_non_finite_or_additive_padding_entries_are_refused(kw: dict[str, 
     with pytest.raises(ValueError, match=what) as err:
         T.mask_from_torch(3, 2, **kw)
     assert "\\n" not in str(err.value)
+
+
+# -- the computable copy (coq/EncoderLayerCompute.v) run by vm_compute against the transcription --
+EXACT = (3, 3, 2, 3, 1, 2, 2, 2)  # N, D, H, K, F and the true n, d, k: padding rows, columns, heads
+
+
+def _exact_data() -> tuple[dict[str, Any], T.Layer]:
+    """Small rationals in every entry (padding too) and the transcription's Layer over them."""
+    N, Dc, Hc, Kc, Fc, n_, d_, k_ = EXACT
+    rng = np.random.default_rng(5)
+    # small integers: Coq's rat is unary underneath, so vm_compute stays cheap; the softmax still
+    # divides (exp stand-in v^2 + 1 over its row sum), the scale is 2 (not 1) so a mask scaled with
+    # the scores differs
+    fr = lambda *shape, lo=-1, hi=1: np.array(
+        [Fraction(int(a)) for a in rng.integers(lo, hi + 1, size=int(np.prod(shape)))], dtype=object
+    ).reshape(shape)
+    data = {"wq": fr(Hc, Dc, Kc), "wk": fr(Hc, Dc, Kc), "bq": fr(Hc, 1, Kc), "bk": fr(Hc, 1, Kc),
+            "add": fr(N, N, lo=-2, hi=2), "z": fr(N, Dc), "sc": Fraction(2)}  # fmt: skip
+    blocked = np.array([[False, True, False], [False, False, True], [True, False, False]])
+    zeros = lambda *shape: np.zeros(shape, dtype=object)
+    P = T.Params(
+        d_, 1, k_, 0, data["wq"], data["wk"], zeros(Hc, Dc, Kc), data["bq"], data["bk"], zeros(Hc, 1, Kc),
+        zeros(Hc, Kc, Dc), zeros(1, Dc), zeros(Dc, Fc), zeros(1, Fc), zeros(Fc, Dc), zeros(1, Dc),
+        zeros(1, Dc), zeros(1, Dc), zeros(1, Dc), zeros(1, Dc), Fraction(0), data["sc"], T.relu, True, "PreNorm", True,
+    )  # fmt: skip
+    data["blocked"] = blocked
+    expf = lambda v: v * v + 1  # the evaluator's exp stand-in (coq_evaluator.STANDINS)
+    return data, T.Layer(expf, expf, N, Dc, Hc, Kc, Fc, P, T.Mask(blocked, data["add"]), n_)
+
+
+def _coq_q(x: Any) -> str:
+    f = Fraction(x)
+    num = f"(Posz {f.numerator})" if f.numerator >= 0 else f"(- Posz {-f.numerator})"
+    return f"({num}%:~R / (Posz {f.denominator})%:~R)"
+
+
+def _coq_list(a: Any) -> str:
+    if isinstance(a, np.ndarray) and a.ndim:
+        return "[:: " + "; ".join(_coq_list(x) for x in a) + "]"
+    return _coq_q(a)
+
+
+def _coq_pair(x: Any) -> str:
+    f = Fraction(x)
+    num = f"Posz {f.numerator}" if f.numerator >= 0 else f"Negz {-f.numerator - 1}"
+    return f"({num}, Posz {f.denominator})"
+
+
+def _compute_check(data: dict[str, Any], layer: T.Layer) -> str:
+    """A Coq file: vm_compute of scores_c and softmax_c at every entry == the transcription's values."""
+    N, Dc, Hc, Kc, _, n_, d_, k_ = EXACT
+    nth3 = lambda name: f"fun t j c => nth 0 (nth [::] (nth [::] {name}_ t) j) c"
+    nth2 = lambda name: f"fun i j => nth 0 (nth [::] {name}_ i) j"
+    blk = "; ".join(f"({i}%N, {j}%N)" for i in range(N) for j in range(N) if data["blocked"][i, j])
+    out = ["From mathcomp Require Import all_ssreflect all_algebra.",
+           "From Attnsim Require Import EncoderLayerCompute.", "Local Open Scope ring_scope.",
+           "Definition R := rat_realFieldType."]  # fmt: skip
+    for name, depth in (("wq", 3), ("wk", 3), ("add", 2), ("z", 2)):
+        out.append(f"Definition {name}_ : {'seq (' * depth}R{')' * depth} := {_coq_list(data[name])}.")
+    for name in ("bq", "bk"):
+        out.append(f"Definition {name}_ : seq (seq R) := {_coq_list(data[name][:, 0, :])}.")
+    out += [
+        f"Definition S (t : nat) := scores_c (R:=R) {Dc} {Kc} {d_} {k_} {n_} {_coq_q(data['sc'])} "
+        f"({nth3('wq')}) ({nth3('wk')}) ({nth2('bq')}) ({nth2('bk')}) ({nth2('add')}) ({nth2('z')}) t.",
+        f"Definition blk (i j : nat) : bool := (i, j) \\in ([:: {blk}] : seq (nat * nat)%type).",
+        f"Definition A (t : nat) := softmax_c (R:=R) (fun v => v * v + 1) {N} {n_} blk (S t).",
+    ]
+    got, want = [], []
+    for t in range(Hc):
+        S = layer.scores(data["z"], t)
+        Ssm = layer.softmax_rows(S)
+        for i in range(N):
+            for j in range(N):
+                got += [f"S {t} {i} {j}", f"A {t} {i} {j}"]
+                want += [_coq_pair(S[i, j]), _coq_pair(Ssm[i, j])]
+    out.append(f"Lemma agree : [seq valq x | x <- [:: {'; '.join(got)}]] == [:: {'; '.join(want)}].")
+    out.append("Proof. by vm_compute. Qed.")
+    return "\n".join(out) + "\n"
+
+
+def _build_compute(check: str) -> B.Build:
+    tools = B.CoqTools.find()
+    assert tools is not None
+    src = coq_sources()
+    files = [
+        B.CoqFile("EncoderLayer", _source()),
+        B.CoqFile("EncoderLayerCompute", (src / "EncoderLayerCompute.v").read_text(), ("EncoderLayer",)),
+        B.CoqFile("ComputeCheck", check, ("EncoderLayerCompute",)),
+    ]
+    return B.build(files, tools, COQ_BUDGET)
+
+
+@needs_coq
+def test_coqs_computable_scores_and_softmax_equal_the_transcription() -> None:
+    """EncoderLayerCompute.v proves its fold-based scores_c / softmax_c equal EncoderLayer.v's scores
+    and softmax_rows; vm_compute over rat (exp stand-in v^2 + 1) gives the transcription's exact
+    values at every entry of both heads, padding and a blocked key in each row included."""
+    assert not FORBIDDEN.search((coq_sources() / "EncoderLayerCompute.v").read_text())
+    data, layer = _exact_data()
+    built = _build_compute(_compute_check(data, layer))
+    assert built.failed is None, built.failed.output[-800:]
+
+
+@needs_coq
+def test_a_transcription_scaling_the_float_mask_is_refused_by_vm_compute(monkeypatch: pytest.MonkeyPatch) -> None:
+    """finding 1 in the other direction: the transcription's scores with the mask scaled too."""
+    data, layer = _exact_data()
+    monkeypatch.setattr(T.Layer, "scores", _scores_mask_inside)
+    check = _compute_check(data, layer)
+    built = _build_compute(check)
+    assert built.failed is not None and built.failed.name == "ComputeCheck", built
+    last = len(check.splitlines())  # the failure is the vm_compute of the final Proof line, nothing before it
+    assert f"line {last}," in built.failed.output, built.failed.output[-400:]
+
+
+@needs_coq
+def test_the_computable_copy_does_not_go_through_for_scores_scaling_the_mask() -> None:
+    """On EncoderLayer.v with finding 1's parse (the mask inside the scaling), scores_cE is not provable."""
+    good = "(scale P * (\\sum_(c < K | (c < k)%N) proj (Wq P) (bq P) Z t i c * proj (Wk P) (bk P) Z t key c)"
+    bad = "(scale P * \\sum_(c < K | (c < k)%N) proj (Wq P) (bq P) Z t i c * proj (Wk P) (bk P) Z t key c"
+    tools = B.CoqTools.find()
+    assert tools is not None
+    files = [
+        B.CoqFile("EncoderLayer", _source().replace(good, bad)),
+        B.CoqFile("EncoderLayerCompute", (coq_sources() / "EncoderLayerCompute.v").read_text(), ("EncoderLayer",)),
+    ]
+    built = B.build(files, tools, COQ_BUDGET)
+    assert built.failed is not None and built.failed.name == "EncoderLayerCompute", built
+    assert built.failed.status == "rejected"
