@@ -44,7 +44,7 @@ class NonFiniteResultError(ConstructionError):
     """A float64 result entry is not finite (overflow, 0/0...): refused, never returned."""
 
 
-def to_backend(x: Any, backend: str, what: str = "operand") -> np.ndarray:
+def to_backend(x: Any, backend: str, what: str = "operand") -> np.ndarray:  # noqa: C901, PLR0912
     """Convert an operand (NumPy of any dtype, nested lists, SymPy matrix) to a backend array."""
     a = as_array(x)
     bad_complex = complex_entry(a)

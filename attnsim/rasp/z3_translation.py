@@ -50,7 +50,7 @@ class Z3Translator:
 
         return z3.And(*[d >= 1 for d in self.divisors]) if self.divisors else z3.BoolVal(True)
 
-    def term(self, e: Expr) -> Any:
+    def term(self, e: Expr) -> Any:  # noqa: C901
         import z3
 
         if isinstance(e, Var):

@@ -228,7 +228,7 @@ class UniversalSimulator:
         layers = 1 if isinstance(T, TransformerLayer) else len(T)
         return Padded(head, self.positions(layers), head.dtype.type(0) if head.dtype != object else 0)
 
-    def _encode(
+    def _encode(  # noqa: C901, PLR0912
         self, T: Any, X: Any, pointer: int, additive: Any, blocked: Any, total: Callable[[int], int]
     ) -> np.ndarray:
         """The first ``total(layers)`` tokens of <T1..Tm, X> (``encode`` checks and builds them)."""
