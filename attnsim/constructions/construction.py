@@ -5,8 +5,8 @@ the textbook reference, the paper's result it realizes and the Z3 intents of its
 ``run`` encodes the operands into one token sequence (Proposition 1), runs the program with
 the chosen backend and decodes the result block.  :func:`sized` gives every factory one build
 path (the symbolic build, bound).  The obligations every lemma shares are in
-:mod:`attnsim.constructions.checks` and :mod:`attnsim.constructions.input_domain` (split from ``base.py``,
-issue 25: this module is the program record, those the checking).
+:mod:`attnsim.constructions.checks` and :mod:`attnsim.constructions.input_domain`: this
+module is the program record, those the checking.
 """
 
 from __future__ import annotations
