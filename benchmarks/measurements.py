@@ -150,7 +150,7 @@ def compiled_row() -> CompiledRow:
     X = np.random.default_rng(1).normal(size=(n, d))
     U = UniversalSimulator(*COMPILED_CAPACITY)
     seq = U.encode(T, X)
-    model = attnsim.compile(U.program, max_len=len(seq), domains=U.compile_domains())
+    model = attnsim.compile_program(U.program, max_len=len(seq), domains=U.compile_domains())
     Y = U.decode(model.forward(seq, exact=False), n=n, d=d)
     return CompiledRow(
         COMPILED_CAPACITY,
@@ -283,7 +283,7 @@ def render(
         "",
         "## U compiled to weights",
         "",
-        f"`attnsim.compile(U.program, ...)` at capacity {p.capacity} (compact), run in float64 on a random T "
+        f"`attnsim.compile_program(U.program, ...)` at capacity {p.capacity} (compact), run in float64 on a random T "
         "(`TransformerLayer.random(..., seed=0)`) and X at full capacity:",
         "",
         "| positions | residual width | parameters (dense) | non-zero | max error vs interpreted U "

@@ -46,7 +46,7 @@ FLOORS: dict[str, int] = {
     "report": 8,
     "catalog": 9,  # names every construction and obligation module (explicit imports)
     "cli": 10,  # one module per subcommand
-    "__init__": 11,  # the public facade: attnsim.compile, attnsim.UniversalSimulator, ...
+    "__init__": 11,  # the public facade: attnsim.compile_program, attnsim.UniversalSimulator, ...
     "__main__": 12,  # python -m attnsim
 }
 

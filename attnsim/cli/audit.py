@@ -277,7 +277,7 @@ def _check_sections(
     return covered, resolves
 
 
-def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) -> AuditReport:
+def audit(map_path: Path, root: Path | None = None, check_tests: bool = True) -> AuditReport:  # noqa: C901
     """Run every check on the map at ``map_path``; test paths are relative to ``root``."""
 
     if not map_path.is_file():

@@ -140,7 +140,7 @@ def _construction_names() -> list[str]:
     return list(registry.constructions())
 
 
-def bench(
+def bench(  # noqa: C901
     sizes: Sequence[int] = SIZES,
     repeats: int = 7,
     budget: float = 100.0,

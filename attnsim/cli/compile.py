@@ -159,7 +159,7 @@ def compile_shown(
         return compile_program(program, max_len, vocab, domains, progress=advance)
 
 
-def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, stack: int = 1) -> CompiledTransformer:
+def build(name: str, sizes: list[int], max_len: int | None, vocab: int | None, stack: int = 1) -> CompiledTransformer:  # noqa: C901, PLR0912
     """Compile NAME at the given sizes (see the module docstring)."""
 
     key = name.lower()

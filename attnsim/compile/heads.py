@@ -106,7 +106,7 @@ class Heads(Lookups):
             forms += f2
         return cols, (min(margins) if margins else Fraction(1)), forms
 
-    def table_terms(self, sel: C.Selector) -> tuple[list[tuple[Form, Form]], Fraction, list[str]]:
+    def table_terms(self, sel: C.Selector) -> tuple[list[tuple[Form, Form]], Fraction, list[str]]:  # noqa: C901
         """Any predicate of ONE key SOp and ONE query SOp over finite domains: its table."""
         leaves: list[C.Select] = []
         stack: list[C.RASPExpr] = [sel]

@@ -43,7 +43,7 @@ class Lowering(Maps, Heads):
             self.progress("lowering", min(len(self.real), self.nodes), self.nodes)
         return r
 
-    def _realize(self, node: C.SOp) -> Realized:
+    def _realize(self, node: C.SOp) -> Realized:  # noqa: C901
         N = self.N
         if isinstance(node, C.Tokens):
             dom = self.vocab if self.vocab is not None else self.hints.get(node.label, D.REAL)

@@ -76,7 +76,7 @@ class Maps(Lookups):
         self.notes["lookups"].append(f"{nm}: lookup over a {' x '.join(map(str, spans))} = {size}-point code")
         return Realized(form, dom, Origin(z, pts, tuple(table)))
 
-    def prim_map(self, node: C.SOp, fn: C.Prim, args: list[C.SOp]) -> Realized:
+    def prim_map(self, node: C.SOp, fn: C.Prim, args: list[C.SOp]) -> Realized:  # noqa: C901, PLR0912
         nm = self.name(node)
         prim = fn.primitive
         reals = [self.realize(a) for a in args]

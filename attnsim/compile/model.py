@@ -176,7 +176,7 @@ class CompiledTransformer:
         return "\n".join(lines)
 
     # -- running ------------------------------------------------------------------------------
-    def _check(self, tokens: Any, exact: bool) -> np.ndarray:
+    def _check(self, tokens: Any, exact: bool) -> np.ndarray:  # noqa: C901
         arr = np.asarray(tokens, dtype=object)
         if arr.ndim == 1:
             arr = arr[None, :]
@@ -291,7 +291,7 @@ class CompiledTransformer:
                     raise CompileError(f"function node {fn.note}: {exc}") from None
         return out
 
-    def run(
+    def run(  # noqa: C901
         self, tokens: Any, exact: bool | None = None, beta: float | None = None, keep: bool = False
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """The residual stream after the last layer (B, L+1, d); with ``keep``, also after every sublayer."""

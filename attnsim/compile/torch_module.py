@@ -100,7 +100,7 @@ def _mlp_stage(
     return add
 
 
-def build(ct: CompiledTransformer) -> Any:
+def build(ct: CompiledTransformer) -> Any:  # noqa: C901
     """A torch.nn.Module: ``module(tokens)`` for a (L,) or (B, L) float64 tensor gives the outputs."""
     torch = _torch()
     nn = torch.nn

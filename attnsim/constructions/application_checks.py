@@ -3,8 +3,8 @@
 Every input of a small length against the specification (exact backend), random long inputs
 (float64), a Z3 proof over every integer input of the program's unrolling, k-PARITY's mod-2
 output map, the intermediate blocks of linear attention and Linformer, and the Lipschitz
-approximator's sup error and exactness.  Split from ``obligations.py`` (issue 25): that module
-lists the obligations, this one holds the checks they run.
+approximator's sup error and exactness.  The folders' ``obligations.py`` list the obligations;
+this module holds the checks they run.
 """
 
 from __future__ import annotations

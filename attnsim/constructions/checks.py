@@ -4,7 +4,7 @@ A construction is compared with its textbook reference on symbols (SymPy), on ra
 (Fractions, ``==``) and in float64; its selectors are proved against their Z3 intents and its
 layout is proved injective and disjoint; a composable form's selectors are proved at any offset
 in any longer sequence (:func:`embedded_obligations`); :func:`exp_canonical` decides SymPy
-identities between exponentials fast.  Split from ``base.py`` and ``softmax.py`` (issue 25): the
+identities between exponentials fast.  The
 Construction record is in :mod:`attnsim.constructions.construction`, the checks that read it here.
 """
 

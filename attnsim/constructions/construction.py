@@ -5,8 +5,8 @@ the textbook reference, the paper's result it realizes and the Z3 intents of its
 ``run`` encodes the operands into one token sequence (Proposition 1), runs the program with
 the chosen backend and decodes the result block.  :func:`sized` gives every factory one build
 path (the symbolic build, bound).  The obligations every lemma shares are in
-:mod:`attnsim.constructions.checks` and :mod:`attnsim.constructions.input_domain` (split from ``base.py``,
-issue 25: this module is the program record, those the checking).
+:mod:`attnsim.constructions.checks` and :mod:`attnsim.constructions.input_domain`: this
+module is the program record, those the checking.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class NonFiniteResultError(ConstructionError):
     """A float64 result entry is not finite (overflow, 0/0...): refused, never returned."""
 
 
-def to_backend(x: Any, backend: str, what: str = "operand") -> np.ndarray:
+def to_backend(x: Any, backend: str, what: str = "operand") -> np.ndarray:  # noqa: C901, PLR0912
     """Convert an operand (NumPy of any dtype, nested lists, SymPy matrix) to a backend array."""
     a = as_array(x)
     bad_complex = complex_entry(a)

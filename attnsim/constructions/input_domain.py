@@ -4,7 +4,7 @@ A construction may declare what its all-sizes proof assumes of an operand (``sca
 in a range; ``binary``: 0 or 1); the run's input check enforces the same declaration
 (:meth:`~attnsim.constructions.construction.Construction.run`).  The ``input-domain`` obligations probe,
 at several sizes and in the float64 and exact backends, that the run refuses exactly what the
-proof's premises exclude.  Split from ``base.py`` (issue 25).
+proof's premises exclude.
 """
 
 from __future__ import annotations

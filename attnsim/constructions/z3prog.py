@@ -28,7 +28,7 @@ class NotSupported(ValueError):
     """The program uses a node this Z3 unrolling does not model."""
 
 
-def unroll(program: C.SOp, tokens: Sequence[Any], side: list[Any]) -> list[Any]:
+def unroll(program: C.SOp, tokens: Sequence[Any], side: list[Any]) -> list[Any]:  # noqa: C901, PLR0912, PLR0915
     """The program's output at each position, as Z3 terms over ``tokens`` (side conditions appended)."""
     L = len(tokens)
     vals: dict[int, list[Any]] = {}

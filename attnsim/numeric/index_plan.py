@@ -124,7 +124,7 @@ class _Stretch:
             return self.const(int((v.c != 0) != negate))
         return ((self.arr(v) != 0) != negate).astype(np.int64)
 
-    def _binop(self, op: str, a: Sym, b: Sym) -> Sym:
+    def _binop(self, op: str, a: Sym, b: Sym) -> Sym:  # noqa: C901
         la, lb = isinstance(a, Lin), isinstance(b, Lin)
         if la and lb and op in ("+", "-"):
             s = 1 if op == "+" else -1

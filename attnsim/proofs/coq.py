@@ -131,7 +131,7 @@ class _Printer:
         self.lets.append(f"  let {name} := {term} in (* {label} *)")
         self.names[id(n)], self.kinds[id(n)] = name, kind
 
-    def _term(self, n: C.RASPExpr) -> tuple[str, str]:
+    def _term(self, n: C.RASPExpr) -> tuple[str, str]:  # noqa: C901, PLR0912
         if isinstance(n, C.Tokens):
             return "sop", "Tokens"
         if isinstance(n, C.Indices):

@@ -37,7 +37,7 @@ _NAT_OPS = {"+": "+", "*": "*", "div": "%/", "mod": "%%"}
 _NAT_FUNS = {"max": "maxn", "min": "minn"}
 
 
-def nat_term(e: E.Expr | int) -> str:
+def nat_term(e: E.Expr | int) -> str:  # noqa: C901, PLR0912
     """A size expression as a Coq term of type ``nat`` (``0 + e`` and ``1 * e`` shortened)."""
     e = E.lift(e)
     if isinstance(e, C.Size):

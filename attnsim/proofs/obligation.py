@@ -32,7 +32,7 @@ skipped         not run, its tool absent (a kernel obligation without ``coqc``):
 Only ``failed`` and ``unknown`` make ``attnsim verify`` exit 1; ``conditional`` rows are not
 proved either, and ``verify --failures-only`` shows them with the other two (:data:`NOT_PROVED`).
 
-A check's :class:`Outcome` is a typed record (issue 26, item 6): besides the human ``detail`` it
+A check's :class:`Outcome` is a typed record: besides the human ``detail`` it
 carries what the proof established, each in a field of its own (the premise check and its model,
 the :class:`Scope` of sizes, a counterexample, the :class:`NormalForm` of both sides, the
 :class:`Premise` records it states, the lemmas it used, why it stopped, the second solver's
@@ -203,7 +203,7 @@ class SecondSolver:
 
 @dataclass(frozen=True)
 class PremiseCheck:
-    """Whether a proof's premises admit a value, decided before the proof (issue 26, item 4).
+    """Whether a proof's premises admit a value, decided before the proof.
 
     ``sat`` with a ``model`` (a witness: the proof then goes on), ``unsat`` (the premises are
     empty: any claim would follow, so the proof fails "vacuous") or ``unknown`` (the obligation is

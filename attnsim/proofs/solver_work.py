@@ -1,7 +1,7 @@
 """Z3 queries budgeted in solver work (``rlimit``), each in a context of its own, and metered.
 
 Seconds make verdicts depend on the machine's load: a query decided in 3 s alone ran out of a
-10 s budget beside other processes (issue 27).  Z3's ``rlimit`` counts resource units (roughly:
+10 s budget beside other processes.  Z3's ``rlimit`` counts resource units (roughly:
 solver steps) and stops a check after the given number of them, whatever the clock says; the
 same query in a fresh context with the same seed uses the same units on any run and any load.
 So every deciding query of the proof kit goes through :func:`check`:

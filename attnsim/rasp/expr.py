@@ -285,7 +285,7 @@ def _check_divisor(d: Any) -> None:
         raise ExprError("div/mod by a non-positive number; divisors in index expressions must be >= 1")
 
 
-def _eval(e: Expr, env: Mapping[str, Any]) -> Any:
+def _eval(e: Expr, env: Mapping[str, Any]) -> Any:  # noqa: C901, PLR0912
     if isinstance(e, Var):
         try:
             return env[e.name]

@@ -3,7 +3,7 @@
 A value read from the input (U's layer pointer ``ptr``, a token holding a size) has no finite
 range the compiler could derive, yet the builder knows it: U's pointer names one of the records
 that fit in the sequence.  :func:`declare` attaches that set to the node itself, so
-``attnsim.compile(U.program, max_len=len(seq))`` needs no ``domains={...}`` argument; an
+``attnsim.compile_program(U.program, max_len=len(seq))`` needs no ``domains={...}`` argument; an
 explicit ``domains=`` still overrides it.  The set may depend on ``max_len`` (a callable).
 
 A real-valued node with no finite set may instead declare bounds (:func:`declare_bounds`): U's

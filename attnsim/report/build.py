@@ -58,7 +58,7 @@ def _fmt(x: float | None) -> str:
     return "0" if x == 0 else f"{x:.2e}"
 
 
-def soft_attention_series() -> dict[str, tuple[Sequence[float], Sequence[float]]] | None:
+def soft_attention_series() -> dict[str, tuple[Sequence[float], Sequence[float]]] | None:  # noqa: C901
     """The compiler's soft-attention error-vs-beta series, if attnsim.compile exposes one.
 
     Looks for ``attnsim.compile.soft.default_series(name)`` (one series per classic program),
@@ -372,7 +372,7 @@ def _error_section(
     return L
 
 
-def _cost_section(
+def _cost_section(  # noqa: C901
     sweeps: dict[str, list[D.Point]], sim_pts: list[dict[str, Any]], sim_forms: dict[str, str]
 ) -> list[str]:
     """(b) The cost against size, beside the paper's, and the closed forms."""

@@ -99,7 +99,7 @@ def _param_sizes(sizes: dict[str, int], params: Any) -> dict[str, int] | None:
     return None
 
 
-def families(names: Iterable[str] | None = None) -> tuple[list[Family], list[tuple[str, str]]]:
+def families(names: Iterable[str] | None = None) -> tuple[list[Family], list[tuple[str, str]]]:  # noqa: C901
     """(families, skipped with reason) for the registered constructions (optionally only ``names``)."""
 
     fams: list[Family] = []
@@ -218,7 +218,7 @@ def size_label(con: Construction) -> str:
 SIZES = (2, 4, 8, 16, 32, 64)
 
 
-def sweep(
+def sweep(  # noqa: C901, PLR0912
     fam: Family,
     sizes: Iterable[int] = SIZES,
     budget: float = 3.0,

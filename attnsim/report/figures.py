@@ -132,7 +132,7 @@ def error_figure(
 Curves = list[tuple[str, list[int], list[float], dict[str, Any]]]  # one panel: (label, sizes, values, style) per curve
 
 
-def _cost_curves(
+def _cost_curves(  # noqa: C901
     sweeps: dict[str, list[Point]], simulator: Sequence[dict[str, Any]]
 ) -> tuple[list[Curves], list[Curves], list[str]]:
     """The cost figure's curves: ours per panel (layers, heads, positions), the paper's (layers,

@@ -286,7 +286,7 @@ class Executor:
                 got = self._memo[key] = self._value(node, pos)
         return got
 
-    def _value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:
+    def _value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:  # noqa: C901
         if isinstance(node, C.Tokens):
             return self.token(pos)
         if isinstance(node, C.Full):

@@ -68,7 +68,7 @@ def prove_program_equals_spec(con: Construction, timeout: float = 10.0) -> Outco
     return proven.retold(" || ".join(shown) if len(shown) > 1 else shown[0])
 
 
-def _prove_case(
+def _prove_case(  # noqa: C901, PLR0912
     con: Construction, case: dict[str, int], split: dict[str, int], timeout: float
 ) -> tuple[Outcome, set[int]]:
     """One residue case; the outcome and the constants to try when searching a counterexample."""
@@ -193,7 +193,7 @@ def _equal_in_every_scalar_case(
     return True, " ".join(shown), 0, (*forms,)
 
 
-def _declarations_not_enforced(con: Construction) -> str:
+def _declarations_not_enforced(con: Construction) -> str:  # noqa: C901
     """Non-empty when a declared scalar or binary operand is not what the declaration says: a scalar
     must be a 1 x 1 block, and the input check must refuse a value outside the declared range (tried
     at one small instance).  The proof takes the declarations as premises."""

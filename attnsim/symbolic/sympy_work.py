@@ -1,4 +1,4 @@
-"""SymPy work budgeted in steps and nodes, never in seconds (issue 27).
+"""SymPy work budgeted in steps and nodes, never in seconds.
 
 A budget in seconds makes a verdict depend on the machine's load; Z3 queries are budgeted in
 resource units (:mod:`attnsim.proofs.solver_work`), and the SymPy work of a proof in counts that

@@ -330,7 +330,7 @@ WIDE_SCALE = 0.37  # a non-default attention scale (the default is 1 / sqrt(d_he
 
 @dataclass(frozen=True)
 class WideCase:
-    """A float64 run of U past capacity 32 (issue 27): which variant, capacity, true sizes, masks."""
+    """A float64 run of U past capacity 32: which variant, capacity, true sizes, masks."""
 
     tag: str
     variant: str
@@ -384,7 +384,7 @@ def wide_check(case: WideCase, tol: float = 1e-10) -> Callable[[float], Outcome]
     d_head > 8, a non-default scale, masks (causal or a float src_mask, with key padding) at n > 32.
 
     Bugs that only show past 32 (a scale squared when d_model > 32, a key-mask coordinate off by
-    one when N > 32, T's scale wrong when d_head > 8) passed every capacity <= 32 check (issue 27)."""
+    one when N > 32, T's scale wrong when d_head > 8) passed every capacity <= 32 check."""
 
     def check(timeout: float) -> Outcome:
         u = u_at(*case.capacity, variant=case.variant)

@@ -420,10 +420,10 @@ def source_problems(stage: Stage = ROW_MEAN) -> list[str]:
     return out
 
 
-def check(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_MEAN) -> Callable[[float], Outcome]:
+def check(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_MEAN) -> Callable[[float], Outcome]:  # noqa: C901
     """The obligation's check: U's exports (or ``programs``) against the stage's theory."""
 
-    def run(timeout: float) -> Outcome:
+    def run(timeout: float) -> Outcome:  # noqa: C901
         _ = timeout  # coqc and coqchk run on their own CPU budget (COQ_BUDGET)
         tools = B.CoqTools.find()
         if tools is None:

@@ -75,7 +75,7 @@ class TransformerLayer:
     meta: dict[str, Any] = field(default_factory=dict)
     batch_first: bool = True
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # noqa: C901, PLR0912
         self.w_q = _as(self.w_q, "w_q")
         if self.w_q.ndim != 3:
             raise SimulatorError(f"w_q must have shape (n_heads, d_model, d_head), got {self.w_q.shape}")
@@ -377,7 +377,7 @@ class TransformerLayer:
         return TransformerLayer(**kw)
 
     @staticmethod
-    def from_torch(module: Any) -> TransformerLayer:
+    def from_torch(module: Any) -> TransformerLayer:  # noqa: C901
         """From a ``torch.nn.MultiheadAttention`` or ``torch.nn.TransformerEncoderLayer`` (any float
         dtype: the weights are read exactly into float64); an option T does not simulate is refused
         in one line naming it (a whole ``nn.TransformerEncoder``:

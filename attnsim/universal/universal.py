@@ -228,7 +228,7 @@ class UniversalSimulator:
         layers = 1 if isinstance(T, TransformerLayer) else len(T)
         return Padded(head, self.positions(layers), head.dtype.type(0) if head.dtype != object else 0)
 
-    def _encode(
+    def _encode(  # noqa: C901, PLR0912
         self, T: Any, X: Any, pointer: int, additive: Any, blocked: Any, total: Callable[[int], int]
     ) -> np.ndarray:
         """The first ``total(layers)`` tokens of <T1..Tm, X> (``encode`` checks and builds them)."""
@@ -424,7 +424,7 @@ class UniversalSimulator:
         return engine_trace(self.program, self.encode(T, X), backend)
 
     def compile_domains(self, logit_bound: float = LOGIT_BOUND) -> dict[str, Any]:
-        """A ``domains=`` for ``attnsim.compile(U.program, ...)`` with another bound on the attention
+        """A ``domains=`` for ``attnsim.compile_program(U.program, ...)`` with another bound on the attention
         logits, which the row-max head scores its keys by (the compiled max is exact under hard
         attention for every logit in [-logit_bound, logit_bound]; the compiled model refuses
         inputs with larger logits).  The program itself declares ``LOGIT_BOUND``."""

@@ -1,6 +1,6 @@
 """Budgets: Z3 work per query (deciding), and per-obligation time as the outer safety net.
 
-**Solver work decides** (issue 27).  Every Z3 query of the proof kit runs in a fresh context with
+**Solver work decides**.  Every Z3 query of the proof kit runs in a fresh context with
 an ``rlimit`` (:mod:`attnsim.proofs.solver_work`), so the same commit gives the same answers on an
 idle and on a loaded machine.  The limits were set from the default run measured on 2026-12-03
 (1,120 obligations, 0 unknown, ``attnsim verify --json``, Z3 4.15 / z3-solver 5.4.1, load

@@ -45,7 +45,7 @@ from attnsim.proofs.obligation import Obligation, Result
 from attnsim.proofs.smtlib import CVC5_BUDGET, CVC5_RLIMIT_PER
 
 DEFAULT_DIR = ".attnsim-cache"
-FORMAT = 4  # bump when the layout of a stored file changes (2: the outcome's typed facts, issue 26 item 6;
+FORMAT = 4  # bump when the layout of a stored file changes (2: the outcome's typed facts;
 # 3: a mutant's typed cause; 4: the key's Coq sources, environment and package data)
 _PACKAGE = Path(__file__).resolve().parents[1]  # attnsim/
 COQ_DIR_VARIABLE = "ATTNSIM_COQ_DIR"  # where coq_sources() looks first

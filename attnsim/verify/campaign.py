@@ -42,7 +42,7 @@ class Campaign:
     ran: int = 0  # checks actually run (not reused)
 
     # -- obligations ---------------------------------------------------------------------------
-    def obligations(
+    def obligations(  # noqa: C901
         self,
         obs: Sequence[Obligation],
         timeout: float | None = None,

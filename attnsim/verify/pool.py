@@ -195,7 +195,7 @@ class _Worker:
         self.conn.close()
 
 
-def run(
+def run(  # noqa: C901
     tasks: Sequence[Task],
     workers: int | None = None,
     on_done: Callable[[Done], None] | None = None,

@@ -85,7 +85,7 @@ def scope_summary(
     return out
 
 
-def _scopes(results: Sequence[Result]) -> list[tuple[str, str, str]]:
+def _scopes(results: Sequence[Result]) -> list[tuple[str, str, str]]:  # noqa: C901, PLR0912
     by: dict[str, list[Result]] = {}
     for r in results:
         by.setdefault(r.construction, []).append(r)

@@ -1,4 +1,4 @@
-"""Every specification checked on its own (issue 26): ``<construction>/numeric/spec-independent``.
+"""Every specification checked on its own: ``<construction>/numeric/spec-independent``.
 
 An all-sizes proof shows program == spec; a wrong factor written into the program *and* its spec
 is proved equal.  Each obligation here evaluates a spec of a construction folder's ``spec.py`` (its

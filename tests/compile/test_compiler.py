@@ -113,7 +113,7 @@ def test_summary_reports_forms_and_generalized_nodes() -> None:
     from attnsim.constructions.matmul.program import matmul
 
     con = matmul(2, 3, 2)
-    s = attnsim.compile(con.program, max_len=con.layout.total).summary()
+    s = attnsim.compile_program(con.program, max_len=con.layout.total).summary()
     assert "equality indices == out.a_src as numbers" in s
     assert "generalized function nodes: 1" in s and "mul(" in s
     s2 = compile_program(classic.sort_unique(), max_len=5, vocab=range(4)).summary()

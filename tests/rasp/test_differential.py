@@ -107,7 +107,7 @@ def _atom(draw: st.DrawFn, pool: Pool, kind: str) -> C.Selector:
     return C.select(side(), side(), draw(st.sampled_from(("TRUE", "FALSE"))))
 
 
-def _step(draw: st.DrawFn, pool: Pool, L: int) -> None:
+def _step(draw: st.DrawFn, pool: Pool, L: int) -> None:  # noqa: C901
     """Add one node to the pool."""
     kind = draw(st.sampled_from(("imap", "imap", "imap-of", "prim", "prim", "agg", "agg", "agg", "width", "full")))
     if kind == "imap":

@@ -26,14 +26,14 @@ def test_declare_and_read() -> None:
 
 @pytest.mark.parametrize("layers", [1, 2])
 def test_u_compiles_without_domains_and_equals_the_interpreter(layers: int) -> None:
-    """attnsim.compile(U.program, max_len=len(seq)) needs no domains: the program declares its
+    """attnsim.compile_program(U.program, max_len=len(seq)) needs no domains: the program declares its
     attention logits' bound (the row max is a value-scored head, exact under hard attention
     within it; issue 30 item 2); forward == interpreter."""
     U = UniversalSimulator(max_len=3, d_model=2, n_heads=1, d_head=2, d_ff=2)
     T = TransformerLayer.random(d_model=2, n_heads=1, d_head=2, d_ff=2, seed=0)
     X = np.random.default_rng(1).normal(size=(2, 2))
     seq = U.encode([T] * layers, X, pointer=layers - 1)
-    ct = attnsim.compile(U.program, max_len=len(seq))
+    ct = attnsim.compile_program(U.program, max_len=len(seq))
     got, want = ct.forward(seq), attnsim.evaluate(U.program, seq, "numpy")
     # measured 6.9e-18 and 1.4e-17 (one and two layers)
     assert got.shape == want.shape and np.max(np.abs(got - want)) <= 1e-15

@@ -3,8 +3,8 @@
 Faddeev-LeVerrier and Csanky's power sums are unstable in float64 (:mod:`attnsim.constructions.det_n.program`,
 "Stated float64 accuracy"): a float64 ``run`` of ``det(n)`` or ``inverse(n)`` measures its residual
 and returns the result only within ``float_tolerance`` (default :data:`FLOAT_TOL`), else raises
-:class:`InaccurateResultError` (or warns, :class:`AccuracyWarning`).  Split from ``faddeev.py``
-(issue 25): that module builds the programs, this one checks their float64 runs.
+:class:`InaccurateResultError` (or warns, :class:`AccuracyWarning`).  ``program.py`` builds the
+programs; this module checks their float64 runs.
 """
 
 from __future__ import annotations

@@ -265,7 +265,7 @@ def faddeev_ref(
     return det_ref, MatRef(inv, inv_blk), _dedupe(intents), aux
 
 
-def powers_ref(
+def powers_ref(  # noqa: C901
     a: MatRef, name: str = "csanky", inverse: bool = True
 ) -> tuple[MatRef, MatRef | None, list[Intent], list[Block]]:
     """Composable form, logarithmic depth: (det A, A^-1) from the power sums p_k = tr(A^k).

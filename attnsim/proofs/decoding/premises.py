@@ -3,7 +3,7 @@
 Unsatisfiable premises prove anything, so before any case is asked the prover looks for a witness
 of the top-level premises (the assumptions, each decoded variable's ranges and blocks, every
 coordinate in range, every size at least its minimum): by evaluation at small values, then by Z3
-at small fixed sizes, then by Z3 in full (issue 26, item 4).  Empty premises fail the proof
+at small fixed sizes, then by Z3 in full.  Empty premises fail the proof
 "vacuous"; undecided ones leave it unknown.  A witness found by evaluation is exported as a query
 too (:func:`~attnsim.proofs.z3sel.export_witness`), so that the second solver sees every premise check.
 """
@@ -47,7 +47,7 @@ def _premises_checked(
     timeout: float,
 ) -> PremiseCheck:
     """The top-level premises shown satisfiable (a small witness by evaluation, else Z3's model),
-    empty, or undecided: the proof's first step (issue 26, item 4).
+    empty, or undecided: the proof's first step.
 
     Premises: the assumptions, each decoded variable's ranges (and block, when ``cover``),
     every coordinate in [0, extent), every size at least its minimum.  Unsatisfiable premises

@@ -112,7 +112,7 @@ class _Ctx:
             self.atoms[s.name] = e
         return self.atom_syms[fp]
 
-    def to_expr(self, s: sp.Expr) -> E.Expr:
+    def to_expr(self, s: sp.Expr) -> E.Expr:  # noqa: C901
         s = sp.expand(s)
         if s.is_Integer:
             return E.Const(int(s))
@@ -144,7 +144,7 @@ class _Ctx:
         raise ValueError(f"cannot turn {s} into an index expression")
 
     # interval bounds ---------------------------------------------------------------------
-    def bound(self, p: sp.Expr, upper: bool) -> sp.Expr | None:
+    def bound(self, p: sp.Expr, upper: bool) -> sp.Expr | None:  # noqa: C901
         """A polynomial in the sizes bounding ``p`` from above (or below), or None.
 
         Sound for the sizes it multiplies only when those are >= 0: a term with a size whose
@@ -374,7 +374,7 @@ class _Ctx:
     def _norm(self, e: E.Expr) -> E.Expr:
         return self.intern(self._norm1(e))
 
-    def _norm1(self, e: E.Expr) -> E.Expr:
+    def _norm1(self, e: E.Expr) -> E.Expr:  # noqa: C901, PLR0912
         if isinstance(e, (E.Var, E.Const)):
             return e
         if isinstance(e, E.Not):

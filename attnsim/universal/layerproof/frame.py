@@ -57,7 +57,7 @@ class FrameExecutor(Executor):
     def token(self, pos: E.Expr) -> sp.Expr:
         return SEQ(sym(self.norm(pos)))
 
-    def _value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:
+    def _value(self, node: C.SOp, pos: E.Expr) -> sp.Expr:  # noqa: C901
         if isinstance(node, C.Map | C.SequenceMap) and isinstance(node.fn, C.Prim) and node.fn.name == "where":
             ix = C.index_expr(node.args[0], pos)  # a structural flag: decided by Z3 at this position
             if ix is not None:

@@ -26,7 +26,7 @@ from attnsim.universal.layerproof.stage_proof import CaseRun, node_of, setup
 
 
 @sharing_answers  # the option cases ask many of the same queries
-def prove_padding(
+def prove_padding(  # noqa: C901
     u: Any,
     goal: Cut,
     rep: Cut,

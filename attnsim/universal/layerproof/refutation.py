@@ -46,7 +46,7 @@ _PAIRS = (("N", "n"), ("D", "d"), ("H", "hh"), ("K", "k"), ("F", "f"))  # (capac
 MAX_SAMPLED = 130  # a threshold point past this size is not sampled (its sums expand to that many terms)
 
 
-def threshold_points(diff: Any) -> list[dict[str, int]]:
+def threshold_points(diff: Any) -> list[dict[str, int]]:  # noqa: C901
     """Points where a size the difference ``diff`` compares with a constant c takes c + 1, c + 2, c,
     c - 1 (each at least 3, at most :data:`MAX_SAMPLED`): once with the other sizes as sampled (a
     true size raised with it when it passes its capacity, a true size lowered to a capacity set

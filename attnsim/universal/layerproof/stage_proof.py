@@ -125,7 +125,7 @@ class StageProofOptions:
 
 
 @sharing_answers  # the option cases ask many of the same queries
-def prove_stage(
+def prove_stage(  # noqa: C901
     u: Any,
     goal: Cut,
     cases: list[dict[str, int]],

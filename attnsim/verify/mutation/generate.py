@@ -135,7 +135,7 @@ def _fn_name(fn: Any) -> str:
     return fn.name if isinstance(fn, C.Prim) else "imap"
 
 
-def node_mutations(obj: Any) -> list[tuple[tuple[int, ...] | None, str, str, str]]:
+def node_mutations(obj: Any) -> list[tuple[tuple[int, ...] | None, str, str, str]]:  # noqa: C901, PLR0912
     """(path, signature, op, description) of every mutation the node (or Block) admits."""
     out: list[tuple[tuple[int, ...] | None, str, str, str]] = []
     if isinstance(obj, (C.Map, C.SequenceMap)):
@@ -226,7 +226,7 @@ class Mutator:
         self.applied += 1
         self.log.append(Applied(node, self.m.op, before))
 
-    def _apply(self, obj: Any) -> Any:
+    def _apply(self, obj: Any) -> Any:  # noqa: C901, PLR0912
         op = self.m.op
         st = object.__setattr__
         if op.startswith("expr:"):

@@ -136,7 +136,7 @@ def _run_check(ob: Obligation, timeout: float) -> Outcome:
         return Outcome.unknown(f"timeout after {timeout:g} s")
 
 
-def run_mutant(m: Mutant, obs: Sequence[Obligation], example: Callable[[], Any], timeout: float) -> MutantResult:
+def run_mutant(m: Mutant, obs: Sequence[Obligation], example: Callable[[], Any], timeout: float) -> MutantResult:  # noqa: C901, PLR0912
     """Run the (ordered) obligations on one mutant in this process; then try an equivalence proof."""
     t0 = time.perf_counter()
     hook = Mutator(m)

@@ -288,7 +288,7 @@ class Spread:
         if t is not None and not self.dom.empty(t):
             raise Unsupported(f"a changed value reaches {why}")
 
-    def _sop(self, n: C.SOp) -> Any:
+    def _sop(self, n: C.SOp) -> Any:  # noqa: C901
         if isinstance(n, (C.Map, C.SequenceMap)):
             fn = n.fn
             hit = [(i, a) for i, a in enumerate(n.args) if id(a) in self.sop]

@@ -20,7 +20,7 @@ from attnsim.verify.mutation.equivalence.z3_proofs import _scope
 from attnsim.verify.mutation.generate import Applied, Mutant, Mutator, _short
 
 
-def prove_equivalent(
+def prove_equivalent(  # noqa: C901, PLR0912
     m: Mutant, example: Callable[[], Any], hook: Mutator, timeout: float, built: Sequence[Any] = ()
 ) -> tuple[bool, str]:
     """A proof that every node the mutant changed (in every instance the obligations and the

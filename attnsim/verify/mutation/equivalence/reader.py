@@ -23,7 +23,7 @@ def _reselect(sel: C.Select, original: Callable[[C.SOp], C.SOp]) -> C.Select:
     return C.Select(original(sel.keys), original(sel.queries), sel.cmp)
 
 
-def consumers_equivalent(hook: Mutator, built: Sequence[Any], timeout: float) -> tuple[bool, str]:
+def consumers_equivalent(hook: Mutator, built: Sequence[Any], timeout: float) -> tuple[bool, str]:  # noqa: C901
     """A changed index map read only by selectors: every such selector, rebuilt on the original
     map, selects the same (q, k) at every position of its instance, for all sizes of the domain
     (e.g. a mask whose 'else' value changes from 0 to -1 while the selector tests mask == 1)."""

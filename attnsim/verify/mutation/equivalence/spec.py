@@ -15,7 +15,7 @@ from attnsim.rasp.layout import Block
 from attnsim.verify.mutation.generate import Mutator
 
 
-def spec_equivalent(hook: Mutator, built: Sequence[Any], symbolic: Sequence[tuple[str, list[Any]]]) -> tuple[bool, str]:
+def spec_equivalent(hook: Mutator, built: Sequence[Any], symbolic: Sequence[tuple[str, list[Any]]]) -> tuple[bool, str]:  # noqa: C901
     """Equivalent by the specification, for a mutant that only moves intermediate blocks (``offset:+1``
     of a block holding neither an operand nor the output of any Construction built: encoding and
     decoding are unchanged, the program addresses its own scratch channel one position further).

@@ -51,7 +51,7 @@ def _initial_taint(a: Applied, at_least_one: Callable[[E.Expr], bool]) -> tuple[
     raise taint.Unsupported(f"no taint rule for {op}")
 
 
-def unread_changes(hook: Mutator, built: Sequence[Any], timeout: float) -> tuple[bool, str]:
+def unread_changes(hook: Mutator, built: Sequence[Any], timeout: float) -> tuple[bool, str]:  # noqa: C901, PLR0912
     """Equivalent on the outputs: in every Construction built that contains a changed node, Z3
     proves that no position of the output block can hold a changed value (the changes stay where
     only position-wise maps read them, and every selector leaves those positions out), and that no
