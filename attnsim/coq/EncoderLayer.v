@@ -1,5 +1,5 @@
 (** torch's [nn.TransformerEncoderLayer], stated with MathComp: the layer T that Theorem 6 says U
-    simulates (issue 44).  Part of what a reader of the Coq theorem must trust; it follows torch's
+    simulates.  Part of what a reader of the Coq theorem must trust; it follows torch's
     documented forward pass (torch/nn/modules/transformer.py, [F.multi_head_attention_forward]):
 
       x = src

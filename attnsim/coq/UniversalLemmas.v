@@ -1,4 +1,4 @@
-(** General lemmas about the semantics for U's proof (Theorem 6 in the kernel, issue 44): an
+(** General lemmas about the semantics for U's proof (Theorem 6 in the kernel): an
     aggregate over a group of keys is the \sum over the group divided by its size, a gather reads
     one position, and the guarded group maps of U's exported selectors as nat arithmetic. *)
 From mathcomp Require Import all_ssreflect all_algebra.

@@ -34,7 +34,7 @@ NORMS = ("NoNorm", "PostNorm", "PreNorm")
 
 #: SHA-256 of the ``coq/EncoderLayer.v`` this transcription was reviewed against, line by line.
 #: Change it only together with a review of both files side by side.
-ENCODER_LAYER_SHA256 = "4c09ab13b4c7627118b153f3892ac2fc22084101ccf857c4c920d4a1061fa0c7"
+ENCODER_LAYER_SHA256 = "799c1790d300084e589d915a316ec2149552ad3b164d97e2ed8f6231a74f43a2"
 
 
 @dataclass(frozen=True)
