@@ -39,6 +39,7 @@ from attnsim.constructions.transpose import obligations as transpose
 from attnsim.constructions.transpose import program as transpose_program
 from attnsim.proofs import language, registry
 from attnsim.universal import all_sizes as simulator_all_sizes
+from attnsim.universal import kernel_stages
 from attnsim.universal import obligations as simulator
 from attnsim.verify import spec_check
 
@@ -86,6 +87,8 @@ def make_registrations() -> None:
         simulator.simulator_obligations,
         simulator.shallow_obligations,
     )
+    # U's stages in Coq's kernel against coq/EncoderLayer.v (Theorem 6 in the kernel: one stage so far)
+    registry.register((), kernel_stages.universal_kernel_obligations)
     # every specification against an independent textbook formula (what the all-sizes proofs trust)
     registry.register((), spec_check.spec_obligations)
 

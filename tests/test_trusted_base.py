@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -45,3 +47,24 @@ def test_code_lines_leave_out_blanks_comments_and_docstrings(
     tb.ROOT = tmp_path
     c = tb.count(tmp_path / "m.py")
     assert (c.lines, c.code) == (8, 3)  # def, return, its continuation
+
+
+def test_the_coq_trust_list_names_the_specification_and_the_exporter(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    tb = benchmark_script("trusted_base")
+    files = {f for _, fs in tb.COQ_TRUST for f in fs}
+    assert all((ROOT / f).is_file() for f in files)
+    for named in ("attnsim/coq/Semantics.v", "attnsim/coq/EncoderLayer.v", "attnsim/universal/kernel_export.py"):
+        assert named in files
+
+
+def test_coq_code_lines_leave_out_comments_and_blank_lines(
+    benchmark_script: Callable[[str], ModuleType], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tb = benchmark_script("trusted_base")
+    v = tmp_path / "X.v"
+    v.write_text("(** a (* nested *)\n   comment *)\n\nDefinition x := 1. (* trailing *)\n(* c *) Lemma y : True.\n")
+    monkeypatch.setattr(tb, "ROOT", tmp_path)
+    c = tb.count_coq(v)
+    assert (c.lines, c.code) == (5, 2)

@@ -5,7 +5,8 @@ For every kernel theorem (:mod:`attnsim.constructions.kernel_theorems`), two def
 * ``<construction>/exact/coq-evaluator-<Theory>``: the exported term evaluated by Coq
   (``vm_compute`` over MathComp's rationals) equals the engine's exact run at every position, one
   lemma per input, at the theorem's size bindings (a size 1 and non-square shapes among them);
-  ``exp``, the evaluator's parameter ``expf``, is the same rational stand-in on both sides;
+  ``exp``, ``sqrt``, ``gelu`` and ``gelu_tanh`` (the evaluator's parameters ``expf``, ``sqrtf``,
+  ``geluf``, ``gelu_tanhf``) are the same rational stand-ins on both sides (:data:`STANDINS`);
 * ``.../numeric/coq-evaluator-<Theory>``: the engine's float64 run is within 1e-12 (relative to the
   largest entry) of that exact run.
 
@@ -34,32 +35,41 @@ from attnsim.rasp.exact import ExactArith
 from attnsim.rasp.layout import value_of
 from attnsim.rasp.numeric import NumpyArith
 
-# Semantics.v's evaluator takes exp as a parameter (expf); both sides instantiate it with the same
-# rational function, positive everywhere so that every row sum is >= 1 and every division defined.
-EXP_STANDIN_COQ = "(fun v : rat => v * v + 1)"
+# Semantics.v's evaluator takes the generalized primitives as parameters; both sides instantiate
+# them with the same rational functions, each a different polynomial (a swapped primitive shows),
+# exp and sqrt positive everywhere so that every row sum and every LayerNorm root is >= 1.
+STANDINS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "exp": ("(fun v : rat => v * v + 1)", lambda v: v * v + 1),
+    "sqrt": ("(fun v : rat => v * v + 2)", lambda v: v * v + 2),
+    "gelu": ("(fun v : rat => v * v / 2%:R + v)", lambda v: v * v / 2 + v),
+    "gelu_tanh": ("(fun v : rat => v * v / 3%:R - v)", lambda v: v * v / 3 - v),
+}
+EXP_STANDIN_COQ = STANDINS["exp"][0]
+STANDINS_COQ = " ".join(STANDINS[name][0] for name in ("exp", "sqrt", "gelu", "gelu_tanh"))
 
 
 def exp_standin(x: Any) -> Any:
-    return x * x + 1
+    return STANDINS["exp"][1](x)
 
 
 class _StandinExact(ExactArith):
-    """Exact arithmetic with ``exp`` replaced by :func:`exp_standin`."""
+    """Exact arithmetic with the generalized primitives replaced by their stand-ins."""
 
     def _apply(self, prim: P.Primitive, params: tuple[Any, ...], args: list[np.ndarray]) -> np.ndarray:
-        if prim.name == "exp":
+        if prim.name in STANDINS:
+            fn = STANDINS[prim.name][1]
             out = np.empty(len(args[0]), dtype=object)
-            out[:] = [exp_standin(Fraction(v)) for v in args[0]]
+            out[:] = [fn(Fraction(v)) for v in args[0]]
             return out
         return super()._apply(prim, params, args)
 
 
 class _StandinFloat(NumpyArith):
-    """float64 arithmetic with ``exp`` replaced by :func:`exp_standin`."""
+    """float64 arithmetic with the generalized primitives replaced by their stand-ins."""
 
     def _apply(self, prim: P.Primitive, params: tuple[Any, ...], args: list[np.ndarray]) -> np.ndarray:
-        if prim.name == "exp":
-            return np.asarray(exp_standin(np.asarray(args[0], dtype=np.float64)), dtype=np.float64)
+        if prim.name in STANDINS:
+            return np.asarray(STANDINS[prim.name][1](np.asarray(args[0], dtype=np.float64)), dtype=np.float64)
         return super()._apply(prim, params, args)
 
 
@@ -125,7 +135,7 @@ From Attnsim Require Import Semantics Exports.
 Local Open Scope ring_scope.
 Definition q (n d : Z) : rat := zR rat_realFieldType n / zR rat_realFieldType d.
 Definition run (p : sop) (x : seq rat) : seq rat :=
-  [seq eval (R := rat_realFieldType) """ + EXP_STANDIN_COQ + """ p x i | i <- iota 0 (size x)].
+  [seq eval (R := rat_realFieldType) """ + STANDINS_COQ + """ p x i | i <- iota 0 (size x)].
 """
 
 
@@ -169,7 +179,8 @@ def differential_check(thm: KernelTheorem, programs: Sequence[CoqProgram] = ()) 
         if failed is None:
             sizes = ", ".join("(" + ", ".join(str(c.sizes[s]) for s in thm.sizes) + ")" for c in cases)
             return Outcome.good(
-                f"Coq's evaluation of {thm.program} (vm_compute over rat, exp := v^2 + 1 on both sides) equals the "
+                f"Coq's evaluation of {thm.program} (vm_compute over rat, exp := v^2 + 1 and the other stand-ins on "
+                f"both sides) equals the "
                 f"engine's exact run at every position, {len(cases)} inputs, sizes ({', '.join(thm.sizes)}) in {sizes}"
             )
         if failed.status == "over budget":
@@ -248,6 +259,8 @@ def evaluator_obligations() -> Iterable[Obligation]:
 
 __all__ = [
     "EXP_STANDIN_COQ",
+    "STANDINS",
+    "STANDINS_COQ",
     "DiffCase",
     "diff_cases",
     "diff_text",

@@ -13,14 +13,14 @@ Section Masked.
 Variable R : realFieldType.
 Local Open Scope ring_scope.
 
-Lemma mean_keys_big (f : nat -> R) (s : sel) (L q : nat) :
-  (\sum_(0 <= k < L | seval s L q k) 1) * mean [seq f k | k <- keys s L q]
-  = \sum_(0 <= k < L | seval s L q k) f k.
+Lemma mean_keys_big (f : nat -> R) (P : nat -> bool) (L : nat) :
+  (\sum_(0 <= k < L | P k) 1) * mean [seq f k | k <- keys P L]
+  = \sum_(0 <= k < L | P k) f k.
 Proof.
 have E (g : nat -> R) :
-    \sum_(0 <= k < L | seval s L q k) g k = \sum_(k <- keys s L q) g k.
+    \sum_(0 <= k < L | P k) g k = \sum_(k <- keys P L) g k.
   by rewrite /keys big_filter /index_iota subn0.
-rewrite !E; case: (keys s L q) => [|a l]; first by rewrite !big_nil /= mulr0.
+rewrite !E; case: (keys P L) => [|a l]; first by rewrite !big_nil /= mulr0.
 rewrite big_const_seq count_predT iter_addr_0 /mean sumE big_map size_map.
 by rewrite mulrC -mulrA mulVf ?mulr1 // pnatr_eq0.
 Qed.
@@ -82,14 +82,14 @@ Local Open Scope ring_scope.
 
 Theorem faddeev_coefficient_step : faddeev_coefficient_step_statement.
 Proof.
-move=> R expf n off pad A M x Hn HA HM HL.
+move=> R expf sqrtf geluf gelu_tanhf n off pad A M x Hn HA HM HL.
 apply/matrixP => i j; rewrite (ord1 i) (ord1 j) !mxE eqxx mulr1n /pos /=.
 rewrite ?Zmatch_id.
 have -> : (Z.of_nat n * Z.of_nat n)%Z = Z.of_nat (n * n) by lia.
 rewrite zR_nat /zR /= !subr0 !divr1.
 (* A sum over the keys the mask selects, as a sum over A's block. *)
-match goal with |- context [keys ?s ?L ?q] =>
-  have Hsum : forall F : nat -> R, \sum_(0 <= k < L | seval s L q k) F k
+match goal with |- context [keys ?P ?L] =>
+  have Hsum : forall F : nat -> R, \sum_(0 <= k < L | P k) F k
     = \sum_(l < n) \sum_(m < n) F (off + n * n + (l * n + m))%nat end.
   move=> F; rewrite (@sum_block _ _ _ _ (off + n * n) n n); last first.
   - by move=> k _ /= /range_out; lia.
@@ -102,7 +102,7 @@ have -> : (n * n)%:R = \sum_(l < n) \sum_(m < n) (1 : R).
 rewrite -(Hsum (fun _ => 1)) mean_keys_big Hsum /mxtrace exchange_big.
 apply: eq_bigr => l _; rewrite mxE; apply: eq_bigr => m _.
 have Hl := ltn_ord l; have Hm := ltn_ord m.
-rewrite (@mean_keys_one _ _ _ _ _ (off + (l * n + m))%nat); first last.
+rewrite (@mean_keys_one _ _ _ _ _ _ _ _ _ (off + (l * n + m))%nat); first last.
 - by nia.
 - move=> kk _ /=; rewrite -eqb_of_nat; congr (_ =? _)%Z.
   have -> : (Z.of_nat (off + n * n + (m * n + l)) - (Z.of_nat off + Z.of_nat (n * n)))%Z

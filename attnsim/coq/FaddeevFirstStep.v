@@ -12,14 +12,14 @@ Section Masked.
 Variable R : realFieldType.
 Local Open Scope ring_scope.
 
-Lemma mean_keys_big (f : nat -> R) (s : sel) (L q : nat) :
-  (\sum_(0 <= k < L | seval s L q k) 1) * mean [seq f k | k <- keys s L q]
-  = \sum_(0 <= k < L | seval s L q k) f k.
+Lemma mean_keys_big (f : nat -> R) (P : nat -> bool) (L : nat) :
+  (\sum_(0 <= k < L | P k) 1) * mean [seq f k | k <- keys P L]
+  = \sum_(0 <= k < L | P k) f k.
 Proof.
 have E (g : nat -> R) :
-    \sum_(0 <= k < L | seval s L q k) g k = \sum_(k <- keys s L q) g k.
+    \sum_(0 <= k < L | P k) g k = \sum_(k <- keys P L) g k.
   by rewrite /keys big_filter /index_iota subn0.
-rewrite !E; case: (keys s L q) => [|a l]; first by rewrite !big_nil /= mulr0.
+rewrite !E; case: (keys P L) => [|a l]; first by rewrite !big_nil /= mulr0.
 rewrite big_const_seq count_predT iter_addr_0 /mean sumE big_map size_map.
 by rewrite mulrC -mulrA mulVf ?mulr1 // pnatr_eq0.
 Qed.
@@ -92,7 +92,7 @@ Local Open Scope ring_scope.
 
 Theorem faddeev_first_step : faddeev_first_step_statement.
 Proof.
-move=> R expf n off pad A x Hn HA HL.
+move=> R expf sqrtf geluf gelu_tanhf n off pad A x Hn HA HL.
 have Z1 : zR R 1 = 1 by rewrite /zR /= subr0.
 have Zm1 : zR R (-1) = -1 by rewrite /zR /= sub0r.
 have Zb b : zR R (zb b) = (b : nat)%:R by case: b; rewrite /zR /= subr0.
@@ -100,9 +100,9 @@ apply/matrixP => i j; rewrite !mxE /pos /=.
 have Hi := ltn_ord i; have Hj := ltn_ord j.
 rewrite mul0n add0n -addnA ?Zmatch_id zR_nat Z1 Zm1 !divr1 diag_in // Zb.
 (* A sum over the keys the mask selects, as a sum over A's block. *)
-match goal with |- context [keys ?s ?L ?q] =>
+match goal with |- context [keys ?P ?L] =>
   have Hsum : forall F : nat -> R,
-    \sum_(0 <= k < L | seval s L q k) F k = \sum_(l < n) F (off + (l * n + l))%nat end.
+    \sum_(0 <= k < L | P k) F k = \sum_(l < n) F (off + (l * n + l))%nat end.
   move=> F; rewrite (@sum_block _ _ _ _ off n n); last first.
   - by move=> k _ /= /guard_out; lia.
   - by lia.

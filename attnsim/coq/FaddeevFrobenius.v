@@ -13,14 +13,14 @@ Section Masked.
 Variable R : realFieldType.
 Local Open Scope ring_scope.
 
-Lemma mean_keys_big (f : nat -> R) (s : sel) (L q : nat) :
-  (\sum_(0 <= k < L | seval s L q k) 1) * mean [seq f k | k <- keys s L q]
-  = \sum_(0 <= k < L | seval s L q k) f k.
+Lemma mean_keys_big (f : nat -> R) (P : nat -> bool) (L : nat) :
+  (\sum_(0 <= k < L | P k) 1) * mean [seq f k | k <- keys P L]
+  = \sum_(0 <= k < L | P k) f k.
 Proof.
 have E (g : nat -> R) :
-    \sum_(0 <= k < L | seval s L q k) g k = \sum_(k <- keys s L q) g k.
+    \sum_(0 <= k < L | P k) g k = \sum_(k <- keys P L) g k.
   by rewrite /keys big_filter /index_iota subn0.
-rewrite !E; case: (keys s L q) => [|a l]; first by rewrite !big_nil /= mulr0.
+rewrite !E; case: (keys P L) => [|a l]; first by rewrite !big_nil /= mulr0.
 rewrite big_const_seq count_predT iter_addr_0 /mean sumE big_map size_map.
 by rewrite mulrC -mulrA mulVf ?mulr1 // pnatr_eq0.
 Qed.
@@ -75,16 +75,16 @@ Local Open Scope ring_scope.
 
 Theorem faddeev_frobenius : faddeev_frobenius_statement.
 Proof.
-move=> R expf r c off pad A x Hr Hc HA HL.
+move=> R expf sqrtf geluf gelu_tanhf r c off pad A x Hr Hc HA HL.
 apply/matrixP => i j; rewrite (ord1 i) (ord1 j) !mxE eqxx mulr1n /pos /=.
 rewrite ?Zmatch_id.
 have -> : (Z.of_nat r * Z.of_nat c)%Z = Z.of_nat (r * c) by lia.
 rewrite zR_nat /zR /= !subr0 !divr1.
 change (Pos.to_nat 2) with 2%nat; change (Pos.to_nat 1) with 1%nat.
 (* A sum over the keys the mask selects, as a sum over A's block. *)
-match goal with |- context [keys ?s ?L ?q] =>
+match goal with |- context [keys ?P ?L] =>
   have Hsum : forall F : nat -> R,
-    \sum_(0 <= k < L | seval s L q k) F k = \sum_(l < r) \sum_(m < c) F (off + (l * c + m))%nat end.
+    \sum_(0 <= k < L | P k) F k = \sum_(l < r) \sum_(m < c) F (off + (l * c + m))%nat end.
   move=> F; rewrite (@sum_block _ _ _ _ off r c); last first.
   - by move=> k _ /= /range_out; lia.
   - by lia.

@@ -14,14 +14,14 @@ Section Masked.
 Variable R : realFieldType.
 Local Open Scope ring_scope.
 
-Lemma mean_keys_big (f : nat -> R) (s : sel) (L q : nat) :
-  (\sum_(0 <= k < L | seval s L q k) 1) * mean [seq f k | k <- keys s L q]
-  = \sum_(0 <= k < L | seval s L q k) f k.
+Lemma mean_keys_big (f : nat -> R) (P : nat -> bool) (L : nat) :
+  (\sum_(0 <= k < L | P k) 1) * mean [seq f k | k <- keys P L]
+  = \sum_(0 <= k < L | P k) f k.
 Proof.
 have E (g : nat -> R) :
-    \sum_(0 <= k < L | seval s L q k) g k = \sum_(k <- keys s L q) g k.
+    \sum_(0 <= k < L | P k) g k = \sum_(k <- keys P L) g k.
   by rewrite /keys big_filter /index_iota subn0.
-rewrite !E; case: (keys s L q) => [|a l]; first by rewrite !big_nil /= mulr0.
+rewrite !E; case: (keys P L) => [|a l]; first by rewrite !big_nil /= mulr0.
 rewrite big_const_seq count_predT iter_addr_0 /mean sumE big_map size_map.
 by rewrite mulrC -mulrA mulVf ?mulr1 // pnatr_eq0.
 Qed.
@@ -106,16 +106,16 @@ Local Open Scope ring_scope.
 
 Theorem faddeev_general_step : faddeev_general_step_statement.
 Proof.
-move=> R expf n off pad A M c x Hn HA HM HC HL.
+move=> R expf sqrtf geluf gelu_tanhf n off pad A M c x Hn HA HM HC HL.
 have Z1 : zR R 1 = 1 by rewrite /zR /= subr0.
 have Zb b : zR R (zb b) = (b : nat)%:R by case: b; rewrite /zR /= subr0.
 apply/matrixP => i j; rewrite !mxE /pos /=.
 have Hi := ltn_ord i; have Hj := ltn_ord j.
 rewrite mul0n !add0n ?Zmatch_id zR_nat Z1 !divr1 diag0 // Zb.
-rewrite (@mean_keys_sum _ _ _ _ _ ((i * n + j) * n) n) //; first last.
+rewrite (@mean_keys_sum _ _ _ _ _ _ _ _ _ ((i * n + j) * n) n) //; first last.
 - by nia.
 - by move=> kk _ /=; rewrite zdiv_eqb_range.
-rewrite (@mean_keys_one _ _ _ _ _ (off + n * n + n * n)%nat); first last.
+rewrite (@mean_keys_one _ _ _ _ _ _ _ _ _ (off + n * n + n * n)%nat); first last.
 - by lia.
 - by move=> kk _ /=; rewrite -eqb_of_nat; congr (_ =? _)%Z; lia.
 have [_ <-] := HC ord0 ord0 ord0.
@@ -125,11 +125,11 @@ congr (_ + _); last first.
   have -> : (i == j :> nat) = (i == j) by [].
   by case: (i == j); rewrite ?mulr1n ?mulr0n ?mulr1 ?mulr0.
 apply: eq_bigr => l _; have Hl := ltn_ord l.
-rewrite (@mean_keys_one _ _ _ _ _ (off + (i * n + l))%nat); first last.
+rewrite (@mean_keys_one _ _ _ _ _ _ _ _ _ (off + (i * n + l))%nat); first last.
 - by nia.
 - move=> kk _ /=; rewrite -eqb_of_nat; congr (_ =? _)%Z.
   rewrite Z.sub_0_r zdivn // zmodn // zdivnn // zmodnn // zdivn //; lia.
-rewrite (@mean_keys_one _ _ _ _ _ (off + n * n + (l * n + j))%nat); first last.
+rewrite (@mean_keys_one _ _ _ _ _ _ _ _ _ (off + n * n + (l * n + j))%nat); first last.
 - by nia.
 - move=> kk _ /=; rewrite -eqb_of_nat; congr (_ =? _)%Z.
   rewrite Z.sub_0_r zdivn // zmodn // zdivnn // zmodnn // zmodn //; lia.

@@ -14,14 +14,14 @@ Section Masked.
 Variable R : realFieldType.
 Local Open Scope ring_scope.
 
-Lemma mean_keys_big (f : nat -> R) (s : sel) (L q : nat) :
-  (\sum_(0 <= k < L | seval s L q k) 1) * mean [seq f k | k <- keys s L q]
-  = \sum_(0 <= k < L | seval s L q k) f k.
+Lemma mean_keys_big (f : nat -> R) (P : nat -> bool) (L : nat) :
+  (\sum_(0 <= k < L | P k) 1) * mean [seq f k | k <- keys P L]
+  = \sum_(0 <= k < L | P k) f k.
 Proof.
 have E (g : nat -> R) :
-    \sum_(0 <= k < L | seval s L q k) g k = \sum_(k <- keys s L q) g k.
+    \sum_(0 <= k < L | P k) g k = \sum_(k <- keys P L) g k.
   by rewrite /keys big_filter /index_iota subn0.
-rewrite !E; case: (keys s L q) => [|a l]; first by rewrite !big_nil /= mulr0.
+rewrite !E; case: (keys P L) => [|a l]; first by rewrite !big_nil /= mulr0.
 rewrite big_const_seq count_predT iter_addr_0 /mean sumE big_map size_map.
 by rewrite mulrC -mulrA mulVf ?mulr1 // pnatr_eq0.
 Qed.
@@ -116,14 +116,14 @@ Local Open Scope ring_scope.
 
 Section General.
 Variable R : realFieldType.
-Variable expf : R -> R.
+Variables expf sqrtf geluf gelu_tanhf : R -> R.
 
 (** The general step M' = A M + c I, read at entry (i, j) of its n x n output. *)
 Lemma general_entry (n off pad : nat) (A M : 'M[R]_n) (c : 'M[R]_1) (x : seq R) :
   (0 < n)%nat -> encodes x off 1 n n (fun _ => A) -> encodes x (off + n * n) 1 n n (fun _ => M) ->
   encodes x (off + n * n + n * n) 1 1 1 (fun _ => c) ->
   (off + n * n + n * n + 1 <= size x)%nat -> (n * n * n <= size x)%nat -> forall i j : 'I_n,
-  eval expf (faddeev_general_step_prog (Z.of_nat n) (Z.of_nat off) (Z.of_nat pad)) x (i * n + j)%nat
+  eval expf sqrtf geluf gelu_tanhf (faddeev_general_step_prog (Z.of_nat n) (Z.of_nat off) (Z.of_nat pad)) x (i * n + j)%nat
   = (A *m M + (c 0 0)%:M) i j.
 Proof.
 move=> Hn HA HM HC HL1 HL2 i j.
@@ -132,10 +132,10 @@ have Zb b : zR R (zb b) = (b : nat)%:R by case: b; rewrite /zR /= subr0.
 rewrite !mxE /=.
 have Hi := ltn_ord i; have Hj := ltn_ord j.
 rewrite ?Zmatch_id zR_nat Z1 !divr1 diag0 // Zb.
-rewrite (@mean_keys_sum _ _ _ _ _ ((i * n + j) * n) n) //; first last.
+rewrite (@mean_keys_sum _ _ _ _ _ _ _ _ _ ((i * n + j) * n) n) //; first last.
 - by nia.
 - by move=> kk _ /=; rewrite zdiv_eqb_range.
-rewrite (@mean_keys_one _ _ _ _ _ (off + n * n + n * n)%nat); first last.
+rewrite (@mean_keys_one _ _ _ _ _ _ _ _ _ (off + n * n + n * n)%nat); first last.
 - by lia.
 - by move=> kk _ /=; rewrite -eqb_of_nat; congr (_ =? _)%Z; lia.
 have [_ <-] := HC ord0 ord0 ord0.
@@ -145,11 +145,11 @@ congr (_ + _); last first.
   have -> : (i == j :> nat) = (i == j) by [].
   by case: (i == j); rewrite ?mulr1n ?mulr0n ?mulr1 ?mulr0.
 apply: eq_bigr => l _; have Hl := ltn_ord l.
-rewrite (@mean_keys_one _ _ _ _ _ (off + (i * n + l))%nat); first last.
+rewrite (@mean_keys_one _ _ _ _ _ _ _ _ _ (off + (i * n + l))%nat); first last.
 - by nia.
 - move=> kk _ /=; rewrite -eqb_of_nat; congr (_ =? _)%Z.
   rewrite Z.sub_0_r zdivn // zmodn // zdivnn // zmodnn // zdivn //; lia.
-rewrite (@mean_keys_one _ _ _ _ _ (off + n * n + (l * n + j))%nat); first last.
+rewrite (@mean_keys_one _ _ _ _ _ _ _ _ _ (off + n * n + (l * n + j))%nat); first last.
 - by nia.
 - move=> kk _ /=; rewrite -eqb_of_nat; congr (_ =? _)%Z.
   rewrite Z.sub_0_r zdivn // zmodn // zdivnn // zmodnn // zmodn //; lia.
@@ -160,13 +160,13 @@ End General.
 
 Theorem faddeev_iteration : faddeev_iteration_statement.
 Proof.
-move=> R expf n k off pad A M c x Hn Hk HA HM HC HL.
+move=> R expf sqrtf geluf gelu_tanhf n k off pad A M c x Hn Hk HA HM HC HL.
 (* The general step's program is the subterm the products read (Exports builds it the same
    way): name it, state its entries (general_entry), and keep it opaque to [simpl]. *)
 rewrite /faddeev_iteration_prog; cbv zeta.
 set G := faddeev_general_step_prog (Z.of_nat n) (Z.of_nat off) (Z.of_nat pad).
 match goal with |- context [Map2 PMul ?At ?H] => change H with G end.
-have HG : forall i j : 'I_n, eval expf G x (i * n + j)%nat = (A *m M + (c 0 0)%:M) i j.
+have HG : forall i j : 'I_n, eval expf sqrtf geluf gelu_tanhf G x (i * n + j)%nat = (A *m M + (c 0 0)%:M) i j.
   by apply: general_entry => //; lia.
 clearbody G.
 apply/matrixP => i j; rewrite (ord1 i) (ord1 j) !mxE eqxx mulr1n /pos /=.
@@ -177,8 +177,8 @@ have Zm1 : zR R (-1) = -1 by rewrite /zR /= sub0r.
 have Z1 : zR R 1 = 1 by rewrite /zR /= subr0.
 rewrite !zR_nat Zm1 Z1 divr1.
 (* The mask selects [0, n n): a sum over it is a double sum over (l, m), l n + m. *)
-match goal with |- context [keys ?s ?L ?q] =>
-  have Hsum : forall F : nat -> R, \sum_(0 <= k < L | seval s L q k) F k
+match goal with |- context [keys ?P ?L] =>
+  have Hsum : forall F : nat -> R, \sum_(0 <= k < L | P k) F k
     = \sum_(l < n) \sum_(m < n) F (l * n + m)%nat end.
   move=> F; rewrite (@sum_block _ _ _ _ 0 n n); last first.
   - by move=> kk _ /= /range_out; lia.
@@ -192,7 +192,7 @@ rewrite -(Hsum (fun _ => 1)) mean_keys_big Hsum /mxtrace exchange_big.
 rewrite mulrAC mulN1r; congr (- _ / _); apply: eq_bigr => l _; rewrite mxE.
 apply: eq_bigr => m _.
 have Hl := ltn_ord l; have Hm := ltn_ord m.
-rewrite HG (@mean_keys_one _ _ _ _ _ (off + (l * n + m))%nat); first last.
+rewrite HG (@mean_keys_one _ _ _ _ _ _ _ _ _ (off + (l * n + m))%nat); first last.
 - by nia.
 - move=> kk _ /=; rewrite -eqb_of_nat; congr (_ =? _)%Z.
   rewrite Z.sub_0_r zdivn // zmodn // Z.div_small ?Z.mod_small; lia.

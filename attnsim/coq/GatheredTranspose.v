@@ -8,11 +8,11 @@ Import GRing.Theory Num.Theory.
 
 Section GatheredTranspose.
 Variable R : realFieldType.
-Variable expf : R -> R.
+Variables expf sqrtf geluf gelu_tanhf : R -> R.
 
 Lemma gathered_transpose_trmx_core (r c : nat) (A : 'M[R]_(r, c)) (x : seq R) :
   encodes x 0 1 r c (fun _ => A) ->
-  decode (eval expf (gathered_transpose_prog (Z.of_nat r) (Z.of_nat c)) x) 0 1 c r ord0 = trmx A.
+  decode (eval expf sqrtf geluf gelu_tanhf (gathered_transpose_prog (Z.of_nat r) (Z.of_nat c)) x) 0 1 c r ord0 = trmx A.
 Proof.
 move=> HA; apply/matrixP => i j; rewrite !mxE.
 have [HL HAv] := HA ord0 j i.
@@ -27,5 +27,5 @@ End GatheredTranspose.
 
 Theorem gathered_transpose_trmx : gathered_transpose_trmx_statement.
 Proof.
-move=> R expf r c A x _ _ HA _; exact: gathered_transpose_trmx_core.
+move=> R expf sqrtf geluf gelu_tanhf r c A x _ _ HA _; exact: gathered_transpose_trmx_core.
 Qed.

@@ -12,13 +12,14 @@ Unset Printing Implicit Defensive.
 
 Section Inverse3.
 Variable R : realFieldType.
-Variable expf : R -> R.
+Variables expf sqrtf geluf gelu_tanhf : R -> R.
 Local Open Scope ring_scope.
 
 (** A gather [Select Indices (g Indices) ==] at query p reads key z = g p. *)
-Lemma gatherE (g : Z -> Z) (f : nat -> R) (L p z : nat) :
-  g (Z.of_nat p) = Z.of_nat z -> (z < L)%nat ->
-  mean [seq f k | k <- keys (Select Indices (IMap1 g Indices) CEq) L p] = f z.
+Lemma gatherE (g : Z -> Z) (f : nat -> R) (x : seq R) (p z : nat) :
+  g (Z.of_nat p) = Z.of_nat z -> (z < size x)%nat ->
+  mean [seq f k | k <- keys (seval expf sqrtf geluf gelu_tanhf (Select Indices (IMap1 g Indices) CEq) x p) (size x)]
+  = f z.
 Proof.
 move=> Hg Hz; apply: mean_keys_one => // k _ /=.
 by rewrite Hg eqb_of_nat.
@@ -36,9 +37,8 @@ Qed.
 End Inverse3.
 
 (** The keys of a selector that selects no key at or past N are those below N. *)
-Lemma keys_prefix (s : sel) (L q N : nat) : N <= L ->
-  (forall k, N <= k < L -> seval s L q k = false) ->
-  keys s L q = [seq k <- iota 0 N | seval s L q k].
+Lemma keys_prefix (P : nat -> bool) (L N : nat) : N <= L ->
+  (forall k, N <= k < L -> P k = false) -> keys P L = [seq k <- iota 0 N | P k].
 Proof.
 move=> HN Hs; rewrite /keys -(subnKC HN) iotaD filter_cat add0n.
 rewrite (@eq_in_filter _ _ pred0 (iota N _)) ?filter_pred0 ?cats0 // => k.
@@ -51,18 +51,18 @@ Ltac nnorm := simpl; cbv [pos bump leq addn addn_rec subn subn_rec muln muln_rec
 (** Rewrites every gather by the key it reads (computed from the closed query position). *)
 Ltac gathers HL :=
   repeat match goal with
-  | |- context [mean (map ?f (keys (Select Indices (IMap1 ?g Indices) CEq) ?L ?p))] =>
+  | |- context [mean (map ?f (keys (seval ?e1 ?e2 ?e3 ?e4 (Select Indices (IMap1 ?g Indices) CEq) ?x ?p) _))] =>
       let z := eval compute in (Z.to_nat (g (Z.of_nat p))) in
-      rewrite (@gatherE _ g f L p z); [| reflexivity | exact: leq_trans HL]
+      rewrite (@gatherE _ e1 e2 e3 e4 g f x p z); [| reflexivity | exact: leq_trans HL]
   end.
 
 Theorem inverse3_invmx : inverse3_invmx_statement.
 Proof.
-move=> R expf A x HU HA HL.
+move=> R expf sqrtf geluf gelu_tanhf A x HU HA HL.
 have Hx : forall u v : 'I_3, A u v = nth 0%R x (pos 0 3 3 0 u v) by move=> u v; have [_ ->] := HA ord0 u v.
 rewrite /invmx HU; apply/matrixP => i j; rewrite !mxE /inverse3_prog /=.
 match goal with |- (_ / ?d = _)%R => have -> : d = (\det A)%R end.
-  rewrite (@keys_prefix (Select _ (IConst 1) CEq) _ _ 9); last 2 first.
+  rewrite (@keys_prefix (seval _ _ _ _ (Select _ (IConst 1) CEq) _ _) _ 9); last 2 first.
   - exact: leq_trans HL.
   - move=> k /andP[Hk _] /=; rewrite /iand /ilt.
     have -> : (Z.of_nat k <? 9)%Z = false by apply/Z.ltb_ge; lia.

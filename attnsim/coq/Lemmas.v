@@ -31,22 +31,26 @@ have -> : [seq k <- iota (0 + a + n) (L - (a + n)) | a <= k < a + n] = [::].
 by rewrite cats0.
 Qed.
 
-(** The keys of a selector true exactly at key z (< L): the one key z. *)
-Lemma keys_one (s : sel) (L q z : nat) :
-  (forall k, k < L -> seval s L q k = (k == z)) -> z < L -> keys s L q = [:: z].
-Proof.
-move=> Hs Hz; rewrite /keys (@filter_iota_range _ z 1) //; last by rewrite addn1.
-by move=> k /Hs ->; rewrite addn1 ltnS -eqn_leq eq_sym.
-Qed.
-
-Lemma keys_range (s : sel) (L q a n : nat) :
-  (forall k, k < L -> seval s L q k = (a <= k < a + n)) -> a + n <= L -> keys s L q = iota a n.
-Proof. by move=> Hs HL; rewrite /keys (@filter_iota_range _ a n). Qed.
-
 Section Values.
 Local Open Scope ring_scope.
 Variable R : realFieldType.
-Variable expf : R -> R.
+Variables expf sqrtf geluf gelu_tanhf : R -> R.
+Local Notation eval := (eval expf sqrtf geluf gelu_tanhf).
+Local Notation seval := (seval expf sqrtf geluf gelu_tanhf).
+
+(** * Keys: a selector true exactly at key z (< size x) lists the one key z; one true exactly on
+    [a, a + n) lists [a, a + n). *)
+Lemma keys_one (s : sel) (x : seq R) (q z : nat) :
+  (forall k, (k < size x)%nat -> seval s x q k = (k == z)) -> (z < size x)%nat -> keys (seval s x q) (size x) = [:: z].
+Proof.
+move=> Hs Hz; rewrite /Semantics.keys (@filter_iota_range _ z 1) //; last by rewrite addn1.
+by move=> k /Hs ->; rewrite addn1 ltnS -eqn_leq eq_sym.
+Qed.
+
+Lemma keys_range (s : sel) (x : seq R) (q a n : nat) :
+  (forall k, (k < size x)%nat -> seval s x q k = (a <= k < a + n)%nat) -> (a + n <= size x)%nat ->
+  keys (seval s x q) (size x) = iota a n.
+Proof. by move=> Hs HL; rewrite /Semantics.keys (@filter_iota_range _ a n). Qed.
 
 (** * Averages: a gather reads its one key; a mean over n keys times n is their sum. *)
 Lemma sumE (vs : seq R) : sum vs = \sum_(v <- vs) v.
@@ -66,28 +70,37 @@ rewrite -[a in iota a _]addn0 iotaDl big_map.
 by rewrite -(big_mkord xpredT (fun l => f (a + l)%nat)) /index_iota subn0.
 Qed.
 
+(** An aggregate and a max head read the values of the keys [keys] lists. *)
+Lemma eval_aggregate (s : sel) (v : sop) (x : seq R) (q : nat) :
+  eval (Aggregate s v) x q = mean [seq eval v x k | k <- keys (seval s x q) (size x)].
+Proof. by []. Qed.
+
+Lemma eval_maximum (s : sel) (v : sop) (x : seq R) (q : nat) :
+  eval (Maximum s v) x q = maxl [seq eval v x k | k <- keys (seval s x q) (size x)].
+Proof. by []. Qed.
+
 Lemma agg_gather (s : sel) (v : sop) (x : seq R) (q z : nat) :
-  (forall k, (k < size x)%nat -> seval s (size x) q k = (k == z)) -> (z < size x)%nat ->
-  eval expf (Aggregate s v) x q = eval expf v x z.
-Proof. by move=> Hs Hz /=; rewrite (keys_one Hs Hz); exact: mean1. Qed.
+  (forall k, (k < size x)%nat -> seval s x q k = (k == z)) -> (z < size x)%nat ->
+  eval (Aggregate s v) x q = eval v x z.
+Proof. by move=> Hs Hz; rewrite eval_aggregate (keys_one Hs Hz); exact: mean1. Qed.
 
 Lemma agg_sum (s : sel) (v : sop) (x : seq R) (q a n : nat) : (0 < n)%nat ->
-  (forall k, (k < size x)%nat -> seval s (size x) q k = (a <= k < a + n)%nat) -> (a + n <= size x)%nat ->
-  n%:R * eval expf (Aggregate s v) x q = \sum_(l < n) eval expf v x (a + l)%nat.
+  (forall k, (k < size x)%nat -> seval s x q k = (a <= k < a + n)%nat) -> (a + n <= size x)%nat ->
+  n%:R * eval (Aggregate s v) x q = \sum_(l < n) eval v x (a + l)%nat.
 Proof.
-move=> Hn Hs HL /=; rewrite (keys_range Hs HL) mean_iota // mulrC -mulrA mulVf ?mulr1 //.
+move=> Hn Hs HL; rewrite eval_aggregate (keys_range Hs HL) mean_iota // mulrC -mulrA mulVf ?mulr1 //.
 by rewrite pnatr_eq0 -lt0n.
 Qed.
 
 (** The same, for the values of the keys as the evaluator lists them. *)
-Lemma mean_keys_one (f : nat -> R) (s : sel) (L q z : nat) :
-  (forall k, (k < L)%nat -> seval s L q k = (k == z)) -> (z < L)%nat ->
-  mean [seq f k | k <- keys s L q] = f z.
+Lemma mean_keys_one (f : nat -> R) (s : sel) (x : seq R) (q z : nat) :
+  (forall k, (k < size x)%nat -> seval s x q k = (k == z)) -> (z < size x)%nat ->
+  mean [seq f k | k <- keys (seval s x q) (size x)] = f z.
 Proof. by move=> Hs Hz; rewrite (keys_one Hs Hz); exact: mean1. Qed.
 
-Lemma mean_keys_sum (f : nat -> R) (s : sel) (L q a n : nat) : (0 < n)%nat ->
-  (forall k, (k < L)%nat -> seval s L q k = (a <= k < a + n)%nat) -> (a + n <= L)%nat ->
-  n%:R * mean [seq f k | k <- keys s L q] = \sum_(l < n) f (a + l)%nat.
+Lemma mean_keys_sum (f : nat -> R) (s : sel) (x : seq R) (q a n : nat) : (0 < n)%nat ->
+  (forall k, (k < size x)%nat -> seval s x q k = (a <= k < a + n)%nat) -> (a + n <= size x)%nat ->
+  n%:R * mean [seq f k | k <- keys (seval s x q) (size x)] = \sum_(l < n) f (a + l)%nat.
 Proof.
 move=> Hn Hs HL; rewrite (keys_range Hs HL) mean_iota // mulrC -mulrA mulVf ?mulr1 //.
 by rewrite pnatr_eq0 -lt0n.

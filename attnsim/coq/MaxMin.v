@@ -8,7 +8,7 @@ Import GRing.Theory Num.Theory.
 
 Section MaxMin.
 Variable R : realFieldType.
-Variable expf : R -> R.
+Variables expf sqrtf geluf gelu_tanhf : R -> R.
 Local Open Scope ring_scope.
 
 (** Entry (i, j): max(A i j, A i (j + 1)) at an even column j, min(A i j, A i (j - 1)) at an odd one. *)
@@ -18,7 +18,7 @@ Definition maxmin_spec {rows n : nat} (A : 'M[R]_(rows, n)) : 'M[R]_(rows, n) :=
 
 Lemma maxmin_pairs_core (n rows : nat) (A : 'M[R]_(rows, n)) (x : seq R) :
   ~~ odd n -> encodes x 0 1 rows n (fun _ => A) ->
-  decode (eval expf (maxmin_prog (Z.of_nat n) (Z.of_nat rows)) x) 0 1 rows n ord0 = maxmin_spec A.
+  decode (eval expf sqrtf geluf gelu_tanhf (maxmin_prog (Z.of_nat n) (Z.of_nat rows)) x) 0 1 rows n ord0 = maxmin_spec A.
 Proof.
 move=> Hn HA; apply/matrixP => i j; rewrite !mxE.
 have Hi := ltn_ord i; have Hj := ltn_ord j.
@@ -32,7 +32,7 @@ have [HLp HAp] := HA ord0 i (Ordinal Hpj).
 rewrite /maxmin_prog /=.
 have -> : ((Z.of_nat (pos 0 rows n 0 i j) - 0) mod Z.of_nat n mod 2)%Z = (if odd j then 1 else 0)%Z.
   by rewrite /pos; zpos; exact: zmod2.
-rewrite (@mean_keys_one _ _ _ _ _ (pos 0 rows n 0 i pj)) //; last first.
+rewrite (@mean_keys_one _ _ _ _ _ _ _ _ _ (pos 0 rows n 0 i pj)) //; last first.
   move=> kk _ /=; rewrite -eqb_of_nat; congr (_ =? _)%Z.
   have -> : ((Z.of_nat (pos 0 rows n 0 i j) - 0) mod Z.of_nat n mod 2)%Z = (if odd j then 1 else 0)%Z.
     by rewrite /pos; zpos; exact: zmod2.
@@ -48,6 +48,6 @@ End MaxMin.
 
 Theorem maxmin_pairs : maxmin_pairs_statement.
 Proof.
-move=> R expf n rows A x _ _ Hev HA _; apply: maxmin_pairs_core => //.
+move=> R expf sqrtf geluf gelu_tanhf n rows A x _ _ Hev HA _; apply: maxmin_pairs_core => //.
 by move: Hev; rewrite modn2; case: (odd n).
 Qed.

@@ -33,23 +33,24 @@ Inductive isop :=
 | IMap2 of (Z -> Z -> Z) & isop & isop
 | IMap3 of (Z -> Z -> Z -> Z) & isop & isop & isop.
 
-(** Selectors: [Select keys queries c] selects key k for query q when [c keys[k] queries[q]]. *)
-Inductive sel :=
-| Select of isop & isop & cmp
-| SAnd of sel & sel
-| SOr of sel & sel
-| SNot of sel.
-
 (** A rational constant n / d (a Fraction, or a size expression over 1). *)
 Inductive cst := CQ of Z & Z.
 
 (** The value primitives of attnsim.rasp.primitives that have a textbook meaning here. *)
 Inductive prim1 := PIdentity | PNeg | PRelu | PAbs | PSquare | PReciprocal | PExp
-                 | PScale of cst | PAffine of cst & cst.
+                 | PSqrt | PGelu | PGeluTanh | PScale of cst | PAffine of cst & cst.
 Inductive prim2 := PAdd | PSub | PMax | PMin | PMul | PDiv | PLt | PGate.
 Inductive prim3 := PWhere.
 
-Inductive sop :=
+(** Selectors: [Select keys queries c] selects key k for query q when [c keys[k] queries[q]],
+    over index SOps; [VSelect] compares the values of two SOps the same way. *)
+Inductive sel :=
+| Select of isop & isop & cmp
+| VSelect of sop & sop & cmp
+| SAnd of sel & sel
+| SOr of sel & sel
+| SNot of sel
+with sop :=
 | Tokens
 | Full of cst
 | OfIdx of isop                       (** an index SOp read as a number *)
@@ -63,9 +64,9 @@ Inductive sop :=
 Section Eval.
 Local Open Scope ring_scope.
 Variable R : realFieldType.
-(** The meaning of the generalized primitive [exp]: a parameter, fixed to the real exponential
-    in the softmax theorems (Softmax.v). *)
-Variable expf : R -> R.
+(** The meanings of the generalized primitives [exp], [sqrt], [gelu] and [gelu_tanh]: parameters,
+    fixed by a theorem (the real exponential [expR] in Softmax.v, [Num.sqrt]) or left free. *)
+Variables expf sqrtf geluf gelu_tanhf : R -> R.
 
 Definition zR (z : Z) : R := (Z.to_nat z)%:R - (Z.to_nat (- z))%:R.
 Definition cst_sem (c : cst) : R := let: CQ n d := c in zR n / zR d.
@@ -74,7 +75,7 @@ Definition flag (b : bool) : R := if b then 1 else 0.
 Definition prim1_sem (p : prim1) (x : R) : R :=
   match p with
   | PIdentity => x | PNeg => - x | PRelu => Num.max x 0 | PAbs => `|x| | PSquare => x * x
-  | PReciprocal => x^-1 | PExp => expf x
+  | PReciprocal => x^-1 | PExp => expf x | PSqrt => sqrtf x | PGelu => geluf x | PGeluTanh => gelu_tanhf x
   | PScale a => cst_sem a * x | PAffine a b => cst_sem a * x + cst_sem b
   end.
 Definition prim2_sem (p : prim2) (x y : R) : R :=
@@ -100,16 +101,12 @@ Definition cmp_sem (c : cmp) (k q : Z) : bool :=
   | CGt => (q <? k)%Z | CGe => (q <=? k)%Z | CTrue => true | CFalse => false
   end.
 
-Fixpoint seval (s : sel) (L q k : nat) : bool :=
-  match s with
-  | Select ks qs c => cmp_sem c (ieval ks L k) (ieval qs L q)
-  | SAnd a b => seval a L q k && seval b L q k
-  | SOr a b => seval a L q k || seval b L q k
-  | SNot a => ~~ seval a L q k
+(** The same comparisons of two values. *)
+Definition vcmp_sem (c : cmp) (k q : R) : bool :=
+  match c with
+  | CEq => k == q | CNe => k != q | CLt => k < q | CLe => k <= q
+  | CGt => q < k | CGe => q <= k | CTrue => true | CFalse => false
   end.
-
-(** The keys query q selects, in increasing order. *)
-Definition keys (s : sel) (L q : nat) : seq nat := [seq k <- iota 0 L | seval s L q k].
 
 (** The sum of a list of values (a plain fold, which vm_compute evaluates: MathComp's big
     operators are locked), and their mean; 0 for the empty list (AHAT's default). *)
@@ -119,17 +116,43 @@ Definition mean (vs : seq R) : R := if vs is [::] then 0 else sum vs / (size vs)
 Definition maxl (vs : seq R) : R :=
   if vs is v :: ws then foldr Num.max v ws else 0.
 
-Fixpoint eval (a : sop) (x : seq R) (p : nat) : R :=
+End Eval.
+
+(** The keys k < L a query selects ([sel k]), in increasing order. *)
+Definition keys (sel : nat -> bool) (L : nat) : seq nat := [seq k <- iota 0 L | sel k].
+
+(** [eval a x p]: the value of [a] at position p of the input x; [seval s x q k]: whether query q
+    selects key k.  The meanings of the generalized primitives are arguments of both functions,
+    not section variables, so that [simpl] unfolds them. *)
+Fixpoint eval (R : realFieldType) (expf sqrtf geluf gelu_tanhf : R -> R) (a : sop) (x : seq R)
+  (p : nat) {struct a} : R :=
+  let ev a := eval expf sqrtf geluf gelu_tanhf a x in
+  let sev s := seval expf sqrtf geluf gelu_tanhf s x in
   match a with
-  | Tokens => nth 0 x p
-  | Full c => cst_sem c
-  | OfIdx i => zR (ieval i (size x) p)
-  | Map1 f a => prim1_sem f (eval a x p)
-  | Map2 f a b => prim2_sem f (eval a x p) (eval b x p)
-  | Map3 f a b c => prim3_sem f (eval a x p) (eval b x p) (eval c x p)
-  | Aggregate s v => mean [seq eval v x k | k <- keys s (size x) p]
-  | Maximum s v => maxl [seq eval v x k | k <- keys s (size x) p]
+  | Tokens => nth 0%R x p
+  | Full c => cst_sem R c
+  | OfIdx i => zR R (ieval i (size x) p)
+  | Map1 f a => prim1_sem expf sqrtf geluf gelu_tanhf f (ev a p)
+  | Map2 f a b => prim2_sem f (ev a p) (ev b p)
+  | Map3 f a b c => prim3_sem f (ev a p) (ev b p) (ev c p)
+  | Aggregate s v => mean [seq ev v k | k <- keys (sev s p) (size x)]
+  | Maximum s v => maxl [seq ev v k | k <- keys (sev s p) (size x)]
+  end
+with seval (R : realFieldType) (expf sqrtf geluf gelu_tanhf : R -> R) (s : sel) (x : seq R)
+  (q k : nat) {struct s} : bool :=
+  let ev a := eval expf sqrtf geluf gelu_tanhf a x in
+  let sev s := seval expf sqrtf geluf gelu_tanhf s x in
+  match s with
+  | Select ks qs c => cmp_sem c (ieval ks (size x) k) (ieval qs (size x) q)
+  | VSelect ks qs c => vcmp_sem c (ev ks k) (ev qs q)
+  | SAnd a b => sev a q k && sev b q k
+  | SOr a b => sev a q k || sev b q k
+  | SNot a => ~~ sev a q k
   end.
+
+Section Layout.
+Local Open Scope ring_scope.
+Variable R : realFieldType.
 
 (** * Matrices as token sequences (Proposition 1): a stack of [h] matrices [r x c] at offset
     [off], row-major: entry (t, i, j) at position off + (t r + i) c + j. *)
@@ -154,8 +177,9 @@ Definition encode (L : nat) (blocks : seq (nat * nat * nat * nat * (nat -> nat -
 Definition decode (f : nat -> R) (off h r c : nat) (t : 'I_h) : 'M[R]_(r, c) :=
   \matrix_(i, j) f (pos off r c t i j).
 
-End Eval.
+End Layout.
 
 Arguments encodes {R} x off h r c A.
 Arguments decode {R} f off h r c t.
-Arguments eval {R} expf a x p.
+Arguments eval {R} expf sqrtf geluf gelu_tanhf a x p.
+Arguments seval {R} expf sqrtf geluf gelu_tanhf s x q k /.

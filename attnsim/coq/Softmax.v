@@ -10,19 +10,19 @@ Import GRing.Theory Num.Theory.
 
 Section Softmax.
 Variable R : realFieldType.
-Variable expf : R -> R.
+Variables expf sqrtf geluf gelu_tanhf : R -> R.
 Local Open Scope ring_scope.
 
 Lemma softmax_heads_rows_core (r c h : nat) (A : 'I_h -> 'M[R]_(r, c)) (x : seq R) :
   encodes x 0 h r c A -> forall t : 'I_h,
-  decode (eval expf (softmax_heads_prog (Z.of_nat r) (Z.of_nat c) (Z.of_nat h)) x) 0 h r c t
+  decode (eval expf sqrtf geluf gelu_tanhf (softmax_heads_prog (Z.of_nat r) (Z.of_nat c) (Z.of_nat h)) x) 0 h r c t
   = \matrix_(i, j) (expf (A t i j) / \sum_(l < c) expf (A t i l)).
 Proof.
 move=> HA t; apply/matrixP => i j; rewrite !mxE.
 have Hi := ltn_ord i; have Hj := ltn_ord j; have Ht := ltn_ord t.
 have [HL <-] := HA t i j.
 rewrite /softmax_heads_prog /= zR_nat /zR /= subr0 divr1.
-rewrite (@mean_keys_sum _ _ _ _ _ (pos 0 r c t i 0) c) //; last first.
+rewrite (@mean_keys_sum _ _ _ _ _ _ _ _ _ (pos 0 r c t i 0) c) //; last first.
 - have Hc : (c.-1 < c)%nat by rewrite ltn_predL (leq_ltn_trans (leq0n j) Hj).
   have [HL' _] := HA t i (Ordinal Hc).
   by move: HL'; rewrite /pos /=; lia.
@@ -37,8 +37,8 @@ Qed.
 End Softmax.
 
 Theorem softmax_heads_rows : softmax_heads_rows_statement.
-Proof. move=> R expf r c h A x _ _ _ HA _; exact: softmax_heads_rows_core. Qed.
+Proof. move=> R expf sqrtf geluf gelu_tanhf r c h A x _ _ _ HA _; exact: softmax_heads_rows_core. Qed.
 
 (** Over the reals: MathComp-analysis' [expR], the exponential of any [realType]. *)
 Theorem softmax_heads_expR : softmax_heads_expR_statement.
-Proof. move=> R r c h A x _ _ _ HA _; exact: softmax_heads_rows_core. Qed.
+Proof. move=> R sqrtf geluf gelu_tanhf r c h A x _ _ _ HA _; exact: softmax_heads_rows_core. Qed.

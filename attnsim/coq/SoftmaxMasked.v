@@ -15,23 +15,23 @@ Proof. by move/(_ ord0 ord0 ord0); rewrite /pos /= !addn0 mxE eqxx mulr1n. Qed.
 
 Section Masked.
 Variable R : realFieldType.
-Variable expf : R -> R.
+Variables expf sqrtf geluf gelu_tanhf : R -> R.
 Local Open Scope ring_scope.
 
 Lemma masked_softmax_heads_rows_core (r c h m : nat) (A : 'I_h -> 'M[R]_(r, c)) (x : seq R) :
   encodes x 0 h r c A -> (h * r * c < size x)%nat -> nth 0 x (h * r * c) = m%:R -> forall t : 'I_h,
-  decode (eval expf (masked_softmax_heads_prog (Z.of_nat r) (Z.of_nat c) (Z.of_nat h)) x) 0 h r c t
+  decode (eval expf sqrtf geluf gelu_tanhf (masked_softmax_heads_prog (Z.of_nat r) (Z.of_nat c) (Z.of_nat h)) x) 0 h r c t
   = \matrix_(i, j) (if (j < m)%nat then expf (A t i j) / \sum_(l < c | (l < m)%nat) expf (A t i l) else 0).
 Proof.
 move=> HA HnL Hn t; apply/matrixP => i j; rewrite !mxE.
 have Hi := ltn_ord i; have Hj := ltn_ord j; have Ht := ltn_ord t.
 rewrite /masked_softmax_heads_prog.
 set N := Aggregate (Select Indices _ CEq) Tokens.
-have EN : forall p, eval expf N x p = m%:R.
-  move=> p; rewrite /N (@agg_gather _ _ _ _ _ _ (h * r * c)) //= => k _.
+have EN : forall p, eval expf sqrtf geluf gelu_tanhf N x p = m%:R.
+  move=> p; rewrite /N (@agg_gather _ _ _ _ _ _ _ _ _ (h * r * c)) //= => k _.
   by rewrite -eqb_of_nat; congr (_ =? _)%Z; lia.
 clearbody N.
-have EM : forall p, flag R (zR R ((Z.of_nat p - 0) mod Z.of_nat c) < eval expf N x p)
+have EM : forall p, flag R (zR R ((Z.of_nat p - 0) mod Z.of_nat c) < eval expf sqrtf geluf gelu_tanhf N x p)
                     = flag R (p %% c < m)%nat.
   by move=> p; rewrite EN Z.sub_0_r zmod_nat zR_nat ltr_nat.
 have Eflag : forall b : bool, (flag R b != 0) = b by case; rewrite /= ?oner_eq0 ?eqxx.
@@ -42,7 +42,7 @@ rewrite /pos add0n.
 case: (ltnP j m) => Hjm; last by rewrite mul0r.
 have Z1 : zR R 1 = 1 by rewrite /zR /= subr0.
 rewrite zR_nat Z1 divr1.
-rewrite (@mean_keys_sum _ _ _ _ _ ((t * r + i) * c) c) //; last first.
+rewrite (@mean_keys_sum _ _ _ _ _ _ _ _ _ ((t * r + i) * c) c) //; last first.
 - have Hc : (c.-1 < c)%nat by rewrite ltn_predL (leq_ltn_trans (leq0n j) Hj).
   have [HL' _] := HA t i (Ordinal Hc).
   by move: HL'; rewrite /pos /=; lia.
@@ -59,13 +59,13 @@ End Masked.
 
 Theorem masked_softmax_heads_rows : masked_softmax_heads_rows_statement.
 Proof.
-move=> R expf r c h A n x _ _ _ HA _ _ /encodes_token[Hn Hv] _.
+move=> R expf sqrtf geluf gelu_tanhf r c h A n x _ _ _ HA _ _ /encodes_token[Hn Hv] _.
 exact: masked_softmax_heads_rows_core.
 Qed.
 
 (** Over the reals: MathComp-analysis' [expR]. *)
 Theorem masked_softmax_heads_expR : masked_softmax_heads_expR_statement.
 Proof.
-move=> R r c h A n x _ _ _ HA _ _ /encodes_token[Hn Hv] _.
+move=> R sqrtf geluf gelu_tanhf r c h A n x _ _ _ HA _ _ /encodes_token[Hn Hv] _.
 exact: masked_softmax_heads_rows_core.
 Qed.

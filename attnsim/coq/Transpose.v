@@ -8,13 +8,13 @@ Import GRing.Theory Num.Theory.
 
 Section Transpose.
 Variable R : realFieldType.
-Variable expf : R -> R.
+Variables expf sqrtf geluf gelu_tanhf : R -> R.
 
 (** Output entry (t, i, j) of the c x r result, for a stack A of h matrices r x c at offset 0
     of any sequence x that holds it: A t j i. *)
 Lemma transpose_heads_trmx_core (r c h : nat) (A : 'I_h -> 'M[R]_(r, c)) (x : seq R) :
   encodes x 0 h r c A -> forall t : 'I_h,
-  decode (eval expf (transpose_heads_prog (Z.of_nat r) (Z.of_nat c) (Z.of_nat h)) x) 0 h c r t
+  decode (eval expf sqrtf geluf gelu_tanhf (transpose_heads_prog (Z.of_nat r) (Z.of_nat c) (Z.of_nat h)) x) 0 h c r t
   = trmx (A t).
 Proof.
 move=> HA t; apply/matrixP => i j; rewrite !mxE.
@@ -29,5 +29,5 @@ End Transpose.
 
 Theorem transpose_heads_trmx : transpose_heads_trmx_statement.
 Proof.
-move=> R expf r c h A x _ _ _ HA _; exact: transpose_heads_trmx_core.
+move=> R expf sqrtf geluf gelu_tanhf r c h A x _ _ _ HA _; exact: transpose_heads_trmx_core.
 Qed.

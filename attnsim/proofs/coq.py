@@ -7,9 +7,10 @@ what :func:`attnsim.rasp.core.is_structural` accepts) become ``isop`` terms whos
 Coq functions over ``Z`` (``div``/``mod`` are ``Z.div``/``Z.modulo``, floor division as in
 Python); value SOps become ``sop`` terms, an index SOp read as a value wrapped in ``OfIdx``.
 
-What the Coq semantics does not have is refused with :class:`CoqExportError` naming the node
-(a selector comparing values, ``SelectorWidth``, an argmax head scored by another SOp, a
-primitive without a Coq meaning such as ``gelu``): never a silently different program.
+A selector over two index SOps is a ``Select``, one comparing values (a value SOp on either side)
+a ``VSelect`` of the two read as values.  What the Coq semantics does not have is refused with
+:class:`CoqExportError` naming the node (``SelectorWidth``, an argmax head scored by another SOp,
+a primitive without a Coq meaning): never a silently different program.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ _COQ_KEYWORDS = frozenset(
 
 _CMP = {"==": "CEq", "!=": "CNe", "<": "CLt", "<=": "CLe", ">": "CGt", ">=": "CGe", "TRUE": "CTrue", "FALSE": "CFalse"}
 _PRIM1 = {"identity": "PIdentity", "neg": "PNeg", "relu": "PRelu", "abs": "PAbs", "square": "PSquare",
-          "reciprocal": "PReciprocal", "exp": "PExp"}  # fmt: skip
+          "reciprocal": "PReciprocal", "exp": "PExp", "sqrt": "PSqrt", "gelu": "PGelu",
+          "gelu_tanh": "PGeluTanh"}  # fmt: skip
 _PRIM1_PARAMS = {"scale": "PScale", "affine": "PAffine"}
 _PRIM2 = {"add": "PAdd", "sub": "PSub", "max": "PMax", "min": "PMin", "mul": "PMul", "div": "PDiv", "lt": "PLt",
           "gate": "PGate"}  # fmt: skip
@@ -119,7 +121,7 @@ class _Printer:
             return f"(OfIdx {name})"
         raise CoqExportError(
             f"node {node.label!r} is a value SOp where the Coq semantics needs an index SOp "
-            "(a selector or an index map over values is not in coq/Semantics.v)"
+            "(an index map over values is not in coq/Semantics.v)"
         )
 
     def node(self, n: C.RASPExpr) -> None:
@@ -152,8 +154,11 @@ class _Printer:
                 return "isop", f"(IMap{len(args)} (fun {params} : Z => {body}) {refs})"
             return "sop", self._prim(n, n.fn, args)
         if isinstance(n, C.Select):
-            keys, queries = self.ref(n.keys, "isop"), self.ref(n.queries, "isop")
-            return "sel", f"(Select {keys} {queries} {_CMP[n.cmp]})"
+            if self.kinds[id(n.keys)] == "isop" and self.kinds[id(n.queries)] == "isop":
+                keys, queries = self.ref(n.keys, "isop"), self.ref(n.queries, "isop")
+                return "sel", f"(Select {keys} {queries} {_CMP[n.cmp]})"
+            keys, queries = self.ref(n.keys, "sop"), self.ref(n.queries, "sop")
+            return "sel", f"(VSelect {keys} {queries} {_CMP[n.cmp]})"
         if isinstance(n, C.SelectAnd):
             return "sel", f"(SAnd {self.ref(n.a, 'sel')} {self.ref(n.b, 'sel')})"
         if isinstance(n, C.SelectOr):
@@ -183,13 +188,40 @@ class _Printer:
         raise CoqExportError(f"primitive {fn.name!r} of node {n.label!r} has no meaning in coq/Semantics.v")
 
 
-def export_program(name: str, program: C.SOp, sizes: Sequence[str] = ()) -> CoqProgram:
-    """``Definition <name> (<sizes> : Z) : sop := ...``: the program over its unbound sizes.
+class _NodePrinter(_Printer):
+    """Prints each node of one program as a definition of its own over the sizes (``lets`` holds
+    the definitions): ``Definition <prefix>_<label> (<sizes> : Z) : <kind> := <term>.``, a node
+    read by another as ``(<prefix>_<label> <sizes>)``."""
 
-    ``sizes`` fixes the parameter order; every unbound size of the program must be among them
-    (a size missing would be a free Coq variable: refused)."""
-    coq_ident(name)
-    order = C.topological([program])
+    def __init__(self, prefix: str, sizes: Sequence[str]) -> None:
+        super().__init__()
+        self.prefix, self.sizes = prefix, tuple(coq_ident(s) for s in sizes)
+        self.taken: set[str] = set()
+
+    def _name(self, n: C.RASPExpr) -> str:
+        """``<prefix>_<label>`` for a node its construction labelled (``.`` and other non-identifier
+        characters as ``_``; the node's index appended on a clash), else ``<prefix>_n<index>``."""
+        label = getattr(n, "_label", None)
+        stem = re.sub(r"[^A-Za-z0-9_]", "_", label) if label else f"n{len(self.lets)}"
+        name = f"{self.prefix}_{stem}"
+        if name in self.taken:
+            name = f"{name}_{len(self.lets)}"
+        self.taken.add(name)
+        return coq_ident(name)
+
+    def node(self, n: C.RASPExpr, name: str | None = None) -> None:
+        kind, term = self._term(n)
+        name = name or self._name(n)
+        # the node's label (a generated one, e.g. map_62, counts nodes built in the process: its kind)
+        label = getattr(n, "_label", None) or type(n).__name__
+        label = label.replace("(*", "( *").replace("*)", "* )")  # a label cannot close the comment
+        params = f" ({' '.join(self.sizes)} : Z)" if self.sizes else ""
+        self.lets.append(f"(* {label} *)\nDefinition {name}{params} : {kind} :=\n  {term}.")
+        self.names[id(n)] = f"({name} {' '.join(self.sizes)})" if self.sizes else name
+        self.kinds[id(n)] = kind
+
+
+def _check_sizes(name: str, order: Sequence[C.RASPExpr], sizes: Sequence[str]) -> None:
     free: set[str] = set()
     for n in order:
         for e in _index_exprs(n):
@@ -197,6 +229,39 @@ def export_program(name: str, program: C.SOp, sizes: Sequence[str] = ()) -> CoqP
     missing = sorted(free - set(sizes))
     if missing:
         raise CoqExportError(f"{name}: unbound sizes {', '.join(missing)} are not among the parameters {list(sizes)}")
+
+
+def export_nodes(name: str, program: C.SOp, sizes: Sequence[str] = ()) -> CoqProgram:
+    """The program as one definition per node, in dependency order, the last one ``<name>``
+    (``Definition <name> (<sizes> : Z) : sop``): the same term as :func:`export_program`'s with
+    each ``let`` a definition, so that a proof unfolds one node at a time (a large program
+    unfolded whole, like U's, is a tree of some 3.5e5 nodes).  A node its construction labelled is
+    ``<name>_<label>``; the others ``<name>_n<index>``."""
+    coq_ident(name)
+    order = C.topological([program])
+    _check_sizes(name, order, sizes)
+    printer = _NodePrinter(name, sizes)
+    for n in order[:-1]:
+        printer.node(n)
+    root = order[-1]
+    assert root is program
+    if _is_index(root):
+        printer.node(root)
+        params = f" ({' '.join(printer.sizes)} : Z)" if printer.sizes else ""
+        printer.lets.append(f"Definition {coq_ident(name)}{params} : sop :=\n  {printer.ref(root, 'sop')}.")
+    else:
+        printer.node(root, coq_ident(name))
+    return CoqProgram(name, tuple(sizes), "\n\n".join(printer.lets) + "\n")
+
+
+def export_program(name: str, program: C.SOp, sizes: Sequence[str] = ()) -> CoqProgram:
+    """``Definition <name> (<sizes> : Z) : sop := ...``: the program over its unbound sizes.
+
+    ``sizes`` fixes the parameter order; every unbound size of the program must be among them
+    (a size missing would be a free Coq variable: refused)."""
+    coq_ident(name)
+    order = C.topological([program])
+    _check_sizes(name, order, sizes)
     printer = _Printer()
     for n in order:
         printer.node(n)
@@ -235,4 +300,4 @@ def module_text(programs: Sequence[CoqProgram]) -> str:
     return HEADER + "\n" + "\n".join(p.text for p in programs)
 
 
-__all__ = ["CoqExportError", "CoqProgram", "coq_ident", "export_program", "index_term", "module_text"]
+__all__ = ["CoqExportError", "CoqProgram", "coq_ident", "export_nodes", "export_program", "index_term", "module_text"]

@@ -30,7 +30,9 @@ from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.layout import Layout
 
-_RESERVED = frozenset({"R", "expf", "x", "t"})  # the statement's own binders
+# the meanings of the generalized primitives, parameters of coq/Semantics.v's evaluator, in its order
+PRIMITIVE_FUNCTIONS = ("expf", "sqrtf", "geluf", "gelu_tanhf")
+_RESERVED = frozenset({"R", *PRIMITIVE_FUNCTIONS, "x", "t"})  # the statement's own binders
 _NAT_OPS = {"+": "+", "*": "*", "div": "%/", "mod": "%%"}
 _NAT_FUNS = {"max": "maxn", "min": "minn"}
 
@@ -108,7 +110,8 @@ class KernelStatement:
     """The proposition a kernel theorem must prove about an exported program (see the module doc).
 
     ``field``: the structure ``R`` ranges over; ``exp``: None for any meaning of the ``exp``
-    primitive (an ``expf : R -> R`` binder), else the Coq term that fixes it (``(@expR R)``);
+    primitive (an ``expf : R -> R`` binder), else the Coq term that fixes it (``(@expR R)``); the
+    other generalized primitives (``sqrtf``, ``geluf``, ``gelu_tanhf``) are bound, any meaning;
     ``minimums``: each size's declared least value (1 when not listed); ``preconditions``: the
     construction's declared size conditions; ``premises``: further side conditions, written in Coq
     (over the sizes, the operands and ``expf``), stated after those two and before the ones generated
@@ -131,7 +134,8 @@ class KernelStatement:
         names = [*self.sizes, *(op.name for op in self.operands)]
         clash = sorted({n for n in names if names.count(n) > 1 or n in _RESERVED or n == self.head})
         if clash:
-            raise CoqExportError(f"{self.program}: binder name(s) {', '.join(clash)} clash (reserved: R, expf, x, t)")
+            reserved = ", ".join(sorted(_RESERVED))
+            raise CoqExportError(f"{self.program}: binder name(s) {', '.join(clash)} clash (reserved: {reserved})")
         for op in self.operands:
             if self.layout[op.name].channel != "tokens":
                 raise CoqExportError(f"operand {op.name} is not read from the input tokens")
@@ -139,8 +143,8 @@ class KernelStatement:
     def binders(self) -> list[str]:
         """The universally quantified variables, in order."""
         out = [f"(R : {self.field})"]
-        if self.exp is None:
-            out.append("(expf : R -> R)")
+        free = PRIMITIVE_FUNCTIONS if self.exp is None else PRIMITIVE_FUNCTIONS[1:]
+        out.append(f"({' '.join(free)} : R -> R)")
         if self.sizes:
             out.append(f"({' '.join(coq_ident(s) for s in self.sizes)} : nat)")
         for op in self.operands:
@@ -182,9 +186,10 @@ class KernelStatement:
         return [f"encodes x {where} {held}"]
 
     def conclusion_text(self) -> str:
-        """``decode (eval expf (prog sizes) x) <output block> t = <conclusion>``, over the output stack."""
+        """``decode (eval expf sqrtf geluf gelu_tanhf (prog sizes) x) <output block> t = <conclusion>``,
+        over the output stack (``expf`` the fixed ``exp`` when the statement fixes it)."""
         blk = self.layout[self.output]
-        expf = "expf" if self.exp is None else self.exp
+        expf = " ".join(("expf" if self.exp is None else self.exp, *PRIMITIVE_FUNCTIONS[1:]))
         args = "".join(f" (Z.of_nat {coq_ident(s)})" for s in self.sizes)
         prog = f"({coq_ident(self.program)}{args})" if args else coq_ident(self.program)
         where = f"{nat_term(blk.offset)} {nat_term(blk.stack)} {nat_term(blk.rows)} {nat_term(blk.cols)}"
@@ -207,4 +212,4 @@ def statement_definitions(statements: Sequence[tuple[str, KernelStatement]]) -> 
     return "\n".join(f"Definition {coq_ident(n)} : Prop :=\n{s.text()}.\n" for n, s in statements)
 
 
-__all__ = ["KernelStatement", "Operand", "bool_term", "nat_term", "statement_definitions"]
+__all__ = ["PRIMITIVE_FUNCTIONS", "KernelStatement", "Operand", "bool_term", "nat_term", "statement_definitions"]

@@ -39,8 +39,10 @@ from attnsim.rasp.layout import Block, Layout
 
 COQC = shutil.which("coqc")
 needs_coq = pytest.mark.skipif(COQC is None, reason="coqc not installed (apt-get install coq libcoq-mathcomp-*)")
-RELU_PROOF = "Proof.\nmove=> R expf n rows A x _ _ HA _; exact: relu_max0_core."
+RELU_PROOF = "Proof.\nmove=> R expf sqrtf geluf gelu_tanhf n rows A x _ _ HA _; exact: relu_max0_core."
 RELU_THEOREM = "Theorem relu_max0 : relu_max0_statement.\n" + RELU_PROOF
+PRIMS = "(R : realFieldType) (expf sqrtf geluf gelu_tanhf : R -> R)"  # a statement's first binders
+EVAL = "eval expf sqrtf geluf gelu_tanhf"
 BOOLP = (
     "mathcomp.classical.boolp.constructive_indefinite_description",
     "mathcomp.classical.boolp.functional_extensionality_dep",
@@ -91,7 +93,7 @@ def test_the_statement_binds_every_size_and_operand_from_the_layout() -> None:
     at its block, the sequence is as long as the layout, the output is read at its block."""
     (_, st), = _theorem("Transpose").statements()
     text = st.text()
-    assert text.startswith("forall (R : realFieldType) (expf : R -> R) (rows cols heads : nat)")
+    assert text.startswith(f"forall {PRIMS} (rows cols heads : nat)")
     assert "(A : 'I_heads -> 'M[R]_(rows, cols))" in text
     assert "(1 <= rows)%nat ->" in text and "(1 <= heads)%nat ->" in text
     assert "encodes x 0 heads rows cols A ->" in text
@@ -373,23 +375,23 @@ def test_an_admitted_proof_fails(sources: Path) -> None:
         (  # attack 4: a vacuous premise, proved by []
             "vacuous premise",
             RELU_THEOREM,
-            "Theorem relu_max0 (R : realFieldType) (expf : R -> R) (n rows : nat) (A : 'M[R]_(rows, n)) (x : seq R) :\n"
-            "  (n < 0)%nat -> decode (eval expf (relu_prog (Z.of_nat n) (Z.of_nat rows)) x) 0 1 rows n ord0 = A.\n"
+            f"Theorem relu_max0 {PRIMS} (n rows : nat) (A : 'M[R]_(rows, n)) (x : seq R) :\n"
+            f"  (n < 0)%nat -> decode ({EVAL} (relu_prog (Z.of_nat n) (Z.of_nat rows)) x) 0 1 rows n ord0 = A.\n"
             "Proof.\nby [].",
         ),
         (  # a weakened conclusion: the first row only
             "weakened conclusion",
             RELU_THEOREM,
-            "Theorem relu_max0 (R : realFieldType) (expf : R -> R) (n rows : nat) (A : 'M[R]_(rows, n)) (x : seq R) :\n"
+            f"Theorem relu_max0 {PRIMS} (n rows : nat) (A : 'M[R]_(rows, n)) (x : seq R) :\n"
             "  encodes x 0 1 rows n (fun _ => A) -> forall i : 'I_rows, forall j : 'I_n, (0 < i)%nat \\/ True.\n"
             "Proof.\nby move=> _ i j; right.",
         ),
         (  # a fixed size: rows = 1
             "fixed size",
             RELU_THEOREM,
-            "Theorem relu_max0 (R : realFieldType) (expf : R -> R) (n : nat) (A : 'M[R]_(1, n)) (x : seq R) :\n"
+            f"Theorem relu_max0 {PRIMS} (n : nat) (A : 'M[R]_(1, n)) (x : seq R) :\n"
             "  encodes x 0 1 1 n (fun _ => A) -> (1 * n <= size x)%nat ->\n"
-            "  decode (eval expf (relu_prog (Z.of_nat n) (Z.of_nat 1)) x) 0 1 1 n ord0\n"
+            f"  decode ({EVAL} (relu_prog (Z.of_nat n) (Z.of_nat 1)) x) 0 1 1 n ord0\n"
             "  = map_mx (fun v => Num.max v 0%R) A.\n"
             "Proof.\nmove=> HA _; exact: relu_max0_core.",
         ),
@@ -417,9 +419,9 @@ def test_a_theory_about_its_own_copy_of_the_program_fails(sources: Path) -> None
     head = text[: text.index("Section Relu.")]
     copy = (
         "Definition relu_prog (n r : Z) := Map1 PIdentity Tokens.\n"
-        "Theorem relu_max0 (R : realFieldType) (expf : R -> R) (n rows : nat) (A : 'M[R]_(rows, n)) (x : seq R) :\n"
+        f"Theorem relu_max0 {PRIMS} (n rows : nat) (A : 'M[R]_(rows, n)) (x : seq R) :\n"
         "  encodes x 0 1 rows n (fun _ => A) ->\n"
-        "  decode (eval expf (relu_prog (Z.of_nat n) (Z.of_nat rows)) x) 0 1 rows n ord0 = A.\n"
+        f"  decode ({EVAL} (relu_prog (Z.of_nat n) (Z.of_nat rows)) x) 0 1 rows n ord0 = A.\n"
         "Proof. by move=> HA; apply/matrixP => i j; rewrite !mxE /= (proj2 (HA ord0 i j)). Qed.\n"
     )
     (sources / "Relu.v").write_text(head + copy)

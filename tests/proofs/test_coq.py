@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnsim.proofs.coq import CoqExportError, coq_ident, export_program, index_term, module_text
+from attnsim.proofs.coq import CoqExportError, coq_ident, export_nodes, export_program, index_term, module_text
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 
@@ -44,18 +44,47 @@ def test_a_label_cannot_close_its_comment() -> None:
     assert "(Map1 PRelu n0)" in text
 
 
+def test_export_nodes_is_one_definition_per_node_named_by_its_label() -> None:
+    """The same terms as the let form, each node a definition over the sizes read by name; a labelled
+    node is named after its label (a clash gets its index), the others by their index, the root the
+    program's name."""
+    n = C.Size("n")
+    x = C.apply("relu", C.tokens).named("act.x")
+    y = C.apply("neg", x).named("act_x")  # the same identifier once '.' is '_'
+    prog = C.aggregate(C.select(C.indices, C.imap(lambda p: p // n, C.indices), "=="), C.apply("mul", x, y))
+    text = export_nodes("p", prog, ("n",)).text
+    assert "Definition p_act_x (n : Z) : sop :=\n  (Map1 PRelu (p_tokens n))." in text
+    assert "Definition p_act_x_5 (n : Z) : sop :=\n  (Map1 PNeg (p_act_x n))." in text
+    assert "Definition p_n2 (n : Z) : sel :=\n  (Select (p_indices n) (p_n1 n) CEq)." in text
+    assert text.count("PRelu") == 1 and text.count("Definition ") == 8
+    assert text.rstrip().endswith("Definition p (n : Z) : sop :=\n  (Aggregate (p_n2 n) (p_n6 n)).")
+
+
 def test_refusals_name_the_problem() -> None:
     with pytest.raises(CoqExportError, match="unbound sizes n"):
         src = C.imap(lambda p: p // C.Size("n"), C.indices)
         export_program("p", C.aggregate(C.select(C.indices, src, "=="), C.tokens))
     with pytest.raises(CoqExportError, match="value SOp where"):
-        export_program("p", C.aggregate(C.select(C.tokens, C.tokens, "=="), C.tokens))
-    with pytest.raises(CoqExportError, match="gelu"):
-        export_program("p", C.apply("gelu", C.tokens))
+        export_program("p", C.aggregate(C.select(C.indices, C.imap(lambda v: v + 1, C.tokens), "=="), C.tokens))
+    with pytest.raises(CoqExportError, match="elu1"):
+        export_program("p", C.apply("elu1", C.tokens))
     with pytest.raises(CoqExportError, match="SelectorWidth"):
         export_program("p", C.apply("identity", C.selector_width(C.select(C.indices, C.indices, "=="))))
     with pytest.raises(CoqExportError, match="not usable as a Coq identifier"):
         coq_ident("fun")
+
+
+def test_a_selector_comparing_values_is_a_vselect_of_both_read_as_values() -> None:
+    """A value on either side makes a VSelect (an index side read through OfIdx); two index SOps a Select."""
+    allowed = C.apply("relu", C.tokens)
+    text = export_program("p", C.aggregate(C.select(allowed, C.full(1), "=="), C.tokens)).text
+    assert "(VSelect n1 (OfIdx n2) CEq)" in text
+    assert "(Select n0 n0 CLt)" in export_program("p", C.aggregate(C.select(C.indices, C.indices, "<"), C.tokens)).text
+
+
+def test_sqrt_and_the_gelu_forms_are_primitives_of_the_semantics() -> None:
+    text = export_program("p", C.apply("gelu_tanh", C.apply("gelu", C.apply("sqrt", C.tokens)))).text
+    assert "(Map1 PSqrt n0)" in text and "(Map1 PGelu n1)" in text and "(Map1 PGeluTanh n2)" in text
 
 
 @given(st.integers(-50, 50), st.integers(1, 9))

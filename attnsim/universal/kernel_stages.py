@@ -1,0 +1,518 @@
+"""Theorem 6 in the kernel, stage by stage: U's own exported nodes proved equal to parts of the
+Coq encoder layer (``coq/EncoderLayer.v``) for every capacity.
+
+Each :class:`Stage` is a hand-written theory with its theorems' statements generated here from U's
+layout (where X and the header's d sit, the query grid) and U's export (a node U did not label is
+named by its term, :func:`node_by_term`).  Proved so far, for every capacity N, D, H, K, F, every
+layer (``params``) and every input X zero beyond ``d_model`` columns, both variants unless said:
+
+* :data:`ROW_MEAN` (``coq/UniversalRowMean.v``): node ``ln_x.mean`` at every query of its grid is
+  ``d_model`` times EncoderLayer's ``row_mean`` of the query's token row;
+* :data:`ROW_STATS` (``coq/UniversalRowStats.v``): LayerNorm 1's centred value and variance are
+  EncoderLayer's ``X i j - row_mean P X i`` and ``row_var P X i``;
+* :data:`LAYER_NORM1` (``coq/UniversalLayerNorm1.v``): LayerNorm 1's value is EncoderLayer's
+  ``norm1 sqrtf P n X i j`` for rows i < n and columns j < d_model (eps, norm1's weight and bias
+  read where U's layout puts them; the offsets are generated definitions);
+* :data:`Q_PROJ` (``coq/UniversalQProj.v``, compact U: the shallow variant has no Q node): node
+  ``Q.biased`` is EncoderLayer's ``proj P n (Wq P) (bq P) Z t i c``, Z = norm1 X when pre-norm,
+  else X; :data:`K_PROJ` (``coq/UniversalKProj.v``): the same for ``K.biased`` at the key token.
+
+These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
+whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
+kernel-checked.
+
+The build of a stage, through the content-addressed cache of :mod:`attnsim.proofs.coq_build`:
+
+1. hand-written: ``Semantics.v`` (pinned), ``Lemmas.v``, ``EncoderLayer.v``, ``UniversalLemmas.v``
+   and the theories the stage requires;
+2. generated: ``UniversalCompact.v`` and ``UniversalShallow.v`` (U's nodes, from the Python
+   program, :mod:`attnsim.universal.kernel_export`), ``<Theory>Statement.v`` (the statements);
+3. the theory and its gate (each theorem typed by its generated statement, ``Print Assumptions``,
+   :mod:`attnsim.proofs.coq_gate`); ``coqchk`` over the libraries.
+
+Proved only when every file is accepted, coqchk finds no axiom in our files and every assumption
+is in :data:`~attnsim.proofs.coq_gate.ALLOWED_AXIOMS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from attnsim.constructions.kernel import COQ_BUDGET, FORBIDDEN, SEMANTICS_SHA256, coq_sources, first_error
+from attnsim.proofs import coq_build as B
+from attnsim.proofs import coq_gate as G
+from attnsim.proofs.coq import CoqProgram, module_text
+from attnsim.proofs.coq_encoder_layer import ENCODER_LAYER_SHA256
+from attnsim.proofs.coq_statement import nat_term
+from attnsim.proofs.obligation import KernelFacts, Obligation, Outcome
+from attnsim.rasp.layout import Block
+from attnsim.universal.kernel_export import SIZES, export_universal, library_name, program_name
+from attnsim.universal.program import VARIANTS
+from attnsim.universal.record import GATES, HEADER, RECORD
+from attnsim.universal.universal import UniversalSimulator
+
+HAND_WRITTEN = ("Semantics", "Lemmas", "EncoderLayer", "UniversalLemmas")
+QUERY_GRID = "proj.products"  # the grid whose every position reads the row statistics
+CONSTRUCTION = "simulator-stages"
+PAPER_REF = "Theorem 6: U's layout and stages (scores, attention, ffn, act, output, write)"
+_SIZES = " ".join(SIZES)
+
+
+def _block(variant: str, name: str) -> Block:
+    layout = UniversalSimulator.over_symbolic_capacity(variant).layout
+    found = [b for b in layout.blocks if b.name == name]
+    if len(found) != 1:
+        raise ValueError(f"{variant} U's layout has {len(found)} blocks named {name!r}")
+    return found[0]
+
+
+def _call(variant: str, node: str) -> str:
+    return f"{node} " + " ".join(f"(Z.of_nat {s})" for s in SIZES)
+
+
+def node_by_term(variant: str, term: str, **nodes: str) -> str:
+    """The name of the one exported node of ``variant`` whose term is ``term``, each ``{ref}`` in it
+    the node ``nodes[ref]`` read over the sizes (``"*"``: any node): how a statement names a node
+    U did not label."""
+    marks = {k: f"\0{k}\0" if v == "*" else f"({v} {_SIZES})" for k, v in nodes.items()}
+    body = term.format(**marks)
+    pattern = re.escape(body)
+    for k, v in nodes.items():
+        if v == "*":  # any node
+            pattern = pattern.replace(re.escape(marks[k]), rf"\(\S+ {_SIZES}\)")
+    pattern = rf"^Definition (\S+) \({_SIZES} : Z\) : sop :=\n  {pattern}\.$"
+    found = re.findall(pattern, export_universal(variant).text, re.M)
+    if len(found) != 1:
+        raise ValueError(f"{variant} U has {len(found)} nodes {body}, not one")
+    return str(found[0])
+
+
+def _premises(variant: str, header: bool = False) -> tuple[str, str, str]:
+    """The binders' common part, the hypotheses on X (and d in the header) and on the query:
+    from U's layout (block X, the header's d, the grid proj.products)."""
+    X, grid = _block(variant, "X"), _block(variant, QUERY_GRID)
+    if X.channel != "tokens":
+        raise ValueError(f"{variant} U's X is not in the tokens channel")
+    rows, cols = nat_term(X.rows), nat_term(X.cols)
+    gr, gc = nat_term(grid.rows), nat_term(grid.cols)
+    binders = (
+        f"  forall (R : realFieldType) (expf sqrtf geluf gelu_tanhf : R -> R) ({_SIZES} : nat)\n"
+        f"    (P : params R D H K F) (X : 'M[R]_({rows}, {cols})) (x : seq R) (q : nat) (i : 'I_N)"
+    )
+    on_x = f"  encodes x {nat_term(X.offset)} {nat_term(X.stack)} {rows} {cols} (fun _ => X) ->\n"
+    if header:
+        d_at = _block(variant, "header").offset + HEADER.index("d")
+        on_x += f"  nth 0 x {nat_term(d_at)} = (d_model P)%:R ->\n"
+    query = f"(q < ({nat_term(grid.stack)} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr} %% N)%nat = i"
+    return binders, on_x, query
+
+
+_PAD = "(forall j : 'I_D, (d_model P <= j)%nat -> X i j = 0)"
+
+
+def _eval(variant: str, node: str) -> str:
+    return f"eval expf sqrtf geluf gelu_tanhf ({_call(variant, node)}) x q"
+
+
+def row_mean_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's ``ln_x.mean`` at every query of its grid: d_model times EncoderLayer's row_mean."""
+    binders, on_x, query = _premises(variant)
+    st = (
+        f"{binders},\n{on_x}  (0 < d_model P)%nat -> {_PAD} ->\n  {query} ->\n"
+        f"  {_eval(variant, program_name(variant) + '_ln_x_mean')} = (d_model P)%:R * row_mean P X i"
+    )
+    return [(f"{program_name(variant)}_ln_x_mean_spec", st)]
+
+
+def row_stats_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's centred value (proj.x minus ln_x.mean.per_d) and variance (ln_x.meansq.per_d minus the
+    square of ln_x.mean.per_d) at every query of their grid: EncoderLayer's X i j - row_mean and
+    row_var, d_model read from the header."""
+    binders, on_x, query = _premises(variant, header=True)
+    gc = nat_term(_block(variant, QUERY_GRID).cols)
+    pre = program_name(variant)
+    per_d = f"{pre}_ln_x_mean_per_d"
+    centred = node_by_term(variant, "(Map2 PSub {a} {b})", a=f"{pre}_proj_x", b=per_d)
+    square = node_by_term(variant, "(Map1 PSquare {a})", a=per_d)
+    var = node_by_term(variant, "(Map2 PSub {a} {b})", a=f"{pre}_ln_x_meansq_per_d", b=square)
+    return [
+        (
+            f"{pre}_ln_x_centered_spec",
+            f"{binders} (j : 'I_D),\n{on_x}  (0 < d_model P)%nat -> {_PAD} ->\n  {query} -> (q %% {gc})%nat = j ->\n"
+            f"  {_eval(variant, centred)} = X i j - row_mean P X i",
+        ),
+        (
+            f"{pre}_ln_x_var_spec",
+            f"{binders},\n{on_x}  (0 < d_model P)%nat -> (d_model P <= D)%nat -> {_PAD} ->\n  {query} ->\n"
+            f"  {_eval(variant, var)} = row_var P X i",
+        ),
+    ]
+
+
+# the record's operands the LayerNorm-1 statement reads, as fields of EncoderLayer.v's params
+_NORM1 = {"g1": ("norm1_weight", "norm1_w"), "be1": ("norm1_bias", "norm1_b")}
+
+
+def _offset_name(variant: str, block: str) -> str:
+    return f"{program_name(variant)}_{block}_offset"
+
+
+def layer_norm1_definitions(variant: str) -> list[str]:
+    """The offsets of the gates, g1 and be1 blocks in U's layout, as Coq definitions over the sizes."""
+    return [
+        f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
+        for b in ("gates", *_NORM1)
+    ]
+
+
+def layer_norm1_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's LayerNorm-1 value (the centred value times 1 / sqrt(variance + eps), times g1, plus be1)
+    at every query of its grid, row i < n and column j < d_model: EncoderLayer's ``norm1 sqrtf P n X
+    i j``; eps, norm1's weight and bias read where U's layout and input map put them."""
+    operands = {name: src.operand for name, _, src in RECORD}
+    for block, (operand, _) in _NORM1.items():
+        if operands.get(block) != operand:
+            raise ValueError(f"U's record block {block} holds {operands.get(block)!r}, not {operand}")
+    binders, on_x, query = _premises(variant, header=True)
+    gc = nat_term(_block(variant, QUERY_GRID).cols)
+    pre = program_name(variant)
+    per_d = f"{pre}_ln_x_mean_per_d"
+    centred = node_by_term(variant, "(Map2 PSub {a} {b})", a=f"{pre}_proj_x", b=per_d)
+    square = node_by_term(variant, "(Map1 PSquare {a})", a=per_d)
+    var = node_by_term(variant, "(Map2 PSub {a} {b})", a=f"{pre}_ln_x_meansq_per_d", b=square)
+    plus_eps = node_by_term(variant, "(Map2 PAdd {a} {b})", a=var, b=f"{pre}_eps")
+    root = node_by_term(variant, "(Map1 PSqrt {a})", a=plus_eps)
+    rstd = node_by_term(variant, "(Map1 PReciprocal {a})", a=root)
+    scaled = node_by_term(variant, "(Map2 PMul {a} {b})", a=centred, b=rstd)
+    weighted = node_by_term(variant, "(Map2 PMul {a} {b})", a=scaled, b="*")
+    value = node_by_term(variant, "(Map2 PAdd {a} {b})", a=weighted, b="*")
+    return [
+        (
+            f"{pre}_ln1_spec",
+            f"{binders} (j : 'I_D) (n : nat),\n{on_x}{_norm1_premises(variant)}"
+            f"  (0 < d_model P)%nat -> (d_model P <= D)%nat -> {_PAD} ->\n  {query} -> (q %% {gc})%nat = j ->\n"
+            f"  (i < n)%nat -> (j < d_model P)%nat ->\n  {_eval(variant, value)} = norm1 sqrtf P n X i j",
+        )
+    ]
+
+
+def _norm1_premises(variant: str) -> str:
+    """eps, norm1's weight and bias where U's layout puts them (the LayerNorm-1 stage's premises)."""
+    blocks = "".join(
+        f"  encodes x ({_offset_name(variant, b)} {_SIZES}) {nat_term(_block(variant, b).stack)} "
+        f"{nat_term(_block(variant, b).rows)} {nat_term(_block(variant, b).cols)} (fun _ => {field} P) ->\n"
+        for b, (_, field) in _NORM1.items()
+    )
+    return f"  nth 0 x ({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('eps')})%nat = eps P ->\n{blocks}"
+
+
+_QKV = ((("t", "3"), ("h", "H"), ("l", "D"), ("c", "K")), (("t", "3"), ("h", "H"), ("c", "K")))
+
+
+def q_proj_definitions(variant: str) -> list[str]:
+    """The offsets of the wqkv and bqkv blocks (compact U: the shallow variant has no Q node)."""
+    if variant != "compact":
+        return []
+    return [
+        f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
+        for b in ("wqkv", "bqkv")
+    ]
+
+
+def _qk_theorem(variant: str, part: str) -> list[tuple[str, str]]:
+    """Compact U's ``Q.biased`` (part "q") or ``K.biased`` (part "k") at every query of the scores
+    grid (head t, token i: the query's row for Q, the key's for K; column c): the projection of
+    EncoderLayer's self-attention input (norm1 X when pre-norm, else X); the part's weights the
+    matrices [p H, (p + 1) H) of the wqkv block (p = 0 for q, 1 for k), its bias row block p of
+    bqkv."""
+    if variant != "compact":
+        return []
+    axes = {name: (ax, src.operand) for name, ax, src in RECORD}
+    want = {"wqkv": (_QKV[0], "in_proj_weight"), "bqkv": (_QKV[1], "in_proj_bias")}
+    for b, expected in want.items():
+        if axes.get(b) != expected:
+            raise ValueError(f"U's record block {b} is {axes.get(b)}, not {expected}")
+    binders, on_x, _ = _premises(variant, header=True)
+    grid = _block(variant, "scores.products")
+    proj = _block(variant, QUERY_GRID)
+    gs, gr, gc = nat_term(grid.stack), nat_term(grid.rows), nat_term(grid.cols)
+    pre = program_name(variant)
+    wqkv, bqkv = _offset_name(variant, "wqkv"), _offset_name(variant, "bqkv")
+    # the part's matrices in the stack (3, H) of D x K (weights), its row block of the 3 x H x K biases
+    w_at = f"({wqkv} {_SIZES})" if part == "q" else f"({wqkv} {_SIZES} + H * D * K)%nat"
+    b_at = f"({bqkv} {_SIZES})" if part == "q" else f"({bqkv} {_SIZES} + H * K)%nat"
+    token = f"(q %/ {gc} %/ {gr} %% N)%nat = i" if part == "q" else f"(q %/ {gc} %% N)%nat = i"
+    W, b, node = f"W{part}", f"b{part}", f"{pre}_{part.upper()}_biased"
+    z = "(if norm P is PreNorm then norm1 sqrtf P n X else X)"
+    st = (
+        f"{binders} (t : 'I_H) (c : 'I_K) (n : nat),\n{on_x}{_norm1_premises(variant)}"
+        f"  nth 0 x ({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('pre')})%nat"
+        " = (if norm P is PreNorm then 1 else 0) ->\n"
+        f"  encodes x {w_at} H D K ({W} P) ->\n"
+        f"  encodes x {b_at} 1 H K (fun _ => \\matrix_(t, c) {b} P t 0 c) ->\n"
+        f"  (({nat_term(proj.stack)} * {nat_term(proj.rows)} * {nat_term(proj.cols)})%nat <= size x)%nat ->\n"
+        f"  (forall (t : 'I_H) (j : 'I_D) (c : 'I_K), (d_model P <= j)%nat -> {W} P t j c = 0) ->\n"
+        f"  (0 < d_model P)%nat -> (d_model P <= D)%nat -> {_PAD} ->\n"
+        f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr} %/ N)%nat = t -> {token} ->\n"
+        f"  (q %% {gc})%nat = c -> (i < n)%nat -> (c < d_head P)%nat ->\n"
+        f"  {_eval(variant, node)} = proj P n ({W} P) ({b} P) {z} t i c"
+    )
+    return [(f"{pre}_{part}_spec", st)]
+
+
+def q_proj_theorems(variant: str) -> list[tuple[str, str]]:
+    """Compact U's Q projection (see :func:`_qk_theorem`)."""
+    return _qk_theorem(variant, "q")
+
+
+def k_proj_theorems(variant: str) -> list[tuple[str, str]]:
+    """Compact U's K projection (see :func:`_qk_theorem`)."""
+    return _qk_theorem(variant, "k")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A hand-written theory about U's nodes: the theories it requires and its theorems' names and
+    statements per variant (generated from U's layout and export)."""
+
+    theory: str
+    requires: tuple[Stage, ...]
+    theorems: Callable[[str], list[tuple[str, str]]]
+    claim: str
+    definitions: Callable[[str], list[str]] = lambda variant: []
+
+    def statements(self) -> list[tuple[str, str]]:
+        return [t for v in VARIANTS for t in self.theorems(v)]
+
+    @property
+    def theorem_names(self) -> list[str]:
+        return [name for name, _ in self.statements()]
+
+    @property
+    def variants(self) -> list[str]:
+        """The variants the stage states theorems about."""
+        return [v for v in VARIANTS if self.theorems(v)]
+
+    def closure(self) -> list[Stage]:
+        """The stages this one requires, directly or not, each after the ones it requires."""
+        out: list[Stage] = []
+        for r in self.requires:
+            out += [s for s in (*r.closure(), r) if s not in out]
+        return out
+
+
+ROW_MEAN = Stage(
+    "UniversalRowMean",
+    (),
+    row_mean_theorems,
+    "U's node ln_x.mean == d_model * EncoderLayer.row_mean",
+)
+ROW_STATS = Stage(
+    "UniversalRowStats",
+    (ROW_MEAN,),
+    row_stats_theorems,
+    "U's LayerNorm-1 centred value == X i j - row_mean and its variance == row_var",
+)
+LAYER_NORM1 = Stage(
+    "UniversalLayerNorm1",
+    (ROW_STATS,),
+    layer_norm1_theorems,
+    "U's LayerNorm-1 value == EncoderLayer's norm1 sqrtf P n X i j (i < n, j < d_model)",
+    layer_norm1_definitions,
+)
+Q_PROJ = Stage(
+    "UniversalQProj",
+    (LAYER_NORM1,),
+    q_proj_theorems,
+    "compact U's Q projection (Q.biased) == EncoderLayer's proj P n (Wq P) (bq P) Z t i c, Z = norm1 X "
+    "when pre-norm, else X (i < n, c < d_head)",
+    q_proj_definitions,
+)
+K_PROJ = Stage(
+    "UniversalKProj",
+    (Q_PROJ,),
+    k_proj_theorems,
+    "compact U's K projection (K.biased) == EncoderLayer's proj P n (Wk P) (bk P) Z t i c at key token i, "
+    "Z = norm1 X when pre-norm, else X (i < n, c < d_head)",
+)
+STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1, Q_PROJ, K_PROJ)
+
+
+def theorem_name(variant: str) -> str:
+    """The row-mean theorem of ``variant``: ``U_<variant>_ln_x_mean_spec``."""
+    return f"{program_name(variant)}_ln_x_mean_spec"
+
+
+def statement(variant: str) -> str:
+    """The row-mean theorem's statement for ``variant`` (see :func:`row_mean_theorems`)."""
+    return row_mean_theorems(variant)[0][1]
+
+
+def _preamble(stages: Sequence[Stage]) -> str:
+    """The generated files' imports: the semantics, the layer, U's exports and the statements of ``stages``."""
+    libs = [library_name(v) for v in VARIANTS]
+    names = ["Semantics", "EncoderLayer", *libs, *(f"{s.theory}Statement" for s in stages)]
+    return (
+        "From mathcomp Require Import all_ssreflect all_algebra.\n"
+        "From Coq Require Import ZArith.\n"
+        f"From Attnsim Require Import {' '.join(names)}.\n"
+        "Import GRing.Theory Num.Theory.\nLocal Open Scope ring_scope.\n"
+    )
+
+
+def statement_text(stage: Stage = ROW_MEAN) -> str:
+    """``<Theory>Statement.v``: the stage's definitions and each theorem's statement as a ``Prop``."""
+    offsets = "".join(d + "\n" for v in VARIANTS for d in stage.definitions(v))
+    defs = offsets + "\n".join(f"Definition {name}_statement : Prop :=\n{st}.\n" for name, st in stage.statements())
+    head = "(* Generated by attnsim.universal.kernel_stages from U's layout. *)\n"
+    return head + _preamble(stage.closure()) + "\n" + defs
+
+
+def files(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_MEAN) -> list[B.CoqFile]:
+    """The build of ``stage`` (see the module doc); ``programs`` (variant -> export) replaces U's own."""
+    src = coq_sources()
+    given = programs or {}
+    libs = tuple(library_name(v) for v in VARIANTS)
+    base = ("Semantics", "Lemmas", "UniversalLemmas", "EncoderLayer", *libs)
+    out = [
+        B.CoqFile("Semantics", (src / "Semantics.v").read_text()),
+        B.CoqFile("Lemmas", (src / "Lemmas.v").read_text(), ("Semantics",)),
+        B.CoqFile("EncoderLayer", (src / "EncoderLayer.v").read_text()),
+        B.CoqFile("UniversalLemmas", (src / "UniversalLemmas.v").read_text(), ("Semantics", "Lemmas")),
+    ]
+    for v in VARIANTS:
+        out.append(B.CoqFile(library_name(v), module_text([given.get(v) or export_universal(v)]), ("Semantics",)))
+    done: list[str] = []  # the files of the stages built so far: each stage may require them
+    for s in (*stage.closure(), stage):
+        stmt = f"{s.theory}Statement"
+        stmts = tuple(f"{r.theory}Statement" for r in s.closure())
+        out.append(B.CoqFile(stmt, statement_text(s), ("Semantics", "EncoderLayer", *libs, *stmts)))
+        out.append(B.CoqFile(s.theory, (src / f"{s.theory}.v").read_text(), (*base, *done, stmt)))
+        done += [stmt, s.theory]
+    stmt = f"{stage.theory}Statement"
+    gate = G.gate_text(_preamble([*stage.closure(), stage]), stage.theory, stage.theorem_names)
+    out.append(B.CoqFile(f"{stage.theory}Gate", gate, ("Semantics", "EncoderLayer", *libs, *done)))
+    return out
+
+
+def source_problems(stage: Stage = ROW_MEAN) -> list[str]:
+    """A changed ``Semantics.v`` or ``EncoderLayer.v`` (their digests are pinned; EncoderLayer.v's beside
+    its Python transcription) or a forbidden command in a hand-written file."""
+    src = coq_sources()
+    out = []
+    sem = hashlib.sha256((src / "Semantics.v").read_bytes()).hexdigest()
+    if sem != SEMANTICS_SHA256:
+        pinned = SEMANTICS_SHA256[:12]
+        out.append(f"Semantics.v is not the reviewed semantics (SHA-256 {sem[:12]}..., pinned {pinned}...)")
+    enc = hashlib.sha256((src / "EncoderLayer.v").read_bytes()).hexdigest()
+    if enc != ENCODER_LAYER_SHA256:
+        out.append(
+            f"EncoderLayer.v is not the one its Python transcription was reviewed against (SHA-256 "
+            f"{enc[:12]}..., pinned {ENCODER_LAYER_SHA256[:12]}... in attnsim/proofs/coq_encoder_layer.py)"
+        )
+    for name in (*HAND_WRITTEN[1:], *(s.theory for s in stage.closure()), stage.theory):
+        found = sorted({m.group(0) for m in FORBIDDEN.finditer((src / f"{name}.v").read_text())})
+        if found:
+            out.append(f"{name}.v uses {', '.join(found)} (code, files or a kernel check turned off: refused)")
+    return out
+
+
+def check(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_MEAN) -> Callable[[float], Outcome]:  # noqa: C901
+    """The obligation's check: U's exports (or ``programs``) against the stage's theory."""
+
+    def run(timeout: float) -> Outcome:  # noqa: C901
+        _ = timeout  # coqc and coqchk run on their own CPU budget (COQ_BUDGET)
+        tools = B.CoqTools.find()
+        if tools is None:
+            return Outcome.unknown("not run (coqc not installed)")
+        problems = source_problems(stage)
+        if problems:
+            return Outcome.bad("; ".join(problems))
+        try:
+            fs = files(programs, stage)
+        except ValueError as exc:  # a node or block the statement names is not in U
+            return Outcome.bad(f"{stage.theory}: {exc}")
+        built = B.build(fs, tools, COQ_BUDGET)
+        failed = built.failed
+        if failed is not None:
+            if failed.status == "over budget":
+                return Outcome.unknown(f"coqc stopped on {failed.name}.v: {failed.output.strip()[-200:]}")
+            gate_failed = failed.name.endswith("Gate")
+            what = "the theorems' types are not their generated statements" if gate_failed else "Coq rejects it"
+            return Outcome.bad(f"{failed.name}.v: {what}: {first_error(failed.output)}")
+        checked = B.check(fs, built, tools, COQ_BUDGET)
+        if checked.status == "over budget":
+            return Outcome.unknown(f"coqchk stopped: {checked.output.strip()[-200:]}")
+        if checked.status != "ok":
+            return Outcome.bad(f"coqchk rejects the libraries: {first_error(checked.output)}")
+        own = G.own_axioms(checked)
+        if own:
+            return Outcome.bad(f"assumptions in our own Coq files: {', '.join(own)}")
+        if checked.unsafe:
+            return Outcome.bad(f"coqchk reports unsafe definitions: {', '.join(checked.unsafe)}")
+        names = stage.theorem_names
+        texts = G.split_gate_output(built.result(f"{stage.theory}Gate").output, names)
+        missing = G.Assumptions("", (), ("Print Assumptions printed nothing between its markers",))
+        found = [
+            G.resolve(t, G.parse_assumptions(texts[t]), checked.axioms) if t in texts else replace(missing, theorem=t)
+            for t in names
+        ]
+        refused = [f"{a.theorem}: {r}" for a in found for r in a.refused]
+        if refused:
+            return Outcome.bad(f"assumptions outside the allowed set: {'; '.join(refused)}")
+        per = "; ".join(f"{a.theorem}: {', '.join(a.full) or 'none (closed under the global context)'}" for a in found)
+        every = tuple(sorted({f for a in found for f in a.full}))
+        detail = (
+            f"Coq accepts {stage.theory}.v, statements as generated from U's layout, coqchk re-checks it: "
+            f"{stage.claim} (one stage of Theorem 6, not the whole layer), {' and '.join(stage.variants)} U, "
+            "every capacity; "
+            f"assumptions by full path: {per}"
+        )
+        return Outcome(True, detail, kernel=KernelFacts(tuple(names), every, False))
+
+    return run
+
+
+def universal_kernel_obligations() -> Iterable[Obligation]:
+    """``simulator-stages/kernel/<Theory>``: each proved stage of U against the Coq layer, every capacity."""
+    for stage in STAGES:
+        yield Obligation(
+            f"{CONSTRUCTION}/kernel/{stage.theory}",
+            CONSTRUCTION,
+            PAPER_REF,
+            "kernel",
+            check(stage=stage),
+            statement=f"{stage.claim} (coq/EncoderLayer.v) at every query of its grid, for every capacity "
+            "N, D, H, K, F and every input zero beyond d_model columns (one stage)",
+            tools=("coqc",),
+        )
+
+
+__all__ = [
+    "CONSTRUCTION",
+    "K_PROJ",
+    "LAYER_NORM1",
+    "Q_PROJ",
+    "ROW_MEAN",
+    "ROW_STATS",
+    "STAGES",
+    "Stage",
+    "check",
+    "files",
+    "k_proj_theorems",
+    "layer_norm1_definitions",
+    "layer_norm1_theorems",
+    "node_by_term",
+    "q_proj_definitions",
+    "q_proj_theorems",
+    "row_mean_theorems",
+    "row_stats_theorems",
+    "source_problems",
+    "statement",
+    "statement_text",
+    "theorem_name",
+    "universal_kernel_obligations",
+]

@@ -1,0 +1,186 @@
+"""Theorem 6 in the kernel, stage by stage: U's ln_x.mean node == d_model * EncoderLayer's row_mean,
+LayerNorm 1's centred value and variance == X i j - row_mean and row_var, LayerNorm 1's value ==
+norm1, every capacity, both variants, through the kernel gate; a mutated node, a mutated exporter,
+a wrong eps and a statement from another layout are each refused; no obligation claims Theorem 6."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from attnsim.universal import kernel_export as KE
+from attnsim.universal import kernel_stages as UK
+
+needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc not installed")
+
+
+def _mutate(variant: str, node: str, old: str, new: str) -> dict[str, KE.CoqProgram]:
+    """U's export of ``variant`` with ``old`` replaced by ``new`` in the definition of ``node`` only."""
+    good = KE.export_universal(variant)
+    name = f"{KE.program_name(variant)}_{node}"
+    m = re.search(rf"^Definition {name} \(.*?\.\n", good.text, re.S | re.M)
+    assert m is not None and m.group(0).count(old) == 1, (name, old)
+    text = good.text[: m.start()] + m.group(0).replace(old, new) + good.text[m.end() :]
+    return {variant: replace(good, text=text)}
+
+
+def test_the_shipped_sources_pass_the_source_check() -> None:
+    assert UK.source_problems() == []
+
+
+def test_an_encoder_layer_other_than_the_reviewed_one_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """EncoderLayer.v's digest is pinned beside its Python transcription: one byte more is refused."""
+    shutil.copytree(UK.coq_sources(), tmp_path, dirs_exist_ok=True)
+    (tmp_path / "EncoderLayer.v").write_text((tmp_path / "EncoderLayer.v").read_text() + "\n")
+    monkeypatch.setattr(UK, "coq_sources", lambda: tmp_path)
+    problems = UK.source_problems()
+    assert len(problems) == 1 and problems[0].startswith("EncoderLayer.v is not the one its Python"), problems
+    out = UK.check()(0.0)
+    assert out.ok is not True
+
+
+def test_the_statement_is_read_from_us_layout() -> None:
+    """X where U's layout puts it, the query grid's extent, U's own node, EncoderLayer's row_mean."""
+    st = UK.statement("compact")
+    assert "encodes x 0 1 N D (fun _ => X)" in st
+    assert "(q < (((3 * H)%nat * N)%nat * K * D)%nat)%nat" in st
+    assert "U_compact_ln_x_mean (Z.of_nat N)" in st and "row_mean P X i" in st
+    assert "(q < ((H * N)%nat * K * D)%nat)%nat" in UK.statement("shallow")
+    assert "Definition U_compact_ln_x_mean (N D H K F : Z) : sop" in KE.export_universal("compact").text
+
+
+def test_the_obligations_are_stages_not_theorem_6() -> None:
+    obs = list(UK.universal_kernel_obligations())
+    stages = ("UniversalRowMean", "UniversalRowStats", "UniversalLayerNorm1", "UniversalQProj", "UniversalKProj")
+    assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
+    for ob in obs:
+        assert ob.method == "kernel" and ob.construction == "simulator-stages" and ob.tools == ("coqc",)
+        assert "one stage" in ob.statement
+
+
+def test_the_stats_statements_name_us_nodes_by_their_terms() -> None:
+    """The centred value and the variance are unlabelled nodes: found by their terms, d read from
+    the header's d (token N D + 1 in U's layout)."""
+    (_, centred), (_, var) = UK.row_stats_theorems("compact")
+    assert "(U_compact_n51 (Z.of_nat N)" in centred and "= X i j - row_mean P X i" in centred
+    assert "(U_compact_n60 (Z.of_nat N)" in var and "= row_var P X i" in var
+    assert "nth 0 x ((N * D)%nat + 1)%nat = (d_model P)%:R" in var
+    text = KE.export_universal("compact").text
+    assert "Definition U_compact_n51 (N D H K F : Z) : sop :=\n  (Map2 PSub (U_compact_proj_x N D H K F)" in text
+    with pytest.raises(ValueError, match="has 0 nodes"):
+        UK.node_by_term("compact", "(Map2 PAdd {a} {b})", a="U_compact_proj_x", b="U_compact_ln_x_mean_per_d")
+
+
+@needs_coq
+def test_u_row_sum_is_d_model_times_the_layers_row_mean() -> None:
+    out = UK.check()(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.registered is False
+    assert set(out.kernel.theorems) == {"U_compact_ln_x_mean_spec", "U_shallow_ln_x_mean_spec"}
+    assert "closed under the global context" in out.detail
+
+
+@needs_coq
+def test_a_node_reading_one_position_off_is_refused() -> None:
+    """The key group of ln_x.mean shifted by one position: the proof no longer goes through."""
+    bad = _mutate("compact", "ln_x_mean_key_group", "(Z.div (Z.sub x0 (0)%Z) D)", "(Z.div (Z.sub x0 (1)%Z) D)")
+    out = UK.check(bad)(0.0)
+    assert out.ok is False and "UniversalRowMean.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_an_exporter_scaling_by_another_constant_is_refused() -> None:
+    """ln_x.mean's scale D printed as D / 2 (an exporter mistake on PScale's constant)."""
+    bad = _mutate("shallow", "ln_x_mean", "(PScale (CQ D (1)%Z))", "(PScale (CQ D (2)%Z))")
+    out = UK.check(bad)(0.0)
+    assert out.ok is False and "UniversalRowMean.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_a_statement_from_another_layout_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate types the theorem by the generated statement: X placed one token later (as a layout
+    with a changed offset would generate) does not type-check against the proof."""
+    real = UK._block
+    moved = lambda v, name: replace(real(v, name), offset=real(v, name).offset + 1) if name == "X" else real(v, name)
+    monkeypatch.setattr(UK, "_block", moved)
+    assert "encodes x 1 1 N D" in UK.statement("compact")
+    out = UK.check()(0.0)
+    assert out.ok is False and "not their generated statements" in out.detail, out.detail
+
+
+@needs_coq
+def test_layer_norm_1s_centred_value_and_variance_are_the_layers() -> None:
+    out = UK.check(stage=UK.ROW_STATS)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.registered is False
+    assert len(out.kernel.theorems) == 4
+
+
+@needs_coq
+def test_d_read_from_the_header_s_pointer_is_refused() -> None:
+    """d gathered from the header's next token (ptr, not d): the variance proof no longer goes through."""
+    bad = _mutate("shallow", "d_source", "(1)%Z) (0)%Z)", "(2)%Z) (0)%Z)")
+    out = UK.check(bad, UK.ROW_STATS)(0.0)
+    assert out.ok is False and "UniversalRowStats.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_layer_norm_1_is_the_layers_norm1() -> None:
+    out = UK.check(stage=UK.LAYER_NORM1)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.registered is False
+    assert set(out.kernel.theorems) == {"U_compact_ln1_spec", "U_shallow_ln1_spec"}
+
+
+def test_the_layer_norm_1_statement_reads_eps_and_norm1_where_us_layout_puts_them() -> None:
+    (_, st), = UK.layer_norm1_theorems("compact")
+    assert "nth 0 x (U_compact_gates_offset N D H K F + 7)%nat = eps P" in st
+    assert "encodes x (U_compact_g1_offset N D H K F) 1 1 D (fun _ => norm1_w P)" in st
+    assert "(U_compact_n75 (Z.of_nat N)" in st and st.endswith("= norm1 sqrtf P n X i j")
+    defs = UK.layer_norm1_definitions("shallow")
+    assert defs[0].startswith("Definition U_shallow_gates_offset (N D H K F : nat) : nat :=")
+
+
+@needs_coq
+def test_a_wrong_layer_norm_eps_is_refused() -> None:
+    """eps gathered from the gate before it (scale): the LayerNorm-1 proof no longer goes through."""
+    bad = _mutate("compact", "eps_source", "(7)%Z) (0)%Z)", "(6)%Z) (0)%Z)")
+    out = UK.check(bad, UK.LAYER_NORM1)(0.0)
+    assert out.ok is False and "UniversalLayerNorm1.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_compact_us_q_projection_is_the_layers() -> None:
+    out = UK.check(stage=UK.Q_PROJ)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.theorems == ("U_compact_q_spec",)
+
+
+@needs_coq
+def test_a_q_weight_read_transposed_is_refused() -> None:
+    """The Q weight gathered with its row and column strides swapped (W^T's layout): refused by Coq."""
+    row, col = ") D) (Z.modulo (Z.sub x0 (0)%Z) D)) K)", ") K) (Z.modulo (Z.sub x0 (0)%Z) D)) D)"
+    bad = _mutate("compact", "proj_w_source", row, col)
+    out = UK.check(bad, UK.Q_PROJ)(0.0)
+    assert out.ok is False and "UniversalQProj.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_compact_us_k_projection_is_the_layers() -> None:
+    out = UK.check(stage=UK.K_PROJ)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.theorems == ("U_compact_k_spec",)
+
+
+@needs_coq
+def test_a_k_bias_read_from_the_q_row_is_refused() -> None:
+    """K's bias gathered from the bqkv row of Q (part 0 instead of 1): refused by Coq."""
+    bad = _mutate("compact", "K_bias_source", "(Z.add (Z.mul (1)%Z H)", "(Z.add (Z.mul (0)%Z H)")
+    out = UK.check(bad, UK.K_PROJ)(0.0)
+    assert out.ok is False and "UniversalKProj.v: Coq rejects it" in out.detail, out.detail
