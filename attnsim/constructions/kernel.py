@@ -25,7 +25,6 @@ The Coq-evaluator obligations that tie the engine to the exported terms are in
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import re
@@ -39,6 +38,7 @@ from attnsim.proofs import coq_build as B
 from attnsim.proofs import coq_gate as G
 from attnsim.proofs.coq import CoqProgram, export_program, module_text
 from attnsim.proofs.obligation import KernelFacts, Obligation, Outcome
+from attnsim.rasp.core import built_once
 from attnsim.rasp.layout import Block, value_of
 
 HAND_WRITTEN = ("Semantics", "Lemmas")
@@ -80,7 +80,7 @@ def _imports(thm: KernelTheorem) -> str:
     )
 
 
-@functools.cache
+@built_once
 def default_programs() -> tuple[CoqProgram, ...]:
     """Every kernel theorem's exported program, once per process (the library's default text)."""
     return tuple(p for thm in THEOREMS for p in thm.programs())

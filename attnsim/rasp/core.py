@@ -21,13 +21,14 @@ the functions a Map carries :mod:`attnsim.rasp.map_functions`; this module names
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from attnsim.rasp import expr as E
 from attnsim.rasp.map_functions import Fn, IndexFn, Prim, index_fn
@@ -52,6 +53,25 @@ _ids = itertools.count()
 MUTATION_HOOK: contextvars.ContextVar[Callable[[Any], Any] | None] = contextvars.ContextVar(
     "attnsim_mutation_hook", default=None
 )
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def built_once(fn: _F) -> _F:
+    """``functools.cache`` for a function that builds programs, except while :data:`MUTATION_HOOK`
+    is set: then every call builds afresh and the cache is neither read nor filled.  Otherwise a
+    mutant's check would read the program a process built before the mutation (what it reads would
+    depend on what ran earlier in the process), and the original's cache would hold a mutant."""
+    memo = functools.cache(fn)
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if MUTATION_HOOK.get() is not None:
+            return fn(*args, **kwargs)
+        return memo(*args, **kwargs)
+
+    call.cache_clear = memo.cache_clear  # type: ignore[attr-defined]
+    return call  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------------------------------------

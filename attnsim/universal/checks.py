@@ -8,7 +8,6 @@ runs against the reference and torch's fixtures.  U is built once per capacity (
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -145,7 +144,7 @@ def u_at(*cap: int, variant: str = "compact") -> UniversalSimulator:
     return _built(cap, variant)
 
 
-@functools.cache
+@C.built_once
 def _built(cap: tuple[int, ...], variant: str) -> UniversalSimulator:
     return UniversalSimulator(*cap, variant=variant)
 

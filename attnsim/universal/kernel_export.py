@@ -21,7 +21,6 @@ memory, not the CPU budget); at capacity (2, 1, 1, 1, 1) one input takes 150 CPU
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from attnsim.proofs import coq_build as B
 from attnsim.proofs.coq import CoqProgram, export_nodes, module_text
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import primitives as P
+from attnsim.rasp.core import built_once
 from attnsim.rasp.engine import trace
 from attnsim.universal.layer import TransformerLayer
 from attnsim.universal.program import VARIANTS
@@ -57,7 +57,7 @@ def library_name(variant: str) -> str:
     return "Universal" + variant.capitalize()
 
 
-@functools.cache
+@built_once
 def export_universal(variant: str) -> CoqProgram:
     """U's program over the unbound capacity, one definition per node (see the module doc)."""
     U = UniversalSimulator.over_symbolic_capacity(variant)

@@ -88,6 +88,24 @@ def test_transpose_mutants_are_killed() -> None:
     assert all(r.by is not None and r.applied > 0 for r in results)
 
 
+def test_a_mutant_never_reads_a_program_the_process_built_before() -> None:
+    """The Coq evaluator obligation compares Coq's run of the exported term with the engine's, both
+    of the mutant: it holds on a program mutant in a process that exported the original first (a
+    cached original export once made it "kill" here, but not in a fresh Dask worker)."""
+    from attnsim.constructions.kernel import default_programs
+    from attnsim.universal.checks import SMALL, u_at
+
+    default_programs()  # the process has exported the original programs, and built a U
+    u = u_at(*SMALL)
+    (job,) = plan("transpose/", max_mutants=3)
+    swap = next(m for m in job.mutants if "keys and queries swapped" in m.description)
+    evaluator = [o for o in job.obligations if "coq-evaluator" in o.id]
+    r = run_mutant(swap, evaluator, job.example, timeout=30)
+    assert not r.killed and r.by is None, r.detail
+    assert u_at(*SMALL) is u  # the original's cache kept the original
+    assert default_programs() is default_programs()
+
+
 def test_matmul_mutants_selected_kinds_are_killed() -> None:
     # (the program never reads the offset of block "out", only its intent does: Z3 kills that one)
     ms = [
