@@ -6,7 +6,8 @@ solver steps) and stops a check after the given number of them, whatever the clo
 same query in a fresh context with the same seed uses the same units on any run and any load.
 So every deciding query of the proof kit goes through :func:`check`:
 
-* a fresh ``z3.Context`` (the answer does not depend on what the process asked Z3 before);
+* a fresh ``z3.Context`` given the query as SMT-LIB text (the answer and its units do not depend
+  on what the process asked Z3 before);
 * ``rlimit`` set (the query's budget in units, :data:`QUERY_RLIMIT` unless the caller says);
 * the units it used added to :data:`METER` when one is set (the runner sets one per obligation,
   and ``attnsim verify`` prints and ``--json`` carries the total).
@@ -121,6 +122,11 @@ def keep_answer(answers: dict[tuple[Any, ...], Any], key: tuple[Any, ...], answe
 def isolated(facts: Sequence[Any], rlimit: int, seed: int = 0, seconds: float | None = None) -> z3.Solver:
     """A solver over ``facts`` in a fresh Z3 context, budgeted ``rlimit`` units, Z3 seed ``seed``.
 
+    The facts reach the fresh context as their SMT-LIB text, never by ``translate``: a translated
+    query's work depends on what the process asked Z3's main context before (one solver check
+    there moved ``rasp/z3-parametric/decode-position`` from 81,459 to 99,532 units, so a worker's
+    history decided the units), the parsed text's does not.
+
     ``seconds``: a wall-clock net (times :data:`SAFETY_FACTOR`) that should never be what stops
     a check on a working machine."""
     ctx = z3.Context()
@@ -129,7 +135,10 @@ def isolated(facts: Sequence[Any], rlimit: int, seed: int = 0, seconds: float | 
     s.set("random_seed", seed)
     if seconds is not None:
         s.set("timeout", max(1, int(seconds * SAFETY_FACTOR * 1000)))
-    s.add(*[f.translate(ctx) for f in facts])
+    if facts:
+        text = z3.Solver(ctx=facts[0].ctx)
+        text.add(*facts)
+        s.from_string(text.to_smt2())
     return s
 
 

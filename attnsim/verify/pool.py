@@ -12,8 +12,9 @@ and, on a Dask worker, the checks of each Dask task (:mod:`attnsim.verify.dask_r
   only a far safety net (:data:`WALL_NET_FACTOR` times the limit, for a worker stuck off the
   CPU), so a busy machine does not stop a task that an idle one finishes.
 * **Workers** are reused from task to task (forking per check costs more than many checks take),
-  or, with ``max_tasks_per_worker=1``, each task gets a worker of its own (a task that leaves
-  state behind: a mutant); a killed or dead worker is replaced.
+  except after a task that says it left state behind (:attr:`Task.retire_after`: one that asked
+  Z3), or, with ``max_tasks_per_worker=1``, after every task (a mutant); a fresh worker, forked
+  from the caller, takes the next task; a killed or dead worker is replaced.
 * **Ctrl-C**: workers are started inside :func:`~attnsim.verify.sigint.children_deaf_to_sigint` and
   never hear SIGINT; the caller gets the ``KeyboardInterrupt``, and :func:`run` kills every worker
   as it unwinds.
@@ -45,11 +46,14 @@ Ended = Literal["returned", "raised", "timeout", "died"]
 
 @dataclass(frozen=True)
 class Task:
-    """``fn(*args)`` in a worker, within ``limit`` CPU seconds."""
+    """``fn(*args)`` in a worker, within ``limit`` CPU seconds.  ``retire_after``: given what the
+    task returned, whether it left state behind that the next task must not see; then its worker
+    ends and a fresh one, forked from the caller, takes the next task."""
 
     fn: Callable[..., Any]
     args: tuple[Any, ...]
     limit: float
+    retire_after: Callable[[Any], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -243,7 +247,9 @@ def run(  # noqa: C901
                         continue
                     finish(Done(i, ended, value, detail, seconds))
                     w.task = None
-                    if max_tasks_per_worker is not None and w.ran >= max_tasks_per_worker:
+                    if (max_tasks_per_worker is not None and w.ran >= max_tasks_per_worker) or _left_state(
+                        tasks[i], ended, value
+                    ):
                         _retire(pool, w, kill=False)
                 elif w.clock.over():
                     task = w.task
@@ -256,6 +262,11 @@ def run(  # noqa: C901
         for w in pool:
             w.stop(kill=interrupted or w.task is not None)
     return [done[i] for i in range(len(tasks))]
+
+
+def _left_state(task: Task, ended: Ended, value: Any) -> bool:
+    """Whether ``task``, ended so, left its worker in a state the next task must not inherit."""
+    return ended == "returned" and task.retire_after is not None and task.retire_after(value)
 
 
 def _retire(pool: list[_Worker], w: _Worker, kill: bool) -> None:

@@ -47,6 +47,38 @@ def test_the_same_proof_uses_the_same_units_every_time(m: int) -> None:
     assert (first.units, first.queries, first.largest) == (second.units, second.queries, second.largest)
 
 
+_MAIN_CONTEXT_USED = """
+import z3
+from attnsim.proofs import solver_work
+from attnsim.proofs.decoding.index_lemmas import lemma_outcome
+
+def units():
+    meter = solver_work.WorkMeter()
+    token = solver_work.METER.set(meter)
+    assert lemma_outcome("decode-position").ok is True
+    solver_work.METER.reset(token)
+    return meter.units
+
+before = units()
+a = z3.Int("a")
+assert z3.Solver().check(a + 1 != 1 + a) == z3.unsat  # Z3's main context used, as a test or a user may
+print(before, units())
+"""
+
+
+def test_a_querys_units_do_not_depend_on_the_main_contexts_history() -> None:
+    """Lemma (decode-position) of the decoding prover: its units are the same after a solver check
+    in Z3's main context as before it, in one fresh process (translated into a fresh context, the
+    query's units followed that history: 81,459 before, 99,532 after, and the local pool, forked
+    from a process with such a history, disagreed with a Dask worker)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _MAIN_CONTEXT_USED], capture_output=True, text=True, check=True)
+    before, after = out.stdout.split()
+    assert int(before) > 0 and before == after
+
+
 def test_a_query_out_of_its_rlimit_is_unknown_never_proved() -> None:
     """The budget is real: the same true claim with a budget of 1 unit is unknown (and counted)."""
     n = C.Size("n")

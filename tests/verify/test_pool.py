@@ -74,6 +74,22 @@ def test_workers_are_reused_unless_each_task_needs_a_process_of_its_own() -> Non
     assert len({d.value for d in pool.run(tasks, workers=1, max_tasks_per_worker=1)}) == 4
 
 
+def _odd(pid: int) -> bool:
+    return pid % 2 == 1
+
+
+def test_a_task_that_left_state_behind_ends_its_worker() -> None:
+    """``retire_after`` true of what a task returned (an obligation that asked Z3): the next task
+    gets a fresh worker; false: the worker goes on."""
+    keep = [pool.Task(os.getpid, (), 5.0, lambda _: False) for _ in range(3)]
+    assert len({d.value for d in pool.run(keep, workers=1)}) == 1
+    retire = [pool.Task(os.getpid, (), 5.0, lambda _: True) for _ in range(3)]
+    assert len({d.value for d in pool.run(retire, workers=1)}) == 3
+    some = [pool.Task(os.getpid, (), 5.0, _odd) for _ in range(6)]
+    pids = [d.value for d in pool.run(some, workers=1)]
+    assert all((a != b) == _odd(a) for a, b in zip(pids, pids[1:], strict=False))  # a new worker after each odd pid
+
+
 def test_verify_and_mutants_run_on_the_one_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     """`verify` and `verify --mutants` both hand their checks to pool.run: the obligations as
     reused-worker tasks, each mutant in a worker of its own (then its killers, as obligations)."""
