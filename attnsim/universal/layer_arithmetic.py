@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.rasp.guards import complex_entry
+from attnsim.rasp.guards import complex_entry, sympy_instance
 from attnsim.universal.errors import SimulatorError
 
 
 def is_sympy_matrix(x: Any) -> bool:
     """True for a SymPy matrix (recognized without importing SymPy: a numeric run never loads it)."""
-    return any(c.__name__ == "MatrixBase" and c.__module__.startswith("sympy.") for c in type(x).__mro__)
+    return sympy_instance(x, "MatrixBase")
 
 
 def _is_object(*arrs: Any) -> bool:

@@ -33,11 +33,10 @@ from sympy.polys.matrices import DomainMatrix
 
 from attnsim.constructions.construction import Construction, ConstructionError, NonFiniteResultError
 from attnsim.constructions.transpose.program import transpose_ref
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Intent, K, Q
 from attnsim.rasp.layout import Block, Layout, MatRef
 
 PAPER_REF = "Lemma (inverse, determinant: 3x3 fixed order)"
@@ -63,7 +62,7 @@ def _cofactor_sop(a: MatRef, out: Block, name: str, transposed: bool) -> tuple[C
     """At position (i, j) of ``out``: C[x, y] with (x, y) = (j, i) if ``transposed`` else (i, j)."""
     blk = a.block
     _require_3x3(blk, name)
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     _, kx, ky = blk.coords(k)
     factors: list[C.SOp] = []
     intents: list[Intent] = []
@@ -121,7 +120,7 @@ def adjugate3_ref(a: MatRef, offset: E.Expr | int = 0, name: str = "adjugate") -
 
 def _row_or_col_sum(blk: Block, values: C.SOp, name: str, col: bool) -> tuple[C.SOp, Intent]:
     """3 x mean of ``values`` over row 0 (or column 0) of ``blk``, broadcast to every position."""
-    k = z3sel.K
+    k = K
     _, ki, kj = blk.coords(k)
     line = kj if col else ki
 
@@ -137,7 +136,7 @@ def _row_or_col_sum(blk: Block, values: C.SOp, name: str, col: bool) -> tuple[C.
         f"{name}.sum",
         sel,
         blk.contains(k) & line.eq(0),
-        z3sel.Q >= 0,
+        Q >= 0,
         f"every query selects exactly the 3 keys of {what} of the {blk.name} block",
     )
     return total, intent

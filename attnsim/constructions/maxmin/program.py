@@ -22,11 +22,10 @@ import sympy as sp
 
 from attnsim.constructions.construction import Construction, ConstructionError, VectorConstruction, size_args, sized
 from attnsim.constructions.maxmin.spec import MAXMIN
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Intent, K, Q
 from attnsim.rasp.layout import Block, Layout, MatRef
 
 PAPER_REF = "Activation MaxMin (GroupSort, groups of 2)"
@@ -55,7 +54,7 @@ def maxmin_ref(a: MatRef, name: str = "maxmin") -> tuple[MatRef, list[Intent]]:
     lo = C.apply("min", a.sop, y).named(f"{name}.min")
     res = C.apply("where", odd, lo, hi).named(name)
 
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     hq, iq, jq = out.coords(q)
     hk, ik, jk = b.coords(k)
     intent = Intent(

@@ -14,9 +14,9 @@ import sympy as sp
 
 from attnsim.constructions.construction import Construction, VectorConstruction, size_args, sized
 from attnsim.constructions.relu.spec import RELU
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
+from attnsim.rasp.intent import Intent
 from attnsim.rasp.layout import Block, Layout, MatRef
 
 PAPER_REF = "Activation ReLU"

@@ -36,12 +36,10 @@ import sympy as sp
 
 from attnsim.constructions.construction import Construction, ConstructionError, size_args, sized
 from attnsim.constructions.softmax.spec import MASKED_SOFTMAX, SOFTMAX
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
+from attnsim.rasp.intent import Enumeration, Intent, K, Q
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Lemma 3 (softmax)"
 
@@ -109,7 +107,7 @@ def softmax_ref(
     denom = C.apply("scale", mean, params=(cols,)).named(f"{name}.sum")
     y = C.apply("div", e, denom).named(name)
 
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     hq, iq, _ = out.coords(q)
     hk, ik, _ = b.coords(k)
     intent = Intent(
@@ -230,7 +228,7 @@ def masked_softmax(
     bsel = C.select(C.indices, n_src, "==").named("n.broadcast")
     n_all = C.aggregate(bsel, C.tokens).named("n.everywhere")
     res, intents = softmax_ref(MatRef(C.tokens, a_blk), name="out", valid_cols=n_all, stable=stable)
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     intents.append(
         Intent(
             "broadcast_n",
