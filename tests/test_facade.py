@@ -63,6 +63,17 @@ SIMULATE = """
 from attnsim.cli.main import main
 assert main(["simulate", "--max-len", "4", "--d-model", "2", "--heads", "1", "--d-head", "2", "--d-ff", "2"]) == 0
 """
+COMPILED = """
+import numpy as np
+import attnsim
+from attnsim import lemmas
+con = lemmas.matmul(2, 3, 2)
+A, B = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2) - 2
+assert np.allclose(con.run(A, B), A @ B)
+seq = con.encode(A, B)
+model = attnsim.compile_program(con.program, max_len=con.layout.total)
+assert np.allclose(model.forward(seq, exact=False), attnsim.evaluate(con.program, seq, "numpy"))
+"""
 HEAVY = "import sys; print(sorted(m for m in ('z3', 'sympy') if m in sys.modules))"
 
 
@@ -77,10 +88,13 @@ def _fresh_elsewhere(code: str, where: Path) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-@pytest.mark.parametrize("step", [NUMERIC_RUN, SIMULATE], ids=["U.run and T(X)", "attnsim simulate"])
+@pytest.mark.parametrize(
+    "step", [NUMERIC_RUN, SIMULATE, COMPILED], ids=["U.run and T(X)", "attnsim simulate", "compiled lemma"]
+)
 def test_a_numeric_run_loads_neither_z3_nor_sympy(step: str, tmp_path: Path) -> None:
-    """Building U (both variants), T (random, and from its arrays), U.run(T, X) and T(X), and
-    ``attnsim simulate``: numeric all through, with neither prover imported."""
+    """Building U (both variants), T (random, and from its arrays), U.run(T, X) and T(X);
+    ``attnsim simulate``; a lemma built, run, compiled to weights and the compiled model run:
+    numeric all through, with neither prover imported."""
     assert _fresh_elsewhere(step + HEAVY, tmp_path) == "[]"
 
 

@@ -20,7 +20,8 @@ So a wrong program cannot leak into the statement it is proved against, nor into
 that statement is checked against.
 
 The runtime rule: what importing the runtime (the facade, U, T, the engine, the command line with
-``attnsim simulate``) executes imports neither Z3 nor SymPy at module level.
+``attnsim simulate``, the lemmas, the compiler and the compiled model) executes imports neither Z3
+nor SymPy at module level.
 """
 
 from __future__ import annotations
@@ -232,6 +233,9 @@ RUNTIME = (
     "attnsim.rasp.engine",  # evaluate, numpy backend
     "attnsim.cli.main",  # the command line
     "attnsim.cli.simulate",  # `attnsim simulate`
+    "attnsim.lemmas",  # every lemma's program, built and run
+    "attnsim.compile.compiler",  # a program compiled to weights
+    "attnsim.compile.model",  # the compiled model run
 )
 PROVERS = ("z3", "sympy")
 
@@ -292,8 +296,9 @@ def _runtime_violations(roots: tuple[str, ...]) -> list[str]:
 
 
 def test_a_numeric_run_imports_no_prover() -> None:
-    """The runtime rule: U, T, the engine's numeric path and `attnsim simulate` reach no module
-    importing Z3 or SymPy at module level (tests/test_facade.py runs them and checks sys.modules)."""
+    """The runtime rule: U, T, the engine's numeric path, `attnsim simulate`, the lemmas' programs,
+    the compiler and the compiled model reach no module importing Z3 or SymPy at module level
+    (tests/test_facade.py runs them and checks sys.modules)."""
     bad = _runtime_violations(RUNTIME)
     assert not bad, "\n".join(bad)
 

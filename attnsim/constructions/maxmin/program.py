@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from attnsim.constructions.construction import Construction, ConstructionError, VectorConstruction, size_args, sized
 from attnsim.constructions.maxmin.spec import MAXMIN
@@ -75,6 +74,8 @@ def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
     if backend == "numpy":
         hi, lo = np.maximum(x, y), np.minimum(x, y)
     elif backend == "sympy":
+        import sympy as sp
+
         hi = np.vectorize(lambda u, v: sp.Max(u, v), otypes=[object])(x, y)
         lo = np.vectorize(lambda u, v: sp.Min(u, v), otypes=[object])(x, y)
     else:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from attnsim.constructions.construction import Construction, VectorConstruction, size_args, sized
 from attnsim.constructions.relu.spec import RELU
@@ -33,6 +32,8 @@ def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
     if backend == "numpy":
         return np.maximum(a, 0.0)
     if backend == "sympy":
+        import sympy as sp
+
         return np.vectorize(lambda v: sp.Max(v, 0), otypes=[object])(a)
     return np.vectorize(lambda v: max(v, 0 * v), otypes=[object])(a)
 

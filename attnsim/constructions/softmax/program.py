@@ -32,7 +32,6 @@ import functools
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from attnsim.constructions.construction import Construction, ConstructionError, size_args, sized
 from attnsim.constructions.softmax.spec import MASKED_SOFTMAX, SOFTMAX
@@ -146,6 +145,8 @@ def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
         z = np.exp(a - a.max(axis=-1, keepdims=True))
         return z / z.sum(axis=-1, keepdims=True)
     if backend == "sympy":
+        import sympy as sp
+
         out = np.empty(a.shape, dtype=object)
         for ix in np.ndindex(*a.shape[:-1]):
             es = [sp.exp(v) for v in a[ix]]
@@ -241,7 +242,12 @@ def masked_softmax(
 
     def reference(a: np.ndarray, n: np.ndarray, backend: str = "numpy") -> Any:
         nn = int(n.reshape(-1)[0])
-        out = np.zeros(a.shape) if backend == "numpy" else np.full(a.shape, sp.Integer(0), dtype=object)
+        if backend == "numpy":
+            out = np.zeros(a.shape)
+        else:  # the exact and SymPy readings: SymPy's 0
+            import sympy as sp
+
+            out = np.full(a.shape, sp.Integer(0), dtype=object)
         out[..., :nn] = _reference(a[..., :nn], backend)
         return out
 
