@@ -18,6 +18,10 @@ helpers of ``attnsim/constructions/textbook.py``: no module of a program (any ot
 construction folder or of U, or what the folders share), nothing of the engine (``attnsim.rasp``).
 So a wrong program cannot leak into the statement it is proved against, nor into the formula
 that statement is checked against.
+
+The runtime rule: what importing the runtime (the facade, U, T, the engine, the command line with
+``attnsim simulate``, the lemmas, the compiler and the compiled model) executes imports neither Z3
+nor SymPy at module level.
 """
 
 from __future__ import annotations
@@ -217,3 +221,94 @@ def test_the_folder_rule_sees_a_spec_importing_its_program(tmp_path: Path) -> No
     assert any(m.startswith("attnsim.rasp") for m in side)
     f.write_text("def f():\n    from attnsim.rasp import core\n")
     assert "attnsim.rasp.core" in _program_side(_reached(f), "x")
+
+
+# The runtime rule: a numeric run imports no prover.  What importing these modules executes
+# (their module-level imports of ours, and the packages above each module reached) imports
+# neither Z3 nor SymPy at module level; a prover's import sits in the function that needs it.
+RUNTIME = (
+    "attnsim",  # the facade
+    "attnsim.universal.universal",  # U: build and run
+    "attnsim.universal.layer",  # T: random, from arrays, from torch, T(X)
+    "attnsim.rasp.engine",  # evaluate, numpy backend
+    "attnsim.cli.main",  # the command line
+    "attnsim.cli.simulate",  # `attnsim simulate`
+    "attnsim.lemmas",  # every lemma's program, built and run
+    "attnsim.compile.compiler",  # a program compiled to weights
+    "attnsim.compile.model",  # the compiled model run
+)
+PROVERS = ("z3", "sympy")
+
+
+def _provers_imported(path: Path) -> list[str]:
+    """The provers ``path`` imports at module level (not in a function, not under TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text())
+    skip = {
+        id(n)
+        for top in ast.walk(tree)
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef))
+        or (isinstance(top, ast.If) and ast.unparse(top.test).endswith("TYPE_CHECKING"))
+        for n in ast.walk(top)
+    }
+    names = [
+        name
+        for n in ast.walk(tree)
+        if id(n) not in skip
+        for name in (
+            [a.name for a in n.names]
+            if isinstance(n, ast.Import)
+            else [n.module or ""]
+            if isinstance(n, ast.ImportFrom) and n.level == 0
+            else []
+        )
+    ]
+    return sorted({name.split(".")[0] for name in names} & set(PROVERS))
+
+
+def _executed_on_import(roots: tuple[str, ...]) -> dict[str, str | None]:
+    """Every module of ours that importing ``roots`` executes -> the module that imported it."""
+    by: dict[str, str | None] = dict.fromkeys(roots)
+    todo = list(roots)
+    while todo:
+        m = todo.pop()
+        p = _path_of(m)
+        if p is None:
+            continue
+        parents = [".".join(m.split(".")[:i]) for i in range(1, m.count(".") + 1)]
+        for t in [*parents, *(t for t, _, inner in _imports(p) if not inner)]:
+            if t not in by:
+                by[t] = m
+                todo.append(t)
+    return by
+
+
+def _runtime_violations(roots: tuple[str, ...]) -> list[str]:
+    by = _executed_on_import(roots)
+    out = []
+    for m in sorted(by):
+        p = _path_of(m)
+        if p is not None and (found := _provers_imported(p)):
+            chain = [m]
+            while (up := by[chain[-1]]) is not None:
+                chain.append(up)
+            out.append(f"{' <- '.join(chain)} imports {', '.join(found)}")
+    return out
+
+
+def test_a_numeric_run_imports_no_prover() -> None:
+    """The runtime rule: U, T, the engine's numeric path, `attnsim simulate`, the lemmas' programs,
+    the compiler and the compiled model reach no module importing Z3 or SymPy at module level
+    (tests/test_facade.py runs them and checks sys.modules)."""
+    bad = _runtime_violations(RUNTIME)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_runtime_rule_sees_a_prover(tmp_path: Path) -> None:
+    """The runtime rule can fail: a module importing SymPy at module level, or reaching the
+    provers' kit, is reported; a SymPy import inside a function is not."""
+    f = tmp_path / "x.py"
+    f.write_text("import numpy as np\nimport sympy as sp\n")
+    assert _provers_imported(f) == ["sympy"]
+    f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import z3\ndef f():\n    import sympy\n")
+    assert _provers_imported(f) == []
+    assert any("imports z3" in v for v in _runtime_violations(("attnsim.proofs.intents",)))

@@ -24,6 +24,10 @@ COMMANDS: dict[
     str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], Validator | None]
 ] = {}
 
+CATALOGUE_FREE: set[str] = set()
+"""The subcommands that read nothing of the catalogue (registered with ``catalogue=False``): the
+command line runs them without loading it, nor the provers it imports."""
+
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 
 
@@ -32,16 +36,23 @@ class UsageError(ValueError):
 
 
 def command(
-    name: str, configure: Callable[[argparse.ArgumentParser], None], validate: Validator | None = None
+    name: str,
+    configure: Callable[[argparse.ArgumentParser], None],
+    validate: Validator | None = None,
+    *,
+    catalogue: bool = True,
 ) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
     """Register a subcommand: ``configure`` adds its arguments, the decorated function runs it.
 
     ``validate(args)`` (optional) checks combinations of options after parsing and returns an
     error message, or None; the message becomes a one-line usage error (exit 2).
+    ``catalogue=False``: the subcommand reads nothing of the catalogue (:data:`CATALOGUE_FREE`).
     """
 
     def deco(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
         COMMANDS[name] = (configure, fn, validate)
+        if not catalogue:
+            CATALOGUE_FREE.add(name)
         return fn
 
     return deco

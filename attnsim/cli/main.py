@@ -7,27 +7,51 @@ interrupted``, or ``attnsim: interrupted`` before the command is known) and exit
 subcommand modules and the catalogue, seconds of imports, load inside it (:func:`load`), and what a
 command started (worker processes, a local Dask cluster) is stopped as the interrupt unwinds.  A
 Ctrl-C while Python itself imports this module (and the package's facade) is Python's: its
-traceback.
+traceback.  Only the named subcommand's module is imported (every one for ``--help`` and for a
+word naming none), and the catalogue only for a subcommand that reads it: ``attnsim simulate``
+loads neither Z3 nor SymPy.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 
-from attnsim.cli.commands import COMMANDS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Parser
+from attnsim.cli.commands import CATALOGUE_FREE, COMMANDS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from attnsim.version import __version__
 
+# the module that registers each subcommand (:func:`attnsim.cli.commands.command`)
+MODULES = {
+    "verify": "attnsim.cli.verify",
+    "audit": "attnsim.cli.audit",
+    "simulate": "attnsim.cli.simulate",
+    "report": "attnsim.cli.report",
+    "bench": "attnsim.cli.bench",
+    "compile": "attnsim.cli.compile",
+    "compare": "attnsim.cli.compile",
+}
 
-def load() -> None:
-    """Import every subcommand module, by name, so that it registers itself
-    (:func:`attnsim.cli.commands.command`), and load the catalogue; idempotent."""
-    from attnsim import catalog
-    from attnsim.cli import audit, bench, compile, report, simulate, verify  # noqa: F401  (each registers itself)
 
-    catalog.load()
+def load(name: str | None = None) -> None:
+    """Import the module of subcommand ``name`` (every subcommand module when ``name`` is None or
+    names no subcommand), so that it registers itself, and load the catalogue unless every loaded
+    subcommand is registered as not reading it (``attnsim simulate``: a numeric run loads neither
+    Z3 nor SymPy); idempotent."""
+    for module in sorted(set(MODULES.values()) if name not in MODULES else {MODULES[name]}):
+        importlib.import_module(module)
+    if set(COMMANDS) - CATALOGUE_FREE:
+        from attnsim import catalog
+
+        catalog.load()
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option (the top-level options
+    take no value), or None."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -40,9 +64,9 @@ def _one_line(exc: BaseException) -> str:
     return text if own else f"{type(exc).__name__}: {text}"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every registered subcommand."""
-    load()
+def build_parser(name: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser with the subcommand ``name`` (see :func:`load`), or every subcommand."""
+    load(name)
     parser = Parser(prog="attnsim", description="Universal simulators of attention, proven three ways.")
     parser.add_argument("--version", action="version", version=f"attnsim {__version__}")
     parser.add_argument(
@@ -64,7 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     prefix = "attnsim"
     try:
-        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else argv
+        parser = build_parser(_command_named(argv))
         args = parser.parse_args(argv)
         prefix = f"attnsim {args.cmd}"
         return _run(parser, args)

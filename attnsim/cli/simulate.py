@@ -65,6 +65,12 @@ def _args(p: argparse.ArgumentParser) -> None:
         "and print U against torch's slow and fast paths; exit 1 when U and torch's slow path (in float64) "
         "differ by more than 1e-10 x max(1, max |output|)",
     )
+    p.add_argument(
+        "--formula",
+        action="store_true",
+        help="also print positions_formula: U's positions in the capacity symbols N, D, H, K, F "
+        "(SymPy's closed form: loads SymPy)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
@@ -161,7 +167,7 @@ def _simulate_torch(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("simulate", _args, _validate)
+@command("simulate", _args, _validate, catalogue=False)
 def simulate(args: argparse.Namespace) -> int:
     """Run U on a random T (or a saved torch module) and print its error, the cost, time and memory."""
     if args.torch is not None:
@@ -190,7 +196,7 @@ def simulate(args: argparse.Namespace) -> int:
     log(f"running U on {u.positions():,} positions, estimated to hold {gib(est.total)}")
     with _progress("U") as tell:
         m = u.measure(T, x, progress=tell)  # one timed run: seconds, peak traced bytes, max error against T
-    c = u.cost()
+    c = u.cost(closed_forms=args.formula)
     out = {
         "capacity": c["capacity"],  # U's; d_ff 1 without --d-ff (the least FFN width U has)
         "layer": {"d_model": T.d_model, "n_heads": T.n_heads, "d_head": T.d_head, "d_ff": T.d_ff},  # T's
@@ -202,7 +208,7 @@ def simulate(args: argparse.Namespace) -> int:
         "mlp_depth": c["mlp_depth"],
         "mlp_generalized": c["mlp_generalized"],
         "positions": c["positions"],
-        "positions_formula": str(c["closed_form"]["positions"]),
+        **({"positions_formula": str(c["closed_form"]["positions"])} if args.formula else {}),
         "fingerprint": u.fingerprint,
         "build_seconds": build,
         "run_seconds": m["seconds"],

@@ -21,17 +21,15 @@ from fractions import Fraction
 from typing import Any, TypeVar
 
 import numpy as np
-import sympy as sp
 
 from attnsim.proofs import construction as protocol
-from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.arith import BackendError, NonFiniteError
 from attnsim.rasp.bind import Binder
 from attnsim.rasp.engine import BACKENDS, Trace, evaluate, trace
-from attnsim.rasp.exact import ExactArith
-from attnsim.rasp.guards import complex_entry
+from attnsim.rasp.guards import complex_entry, sympy_instance
+from attnsim.rasp.intent import Intent
 from attnsim.rasp.layout import Layout, MatRef, as_array
 from attnsim.rasp.schedule import Cost, cost
 
@@ -58,6 +56,10 @@ def to_backend(x: Any, backend: str, what: str = "operand") -> np.ndarray:  # no
         if not np.all(np.isfinite(out)):
             raise ConstructionError(f"{what} contains NaN or inf")
         return out
+    import sympy as sp  # the exact and SymPy backends: loaded for them only
+
+    from attnsim.rasp.exact import ExactArith
+
     flat = a.reshape(-1)
     res = np.empty(flat.shape, dtype=object)
     for i, v in enumerate(flat):
@@ -345,7 +347,7 @@ class VectorConstruction(Construction):
 
 def _is_integer(v: Any) -> bool:
     """An integer value in any backend: a finite float equal to its floor, a Fraction over 1, a SymPy Integer."""
-    if isinstance(v, sp.Basic):
+    if sympy_instance(v, "Basic"):
         return bool(v.is_Integer)
     if isinstance(v, Fraction):
         return v.denominator == 1

@@ -15,9 +15,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Intent
 from attnsim.rasp.layout import Layout
 
 

@@ -1,6 +1,6 @@
 """Selector intents and layouts, proven with Z3 for all sizes: the solver kit's checks on a program.
 
-An :class:`Intent` states which keys a selector should pick, in matrix coordinates;
+An :class:`~attnsim.rasp.intent.Intent` states which keys a selector should pick, in matrix coordinates;
 :func:`check_intent` proves the selector picks exactly those (decoding prover, for all sizes, or
 every size up to a bound); :func:`prove_layout` proves a layout's blocks injective, disjoint and
 inside the sequence.  Every construction's obligations call these.
@@ -9,7 +9,7 @@ inside the sequence.  Every construction's obligations call these.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from attnsim.proofs import solver_work, z3sel
@@ -19,22 +19,8 @@ from attnsim.proofs.decoding.query import Decode
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Intent
 from attnsim.rasp.layout import Layout
-
-
-@dataclass(frozen=True)
-class Intent:
-    """A selector's intended pattern, stated over Q, K and sizes (usually via a Block)."""
-
-    name: str
-    selector: C.Selector
-    intent: E.Expr
-    queries: E.Expr
-    statement: str
-    parametric: bool = True
-    assumptions: tuple[E.Expr, ...] = ()
-    minimum: tuple[tuple[str, int], ...] = ()
-    keys: Any = None  # an attnsim.symbolic.execute.Enumeration: a hint that the all-sizes proof checks
 
 
 def z3_method(*exprs: E.Expr) -> str:

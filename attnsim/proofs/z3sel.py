@@ -31,9 +31,8 @@ from attnsim.proofs import smtlib, solver_work
 from attnsim.proofs.obligation import Outcome, PremiseCheck, Scope, unknown_cause
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import K, Q
 from attnsim.rasp.z3_translation import Z3Translator
-
-Q, K = E.Var("q!"), E.Var("k!")  # "!" keeps them apart from every size name (sizes may not contain it)
 
 
 class NotStructural(ValueError):

@@ -20,7 +20,6 @@ from attnsim.numeric.executor import MemoSummary, RunStats, StructuralMemo
 from attnsim.numeric.values import Val
 from attnsim.rasp import core as C
 from attnsim.rasp.arith import Arithmetic, BackendError, NonFiniteError
-from attnsim.rasp.exact import ExactArith, SympyArith
 from attnsim.rasp.interpreter import ROW_CELLS, Interpreter
 from attnsim.rasp.numeric import NumpyArith
 
@@ -28,13 +27,16 @@ BACKENDS = ("numpy", "exact", "sympy")
 
 
 def arithmetic(backend: str | Arithmetic) -> Arithmetic:
-    """The arithmetic for a backend name."""
+    """The arithmetic for a backend name (the exact and SymPy ones, and SymPy, imported when asked for)."""
     if isinstance(backend, Arithmetic):
         return backend
-    table: dict[str, Callable[[], Arithmetic]] = {"numpy": NumpyArith, "exact": ExactArith, "sympy": SympyArith}
-    if backend not in table:
+    if backend not in BACKENDS:
         raise BackendError(f"unknown backend {backend!r}; use one of {BACKENDS}")
-    return table[backend]()
+    if backend == "numpy":
+        return NumpyArith()
+    from attnsim.rasp.exact import ExactArith, SympyArith
+
+    return ExactArith() if backend == "exact" else SympyArith()
 
 
 @dataclass(frozen=True)

@@ -42,3 +42,10 @@ def complex_entry(values: Any) -> str | None:
             if _is_complex(v):
                 return f"complex input is not supported (entry {i} is {v}): pass real numbers"
     return None
+
+
+def sympy_instance(x: Any, cls: str) -> bool:
+    """True when ``x`` is an instance of SymPy's class named ``cls`` (``"Basic"``,
+    ``"MatrixBase"``), recognized by its classes without importing SymPy: a numeric run never loads
+    it, and no SymPy object exists before SymPy is loaded."""
+    return any(c.__name__ == cls and c.__module__.startswith("sympy.") for c in type(x).__mro__)

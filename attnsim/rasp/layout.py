@@ -19,6 +19,7 @@ import numpy as np
 
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.guards import sympy_instance
 
 
 class LayoutError(ValueError):
@@ -168,15 +169,9 @@ def _max_end(blocks: tuple[Block, ...]) -> E.Expr:
 
 def as_array(x: Any) -> np.ndarray:
     """NumPy arrays, nested lists and SymPy matrices as NumPy arrays (object dtype kept)."""
-    try:
-        import sympy as sp
-
-        if isinstance(x, sp.MatrixBase):
-            return np.array(x.tolist(), dtype=object)
-    except ImportError:  # pragma: no cover
-        pass
-    a = np.asarray(x)
-    return a
+    if sympy_instance(x, "MatrixBase"):
+        return np.array(x.tolist(), dtype=object)
+    return np.asarray(x)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,7 +1,7 @@
 """Alpha-equivalence of SymPy expressions with sums: equal up to the names of bound variables.
 
 Two statements built by separate runs of one specification differ in the names of their sums'
-bound variables only (:class:`attnsim.symbolic.spec_language.SymbolicAlg` numbers them per run).
+bound variables only (:class:`attnsim.symbolic.spec_symbolic.SymbolicAlg` numbers them per run).
 :func:`alpha_normal` renames, bottom-up, the bound variables of every ``Sum`` (and ``MaxOver``) to
 ``α<k>, α<k+1>, ...`` in limit order, k one more than the largest index of any ``α`` in the
 renamed body and bounds (a name nothing inside binds or uses, so nothing is captured), and

@@ -45,6 +45,7 @@ from attnsim.proofs.decoding.refutation import refuted_at
 from attnsim.proofs.obligation import Outcome
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Enumeration
 from attnsim.rasp.layout import Block
 from attnsim.symbolic.if_then_else import from_piecewise, ite
 from attnsim.symbolic.maxover import max_over
@@ -60,27 +61,6 @@ class ExecutionFailed(Exception):
     def __init__(self, outcome: Outcome) -> None:
         super().__init__(outcome.detail)
         self.outcome = outcome
-
-
-@dataclass(frozen=True)
-class Enumeration:
-    """A claimed listing of a selector's keys for query position q: ``key(q, l)``, ``l < count``.
-
-    ``witness(k)`` gives l back from a selected key.  With a tuple ``count`` (a listing over
-    several indices, e.g. every (i, j) of a block), ``key(q, l1, l2, ...)`` and ``witness`` returns
-    a tuple.  It is a hint: the executor proves it."""
-
-    key: Callable[..., E.Expr]
-    witness: Callable[[E.Expr], Any]
-    count: Any
-
-    @property
-    def counts(self) -> tuple[E.Expr, ...]:
-        return tuple(self.count) if isinstance(self.count, tuple) else (E.lift(self.count),)
-
-    def witnesses(self, k: E.Expr) -> tuple[E.Expr, ...]:
-        w = self.witness(k)
-        return tuple(w) if isinstance(w, tuple) else (w,)
 
 
 _COMPARE: dict[str, Callable[[Any, Any], Any]] = {

@@ -5,102 +5,33 @@ A definition is a function ``entry(alg, ops, h, i, j, sz)``: ``ops[name][h, i, j
 operand (stack index first, 0 for a single matrix), ``sz[name]`` a size, and ``alg`` supplies
 the operations whose meaning differs between the symbolic and the concrete reading (a sum over
 ``l < upper``, exp, max, min, erf, tanh, sqrt, and ``if_true`` for a 0/1 option operand: an ``Ite``
-symbolically, a Python branch concretely).  :class:`SymbolicAlg` is the reading the all-sizes
-proof compares a program with (:meth:`BoundSpec.symbolic`); :class:`ConcreteAlg` runs the very
-same definition on concrete operands (:meth:`BoundSpec.evaluate`), which the tests compare with
-the NumPy reference, so a wrong spec fails on its own.  Like every specification, this imports
+symbolically, a Python branch concretely).  :class:`~attnsim.symbolic.spec_symbolic.SymbolicAlg`
+(its own module, with SymPy) is the reading the all-sizes proof compares a program with
+(:meth:`BoundSpec.symbolic`); :class:`ConcreteAlg` runs the very same definition on concrete
+operands (:meth:`BoundSpec.evaluate`), which the tests compare with the NumPy reference, so a
+wrong spec fails on its own.  Like every specification, this imports
 nothing from :mod:`attnsim.rasp` nor any layout.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import sympy as sp
-
-from attnsim.symbolic.if_then_else import ite
 
 
 class SpecError(ValueError):
     """A specification was evaluated on something it is not defined for."""
 
 
-class SymbolicAlg:
-    """Sums as SymPy ``Sum`` over a fresh bound variable; exp, max, min as SymPy functions."""
+def _sympy() -> Any:
+    """SymPy, imported when a SymPy reading asks for it (a float64 reading never loads it)."""
+    import sympy
 
-    def __init__(self, prefix: str = "s!") -> None:
-        self._n = itertools.count()
-        self.prefix = prefix  # two instances whose statements meet need two prefixes (no capture)
-
-    def sum(self, body: Callable[[Any], Any], upper: Any) -> Any:
-        var = sp.Symbol(f"{self.prefix}{next(self._n)}", integer=True)  # "!": never a size's name
-        return sp.Sum(body(var), (var, 0, upper - 1))
-
-    def exp(self, x: Any) -> Any:
-        return sp.exp(x)
-
-    def max(self, a: Any, b: Any) -> Any:
-        return sp.Max(a, b)
-
-    def min(self, a: Any, b: Any) -> Any:
-        return sp.Min(a, b)
-
-    def if_even(self, j: Any, even: Callable[[], Any], odd: Callable[[], Any]) -> Any:
-        return ite(sp.Eq(sp.Mod(j, 2), 0), even(), odd())
-
-    def if_less(self, a: Any, b: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
-        return ite(sp.Lt(a, b), then(), other())
-
-    def delta(self, i: Any, j: Any) -> Any:
-        return ite(sp.Eq(i, j), 1, 0)
-
-    def elu1(self, x: Any) -> Any:
-        return ite(x > 0, x + 1, sp.exp(x))
-
-    def sqrt(self, x: Any) -> Any:
-        return sp.sqrt(x)
-
-    def mod(self, x: Any, m: int) -> Any:
-        return sp.Mod(x, m)
-
-    def if_true(self, flag: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
-        """``then`` where the 0/1 operand ``flag`` is 1, else ``other`` (an ``Ite``, never a Piecewise)."""
-        return ite(sp.Eq(flag, 1), then(), other())
-
-    def erf(self, x: Any) -> Any:
-        return sp.erf(x)
-
-    def tanh(self, x: Any) -> Any:
-        return sp.tanh(x)
-
-    def pi(self) -> Any:
-        return sp.pi
-
-    def rational(self, p: int, q: int) -> Any:
-        return sp.Rational(p, q)
-
-    def rsqrt(self, x: Any) -> Any:
-        """1 / sqrt(x), left unevaluated: evaluating the power of a large sum asks SymPy's assumptions
-        about every Sum in it (minutes for one encoder layer)."""
-        return sp.Pow(x, -sp.S.Half, evaluate=False)
-
-    def power(self, x: Any, k: int) -> Any:
-        """x ** k for an integer k >= 2.  SymPy's ``Pow`` of a real sum to a positive integer power is
-        the unevaluated power itself, but it first asks whether each term is infinite, which rebuilds
-        every Sum in it: 30 minutes for one encoder layer with tanh-GELU (u ** 3 and LayerNorm 2's
-        squared deviations).  The same tree is built here without asking (an ``Add`` base only; a
-        term with the imaginary unit, which the asking could change, never occurs in a real spec)."""
-        return sp.Pow(x, k, evaluate=False) if isinstance(x, sp.Add) else x**k
-
-    def relu(self, x: Any) -> Any:
-        """max(x, 0) as (x + |x|) / 2: SymPy's Max and x > 0 refuse a large argument its assumptions
-        wrongly call non-real (a product of a real power and a Sum of operands)."""
-        return (x + sp.Abs(x)) / 2
+    return sympy
 
 
 @dataclass
@@ -120,14 +51,14 @@ class ConcreteAlg:
             except OverflowError:  # IEEE float64, as np.exp: e^x > max float is inf (1 / inf = 0)
                 return math.inf
         if self.backend == "sympy":
-            return sp.exp(x)
+            return _sympy().exp(x)
         raise SpecError("exp has no exact (Fraction) value; use backend='sympy' or 'numpy'")
 
     def max(self, a: Any, b: Any) -> Any:
-        return sp.Max(a, b) if self.backend == "sympy" else max(a, b)
+        return _sympy().Max(a, b) if self.backend == "sympy" else max(a, b)
 
     def min(self, a: Any, b: Any) -> Any:
-        return sp.Min(a, b) if self.backend == "sympy" else min(a, b)
+        return _sympy().Min(a, b) if self.backend == "sympy" else min(a, b)
 
     def if_even(self, j: int, even: Callable[[], Any], odd: Callable[[], Any]) -> Any:
         return even() if j % 2 == 0 else odd()
@@ -140,11 +71,11 @@ class ConcreteAlg:
 
     def elu1(self, x: Any) -> Any:
         if self.backend == "sympy":
-            return x + 1 if x > 0 else sp.exp(x)
+            return x + 1 if x > 0 else _sympy().exp(x)
         return x + 1 if x > 0 else self.exp(x)
 
     def sqrt(self, x: Any) -> Any:
-        return sp.sqrt(x) if self.backend == "sympy" else math.sqrt(x)
+        return _sympy().sqrt(x) if self.backend == "sympy" else math.sqrt(x)
 
     def mod(self, x: Any, m: int) -> Any:
         return x % m
@@ -157,23 +88,23 @@ class ConcreteAlg:
         raise SpecError(f"a 0/1 option operand is {flag}, not 0 or 1")
 
     def erf(self, x: Any) -> Any:
-        return sp.erf(x) if self.backend == "sympy" else math.erf(x)
+        return _sympy().erf(x) if self.backend == "sympy" else math.erf(x)
 
     def tanh(self, x: Any) -> Any:
-        return sp.tanh(x) if self.backend == "sympy" else math.tanh(x)
+        return _sympy().tanh(x) if self.backend == "sympy" else math.tanh(x)
 
     def pi(self) -> Any:
-        return sp.pi if self.backend == "sympy" else math.pi
+        return _sympy().pi if self.backend == "sympy" else math.pi
 
     def rational(self, p: int, q: int) -> Any:
         """p / q: exact in SymPy, the nearest float64 otherwise."""
-        return sp.Rational(p, q) if self.backend == "sympy" else p / q
+        return _sympy().Rational(p, q) if self.backend == "sympy" else p / q
 
     def relu(self, x: Any) -> Any:
         return self.max(x, 0)
 
     def rsqrt(self, x: Any) -> Any:
-        return 1 / sp.sqrt(x) if self.backend == "sympy" else 1 / math.sqrt(x)
+        return 1 / _sympy().sqrt(x) if self.backend == "sympy" else 1 / math.sqrt(x)
 
     def power(self, x: Any, k: int) -> Any:
         return x**k
@@ -210,8 +141,10 @@ class BoundSpec:
 
     def symbolic(self, h: Any, i: Any, j: Any, to_sym: Callable[[Any], Any]) -> Any:
         """Entry (h, i, j) as a SymPy expression: operands as IndexedBase named like the operands."""
+        from attnsim.symbolic.spec_symbolic import SymbolicAlg
+
         sz = {k: to_sym(v) for k, v in self.sizes.items()}
-        ops = {name: sp.IndexedBase(name) for name in self.spec.operands}
+        ops = {name: _sympy().IndexedBase(name) for name in self.spec.operands}
         return self.spec.entry(SymbolicAlg(), ops, h, i, j, sz)
 
     def evaluate(
@@ -231,4 +164,4 @@ class BoundSpec:
         return out
 
 
-__all__ = ["BoundSpec", "ConcreteAlg", "Entry", "Spec", "SpecError", "SymbolicAlg"]
+__all__ = ["BoundSpec", "ConcreteAlg", "Entry", "Spec", "SpecError"]

@@ -26,10 +26,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from attnsim.universal.errors import SimulatorError
-from attnsim.universal.layer_arithmetic import _as, _fn, _is_object, _relu, check_batch, layer_norm, softmax_rows
+from attnsim.universal.layer_arithmetic import (
+    _as,
+    _fn,
+    _is_object,
+    _relu,
+    check_batch,
+    inverse_sqrt,
+    layer_norm,
+    softmax_rows,
+)
 from attnsim.universal.masks import AttentionMask, attention_mask, split_key_padding
 from attnsim.universal.torch_reading import (
     _activation_of,
@@ -112,7 +120,7 @@ class TransformerLayer:
         self.ln2_weight = one.copy() if self.ln2_weight is None else _as(self.ln2_weight, "ln2_weight", (d,))
         self.ln2_bias = zeros(d) if self.ln2_bias is None else _as(self.ln2_bias, "ln2_bias", (d,))
         if self.scale is None:
-            self.scale = 1 / sp.sqrt(k) if _is_object(self.w_q) else 1.0 / math.sqrt(k)
+            self.scale = inverse_sqrt(k, exact=_is_object(self.w_q))
         for nm in ("scale", "eps"):
             v = getattr(self, nm)
             if isinstance(v, (int, float, np.floating)):
@@ -167,15 +175,20 @@ class TransformerLayer:
     def ffn(self, z: np.ndarray) -> np.ndarray:
         """act(z W1 + b1) W2 + b2."""
         u = z @ self.w1 + self.b1
-        sym = u.dtype == object
+        # torch's constants: sqrt(2 / pi) and 0.044715 (GELU(approximate="tanh")), sqrt(2) (erf's)
+        c: Any = math.sqrt(2.0 / math.pi)
+        kappa: Any = 0.044715
+        root2: Any = math.sqrt(2.0)
+        if u.dtype == object:  # symbolic: the same constants, exact in SymPy
+            import sympy as sp
+
+            c, kappa, root2 = sp.sqrt(2 / sp.pi), sp.Rational(44715, 10**6), sp.sqrt(2)
         if self.activation == "relu":
             a = _relu(u)
-        elif self.activation == "gelu_tanh":  # torch's GELU(approximate="tanh"), same constants
-            c = sp.sqrt(2 / sp.pi) if sym else math.sqrt(2.0 / math.pi)
-            kappa = sp.Rational(44715, 10**6) if sym else 0.044715  # the decimal 0.044715, exact in SymPy
+        elif self.activation == "gelu_tanh":
             a = u * (1 + _fn("tanh", c * (u + kappa * u**3))) / 2
         else:
-            a = u * (1 + _fn("erf", u / (sp.sqrt(2) if sym else math.sqrt(2.0)))) / 2
+            a = u * (1 + _fn("erf", u / root2)) / 2
         return a @ self.w2 + self.b2
 
     def __call__(
@@ -284,6 +297,7 @@ class TransformerLayer:
         prefix: str = "",
     ) -> TransformerLayer:
         """A fresh real SymPy symbol for every weight (scale stays 1/sqrt(d_head); eps is a symbol)."""
+        import sympy as sp
 
         def sym(name: str, *shape: int) -> np.ndarray:
             flat = [sp.Symbol(f"{prefix}{name}_{'_'.join(map(str, ix))}", real=True) for ix in np.ndindex(*shape)]

@@ -14,10 +14,14 @@ import math
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
-from attnsim.rasp.guards import complex_entry
+from attnsim.rasp.guards import complex_entry, sympy_instance
 from attnsim.universal.errors import SimulatorError
+
+
+def is_sympy_matrix(x: Any) -> bool:
+    """True for a SymPy matrix (recognized without importing SymPy: a numeric run never loads it)."""
+    return sympy_instance(x, "MatrixBase")
 
 
 def _is_object(*arrs: Any) -> bool:
@@ -25,7 +29,7 @@ def _is_object(*arrs: Any) -> bool:
 
 
 def _as(x: Any, what: str, shape: tuple[int, ...] | None = None, allow_symbolic: bool = True) -> np.ndarray:
-    if isinstance(x, sp.MatrixBase):
+    if is_sympy_matrix(x):
         x = np.array(x.tolist(), dtype=object)
     a = np.asarray(x)
     bad_complex = complex_entry(a)
@@ -50,6 +54,8 @@ def _as(x: Any, what: str, shape: tuple[int, ...] | None = None, allow_symbolic:
 def _fn(name: str, x: np.ndarray) -> np.ndarray:
     """exp / sqrt / erf / tanh elementwise, float64 or SymPy."""
     if x.dtype == object:
+        import sympy as sp
+
         f = {"exp": sp.exp, "sqrt": sp.sqrt, "erf": sp.erf, "tanh": sp.tanh}[name]
         return np.vectorize(f, otypes=[object])(x)
     if name == "erf":
@@ -57,8 +63,19 @@ def _fn(name: str, x: np.ndarray) -> np.ndarray:
     return getattr(np, name)(x)
 
 
+def inverse_sqrt(k: int, *, exact: bool) -> Any:
+    """1 / sqrt(k): SymPy's exact root when ``exact`` (symbolic weights), else float64's."""
+    if not exact:
+        return 1.0 / math.sqrt(k)
+    import sympy as sp
+
+    return 1 / sp.sqrt(k)
+
+
 def _relu(x: np.ndarray) -> np.ndarray:
     if x.dtype == object:
+        import sympy as sp
+
         # evaluate=False: deciding the sign of a large symbolic argument is slow and rarely possible
         return np.vectorize(lambda v: sp.Max(0, v, evaluate=False), otypes=[object])(x)
     return np.maximum(x, 0.0)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
@@ -90,6 +89,15 @@ RECORD: tuple[tuple[str, tuple[tuple[str, str], ...], Source], ...] = (
 )
 
 
+def _zero(symbolic: bool) -> Any:
+    """An entry 0: SymPy's for a symbolic encoding (SymPy imported then only), else float64's."""
+    if not symbolic:
+        return 0.0
+    import sympy as sp
+
+    return sp.Integer(0)
+
+
 def spec_operands(
     T: TransformerLayer, x: Any, additive: Any, blocked: Any, symbolic: bool = False
 ) -> tuple[dict[str, np.ndarray], dict[str, int]]:
@@ -104,7 +112,7 @@ def spec_operands(
     vec = lambda v: np.asarray(v, dtype=dt).reshape(1, 1, -1)
     mat = lambda m: np.asarray(m, dtype=dt).reshape(1, *np.asarray(m).shape)
     one = lambda v: np.full((1, 1, 1), v, dtype=dt)
-    none = lambda *shape: np.full(shape, sp.Integer(0) if symbolic else 0.0, dtype=dt)  # no FFN: stays zero
+    none = lambda *shape: np.full(shape, _zero(symbolic), dtype=dt)  # no FFN: stays zero
     flags = {
         "residual": T.residual,
         "pre": T.norm == "pre",
@@ -232,7 +240,7 @@ class InputMap:
         """The token sequence of length ``total``: token p below the stacking's end is its layer's
         one-layer encoding (each grid filled from its declared source; X, header and masks in layer
         0's only) at its slot; the rest 0."""
-        zero: Any = sp.Integer(0) if symbolic else 0.0
+        zero = _zero(symbolic)
         dtype = object if symbolic else np.float64
         one = np.full((len(layers), value_of(self.base + self.record_size)), zero, dtype=dtype)
 

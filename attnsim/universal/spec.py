@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnsim.symbolic.spec_language import Spec, SpecError, SymbolicAlg
+from attnsim.symbolic.spec_language import Spec, SpecError
+from attnsim.symbolic.spec_symbolic import SymbolicAlg
 
 #: torch's ``TransformerEncoderLayer`` state-dict names -> ENCODER_LAYER's operand names ('.' -> '_',
 #: the ``self_attn.`` prefix dropped).

@@ -19,12 +19,10 @@ from __future__ import annotations
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy as sp
 
-from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp.arith import BackendError
@@ -32,10 +30,12 @@ from attnsim.rasp.domain import Interval
 from attnsim.rasp.engine import Padded, RunStats, StructuralMemo, Trace, evaluate
 from attnsim.rasp.engine import trace as engine_trace
 from attnsim.rasp.guards import complex_entry
+from attnsim.rasp.intent import Intent
 from attnsim.rasp.layout import Grid, Layout, value_of
 from attnsim.rasp.schedule import Cost, cost
 from attnsim.universal.errors import SimulatorError
 from attnsim.universal.layer import TransformerLayer
+from attnsim.universal.layer_arithmetic import is_sympy_matrix
 from attnsim.universal.masks import attention_mask, split_key_padding
 from attnsim.universal.memory import MemoryEstimate, check_fits, estimate
 from attnsim.universal.program import VARIANTS, Mask, UniversalProgram
@@ -43,18 +43,25 @@ from attnsim.universal.program.attention import LOGIT_BOUND
 from attnsim.universal.record import GATES, HEADER, InputMap
 from attnsim.universal.torch_encoder import TorchEncoder
 
+if TYPE_CHECKING:
+    import sympy as sp
+
 GATED_ACTIVATIONS = ("relu", "gelu", "gelu_tanh")  # U's MLP selects by the record's gelu and gelu_tanh gates
 SEQ = E.Var("seq_len")
-CAPACITY_SYMBOLS = {s: sp.Symbol(s, positive=True, integer=True) for s in ("N", "D", "H", "K", "F")}
-_CLOSED_FORMS: dict[str, sp.Expr] = {}  # an index expression's text -> it in SymPy over CAPACITY_SYMBOLS
+CAPACITY_NAMES = ("N", "D", "H", "K", "F")
+_CLOSED_FORMS: dict[str, sp.Expr] = {}  # an index expression's text -> it in SymPy over the capacity symbols
 
 
 def closed_form(e: E.Expr) -> sp.Expr:
-    """``e`` over the capacity symbols N, D, H, K, F in SymPy, kept by its text: U's positions are the
-    same expression at every capacity of a variant, and SymPy's Max of its grid ends takes ~1 s."""
+    """``e`` over the capacity symbols N, D, H, K, F (positive integers) in SymPy, kept by its text:
+    U's positions are the same expression at every capacity of a variant, and SymPy's Max of its
+    grid ends takes ~1 s.  SymPy is imported here, by the first closed form asked for."""
+    import sympy as sp
+
     key = E.render(e)
     if key not in _CLOSED_FORMS:
-        _CLOSED_FORMS[key] = e.to_sympy(dict(CAPACITY_SYMBOLS))
+        symbols = {s: sp.Symbol(s, positive=True, integer=True) for s in CAPACITY_NAMES}
+        _CLOSED_FORMS[key] = e.to_sympy(symbols)
     return _CLOSED_FORMS[key]
 
 
@@ -74,7 +81,7 @@ def _sequence_first(layers: Sequence[Any], X: Any) -> bool:
             f"layer 0 has batch_first={orders[0]} but layer {i} has batch_first={orders[i]}: "
             "a batch has one order; give every layer the same (T.with_options(batch_first=...))"
         )
-    return not orders[0] and not isinstance(X, sp.MatrixBase) and np.ndim(X) == 3
+    return not orders[0] and not is_sympy_matrix(X) and np.ndim(X) == 3
 
 
 Progress = Callable[[int, int], None]
@@ -237,7 +244,7 @@ class UniversalSimulator:
         layers = [T] if isinstance(T, TransformerLayer) else list(T)
         if not layers:
             raise SimulatorError("need at least one layer")
-        if isinstance(X, sp.MatrixBase):
+        if is_sympy_matrix(X):
             X = np.array(X.tolist(), dtype=object)
         x = np.asarray(X)
         bad_complex = complex_entry(x)
@@ -316,7 +323,7 @@ class UniversalSimulator:
     def _batch(X: Any, batch_first: bool = True) -> tuple[list[Any], bool]:
         """X (n, d) -> ([X], False); a batch (B, n, d) -> (its B elements, True) (``batch_first``:
         the order the caller was given a batch in, for the error message)."""
-        if isinstance(X, sp.MatrixBase):
+        if is_sympy_matrix(X):
             return [X], False
         x = np.asarray(X)
         if x.ndim == 3:
@@ -431,28 +438,34 @@ class UniversalSimulator:
 
         return {"attn.logit": Interval(-logit_bound, logit_bound)}
 
-    def cost(self) -> dict[str, Any]:
+    def cost(self, *, closed_forms: bool = True) -> dict[str, Any]:
         """Layers, heads per layer, positions; closed forms in the capacity symbols; per MLP (0 =
         before any attention, l = after attention layer l) its depth in primitives and the
         generalized primitives it carries (name -> number of Maps); the positions a numeric run's
         input occupies (``input_positions``, held without the padding after them) and the memo
-        of position-only index maps (``memo``: kept maps, bytes, budget)."""
+        of position-only index maps (``memo``: kept maps, bytes, budget).  The closed forms are
+        SymPy's, imported for them; ``closed_forms=False`` leaves them out (no ``closed_form``
+        key) and SymPy unloaded."""
         positions = None if self.symbolic else self.positions()
         c: Cost = cost(self.program, positions=positions)
-        pos = closed_form(self._positions_expr())
-        return {
+        out: dict[str, Any] = {
             "layers": c.layers,
             "heads": c.heads,
             "positions": c.positions,
             "channels": c.channels,
             "capacity": dict(self.capacity),
             "variant": self.variant,
-            "closed_form": {
+        }
+        if closed_forms:
+            import sympy as sp
+
+            out["closed_form"] = {
                 "layers": sp.Integer(c.layers),
                 "heads": [sp.Integer(h) for h in c.heads],
-                "positions": pos,
+                "positions": closed_form(self._positions_expr()),
                 "positions_per_extra_layer": closed_form(self.record_size),
-            },
+            }
+        return out | {
             "generalized_primitives": c.generalized,
             # what a numeric run holds besides its values: the input without its padding, and the
             # position-only index maps kept across runs (within the memo's budget)

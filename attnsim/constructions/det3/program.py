@@ -25,20 +25,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy as sp
-from sympy.polys.matrices import DomainMatrix
 
 from attnsim.constructions.construction import Construction, ConstructionError, NonFiniteResultError
 from attnsim.constructions.transpose.program import transpose_ref
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Intent, K, Q
 from attnsim.rasp.layout import Block, Layout, MatRef
+
+if TYPE_CHECKING:
+    from sympy.polys.matrices import DomainMatrix
 
 PAPER_REF = "Lemma (inverse, determinant: 3x3 fixed order)"
 PAPER_COST = {
@@ -63,7 +63,7 @@ def _cofactor_sop(a: MatRef, out: Block, name: str, transposed: bool) -> tuple[C
     """At position (i, j) of ``out``: C[x, y] with (x, y) = (j, i) if ``transposed`` else (i, j)."""
     blk = a.block
     _require_3x3(blk, name)
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     _, kx, ky = blk.coords(k)
     factors: list[C.SOp] = []
     intents: list[Intent] = []
@@ -121,7 +121,7 @@ def adjugate3_ref(a: MatRef, offset: E.Expr | int = 0, name: str = "adjugate") -
 
 def _row_or_col_sum(blk: Block, values: C.SOp, name: str, col: bool) -> tuple[C.SOp, Intent]:
     """3 x mean of ``values`` over row 0 (or column 0) of ``blk``, broadcast to every position."""
-    k = z3sel.K
+    k = K
     _, ki, kj = blk.coords(k)
     line = kj if col else ki
 
@@ -137,7 +137,7 @@ def _row_or_col_sum(blk: Block, values: C.SOp, name: str, col: bool) -> tuple[C.
         f"{name}.sum",
         sel,
         blk.contains(k) & line.eq(0),
-        z3sel.Q >= 0,
+        Q >= 0,
         f"every query selects exactly the 3 keys of {what} of the {blk.name} block",
     )
     return total, intent
@@ -171,6 +171,9 @@ def inverse3_ref(a: MatRef, name: str = "inverse") -> tuple[MatRef, list[Intent]
 # -- references and the singular guard ---------------------------------------------------------
 def exact_matrix(a: np.ndarray) -> DomainMatrix:
     """An object array of Fractions (or SymPy rationals) as a DomainMatrix over QQ."""
+    import sympy as sp
+    from sympy.polys.matrices import DomainMatrix
+
     rows = [[sp.Rational(Fraction(x).numerator, Fraction(x).denominator) for x in row] for row in a.tolist()]
     return DomainMatrix.from_list_sympy(len(rows), len(rows[0]), rows).convert_to(sp.QQ)
 
@@ -185,6 +188,8 @@ def det_reference(a: np.ndarray, backend: str = "numpy") -> Any:
         return np.linalg.det(a)
     if backend == "exact":
         return _to_fraction(exact_matrix(a).det())
+    import sympy as sp
+
     return sp.Matrix(a.tolist()).det(method="berkowitz")
 
 
@@ -201,6 +206,8 @@ def inverse_reference(a: np.ndarray, backend: str = "numpy") -> Any:
             raise SingularMatrixError("singular matrix: det = 0")
         inv = dm.inv().to_Matrix()
         return np.array([[_to_fraction(x) for x in row] for row in inv.tolist()], dtype=object)
+    import sympy as sp
+
     m = sp.Matrix(a.tolist())
     d = m.det(method="berkowitz")
     if d == 0:
@@ -241,9 +248,16 @@ class DividingConstruction(Construction):
                 raise SingularMatrixError(
                     f"{self.name}: singular matrix: the float64 det evaluated to 0 (result has inf/nan)"
                 )
-        elif backend == "sympy" and any(sp.sympify(x).has(sp.zoo, sp.nan, sp.oo, -sp.oo) for x in out.flat):
+        elif backend == "sympy" and _has_infinity(out):
             raise SingularMatrixError(f"{self.name}: singular matrix: det = 0 (division by zero)")
         return out
+
+
+def _has_infinity(out: np.ndarray) -> bool:
+    """Whether a SymPy result holds a complex infinity, NaN or an infinity (a division by zero)."""
+    import sympy as sp
+
+    return any(sp.sympify(x).has(sp.zoo, sp.nan, sp.oo, -sp.oo) for x in out.flat)
 
 
 def _short(intents: list[Intent], prefix: str = "out.") -> list[Intent]:

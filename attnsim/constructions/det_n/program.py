@@ -64,13 +64,11 @@ from attnsim.constructions.det_n.float_accuracy import CheckedDet, CheckedInvers
 from attnsim.constructions.det_n.float_accuracy import InaccurateResultError as InaccurateResultError
 from attnsim.constructions.matmul.program import matmul_ref
 from attnsim.constructions.transpose.program import _check_sizes, transpose_ref
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Enumeration, Intent, K, Q
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Lemma (inverse, determinant) generalized to n x n (Faddeev-LeVerrier; beyond the paper)"
 PAPER_COST = {
@@ -115,12 +113,12 @@ def trace_ref(a: MatRef, name: str = "trace") -> tuple[MatRef, list[Intent]]:
     mean = C.aggregate(sel, a.sop).named(f"{name}.mean")
     _require_square(blk, name)
     tr = C.apply("scale", mean, params=(blk.rows,)).named(name)  # n x mean, n a size expression
-    _, ki, kj = blk.coords(z3sel.K)
+    _, ki, kj = blk.coords(K)
     intent = Intent(
         f"{name}.sum",
         sel,
-        blk.contains(z3sel.K) & ki.eq(kj),
-        z3sel.Q >= 0,
+        blk.contains(K) & ki.eq(kj),
+        Q >= 0,
         f"every query selects exactly the n diagonal keys of {blk.name}",
         keys=Enumeration(key=lambda q, lv: blk.position(lv, lv), witness=lambda k: blk.coords(k)[1], count=blk.rows),
     )
@@ -146,8 +144,8 @@ def frobenius_ref(x: MatRef, y: MatRef, name: str = "frobenius") -> tuple[MatRef
     intent = Intent(
         f"{name}.sum",
         sel,
-        bx.contains(z3sel.K),
-        z3sel.Q >= 0,
+        bx.contains(K),
+        Q >= 0,
         f"every query selects exactly the keys of the {bx.name} block",
         keys=Enumeration(
             key=lambda q, r, c: bx.position(r, c),

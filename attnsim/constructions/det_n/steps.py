@@ -35,10 +35,11 @@ from attnsim.constructions.det_n import spec as specs
 from attnsim.constructions.det_n.program import faddeev_iteration_ref, frobenius_ref, plus_identity, trace_ref
 from attnsim.constructions.matmul.program import matmul_ref
 from attnsim.constructions.transpose.program import transpose_ref
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.obligation import Obligation
 from attnsim.rasp import core as C
+from attnsim.rasp.intent import Intent
+from attnsim.rasp.intent import K as K_POS
+from attnsim.rasp.intent import Q as Q_POS
 from attnsim.rasp.layout import Block, Layout, MatRef
 from attnsim.symbolic.program_equals_spec import all_sizes_obligations
 
@@ -123,7 +124,7 @@ def general_step(n: int | C.Size = N) -> Construction:
     out = plus_identity(prod, c_all, "out")
     intents = [
         *intents,
-        Intent("broadcast_c", c_sel, z3sel.K.eq(c_blk.position(0, 0)), out.block.contains(z3sel.Q), "c everywhere"),
+        Intent("broadcast_c", c_sel, K_POS.eq(c_blk.position(0, 0)), out.block.contains(Q_POS), "c everywhere"),
     ]
 
     def reference(a: Any, m: Any, c: Any, backend: str = "numpy") -> Any:
@@ -162,7 +163,7 @@ def iteration_step(n: int | C.Size = N, k: int | C.Size = K) -> Construction:
     c_sel = C.select(C.indices, C.imap(lambda p: c_blk.position(0, 0), C.indices).named("c.source"), "==")
     c_all = C.aggregate(c_sel.named("c.broadcast"), C.tokens).named("c.everywhere")
     intents: list[Intent] = [
-        Intent("broadcast_c", c_sel, z3sel.K.eq(c_blk.position(0, 0)), z3sel.Q >= 0, "c everywhere")
+        Intent("broadcast_c", c_sel, K_POS.eq(c_blk.position(0, 0)), Q_POS >= 0, "c everywhere")
     ]
     aux: list[Block] = []
     _, c_next = faddeev_iteration_ref(a, MatRef(C.tokens, m_blk), c_all, sym["k"], "it", "out", {}, intents, aux)

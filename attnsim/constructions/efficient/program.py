@@ -28,13 +28,11 @@ from attnsim.constructions.efficient.spec import LINEAR_ATTENTION, LINFORMER
 from attnsim.constructions.matmul.program import matmul_ref
 from attnsim.constructions.softmax.program import softmax_ref
 from attnsim.constructions.transpose.program import transpose_ref
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Enumeration, Intent, K, Q
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic.execute import Enumeration
 from attnsim.symbolic.sympy_work import cancelled
 
 LINEAR_REF = "Application (linear attention; Katharopoulos et al. 2020)"
@@ -67,13 +65,13 @@ def column_sums_ref(a: MatRef, name: str) -> tuple[MatRef, list[Intent]]:
     sel = C.select(col, C.indices, "==").named(f"{name}.sum")
     mean = C.aggregate(sel, a.sop).named(f"{name}.mean")
     z = C.apply("scale", mean, params=(blk.rows,)).named(name)  # rows x mean, rows a size expression
-    _, _, jk = blk.coords(z3sel.K)
-    _, iq, _ = out.coords(z3sel.Q)
+    _, _, jk = blk.coords(K)
+    _, iq, _ = out.coords(Q)
     intent = Intent(
         "sum",
         sel,
-        blk.contains(z3sel.K) & jk.eq(iq),
-        out.contains(z3sel.Q),
+        blk.contains(K) & jk.eq(iq),
+        out.contains(Q),
         f"entry j of {name} selects exactly the keys of column j of {blk.name}",
         keys=Enumeration(
             key=lambda q, lv: blk.position(lv, out.coords(q)[1]), witness=lambda k: blk.coords(k)[1], count=blk.rows
@@ -101,7 +99,7 @@ def linear_attention(n: int | C.Size, d: int | C.Size, dv: int | C.Size) -> Cons
     sel = C.select(C.indices, src, "==").named("la.den_gather")
     den_at = C.aggregate(sel, den.sop).named("la.den_at")
     y = C.apply("div", num.sop, den_at).named("la.out")
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     _, iq, _ = out_blk.coords(q)
     _, ik, jk = den.block.coords(k)
     gather = Intent(

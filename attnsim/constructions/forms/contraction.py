@@ -23,12 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Enumeration, Intent, K, Q
 from attnsim.rasp.layout import Grid, GridRef
-from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Lemma (matmul), Lemma (transpose)"
 Coords = Mapping[str, E.Expr]
@@ -70,7 +68,7 @@ def gather_onto(
         return pos if onto is None else E.if_(onto.contains(p), pos, -1)
 
     sel = C.select(C.indices, C.imap(source, C.indices).named(f"{name}.source"), "==").named(f"{name}.gather")
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     cq = onto.coords(q) if onto is not None else {}
     reads: E.Expr = g.contains(k) & k.eq(at_of(g, coords, cq))
     if when is not None:
@@ -121,7 +119,7 @@ def contract(
     mean = C.aggregate(sel, prod.sop).named(f"{name}.mean")
     total = C.apply("scale", mean, params=(count,)).named(name)
 
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     want = group(onto.coords(q))
     ck = g.coords(k)
     intent_expr: E.Expr = g.contains(k)

@@ -28,9 +28,9 @@ from attnsim.constructions.construction import Construction, size_args, sized
 from attnsim.constructions.forms import spec as specs
 from attnsim.constructions.forms.contraction import contract, gather_onto
 from attnsim.constructions.transpose.spec import TRANSPOSE
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
+from attnsim.rasp.intent import Intent
 from attnsim.rasp.layout import Grid, GridRef, Layout
 
 TRANSPOSE_REF = "Lemma (transpose)"

@@ -45,10 +45,10 @@ import numpy as np
 from attnsim.constructions.construction import Construction, ConstructionError
 from attnsim.constructions.matmul.program import matmul_ref
 from attnsim.constructions.maxmin.program import maxmin_ref
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp.guards import complex_entry
+from attnsim.rasp.intent import Intent
 from attnsim.rasp.layout import Block, Layout, MatRef, as_array
 
 PAPER_REF = "Application (approximation of Lipschitz functions)"

@@ -17,13 +17,11 @@ import numpy as np
 
 from attnsim.constructions.construction import Construction, size_args, sized
 from attnsim.constructions.matmul.spec import MATMUL
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Enumeration, Intent, K, Q
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Lemma (matmul)"
 
@@ -57,7 +55,7 @@ def matmul_ref(a: MatRef, b: MatRef, name: str = "matmul") -> tuple[MatRef, list
     mean = C.aggregate(sel_sum, products).named(f"{name}.mean")
     y = C.apply("scale", mean, params=(k,)).named(name)  # sum = k x mean, k a size expression
 
-    q, key = z3sel.Q, z3sel.K
+    q, key = Q, K
     hq, iq, jq, lq = decode(q)
     hka, ika, jka = ab.coords(key)
     hkb, ikb, jkb = bb.coords(key)

@@ -18,15 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from attnsim.constructions.construction import Construction, ConstructionError, VectorConstruction, size_args, sized
 from attnsim.constructions.maxmin.spec import MAXMIN
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Intent, K, Q
 from attnsim.rasp.layout import Block, Layout, MatRef
 
 PAPER_REF = "Activation MaxMin (GroupSort, groups of 2)"
@@ -55,7 +53,7 @@ def maxmin_ref(a: MatRef, name: str = "maxmin") -> tuple[MatRef, list[Intent]]:
     lo = C.apply("min", a.sop, y).named(f"{name}.min")
     res = C.apply("where", odd, lo, hi).named(name)
 
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     hq, iq, jq = out.coords(q)
     hk, ik, jk = b.coords(k)
     intent = Intent(
@@ -76,6 +74,8 @@ def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
     if backend == "numpy":
         hi, lo = np.maximum(x, y), np.minimum(x, y)
     elif backend == "sympy":
+        import sympy as sp
+
         hi = np.vectorize(lambda u, v: sp.Max(u, v), otypes=[object])(x, y)
         lo = np.vectorize(lambda u, v: sp.Min(u, v), otypes=[object])(x, y)
     else:

@@ -31,13 +31,11 @@ from attnsim.constructions.parity.reference import parity_spec
 from attnsim.constructions.parity.spec import PARITY
 from attnsim.constructions.sequence import SequenceConstruction
 from attnsim.constructions.transpose.program import _check_sizes
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Enumeration, Intent, K, Q
 from attnsim.rasp.layout import Block, Layout
-from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Application (k-PARITY)"
 
@@ -90,7 +88,7 @@ def _parity(length: int | C.Size, sub: tuple[int, ...], everything: bool) -> Con
     ones = C.select(C.tokens, C.full(1), "==").named("parity.is_one")
     count = C.selector_width((ones & in_subset).named("parity.count_sel")).named("parity.count")
     out = C.imap(lambda c: c % 2, count).named("parity")
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     _, _, col = x_blk.coords(k)
     member: E.Expr = x_blk.contains(k)
     if not everything:

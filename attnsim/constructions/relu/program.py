@@ -10,13 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from attnsim.constructions.construction import Construction, VectorConstruction, size_args, sized
 from attnsim.constructions.relu.spec import RELU
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
+from attnsim.rasp.intent import Intent
 from attnsim.rasp.layout import Block, Layout, MatRef
 
 PAPER_REF = "Activation ReLU"
@@ -33,6 +32,8 @@ def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
     if backend == "numpy":
         return np.maximum(a, 0.0)
     if backend == "sympy":
+        import sympy as sp
+
         return np.vectorize(lambda v: sp.Max(v, 0), otypes=[object])(a)
     return np.vectorize(lambda v: max(v, 0 * v), otypes=[object])(a)
 

@@ -32,16 +32,13 @@ import functools
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from attnsim.constructions.construction import Construction, ConstructionError, size_args, sized
 from attnsim.constructions.softmax.spec import MASKED_SOFTMAX, SOFTMAX
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
+from attnsim.rasp.intent import Enumeration, Intent, K, Q
 from attnsim.rasp.layout import Block, Layout, MatRef
-from attnsim.symbolic.execute import Enumeration
 
 PAPER_REF = "Lemma 3 (softmax)"
 
@@ -109,7 +106,7 @@ def softmax_ref(
     denom = C.apply("scale", mean, params=(cols,)).named(f"{name}.sum")
     y = C.apply("div", e, denom).named(name)
 
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     hq, iq, _ = out.coords(q)
     hk, ik, _ = b.coords(k)
     intent = Intent(
@@ -148,6 +145,8 @@ def _reference(a: np.ndarray, backend: str = "numpy") -> Any:
         z = np.exp(a - a.max(axis=-1, keepdims=True))
         return z / z.sum(axis=-1, keepdims=True)
     if backend == "sympy":
+        import sympy as sp
+
         out = np.empty(a.shape, dtype=object)
         for ix in np.ndindex(*a.shape[:-1]):
             es = [sp.exp(v) for v in a[ix]]
@@ -230,7 +229,7 @@ def masked_softmax(
     bsel = C.select(C.indices, n_src, "==").named("n.broadcast")
     n_all = C.aggregate(bsel, C.tokens).named("n.everywhere")
     res, intents = softmax_ref(MatRef(C.tokens, a_blk), name="out", valid_cols=n_all, stable=stable)
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     intents.append(
         Intent(
             "broadcast_n",
@@ -243,7 +242,12 @@ def masked_softmax(
 
     def reference(a: np.ndarray, n: np.ndarray, backend: str = "numpy") -> Any:
         nn = int(n.reshape(-1)[0])
-        out = np.zeros(a.shape) if backend == "numpy" else np.full(a.shape, sp.Integer(0), dtype=object)
+        if backend == "numpy":
+            out = np.zeros(a.shape)
+        else:  # the exact and SymPy readings: SymPy's 0
+            import sympy as sp
+
+            out = np.full(a.shape, sp.Integer(0), dtype=object)
         out[..., :nn] = _reference(a[..., :nn], backend)
         return out
 

@@ -14,11 +14,10 @@ import numpy as np
 
 from attnsim.constructions.construction import Construction, ConstructionError, size_args, sized
 from attnsim.constructions.transpose.spec import TRANSPOSE
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.proofs.registry import ConstructionEntry
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Intent, K, Q
 from attnsim.rasp.layout import Block, Layout, MatRef
 
 PAPER_REF = "Lemma (transpose)"
@@ -36,7 +35,7 @@ def transpose_ref(a: MatRef, offset: E.Expr | int = 0, name: str = "transpose") 
     src = C.imap(source, C.indices).named(f"{name}.source")
     sel = C.select(C.indices, src, "==").named(f"{name}.gather")
     y = C.aggregate(sel, a.sop).named(name)
-    q, k = z3sel.Q, z3sel.K
+    q, k = Q, K
     hq, iq, jq = out.coords(q)
     hk, ik, jk = b.coords(k)
     intent = Intent(

@@ -1,7 +1,7 @@
 """The FFN's activations as the executor reads them.
 
 * **ReLU form**: U's ``relu`` is max(x, 0); the specification writes it (x + |x|) / 2
-  (:meth:`attnsim.symbolic.spec_language.SymbolicAlg.relu`), the same real for every real x.  The executor
+  (:meth:`attnsim.symbolic.spec_symbolic.SymbolicAlg.relu`), the same real for every real x.  The executor
   gives it that form (SymPy's Max on a large argument asks its assumptions, which may wrongly call
   it non-real);
 * **GELU forms**: erf-GELU y (1 + erf(y / sqrt 2)) / 2 and torch's tanh-GELU

@@ -16,7 +16,7 @@ from typing import Any
 
 import sympy as sp
 
-from attnsim.symbolic.spec_language import SymbolicAlg
+from attnsim.symbolic.spec_symbolic import SymbolicAlg
 from attnsim.universal.record import TRUE
 from attnsim.universal.spec import ENCODER_LAYER, encoder_layer_parts
 

@@ -13,13 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attnsim.constructions.forms.contraction import Coords
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp import hints
+from attnsim.rasp.intent import Enumeration, Intent, K, Q
 from attnsim.rasp.layout import Grid, GridRef
-from attnsim.symbolic.execute import Enumeration
 from attnsim.universal.program.blocks import ProgramBlocks, add, mul, sub, where
 
 LOGIT_BOUND = 10**4  # |attention logit| the program declares for its compiled form (compile_domains widens it)
@@ -145,7 +143,7 @@ class AttentionStages(ProgramBlocks):
         rows_q = C.imap(row_id, C.indices).named("attn.max.query_row")
         rows_k = C.imap(key_row, C.indices).named("attn.max.key_row")
         row_sel = C.select(rows_k, rows_q, "==").named("attn.max.rows")
-        q, k = z3sel.Q, z3sel.K
+        q, k = Q, K
         ck, cq = PV.coords(k), PV.coords(q)
         self.intents.append(
             (

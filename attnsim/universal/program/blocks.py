@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from attnsim.constructions.forms.contraction import Coords, contract, gather_onto
-from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
 from attnsim.rasp import hints
+from attnsim.rasp.intent import Intent
 from attnsim.rasp.layout import Grid, GridRef, value_of
 from attnsim.universal.record import GATES, InputMap
 

@@ -23,10 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from attnsim.constructions.forms.contraction import Coords
-from attnsim.proofs import z3sel
-from attnsim.proofs.intents import Intent
 from attnsim.rasp import core as C
 from attnsim.rasp import expr as E
+from attnsim.rasp.intent import Intent, K, Q
 from attnsim.rasp.layout import Grid, GridRef
 from attnsim.universal.program.blocks import ProgramBlocks, add, mul, sub, where
 
@@ -242,7 +241,7 @@ class OutputStages(ProgramBlocks):
         base = self.map.base
         src = C.imap(lambda p: p + size, C.indices).named(f"{name}.source")
         sel = C.select(C.indices, src, "==").named(f"{name}.gather")
-        q, k = z3sel.Q, z3sel.K
+        q, k = Q, K
         self.intents.append(
             (
                 f"{name}.gather",

@@ -14,7 +14,8 @@ import pytest
 import sympy as sp
 
 from attnsim import TransformerLayer
-from attnsim.symbolic.spec_language import Spec, SpecError, SymbolicAlg
+from attnsim.symbolic.spec_language import Spec, SpecError
+from attnsim.symbolic.spec_symbolic import SymbolicAlg
 from attnsim.universal import spec as encoder_layer_spec
 from attnsim.universal.fixtures import FIXTURES, load
 from attnsim.universal.masks import AttentionMask, attention_mask

@@ -100,7 +100,7 @@ def test_spec_over_refuses_a_function_that_is_no_cuts() -> None:
 def test_the_statement_over_cuts_is_the_spec_with_those_parts_given() -> None:
     """given_parts substitutes exactly the given intermediates: with the definitions given back, the
     layer's output is the same expression (checked over y1 and act with LayerNorm 2 off: small)."""
-    from attnsim.symbolic.spec_language import SymbolicAlg
+    from attnsim.symbolic.spec_symbolic import SymbolicAlg
     from attnsim.symbolic.sums import equal_by_normal_form
     from attnsim.universal.layerproof.encoder_spec import fix
     from attnsim.universal.spec import ENCODER_LAYER, encoder_layer_parts, given_parts
