@@ -7,6 +7,7 @@ inherit them."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -87,7 +88,7 @@ def test_a_task_that_left_state_behind_ends_its_worker() -> None:
     assert len({d.value for d in pool.run(retire, workers=1)}) == 3
     some = [pool.Task(os.getpid, (), 5.0, _odd) for _ in range(6)]
     pids = [d.value for d in pool.run(some, workers=1)]
-    assert all((a != b) == _odd(a) for a, b in zip(pids, pids[1:], strict=False))  # a new worker after each odd pid
+    assert all((a != b) == _odd(a) for a, b in itertools.pairwise(pids))  # a new worker after each odd pid
 
 
 def test_verify_and_mutants_run_on_the_one_pool(monkeypatch: pytest.MonkeyPatch) -> None:
