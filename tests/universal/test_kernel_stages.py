@@ -1,7 +1,8 @@
 """Theorem 6 in the kernel, stage by stage: U's ln_x.mean node == d_model * EncoderLayer's row_mean,
 LayerNorm 1's centred value and variance == X i j - row_mean and row_var, LayerNorm 1's value ==
-norm1, every capacity, both variants, through the kernel gate; a mutated node, a mutated exporter,
-a wrong eps and a statement from another layout are each refused; no obligation claims Theorem 6."""
+norm1, U's Q, K and V projections == EncoderLayer's proj, every capacity, through the kernel gate;
+a mutated node, a mutated exporter, a wrong eps and a statement from another layout are each
+refused; no obligation claims Theorem 6."""
 
 from __future__ import annotations
 
@@ -57,7 +58,14 @@ def test_the_statement_is_read_from_us_layout() -> None:
 
 def test_the_obligations_are_stages_not_theorem_6() -> None:
     obs = list(UK.universal_kernel_obligations())
-    stages = ("UniversalRowMean", "UniversalRowStats", "UniversalLayerNorm1", "UniversalQProj", "UniversalKProj")
+    stages = (
+        "UniversalRowMean",
+        "UniversalRowStats",
+        "UniversalLayerNorm1",
+        "UniversalQProj",
+        "UniversalKProj",
+        "UniversalVProj",
+    )
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
         assert ob.method == "kernel" and ob.construction == "simulator-stages" and ob.tools == ("coqc",)
@@ -184,3 +192,33 @@ def test_a_k_bias_read_from_the_q_row_is_refused() -> None:
     bad = _mutate("compact", "K_bias_source", "(Z.add (Z.mul (1)%Z H)", "(Z.add (Z.mul (0)%Z H)")
     out = UK.check(bad, UK.K_PROJ)(0.0)
     assert out.ok is False and "UniversalKProj.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_v_statement_reads_wv_and_bv_where_us_layout_puts_them() -> None:
+    """V's weights are the matrices [2 H, 3 H) of wqkv, its bias row block 2 of bqkv; V is read on
+    the vwo grid (head, value token, column), both variants."""
+    for variant in ("compact", "shallow"):
+        ((_, st),) = UK.v_proj_theorems(variant)
+        pre = KE.program_name(variant)
+        assert f"encodes x ({pre}_wqkv_offset N D H K F + 2 * H * D * K)%nat H D K (Wv P)" in st
+        assert f"encodes x ({pre}_bqkv_offset N D H K F + 2 * H * K)%nat 1 H K" in st
+        assert "(q %/ D %/ K %% N)%nat = i" in st and "(q %/ D %% K)%nat = c" in st
+        assert st.endswith("= proj P n (Wv P) (bv P) (if norm P is PreNorm then norm1 sqrtf P n X else X) t i c")
+    assert UK.v_proj_definitions("compact") == [] and len(UK.v_proj_definitions("shallow")) == 2
+
+
+@needs_coq
+def test_us_v_projection_is_the_layers() -> None:
+    out = UK.check(stage=UK.V_PROJ)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_v_spec", "U_shallow_v_spec")
+
+
+@needs_coq
+def test_a_v_node_reading_one_column_off_is_refused() -> None:
+    """V's query group reading column c of the position one before (x0 - 1): refused by Coq."""
+    column = "(Z.modulo (Z.div (Z.sub x0 ({})%Z) D) K)"
+    bad = _mutate("compact", "V_query_group", column.format(0), column.format(1))
+    out = UK.check(bad, UK.V_PROJ)(0.0)
+    assert out.ok is False and "UniversalVProj.v: Coq rejects it" in out.detail, out.detail
