@@ -17,7 +17,10 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   ``Q.biased`` is EncoderLayer's ``proj P n (Wq P) (bq P) Z t i c``, Z = norm1 X when pre-norm,
   else X; :data:`K_PROJ` (``coq/UniversalKProj.v``): the same for ``K.biased`` at the key token;
 * :data:`V_PROJ` (``coq/UniversalVProj.v``, both variants): node ``V.biased`` on the vwo grid is
-  ``proj P n (Wv P) (bv P) Z t i c`` at the value token i (Wv: matrices [2 H, 3 H) of wqkv).
+  ``proj P n (Wv P) (bv P) Z t i c`` at the value token i (Wv: matrices [2 H, 3 H) of wqkv);
+* :data:`SCORES` (``coq/UniversalScores.v``, compact U): node ``attn.logit`` on the attention grid
+  is EncoderLayer's ``scores P M n Z t i j`` for i, j < n (the scale gate, the float mask at the
+  mask_add block; Wq and bq zero beyond d_head columns).
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -300,6 +303,65 @@ def v_proj_theorems(variant: str) -> list[tuple[str, str]]:
     return _proj_theorem(variant, "v")
 
 
+def scores_definitions(variant: str) -> list[str]:
+    """The offset of the additive mask's block (compact U: the shallow variant's scores are another stage)."""
+    if variant != "compact":
+        return []
+    return [
+        f"Definition {_offset_name(variant, 'mask_add')} ({_SIZES} : nat) : nat :=\n"
+        f"  {nat_term(_block(variant, 'mask_add').offset)}."
+    ]
+
+
+def scores_theorems(variant: str) -> list[tuple[str, str]]:
+    """Compact U's ``attn.logit`` (the scores node times the scale gate, plus the additive mask) at
+    every query of its grid (attn.products: head t, query row i, key j): EncoderLayer's ``scores P M
+    n Z t i j``, Z = norm1 X when pre-norm, else X, for i, j < n.  Wq, bq, Wk and bk where U's
+    layout puts them (as the Q and K stages), the scale at the gate ``scale``, the mask's float part
+    at the mask_add block; Wq and bq zero beyond d_head columns and every row of X zero beyond
+    d_model columns (U's input map pads them so).  The shallow variant has no Q or K node: not
+    stated here."""
+    if variant != "compact":
+        return []
+    names = {name for name, _, _ in RECORD}
+    if not {"wqkv", "bqkv"} <= names:
+        raise ValueError("U's record has no wqkv or bqkv block")
+    if nat_term(_block(variant, "mask_add").stack) != "1":
+        raise ValueError(f"{variant} U's mask_add block is not one matrix")
+    binders, on_x, _ = _premises(variant, header=True)
+    binders = binders.replace("(X : ", "(M : mask R N) (X : ")
+    grid, proj, mask = _block(variant, "attn.products"), _block(variant, QUERY_GRID), _block(variant, "mask_add")
+    prod = _block(variant, "scores.products")  # the grid of the products Q.biased * K.biased the scores sum
+    gs, gr, gc = nat_term(grid.stack), nat_term(grid.rows), nat_term(grid.cols)
+    pre = program_name(variant)
+    wqkv, bqkv, gates = (_offset_name(variant, b) for b in ("wqkv", "bqkv", "gates"))
+    bias = "(fun _ => \\matrix_(t, c) {} P t 0 c)"
+    st = (
+        f"{binders} (t : 'I_H) (j : 'I_N) (n : nat),\n{on_x}{_norm1_premises(variant)}"
+        f"  nth 0 x ({gates} {_SIZES} + {GATES.index('pre')})%nat = (if norm P is PreNorm then 1 else 0) ->\n"
+        f"  nth 0 x ({gates} {_SIZES} + {GATES.index('scale')})%nat = scale P ->\n"
+        f"  encodes x ({_offset_name(variant, 'mask_add')} {_SIZES}) 1 {nat_term(mask.rows)} {nat_term(mask.cols)}"
+        " (fun _ => additive M) ->\n"
+        f"  encodes x ({wqkv} {_SIZES}) H D K (Wq P) ->\n"
+        f"  encodes x ({wqkv} {_SIZES} + H * D * K)%nat H D K (Wk P) ->\n"
+        f"  encodes x ({bqkv} {_SIZES}) 1 H K {bias.format('bq')} ->\n"
+        f"  encodes x ({bqkv} {_SIZES} + H * K)%nat 1 H K {bias.format('bk')} ->\n"
+        f"  (({nat_term(proj.stack)} * {nat_term(proj.rows)} * {nat_term(proj.cols)})%nat <= size x)%nat ->\n"
+        f"  (({nat_term(prod.stack)} * {nat_term(prod.rows)} * {nat_term(prod.cols)})%nat <= size x)%nat ->\n"
+        "  (forall (t : 'I_H) (j : 'I_D) (c : 'I_K), (d_model P <= j)%nat -> Wq P t j c = 0) ->\n"
+        "  (forall (t : 'I_H) (j : 'I_D) (c : 'I_K), (d_model P <= j)%nat -> Wk P t j c = 0) ->\n"
+        "  (forall (t : 'I_H) (j : 'I_D) (c : 'I_K), (d_head P <= c)%nat -> Wq P t j c = 0) ->\n"
+        "  (forall (t : 'I_H) (c : 'I_K), (d_head P <= c)%nat -> bq P t 0 c = 0) ->\n"
+        "  (0 < d_model P)%nat -> (d_model P <= D)%nat ->\n"
+        "  (forall (i : 'I_N) (j : 'I_D), (d_model P <= j)%nat -> X i j = 0) ->\n"
+        f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr} %/ N)%nat = t ->\n"
+        f"  (q %/ {gc} %/ {gr} %% N)%nat = i -> (q %/ {gc} %% {gr})%nat = j -> (i < n)%nat -> (j < n)%nat ->\n"
+        f"  {_eval(variant, pre + '_attn_logit')}\n"
+        "  = scores P M n (if norm P is PreNorm then norm1 sqrtf P n X else X) t i j"
+    )
+    return [(f"{pre}_scores_spec", st)]
+
+
 @dataclass(frozen=True)
 class Stage:
     """A hand-written theory about U's nodes: the theories it requires and its theorems' names and
@@ -373,7 +435,15 @@ V_PROJ = Stage(
     "Z = norm1 X when pre-norm, else X (i < n, c < d_head)",
     v_proj_definitions,
 )
-STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1, Q_PROJ, K_PROJ, V_PROJ)
+SCORES = Stage(
+    "UniversalScores",
+    (V_PROJ,),
+    scores_theorems,
+    "compact U's attention logit (attn.logit: scores times the scale, plus the float mask) == EncoderLayer's "
+    "scores P M n Z t i j, Z = norm1 X when pre-norm, else X (i, j < n)",
+    scores_definitions,
+)
+STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1, Q_PROJ, K_PROJ, V_PROJ, SCORES)
 
 
 def theorem_name(variant: str) -> str:
@@ -533,6 +603,7 @@ __all__ = [
     "Q_PROJ",
     "ROW_MEAN",
     "ROW_STATS",
+    "SCORES",
     "STAGES",
     "V_PROJ",
     "Stage",
@@ -546,6 +617,8 @@ __all__ = [
     "q_proj_theorems",
     "row_mean_theorems",
     "row_stats_theorems",
+    "scores_definitions",
+    "scores_theorems",
     "source_problems",
     "statement",
     "statement_text",

@@ -1,6 +1,7 @@
 """Theorem 6 in the kernel, stage by stage: U's ln_x.mean node == d_model * EncoderLayer's row_mean,
 LayerNorm 1's centred value and variance == X i j - row_mean and row_var, LayerNorm 1's value ==
-norm1, U's Q, K and V projections == EncoderLayer's proj, every capacity, through the kernel gate;
+norm1, U's Q, K and V projections == EncoderLayer's proj, compact U's attn.logit == scores, every
+capacity, through the kernel gate;
 a mutated node, a mutated exporter, a wrong eps and a statement from another layout are each
 refused; no obligation claims Theorem 6."""
 
@@ -65,6 +66,7 @@ def test_the_obligations_are_stages_not_theorem_6() -> None:
         "UniversalQProj",
         "UniversalKProj",
         "UniversalVProj",
+        "UniversalScores",
     )
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
@@ -222,3 +224,44 @@ def test_a_v_node_reading_one_column_off_is_refused() -> None:
     bad = _mutate("compact", "V_query_group", column.format(0), column.format(1))
     out = UK.check(bad, UK.V_PROJ)(0.0)
     assert out.ok is False and "UniversalVProj.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_scores_statement_reads_the_scale_and_the_mask_where_us_layout_puts_them() -> None:
+    """attn.logit against EncoderLayer's scores: the scale gate, the float mask's block, Wq and bq
+    zero beyond d_head; compact U only (the shallow variant has no Q or K node)."""
+    ((_, st),) = UK.scores_theorems("compact")
+    assert "nth 0 x (U_compact_gates_offset N D H K F + 6)%nat = scale P" in st
+    assert "encodes x (U_compact_mask_add_offset N D H K F) 1 N N (fun _ => additive M)" in st
+    assert "(d_head P <= c)%nat -> Wq P t j c = 0" in st and "(d_head P <= c)%nat -> bq P t 0 c = 0" in st
+    assert "(U_compact_attn_logit (Z.of_nat N)" in st
+    assert st.endswith("= scores P M n (if norm P is PreNorm then norm1 sqrtf P n X else X) t i j")
+    assert UK.scores_theorems("shallow") == []
+    assert UK.scores_definitions("compact") == [
+        "Definition U_compact_mask_add_offset (N D H K F : nat) : nat :=\n  ((N * D)%nat + (1 * 3)%nat)%nat."
+    ]
+
+
+@needs_coq
+def test_compact_us_attention_logit_is_the_layers_scores() -> None:
+    out = UK.check(stage=UK.SCORES)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_scores_spec",)
+
+
+@needs_coq
+def test_scores_scaled_by_eps_are_refused() -> None:
+    """The scale gathered from the gate after it (eps): refused by Coq."""
+    bad = _mutate("compact", "scale_source", "(6)%Z) (0)%Z)", "(7)%Z) (0)%Z)")
+    out = UK.check(bad, UK.SCORES)(0.0)
+    assert out.ok is False and "UniversalScores.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_a_float_mask_read_transposed_is_refused() -> None:
+    """The float mask gathered at (key, query) instead of (query, key): refused by Coq."""
+    row = "(Z.modulo (Z.div (Z.div (Z.sub x0 (0)%Z) D) N) N)"
+    col = "(Z.modulo (Z.div (Z.sub x0 (0)%Z) D) N)"
+    bad = _mutate("compact", "mask_add_source", f"(Z.mul {row} N) {col}", f"(Z.mul {col} N) {row}")
+    out = UK.check(bad, UK.SCORES)(0.0)
+    assert out.ok is False and "UniversalScores.v: Coq rejects it" in out.detail, out.detail
