@@ -18,7 +18,7 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   else X; :data:`K_PROJ` (``coq/UniversalKProj.v``): the same for ``K.biased`` at the key token;
 * :data:`V_PROJ` (``coq/UniversalVProj.v``, both variants): node ``V.biased`` on the vwo grid is
   ``proj P n (Wv P) (bv P) Z t i c`` at the value token i (Wv: matrices [2 H, 3 H) of wqkv);
-* :data:`SCORES` (``coq/UniversalScores.v``, compact U): node ``attn.logit`` on the attention grid
+* :data:`SCORES` (``coq/UniversalScores.v``, both variants): node ``attn.logit`` on the attention grid
   is EncoderLayer's ``scores P M n Z t i j`` for i, j < n (the scale gate, the float mask at the
   mask_add block; Wq and bq zero beyond d_head columns).
 
@@ -304,9 +304,7 @@ def v_proj_theorems(variant: str) -> list[tuple[str, str]]:
 
 
 def scores_definitions(variant: str) -> list[str]:
-    """The offset of the additive mask's block (compact U: the shallow variant's scores are another stage)."""
-    if variant != "compact":
-        return []
+    """The offset of the additive mask's block in U's layout, as a Coq definition over the sizes."""
     return [
         f"Definition {_offset_name(variant, 'mask_add')} ({_SIZES} : nat) : nat :=\n"
         f"  {nat_term(_block(variant, 'mask_add').offset)}."
@@ -314,15 +312,13 @@ def scores_definitions(variant: str) -> list[str]:
 
 
 def scores_theorems(variant: str) -> list[tuple[str, str]]:
-    """Compact U's ``attn.logit`` (the scores node times the scale gate, plus the additive mask) at
-    every query of its grid (attn.products: head t, query row i, key j): EncoderLayer's ``scores P M
-    n Z t i j``, Z = norm1 X when pre-norm, else X, for i, j < n.  Wq, bq, Wk and bk where U's
-    layout puts them (as the Q and K stages), the scale at the gate ``scale``, the mask's float part
-    at the mask_add block; Wq and bq zero beyond d_head columns and every row of X zero beyond
-    d_model columns (U's input map pads them so).  The shallow variant has no Q or K node: not
-    stated here."""
-    if variant != "compact":
-        return []
+    """U's ``attn.logit`` (the scores node times the scale gate, plus the additive mask) at every
+    query of its grid (attn.products: head t, query row i, key j): EncoderLayer's ``scores P M n Z t
+    i j``, Z = norm1 X when pre-norm, else X, for i, j < n, both variants.  Wq, bq, Wk and bk where
+    U's layout puts them (as the Q and K stages), the scale at the gate ``scale``, the mask's float
+    part at the mask_add block; Wq and bq zero beyond d_head columns and every row of X zero beyond
+    d_model columns (U's input map pads them so); the sequence covers the grid the scores sum
+    (scores.products in compact U, the shallow variant's scores.spread)."""
     names = {name for name, _, _ in RECORD}
     if not {"wqkv", "bqkv"} <= names:
         raise ValueError("U's record has no wqkv or bqkv block")
@@ -331,7 +327,8 @@ def scores_theorems(variant: str) -> list[tuple[str, str]]:
     binders, on_x, _ = _premises(variant, header=True)
     binders = binders.replace("(X : ", "(M : mask R N) (X : ")
     grid, proj, mask = _block(variant, "attn.products"), _block(variant, QUERY_GRID), _block(variant, "mask_add")
-    prod = _block(variant, "scores.products")  # the grid of the products Q.biased * K.biased the scores sum
+    # the grid of the products the scores sum: Q.biased * K.biased (compact), the spread (shallow)
+    prod = _block(variant, "scores.products" if variant == "compact" else "scores.spread")
     gs, gr, gc = nat_term(grid.stack), nat_term(grid.rows), nat_term(grid.cols)
     pre = program_name(variant)
     wqkv, bqkv, gates = (_offset_name(variant, b) for b in ("wqkv", "bqkv", "gates"))
@@ -439,7 +436,7 @@ SCORES = Stage(
     "UniversalScores",
     (V_PROJ,),
     scores_theorems,
-    "compact U's attention logit (attn.logit: scores times the scale, plus the float mask) == EncoderLayer's "
+    "U's attention logit (attn.logit: scores times the scale, plus the float mask) == EncoderLayer's "
     "scores P M n Z t i j, Z = norm1 X when pre-norm, else X (i, j < n)",
     scores_definitions,
 )

@@ -1,9 +1,8 @@
 """Theorem 6 in the kernel, stage by stage: U's ln_x.mean node == d_model * EncoderLayer's row_mean,
 LayerNorm 1's centred value and variance == X i j - row_mean and row_var, LayerNorm 1's value ==
-norm1, U's Q, K and V projections == EncoderLayer's proj, compact U's attn.logit == scores, every
-capacity, through the kernel gate;
-a mutated node, a mutated exporter, a wrong eps and a statement from another layout are each
-refused; no obligation claims Theorem 6."""
+norm1, U's Q, K and V projections == EncoderLayer's proj, attn.logit == scores, every capacity,
+through the kernel gate; a mutated node, a mutated exporter, a wrong eps and a statement from
+another layout are each refused; no obligation claims Theorem 6."""
 
 from __future__ import annotations
 
@@ -228,25 +227,27 @@ def test_a_v_node_reading_one_column_off_is_refused() -> None:
 
 def test_the_scores_statement_reads_the_scale_and_the_mask_where_us_layout_puts_them() -> None:
     """attn.logit against EncoderLayer's scores: the scale gate, the float mask's block, Wq and bq
-    zero beyond d_head; compact U only (the shallow variant has no Q or K node)."""
+    zero beyond d_head; the sequence covering the grid each variant's scores sum."""
     ((_, st),) = UK.scores_theorems("compact")
     assert "nth 0 x (U_compact_gates_offset N D H K F + 6)%nat = scale P" in st
     assert "encodes x (U_compact_mask_add_offset N D H K F) 1 N N (fun _ => additive M)" in st
     assert "(d_head P <= c)%nat -> Wq P t j c = 0" in st and "(d_head P <= c)%nat -> bq P t 0 c = 0" in st
     assert "(U_compact_attn_logit (Z.of_nat N)" in st
     assert st.endswith("= scores P M n (if norm P is PreNorm then norm1 sqrtf P n X else X) t i j")
-    assert UK.scores_theorems("shallow") == []
+    ((_, shallow),) = UK.scores_theorems("shallow")
+    assert "(((((H * N)%nat * N)%nat * K)%nat * (D + 1)%nat * (D + 1)%nat)%nat <= size x)%nat" in shallow
+    assert "(U_shallow_attn_logit (Z.of_nat N)" in shallow
     assert UK.scores_definitions("compact") == [
         "Definition U_compact_mask_add_offset (N D H K F : nat) : nat :=\n  ((N * D)%nat + (1 * 3)%nat)%nat."
     ]
 
 
 @needs_coq
-def test_compact_us_attention_logit_is_the_layers_scores() -> None:
+def test_us_attention_logit_is_the_layers_scores() -> None:
     out = UK.check(stage=UK.SCORES)(0.0)
     assert out.ok is True, out.detail
     assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.registered is False
-    assert out.kernel.theorems == ("U_compact_scores_spec",)
+    assert out.kernel.theorems == ("U_compact_scores_spec", "U_shallow_scores_spec")
 
 
 @needs_coq
@@ -263,5 +264,15 @@ def test_a_float_mask_read_transposed_is_refused() -> None:
     row = "(Z.modulo (Z.div (Z.div (Z.sub x0 (0)%Z) D) N) N)"
     col = "(Z.modulo (Z.div (Z.sub x0 (0)%Z) D) N)"
     bad = _mutate("compact", "mask_add_source", f"(Z.mul {row} N) {col}", f"(Z.mul {col} N) {row}")
+    out = UK.check(bad, UK.SCORES)(0.0)
+    assert out.ok is False and "UniversalScores.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_a_shallow_spread_reading_the_keys_row_for_the_query_is_refused() -> None:
+    """The shallow spread's query side gathering X at the key's row (one division by N left out)."""
+    e = "(Z.add D (1)%Z)"
+    rows = f"(Z.div (Z.div (Z.div (Z.sub x0 (0)%Z) {e}) {e}) K)"
+    bad = _mutate("shallow", "spread_q_x_source", f"(Z.modulo (Z.div {rows} N) N)", f"(Z.modulo {rows} N)")
     out = UK.check(bad, UK.SCORES)(0.0)
     assert out.ok is False and "UniversalScores.v: Coq rejects it" in out.detail, out.detail
