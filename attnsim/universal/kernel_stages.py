@@ -15,7 +15,12 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   read where U's layout puts them; the offsets are generated definitions);
 * :data:`Q_PROJ` (``coq/UniversalQProj.v``, compact U: the shallow variant has no Q node): node
   ``Q.biased`` is EncoderLayer's ``proj P n (Wq P) (bq P) Z t i c``, Z = norm1 X when pre-norm,
-  else X; :data:`K_PROJ` (``coq/UniversalKProj.v``): the same for ``K.biased`` at the key token.
+  else X; :data:`K_PROJ` (``coq/UniversalKProj.v``): the same for ``K.biased`` at the key token;
+* :data:`V_PROJ` (``coq/UniversalVProj.v``, both variants): node ``V.biased`` on the vwo grid is
+  ``proj P n (Wv P) (bv P) Z t i c`` at the value token i (Wv: matrices [2 H, 3 H) of wqkv);
+* :data:`SCORES` (``coq/UniversalScores.v``, both variants): node ``attn.logit`` on the attention grid
+  is EncoderLayer's ``scores P M n Z t i j`` for i, j < n (the scale gate, the float mask at the
+  mask_add block; Wq and bq zero beyond d_head columns).
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -212,23 +217,42 @@ def _norm1_premises(variant: str) -> str:
 _QKV = ((("t", "3"), ("h", "H"), ("l", "D"), ("c", "K")), (("t", "3"), ("h", "H"), ("c", "K")))
 
 
-def q_proj_definitions(variant: str) -> list[str]:
-    """The offsets of the wqkv and bqkv blocks (compact U: the shallow variant has no Q node)."""
-    if variant != "compact":
-        return []
+def _weight_offsets(variant: str) -> list[str]:
+    """The offsets of the wqkv and bqkv blocks in U's layout, as Coq definitions over the sizes."""
     return [
         f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
         for b in ("wqkv", "bqkv")
     ]
 
 
-def _qk_theorem(variant: str, part: str) -> list[tuple[str, str]]:
-    """Compact U's ``Q.biased`` (part "q") or ``K.biased`` (part "k") at every query of the scores
-    grid (head t, token i: the query's row for Q, the key's for K; column c): the projection of
+def q_proj_definitions(variant: str) -> list[str]:
+    """The offsets of the wqkv and bqkv blocks (compact U: the shallow variant has no Q node)."""
+    return _weight_offsets(variant) if variant == "compact" else []
+
+
+def v_proj_definitions(variant: str) -> list[str]:
+    """The shallow variant's wqkv and bqkv offsets (compact U's are the Q stage's definitions)."""
+    return _weight_offsets(variant) if variant == "shallow" else []
+
+
+# per part: its index p in torch's in_proj (q, k, v), its grid, its node's token and column read at
+# the query q, in the grid's row and column extents gr, gc (the head: q / gc / gr / N)
+_PARTS = {
+    "q": (0, "scores.products", "(q %/ {gc} %/ {gr} %% N)%nat = i", "(q %% {gc})%nat = c"),
+    "k": (1, "scores.products", "(q %/ {gc} %% N)%nat = i", "(q %% {gc})%nat = c"),
+    "v": (2, "vwo.products", "(q %/ {gc} %/ {gr} %% N)%nat = i", "(q %/ {gc} %% {gr})%nat = c"),
+}
+
+
+def _proj_theorem(variant: str, part: str) -> list[tuple[str, str]]:
+    """U's ``Q.biased`` (part "q", compact U), ``K.biased`` ("k", compact U) or ``V.biased`` ("v",
+    both variants) at every query of its grid (scores.products for Q and K, vwo.products for V;
+    head t, token i: the query's row for Q, the key's for K and V; column c): the projection of
     EncoderLayer's self-attention input (norm1 X when pre-norm, else X); the part's weights the
-    matrices [p H, (p + 1) H) of the wqkv block (p = 0 for q, 1 for k), its bias row block p of
+    matrices [p H, (p + 1) H) of the wqkv block (p = 0, 1, 2 for q, k, v), its bias row block p of
     bqkv."""
-    if variant != "compact":
+    p, grid_name, token, column = _PARTS[part]
+    if variant != "compact" and part != "v":
         return []
     axes = {name: (ax, src.operand) for name, ax, src in RECORD}
     want = {"wqkv": (_QKV[0], "in_proj_weight"), "bqkv": (_QKV[1], "in_proj_bias")}
@@ -236,15 +260,16 @@ def _qk_theorem(variant: str, part: str) -> list[tuple[str, str]]:
         if axes.get(b) != expected:
             raise ValueError(f"U's record block {b} is {axes.get(b)}, not {expected}")
     binders, on_x, _ = _premises(variant, header=True)
-    grid = _block(variant, "scores.products")
+    grid = _block(variant, grid_name)
     proj = _block(variant, QUERY_GRID)
     gs, gr, gc = nat_term(grid.stack), nat_term(grid.rows), nat_term(grid.cols)
     pre = program_name(variant)
     wqkv, bqkv = _offset_name(variant, "wqkv"), _offset_name(variant, "bqkv")
     # the part's matrices in the stack (3, H) of D x K (weights), its row block of the 3 x H x K biases
-    w_at = f"({wqkv} {_SIZES})" if part == "q" else f"({wqkv} {_SIZES} + H * D * K)%nat"
-    b_at = f"({bqkv} {_SIZES})" if part == "q" else f"({bqkv} {_SIZES} + H * K)%nat"
-    token = f"(q %/ {gc} %/ {gr} %% N)%nat = i" if part == "q" else f"(q %/ {gc} %% N)%nat = i"
+    times = "" if p == 1 else f"{p} * "
+    w_at = f"({wqkv} {_SIZES})" if p == 0 else f"({wqkv} {_SIZES} + {times}H * D * K)%nat"
+    b_at = f"({bqkv} {_SIZES})" if p == 0 else f"({bqkv} {_SIZES} + {times}H * K)%nat"
+    where = {"gc": gc, "gr": gr}
     W, b, node = f"W{part}", f"b{part}", f"{pre}_{part.upper()}_biased"
     z = "(if norm P is PreNorm then norm1 sqrtf P n X else X)"
     st = (
@@ -256,21 +281,82 @@ def _qk_theorem(variant: str, part: str) -> list[tuple[str, str]]:
         f"  (({nat_term(proj.stack)} * {nat_term(proj.rows)} * {nat_term(proj.cols)})%nat <= size x)%nat ->\n"
         f"  (forall (t : 'I_H) (j : 'I_D) (c : 'I_K), (d_model P <= j)%nat -> {W} P t j c = 0) ->\n"
         f"  (0 < d_model P)%nat -> (d_model P <= D)%nat -> {_PAD} ->\n"
-        f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr} %/ N)%nat = t -> {token} ->\n"
-        f"  (q %% {gc})%nat = c -> (i < n)%nat -> (c < d_head P)%nat ->\n"
+        f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr} %/ N)%nat = t -> {token.format(**where)} ->\n"
+        f"  {column.format(**where)} -> (i < n)%nat -> (c < d_head P)%nat ->\n"
         f"  {_eval(variant, node)} = proj P n ({W} P) ({b} P) {z} t i c"
     )
     return [(f"{pre}_{part}_spec", st)]
 
 
 def q_proj_theorems(variant: str) -> list[tuple[str, str]]:
-    """Compact U's Q projection (see :func:`_qk_theorem`)."""
-    return _qk_theorem(variant, "q")
+    """Compact U's Q projection (see :func:`_proj_theorem`)."""
+    return _proj_theorem(variant, "q")
 
 
 def k_proj_theorems(variant: str) -> list[tuple[str, str]]:
-    """Compact U's K projection (see :func:`_qk_theorem`)."""
-    return _qk_theorem(variant, "k")
+    """Compact U's K projection (see :func:`_proj_theorem`)."""
+    return _proj_theorem(variant, "k")
+
+
+def v_proj_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's V projection, both variants (see :func:`_proj_theorem`)."""
+    return _proj_theorem(variant, "v")
+
+
+def scores_definitions(variant: str) -> list[str]:
+    """The offset of the additive mask's block in U's layout, as a Coq definition over the sizes."""
+    return [
+        f"Definition {_offset_name(variant, 'mask_add')} ({_SIZES} : nat) : nat :=\n"
+        f"  {nat_term(_block(variant, 'mask_add').offset)}."
+    ]
+
+
+def scores_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's ``attn.logit`` (the scores node times the scale gate, plus the additive mask) at every
+    query of its grid (attn.products: head t, query row i, key j): EncoderLayer's ``scores P M n Z t
+    i j``, Z = norm1 X when pre-norm, else X, for i, j < n, both variants.  Wq, bq, Wk and bk where
+    U's layout puts them (as the Q and K stages), the scale at the gate ``scale``, the mask's float
+    part at the mask_add block; Wq and bq zero beyond d_head columns and every row of X zero beyond
+    d_model columns (U's input map pads them so); the sequence covers the grid the scores sum
+    (scores.products in compact U, the shallow variant's scores.spread)."""
+    names = {name for name, _, _ in RECORD}
+    if not {"wqkv", "bqkv"} <= names:
+        raise ValueError("U's record has no wqkv or bqkv block")
+    if nat_term(_block(variant, "mask_add").stack) != "1":
+        raise ValueError(f"{variant} U's mask_add block is not one matrix")
+    binders, on_x, _ = _premises(variant, header=True)
+    binders = binders.replace("(X : ", "(M : mask R N) (X : ")
+    grid, proj, mask = _block(variant, "attn.products"), _block(variant, QUERY_GRID), _block(variant, "mask_add")
+    # the grid of the products the scores sum: Q.biased * K.biased (compact), the spread (shallow)
+    prod = _block(variant, "scores.products" if variant == "compact" else "scores.spread")
+    gs, gr, gc = nat_term(grid.stack), nat_term(grid.rows), nat_term(grid.cols)
+    pre = program_name(variant)
+    wqkv, bqkv, gates = (_offset_name(variant, b) for b in ("wqkv", "bqkv", "gates"))
+    bias = "(fun _ => \\matrix_(t, c) {} P t 0 c)"
+    st = (
+        f"{binders} (t : 'I_H) (j : 'I_N) (n : nat),\n{on_x}{_norm1_premises(variant)}"
+        f"  nth 0 x ({gates} {_SIZES} + {GATES.index('pre')})%nat = (if norm P is PreNorm then 1 else 0) ->\n"
+        f"  nth 0 x ({gates} {_SIZES} + {GATES.index('scale')})%nat = scale P ->\n"
+        f"  encodes x ({_offset_name(variant, 'mask_add')} {_SIZES}) 1 {nat_term(mask.rows)} {nat_term(mask.cols)}"
+        " (fun _ => additive M) ->\n"
+        f"  encodes x ({wqkv} {_SIZES}) H D K (Wq P) ->\n"
+        f"  encodes x ({wqkv} {_SIZES} + H * D * K)%nat H D K (Wk P) ->\n"
+        f"  encodes x ({bqkv} {_SIZES}) 1 H K {bias.format('bq')} ->\n"
+        f"  encodes x ({bqkv} {_SIZES} + H * K)%nat 1 H K {bias.format('bk')} ->\n"
+        f"  (({nat_term(proj.stack)} * {nat_term(proj.rows)} * {nat_term(proj.cols)})%nat <= size x)%nat ->\n"
+        f"  (({nat_term(prod.stack)} * {nat_term(prod.rows)} * {nat_term(prod.cols)})%nat <= size x)%nat ->\n"
+        "  (forall (t : 'I_H) (j : 'I_D) (c : 'I_K), (d_model P <= j)%nat -> Wq P t j c = 0) ->\n"
+        "  (forall (t : 'I_H) (j : 'I_D) (c : 'I_K), (d_model P <= j)%nat -> Wk P t j c = 0) ->\n"
+        "  (forall (t : 'I_H) (j : 'I_D) (c : 'I_K), (d_head P <= c)%nat -> Wq P t j c = 0) ->\n"
+        "  (forall (t : 'I_H) (c : 'I_K), (d_head P <= c)%nat -> bq P t 0 c = 0) ->\n"
+        "  (0 < d_model P)%nat -> (d_model P <= D)%nat ->\n"
+        "  (forall (i : 'I_N) (j : 'I_D), (d_model P <= j)%nat -> X i j = 0) ->\n"
+        f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr} %/ N)%nat = t ->\n"
+        f"  (q %/ {gc} %/ {gr} %% N)%nat = i -> (q %/ {gc} %% {gr})%nat = j -> (i < n)%nat -> (j < n)%nat ->\n"
+        f"  {_eval(variant, pre + '_attn_logit')}\n"
+        "  = scores P M n (if norm P is PreNorm then norm1 sqrtf P n X else X) t i j"
+    )
+    return [(f"{pre}_scores_spec", st)]
 
 
 @dataclass(frozen=True)
@@ -338,7 +424,23 @@ K_PROJ = Stage(
     "compact U's K projection (K.biased) == EncoderLayer's proj P n (Wk P) (bk P) Z t i c at key token i, "
     "Z = norm1 X when pre-norm, else X (i < n, c < d_head)",
 )
-STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1, Q_PROJ, K_PROJ)
+V_PROJ = Stage(
+    "UniversalVProj",
+    (K_PROJ,),
+    v_proj_theorems,
+    "U's V projection (V.biased) == EncoderLayer's proj P n (Wv P) (bv P) Z t i c at value token i, "
+    "Z = norm1 X when pre-norm, else X (i < n, c < d_head)",
+    v_proj_definitions,
+)
+SCORES = Stage(
+    "UniversalScores",
+    (V_PROJ,),
+    scores_theorems,
+    "U's attention logit (attn.logit: scores times the scale, plus the float mask) == EncoderLayer's "
+    "scores P M n Z t i j, Z = norm1 X when pre-norm, else X (i, j < n)",
+    scores_definitions,
+)
+STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1, Q_PROJ, K_PROJ, V_PROJ, SCORES)
 
 
 def theorem_name(variant: str) -> str:
@@ -498,7 +600,9 @@ __all__ = [
     "Q_PROJ",
     "ROW_MEAN",
     "ROW_STATS",
+    "SCORES",
     "STAGES",
+    "V_PROJ",
     "Stage",
     "check",
     "files",
@@ -510,9 +614,13 @@ __all__ = [
     "q_proj_theorems",
     "row_mean_theorems",
     "row_stats_theorems",
+    "scores_definitions",
+    "scores_theorems",
     "source_problems",
     "statement",
     "statement_text",
     "theorem_name",
     "universal_kernel_obligations",
+    "v_proj_definitions",
+    "v_proj_theorems",
 ]

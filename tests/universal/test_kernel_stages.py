@@ -1,7 +1,8 @@
 """Theorem 6 in the kernel, stage by stage: U's ln_x.mean node == d_model * EncoderLayer's row_mean,
 LayerNorm 1's centred value and variance == X i j - row_mean and row_var, LayerNorm 1's value ==
-norm1, every capacity, both variants, through the kernel gate; a mutated node, a mutated exporter,
-a wrong eps and a statement from another layout are each refused; no obligation claims Theorem 6."""
+norm1, U's Q, K and V projections == EncoderLayer's proj, attn.logit == scores, every capacity,
+through the kernel gate; a mutated node, a mutated exporter, a wrong eps and a statement from
+another layout are each refused; no obligation claims Theorem 6."""
 
 from __future__ import annotations
 
@@ -57,7 +58,15 @@ def test_the_statement_is_read_from_us_layout() -> None:
 
 def test_the_obligations_are_stages_not_theorem_6() -> None:
     obs = list(UK.universal_kernel_obligations())
-    stages = ("UniversalRowMean", "UniversalRowStats", "UniversalLayerNorm1", "UniversalQProj", "UniversalKProj")
+    stages = (
+        "UniversalRowMean",
+        "UniversalRowStats",
+        "UniversalLayerNorm1",
+        "UniversalQProj",
+        "UniversalKProj",
+        "UniversalVProj",
+        "UniversalScores",
+    )
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
         assert ob.method == "kernel" and ob.construction == "simulator-stages" and ob.tools == ("coqc",)
@@ -184,3 +193,86 @@ def test_a_k_bias_read_from_the_q_row_is_refused() -> None:
     bad = _mutate("compact", "K_bias_source", "(Z.add (Z.mul (1)%Z H)", "(Z.add (Z.mul (0)%Z H)")
     out = UK.check(bad, UK.K_PROJ)(0.0)
     assert out.ok is False and "UniversalKProj.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_v_statement_reads_wv_and_bv_where_us_layout_puts_them() -> None:
+    """V's weights are the matrices [2 H, 3 H) of wqkv, its bias row block 2 of bqkv; V is read on
+    the vwo grid (head, value token, column), both variants."""
+    for variant in ("compact", "shallow"):
+        ((_, st),) = UK.v_proj_theorems(variant)
+        pre = KE.program_name(variant)
+        assert f"encodes x ({pre}_wqkv_offset N D H K F + 2 * H * D * K)%nat H D K (Wv P)" in st
+        assert f"encodes x ({pre}_bqkv_offset N D H K F + 2 * H * K)%nat 1 H K" in st
+        assert "(q %/ D %/ K %% N)%nat = i" in st and "(q %/ D %% K)%nat = c" in st
+        assert st.endswith("= proj P n (Wv P) (bv P) (if norm P is PreNorm then norm1 sqrtf P n X else X) t i c")
+    assert UK.v_proj_definitions("compact") == [] and len(UK.v_proj_definitions("shallow")) == 2
+
+
+@needs_coq
+def test_us_v_projection_is_the_layers() -> None:
+    out = UK.check(stage=UK.V_PROJ)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_v_spec", "U_shallow_v_spec")
+
+
+@needs_coq
+def test_a_v_node_reading_one_column_off_is_refused() -> None:
+    """V's query group reading column c of the position one before (x0 - 1): refused by Coq."""
+    column = "(Z.modulo (Z.div (Z.sub x0 ({})%Z) D) K)"
+    bad = _mutate("compact", "V_query_group", column.format(0), column.format(1))
+    out = UK.check(bad, UK.V_PROJ)(0.0)
+    assert out.ok is False and "UniversalVProj.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_scores_statement_reads_the_scale_and_the_mask_where_us_layout_puts_them() -> None:
+    """attn.logit against EncoderLayer's scores: the scale gate, the float mask's block, Wq and bq
+    zero beyond d_head; the sequence covering the grid each variant's scores sum."""
+    ((_, st),) = UK.scores_theorems("compact")
+    assert "nth 0 x (U_compact_gates_offset N D H K F + 6)%nat = scale P" in st
+    assert "encodes x (U_compact_mask_add_offset N D H K F) 1 N N (fun _ => additive M)" in st
+    assert "(d_head P <= c)%nat -> Wq P t j c = 0" in st and "(d_head P <= c)%nat -> bq P t 0 c = 0" in st
+    assert "(U_compact_attn_logit (Z.of_nat N)" in st
+    assert st.endswith("= scores P M n (if norm P is PreNorm then norm1 sqrtf P n X else X) t i j")
+    ((_, shallow),) = UK.scores_theorems("shallow")
+    assert "(((((H * N)%nat * N)%nat * K)%nat * (D + 1)%nat * (D + 1)%nat)%nat <= size x)%nat" in shallow
+    assert "(U_shallow_attn_logit (Z.of_nat N)" in shallow
+    assert UK.scores_definitions("compact") == [
+        "Definition U_compact_mask_add_offset (N D H K F : nat) : nat :=\n  ((N * D)%nat + (1 * 3)%nat)%nat."
+    ]
+
+
+@needs_coq
+def test_us_attention_logit_is_the_layers_scores() -> None:
+    out = UK.check(stage=UK.SCORES)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.assumptions == () and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_scores_spec", "U_shallow_scores_spec")
+
+
+@needs_coq
+def test_scores_scaled_by_eps_are_refused() -> None:
+    """The scale gathered from the gate after it (eps): refused by Coq."""
+    bad = _mutate("compact", "scale_source", "(6)%Z) (0)%Z)", "(7)%Z) (0)%Z)")
+    out = UK.check(bad, UK.SCORES)(0.0)
+    assert out.ok is False and "UniversalScores.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_a_float_mask_read_transposed_is_refused() -> None:
+    """The float mask gathered at (key, query) instead of (query, key): refused by Coq."""
+    row = "(Z.modulo (Z.div (Z.div (Z.sub x0 (0)%Z) D) N) N)"
+    col = "(Z.modulo (Z.div (Z.sub x0 (0)%Z) D) N)"
+    bad = _mutate("compact", "mask_add_source", f"(Z.mul {row} N) {col}", f"(Z.mul {col} N) {row}")
+    out = UK.check(bad, UK.SCORES)(0.0)
+    assert out.ok is False and "UniversalScores.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_a_shallow_spread_reading_the_keys_row_for_the_query_is_refused() -> None:
+    """The shallow spread's query side gathering X at the key's row (one division by N left out)."""
+    e = "(Z.add D (1)%Z)"
+    rows = f"(Z.div (Z.div (Z.div (Z.sub x0 (0)%Z) {e}) {e}) K)"
+    bad = _mutate("shallow", "spread_q_x_source", f"(Z.modulo (Z.div {rows} N) N)", f"(Z.modulo {rows} N)")
+    out = UK.check(bad, UK.SCORES)(0.0)
+    assert out.ok is False and "UniversalScores.v: Coq rejects it" in out.detail, out.detail
