@@ -21,6 +21,11 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
 * :data:`SCORES` (``coq/UniversalScores.v``, both variants): node ``attn.logit`` on the attention grid
   is EncoderLayer's ``scores P M n Z t i j`` for i, j < n (the scale gate, the float mask at the
   mask_add block; Wq and bq zero beyond d_head columns).
+* :data:`SOFTMAX` (``coq/UniversalSoftmax.v``, both variants, over MathComp-analysis' ``expR``):
+  node ``attn.exp`` (exp(logit - row max) at an allowed key, else 0) on the attention grid divided
+  by node ``attn.o.den`` (its row sum) on the head grid is EncoderLayer's ``softmax_rows expR M n
+  (scores P M n Z t) i j`` for i < n (the row max cancels; the boolean mask at the mask_blocked
+  block, n at the header), and the row sum is positive when query i sees a key.
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -311,14 +316,10 @@ def scores_definitions(variant: str) -> list[str]:
     ]
 
 
-def scores_theorems(variant: str) -> list[tuple[str, str]]:
-    """U's ``attn.logit`` (the scores node times the scale gate, plus the additive mask) at every
-    query of its grid (attn.products: head t, query row i, key j): EncoderLayer's ``scores P M n Z t
-    i j``, Z = norm1 X when pre-norm, else X, for i, j < n, both variants.  Wq, bq, Wk and bk where
-    U's layout puts them (as the Q and K stages), the scale at the gate ``scale``, the mask's float
-    part at the mask_add block; Wq and bq zero beyond d_head columns and every row of X zero beyond
-    d_model columns (U's input map pads them so); the sequence covers the grid the scores sum
-    (scores.products in compact U, the shallow variant's scores.spread)."""
+def _scores_premises(variant: str) -> tuple[str, str, str]:
+    """The scores stage's binders (through the key j and n), its premises on the input (weights,
+    gates, masks, sizes) and its premises on the query q of the attention grid (head t, row i, key
+    j); see :func:`scores_theorems`."""
     names = {name for name, _, _ in RECORD}
     if not {"wqkv", "bqkv"} <= names:
         raise ValueError("U's record has no wqkv or bqkv block")
@@ -330,11 +331,10 @@ def scores_theorems(variant: str) -> list[tuple[str, str]]:
     # the grid of the products the scores sum: Q.biased * K.biased (compact), the spread (shallow)
     prod = _block(variant, "scores.products" if variant == "compact" else "scores.spread")
     gs, gr, gc = nat_term(grid.stack), nat_term(grid.rows), nat_term(grid.cols)
-    pre = program_name(variant)
     wqkv, bqkv, gates = (_offset_name(variant, b) for b in ("wqkv", "bqkv", "gates"))
     bias = "(fun _ => \\matrix_(t, c) {} P t 0 c)"
-    st = (
-        f"{binders} (t : 'I_H) (j : 'I_N) (n : nat),\n{on_x}{_norm1_premises(variant)}"
+    on_input = (
+        f"{on_x}{_norm1_premises(variant)}"
         f"  nth 0 x ({gates} {_SIZES} + {GATES.index('pre')})%nat = (if norm P is PreNorm then 1 else 0) ->\n"
         f"  nth 0 x ({gates} {_SIZES} + {GATES.index('scale')})%nat = scale P ->\n"
         f"  encodes x ({_offset_name(variant, 'mask_add')} {_SIZES}) 1 {nat_term(mask.rows)} {nat_term(mask.cols)}"
@@ -351,12 +351,82 @@ def scores_theorems(variant: str) -> list[tuple[str, str]]:
         "  (forall (t : 'I_H) (c : 'I_K), (d_head P <= c)%nat -> bq P t 0 c = 0) ->\n"
         "  (0 < d_model P)%nat -> (d_model P <= D)%nat ->\n"
         "  (forall (i : 'I_N) (j : 'I_D), (d_model P <= j)%nat -> X i j = 0) ->\n"
+    )
+    query = (
         f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr} %/ N)%nat = t ->\n"
-        f"  (q %/ {gc} %/ {gr} %% N)%nat = i -> (q %/ {gc} %% {gr})%nat = j -> (i < n)%nat -> (j < n)%nat ->\n"
+        f"  (q %/ {gc} %/ {gr} %% N)%nat = i -> (q %/ {gc} %% {gr})%nat = j -> (i < n)%nat ->"
+    )
+    return f"{binders} (t : 'I_H) (j : 'I_N) (n : nat)", on_input, query
+
+
+_Z = "(if norm P is PreNorm then norm1 sqrtf P n X else X)"
+
+
+def scores_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's ``attn.logit`` (the scores node times the scale gate, plus the additive mask) at every
+    query of its grid (attn.products: head t, query row i, key j): EncoderLayer's ``scores P M n Z t
+    i j``, Z = norm1 X when pre-norm, else X, for i, j < n, both variants.  Wq, bq, Wk and bk where
+    U's layout puts them (as the Q and K stages), the scale at the gate ``scale``, the mask's float
+    part at the mask_add block; Wq and bq zero beyond d_head columns and every row of X zero beyond
+    d_model columns (U's input map pads them so); the sequence covers the grid the scores sum
+    (scores.products in compact U, the shallow variant's scores.spread)."""
+    binders, on_input, query = _scores_premises(variant)
+    pre = program_name(variant)
+    st = (
+        f"{binders},\n{on_input}{query} (j < n)%nat ->\n"
         f"  {_eval(variant, pre + '_attn_logit')}\n"
-        "  = scores P M n (if norm P is PreNorm then norm1 sqrtf P n X else X) t i j"
+        f"  = scores P M n {_Z} t i j"
     )
     return [(f"{pre}_scores_spec", st)]
+
+
+def softmax_definitions(variant: str) -> list[str]:
+    """The offset of the boolean mask's block in U's layout, as a Coq definition over the sizes."""
+    return [
+        f"Definition {_offset_name(variant, 'mask_blocked')} ({_SIZES} : nat) : nat :=\n"
+        f"  {nat_term(_block(variant, 'mask_blocked').offset)}."
+    ]
+
+
+def softmax_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's softmax over the real exponential ``expR`` (MathComp-analysis): the node ``attn.exp``
+    (exp(logit - row max) at an allowed key, else 0) at every query of the attention grid (head t,
+    query row i < n, key j) divided by the node ``attn.o.den`` (the row sum of attn.exp over the N
+    keys) at every query of the head grid attn.heads on head t, row i, is EncoderLayer's
+    ``softmax_rows expR M n (scores P M n Z t) i j`` (the max shift cancels: expRB); and that row
+    sum is positive when query i may see some key (EncoderLayer's ``allowed``).  The premises are
+    the scores stage's, n at the header's ``n`` and the boolean mask's 0/1 flags at the
+    mask_blocked block."""
+    binders, on_input, query = _scores_premises(variant)
+    pre = program_name(variant)
+    blocked, heads = _block(variant, "mask_blocked"), _block(variant, "attn.heads")
+    if (nat_term(heads.stack), nat_term(heads.rows), nat_term(heads.cols)) != ("N", "D", "H"):
+        raise ValueError(f"{variant} U's attn.heads grid is not (i, e, h) over N, D, H")
+    if nat_term(blocked.stack) != "1":
+        raise ValueError(f"{variant} U's mask_blocked block is not one matrix")
+    hs, hr, hc = nat_term(heads.stack), nat_term(heads.rows), nat_term(heads.cols)
+    attn = _block(variant, "attn.products")  # the grid the row sum reads
+    as_, ar, ac = nat_term(attn.stack), nat_term(attn.rows), nat_term(attn.cols)
+    n_at = _block(variant, "header").offset + HEADER.index("n")
+    binders = binders.replace("(R : realFieldType) (expf sqrtf", "(R : realType) (sqrtf")
+    binders = binders.replace("(j : 'I_N) (n : nat)", "(j : 'I_N) (n p : nat)")
+    on_input += (
+        f"  nth 0 x {nat_term(n_at)} = n%:R ->\n"
+        f"  encodes x ({_offset_name(variant, 'mask_blocked')} {_SIZES}) 1 {nat_term(blocked.rows)} "
+        f"{nat_term(blocked.cols)} (fun _ => \\matrix_(i, j) if blocked M i j then 1 else 0) ->\n"
+        f"  (({as_} * {ar} * {ac})%nat <= size x)%nat ->\n"
+        f"  (p < ({hs} * {hr} * {hc})%nat)%nat -> (p %% {hc})%nat = t -> (p %/ {hc} %/ {hr})%nat = i ->\n"
+    )
+    ev = lambda node: _eval(variant, node).replace("eval expf", "eval (@expR R)")
+    den = f"{ev(pre + '_attn_o_den').replace(' x q', ' x p')}"
+    weight = (
+        f"{binders},\n{on_input}{query}\n"
+        f"  {ev(pre + '_attn_exp')}\n  / {den}\n"
+        f"  = softmax_rows (@expR R) M n (scores P M n {_Z} t) i j"
+    )
+    no_q = binders.replace(" (q : nat)", "").replace(" (j : 'I_N)", "")
+    positive = f"{no_q},\n{on_input}  (i < n)%nat -> (exists j : 'I_N, allowed M n i j) ->\n  0 < {den}"
+    return [(f"{pre}_softmax_spec", weight), (f"{pre}_softmax_den_pos", positive)]
 
 
 @dataclass(frozen=True)
@@ -369,6 +439,7 @@ class Stage:
     theorems: Callable[[str], list[tuple[str, str]]]
     claim: str
     definitions: Callable[[str], list[str]] = lambda variant: []
+    reals: bool = False  # the statements name MathComp-analysis' realType and expR
 
     def statements(self) -> list[tuple[str, str]]:
         return [t for v in VARIANTS for t in self.theorems(v)]
@@ -440,7 +511,17 @@ SCORES = Stage(
     "scores P M n Z t i j, Z = norm1 X when pre-norm, else X (i, j < n)",
     scores_definitions,
 )
-STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1, Q_PROJ, K_PROJ, V_PROJ, SCORES)
+SOFTMAX = Stage(
+    "UniversalSoftmax",
+    (SCORES,),
+    softmax_theorems,
+    "U's softmax weight (attn.exp, exp(logit - row max) at an allowed key, over the row sum attn.o.den) "
+    "== EncoderLayer's softmax_rows expR M n (scores P M n Z t) i j (i < n), the max shift cancelling, "
+    "and the row sum > 0 when query i sees a key",
+    softmax_definitions,
+    reals=True,
+)
+STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1, Q_PROJ, K_PROJ, V_PROJ, SCORES, SOFTMAX)
 
 
 def theorem_name(variant: str) -> str:
@@ -453,12 +534,15 @@ def statement(variant: str) -> str:
     return row_mean_theorems(variant)[0][1]
 
 
-def _preamble(stages: Sequence[Stage]) -> str:
-    """The generated files' imports: the semantics, the layer, U's exports and the statements of ``stages``."""
+def _preamble(stages: Sequence[Stage], reals: bool = False) -> str:
+    """The generated files' imports: the semantics, the layer, U's exports and the statements of
+    ``stages``; MathComp-analysis' reals and exp when ``reals`` or one of ``stages`` names them."""
     libs = [library_name(v) for v in VARIANTS]
     names = ["Semantics", "EncoderLayer", *libs, *(f"{s.theory}Statement" for s in stages)]
+    analysis = "From mathcomp Require Import reals sequences exp.\n" if reals or any(s.reals for s in stages) else ""
     return (
         "From mathcomp Require Import all_ssreflect all_algebra.\n"
+        f"{analysis}"
         "From Coq Require Import ZArith.\n"
         f"From Attnsim Require Import {' '.join(names)}.\n"
         "Import GRing.Theory Num.Theory.\nLocal Open Scope ring_scope.\n"
@@ -470,7 +554,7 @@ def statement_text(stage: Stage = ROW_MEAN) -> str:
     offsets = "".join(d + "\n" for v in VARIANTS for d in stage.definitions(v))
     defs = offsets + "\n".join(f"Definition {name}_statement : Prop :=\n{st}.\n" for name, st in stage.statements())
     head = "(* Generated by attnsim.universal.kernel_stages from U's layout. *)\n"
-    return head + _preamble(stage.closure()) + "\n" + defs
+    return head + _preamble(stage.closure(), stage.reals) + "\n" + defs
 
 
 def files(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_MEAN) -> list[B.CoqFile]:
@@ -601,6 +685,7 @@ __all__ = [
     "ROW_MEAN",
     "ROW_STATS",
     "SCORES",
+    "SOFTMAX",
     "STAGES",
     "V_PROJ",
     "Stage",
@@ -616,6 +701,8 @@ __all__ = [
     "row_stats_theorems",
     "scores_definitions",
     "scores_theorems",
+    "softmax_definitions",
+    "softmax_theorems",
     "source_problems",
     "statement",
     "statement_text",

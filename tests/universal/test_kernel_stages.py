@@ -1,8 +1,10 @@
 """Theorem 6 in the kernel, stage by stage: U's ln_x.mean node == d_model * EncoderLayer's row_mean,
 LayerNorm 1's centred value and variance == X i j - row_mean and row_var, LayerNorm 1's value ==
-norm1, U's Q, K and V projections == EncoderLayer's proj, attn.logit == scores, every capacity,
-through the kernel gate; a mutated node, a mutated exporter, a wrong eps and a statement from
-another layout are each refused; no obligation claims Theorem 6."""
+norm1, U's Q, K and V projections == EncoderLayer's proj, attn.logit == scores, attn.exp over the
+row sum attn.o.den == softmax_rows over expR (and the row sum positive), every capacity, through the
+kernel gate; a mutated node, a mutated exporter, a wrong eps, a max shift that does not cancel, a row
+sum over one key fewer and a statement from another layout are each refused; no obligation claims
+Theorem 6."""
 
 from __future__ import annotations
 
@@ -66,6 +68,7 @@ def test_the_obligations_are_stages_not_theorem_6() -> None:
         "UniversalKProj",
         "UniversalVProj",
         "UniversalScores",
+        "UniversalSoftmax",
     )
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
@@ -276,3 +279,73 @@ def test_a_shallow_spread_reading_the_keys_row_for_the_query_is_refused() -> Non
     bad = _mutate("shallow", "spread_q_x_source", f"(Z.modulo (Z.div {rows} N) N)", f"(Z.modulo {rows} N)")
     out = UK.check(bad, UK.SCORES)(0.0)
     assert out.ok is False and "UniversalScores.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_softmax_statements_are_over_expr_and_read_from_us_layout() -> None:
+    """Over MathComp-analysis' expR; n at the header's n (token N D), the boolean mask's flags at the
+    mask_blocked block, the row sum read on the head grid (i, e, h); EncoderLayer's softmax_rows and
+    allowed."""
+    (_, weight), (_, positive) = UK.softmax_theorems("compact")
+    assert weight.startswith("  forall (R : realType) (sqrtf geluf gelu_tanhf : R -> R)")
+    assert "nth 0 x (N * D)%nat = n%:R" in weight
+    assert (
+        "encodes x (U_compact_mask_blocked_offset N D H K F) 1 N N "
+        "(fun _ => \\matrix_(i, j) if blocked M i j then 1 else 0)" in weight
+    )
+    assert "(p < (N * D * H)%nat)%nat -> (p %% H)%nat = t -> (p %/ H %/ D)%nat = i" in weight
+    assert "eval (@expR R) sqrtf geluf gelu_tanhf (U_compact_attn_exp (Z.of_nat N)" in weight
+    assert "/ eval (@expR R) sqrtf geluf gelu_tanhf (U_compact_attn_o_den (Z.of_nat N)" in weight
+    assert weight.endswith(
+        "= softmax_rows (@expR R) M n (scores P M n (if norm P is PreNorm then norm1 sqrtf P n X else X) t) i j"
+    )
+    assert "(exists j : 'I_N, allowed M n i j) ->\n  0 < eval (@expR R)" in positive and "(q : nat)" not in positive
+    assert "From mathcomp Require Import reals sequences exp." in UK.statement_text(UK.SOFTMAX)
+    assert "reals" not in UK.statement_text(UK.SCORES)
+
+
+def _mutate_term(variant: str, term: str, old: str, new: str, **nodes: str) -> dict[str, KE.CoqProgram]:
+    """:func:`_mutate` on the one node of ``variant`` whose term is ``term`` (see node_by_term)."""
+    name = UK.node_by_term(variant, term, **nodes)
+    return _mutate(variant, name.removeprefix(f"{KE.program_name(variant)}_"), old, new)
+
+
+@needs_coq
+def test_us_softmax_is_the_layers_softmax_rows_over_expr() -> None:
+    out = UK.check(stage=UK.SOFTMAX)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is False
+    assert out.kernel.theorems == (
+        "U_compact_softmax_spec",
+        "U_compact_softmax_den_pos",
+        "U_shallow_softmax_spec",
+        "U_shallow_softmax_den_pos",
+    )
+    # expR's MathComp-analysis foundations, by full path, nothing else
+    assert set(out.kernel.assumptions) <= UK.G.ALLOWED_AXIOMS and out.kernel.assumptions, out.kernel.assumptions
+
+
+@needs_coq
+def test_a_max_shift_that_does_not_cancel_is_refused() -> None:
+    """exp(logit - logit) (each key shifted by its own logit, not the row's max): uniform weights,
+    refused by Coq."""
+    pre = KE.program_name("compact")
+    bad = _mutate_term(
+        "compact",
+        "(Map2 PSub {a} {b})",
+        f"({pre}_attn_max N D H K F)",
+        f"({pre}_attn_logit N D H K F)",
+        a=f"{pre}_attn_logit",
+        b=f"{pre}_attn_max",
+    )
+    out = UK.check(bad, UK.SOFTMAX)(0.0)
+    assert out.ok is False and "UniversalSoftmax.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_a_row_sum_over_one_key_fewer_is_refused() -> None:
+    """The row sum's key group ending D positions early: the last row (head H - 1, query N - 1) sums
+    N - 1 keys, its last key (N - 1, 0) left out."""
+    end = "(Z.add (0)%Z (Z.mul (Z.mul (Z.mul H N) N) D))"
+    bad = _mutate("compact", "attn_o_den_key_group", f"(ilt x0 {end})", f"(ilt x0 (Z.sub {end} D))")
+    out = UK.check(bad, UK.SOFTMAX)(0.0)
+    assert out.ok is False and "UniversalSoftmax.v: Coq rejects it" in out.detail, out.detail
