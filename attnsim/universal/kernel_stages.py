@@ -26,6 +26,13 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   by node ``attn.o.den`` (its row sum) on the head grid is EncoderLayer's ``softmax_rows expR M n
   (scores P M n Z t) i j`` for i < n (the row max cancels; the boolean mask at the mask_blocked
   block, n at the header), and the row sum is positive when query i sees a key.
+* :data:`HEADS` (``coq/UniversalHeads.v``, both variants, over ``expR``): node ``attn.o`` (the sum
+  over the keys of attn.exp times vw, vw the sum over c of V.biased times Wo, over the row sum
+  attn.o.den) at every query of the head grid attn.heads (row i < n, column e, head t) is head t's
+  term of EncoderLayer's ``self_attn``, ``\\sum_(c < K | c < d_head) head expR P M n Z t i c * Wo P t
+  c e`` (Wo at the wo block, zero beyond d_head rows; no premise that query i sees a key: U's 0 / 0
+  is MathComp's 0, the empty softmax row's head 0).  The proof's lemmas about a sum node and
+  ``_head_out`` (``agg_stride``, ``head_out_sum``) hold on any grid whose selectors pick the keys.
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -388,17 +395,12 @@ def softmax_definitions(variant: str) -> list[str]:
     ]
 
 
-def softmax_theorems(variant: str) -> list[tuple[str, str]]:
-    """U's softmax over the real exponential ``expR`` (MathComp-analysis): the node ``attn.exp``
-    (exp(logit - row max) at an allowed key, else 0) at every query of the attention grid (head t,
-    query row i < n, key j) divided by the node ``attn.o.den`` (the row sum of attn.exp over the N
-    keys) at every query of the head grid attn.heads on head t, row i, is EncoderLayer's
-    ``softmax_rows expR M n (scores P M n Z t) i j`` (the max shift cancels: expRB); and that row
-    sum is positive when query i may see some key (EncoderLayer's ``allowed``).  The premises are
-    the scores stage's, n at the header's ``n`` and the boolean mask's 0/1 flags at the
-    mask_blocked block."""
+def _softmax_premises(variant: str, head_query: bool = True) -> tuple[str, str, str]:
+    """The softmax stage's binders (through the key j, n and the head-grid query p), its premises on
+    the input (the scores stage's, n at the header, the boolean mask, the attention grid's size, the
+    head-grid query p on head t, row i) and its premises on the attention-grid query q; see
+    :func:`softmax_theorems`."""
     binders, on_input, query = _scores_premises(variant)
-    pre = program_name(variant)
     blocked, heads = _block(variant, "mask_blocked"), _block(variant, "attn.heads")
     if (nat_term(heads.stack), nat_term(heads.rows), nat_term(heads.cols)) != ("N", "D", "H"):
         raise ValueError(f"{variant} U's attn.heads grid is not (i, e, h) over N, D, H")
@@ -415,18 +417,86 @@ def softmax_theorems(variant: str) -> list[tuple[str, str]]:
         f"  encodes x ({_offset_name(variant, 'mask_blocked')} {_SIZES}) 1 {nat_term(blocked.rows)} "
         f"{nat_term(blocked.cols)} (fun _ => \\matrix_(i, j) if blocked M i j then 1 else 0) ->\n"
         f"  (({as_} * {ar} * {ac})%nat <= size x)%nat ->\n"
-        f"  (p < ({hs} * {hr} * {hc})%nat)%nat -> (p %% {hc})%nat = t -> (p %/ {hc} %/ {hr})%nat = i ->\n"
     )
-    ev = lambda node: _eval(variant, node).replace("eval expf", "eval (@expR R)")
-    den = f"{ev(pre + '_attn_o_den').replace(' x q', ' x p')}"
+    if head_query:
+        on_input += f"  (p < ({hs} * {hr} * {hc})%nat)%nat -> (p %% {hc})%nat = t -> (p %/ {hc} %/ {hr})%nat = i ->\n"
+    return binders, on_input, query
+
+
+def _ev_real(variant: str, node: str, at: str = "q") -> str:
+    """``node`` of ``variant`` evaluated at ``at`` over MathComp-analysis' ``expR``."""
+    return _eval(variant, node).replace("eval expf", "eval (@expR R)").replace(" x q", f" x {at}")
+
+
+def softmax_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's softmax over the real exponential ``expR`` (MathComp-analysis): the node ``attn.exp``
+    (exp(logit - row max) at an allowed key, else 0) at every query of the attention grid (head t,
+    query row i < n, key j) divided by the node ``attn.o.den`` (the row sum of attn.exp over the N
+    keys) at every query of the head grid attn.heads on head t, row i, is EncoderLayer's
+    ``softmax_rows expR M n (scores P M n Z t) i j`` (the max shift cancels: expRB); and that row
+    sum is positive when query i may see some key (EncoderLayer's ``allowed``).  The premises are
+    the scores stage's, n at the header's ``n`` and the boolean mask's 0/1 flags at the
+    mask_blocked block."""
+    binders, on_input, query = _softmax_premises(variant)
+    pre = program_name(variant)
+    den = _ev_real(variant, pre + "_attn_o_den", "p")
     weight = (
         f"{binders},\n{on_input}{query}\n"
-        f"  {ev(pre + '_attn_exp')}\n  / {den}\n"
+        f"  {_ev_real(variant, pre + '_attn_exp')}\n  / {den}\n"
         f"  = softmax_rows (@expR R) M n (scores P M n {_Z} t) i j"
     )
     no_q = binders.replace(" (q : nat)", "").replace(" (j : 'I_N)", "")
     positive = f"{no_q},\n{on_input}  (i < n)%nat -> (exists j : 'I_N, allowed M n i j) ->\n  0 < {den}"
     return [(f"{pre}_softmax_spec", weight), (f"{pre}_softmax_den_pos", positive)]
+
+
+def heads_definitions(variant: str) -> list[str]:
+    """The offset of the out-projection's block wo in U's layout, as a Coq definition over the sizes."""
+    offset = nat_term(_block(variant, "wo").offset)
+    return [f"Definition {_offset_name(variant, 'wo')} ({_SIZES} : nat) : nat :=\n  {offset}."]
+
+
+def _v_wo_premises(variant: str) -> str:
+    """The heads stage's premises beyond the softmax stage's: Wv, bv where U's layout puts them (Wv
+    zero beyond d_model rows), Wo at the wo block (zero beyond d_head rows), the grid vw sums."""
+    if tuple(a for a, _ in next(ax for name, ax, _ in RECORD if name == "wo")) != ("h", "c", "e"):
+        raise ValueError("U's record block wo is not (h, c, e)")
+    wo, vwo = _block(variant, "wo"), _block(variant, "vwo.products")
+    if (nat_term(wo.stack), nat_term(wo.rows), nat_term(wo.cols)) != ("H", "K", "D"):
+        raise ValueError(f"{variant} U's wo block is not H matrices K x D")
+    wqkv, bqkv = _offset_name(variant, "wqkv"), _offset_name(variant, "bqkv")
+    return (
+        f"  encodes x ({wqkv} {_SIZES} + 2 * H * D * K)%nat H D K (Wv P) ->\n"
+        f"  encodes x ({bqkv} {_SIZES} + 2 * H * K)%nat 1 H K (fun _ => \\matrix_(t, c) bv P t 0 c) ->\n"
+        "  (forall (t : 'I_H) (j : 'I_D) (c : 'I_K), (d_model P <= j)%nat -> Wv P t j c = 0) ->\n"
+        f"  encodes x ({_offset_name(variant, 'wo')} {_SIZES}) H K D (Wo P) ->\n"
+        "  (forall (t : 'I_H) (c : 'I_K) (e : 'I_D), (d_head P <= c)%nat -> Wo P t c e = 0) ->\n"
+        f"  (({nat_term(vwo.stack)} * {nat_term(vwo.rows)} * {nat_term(vwo.cols)})%nat <= size x)%nat ->\n"
+    )
+
+
+def heads_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's head output ``attn.o`` (the sum over the keys j of attn.numer_terms = attn.exp times vw,
+    vw the sum over c of V.biased times Wo, divided by the row sum attn.o.den) at every query of
+    the head grid attn.heads (row i < n, column e, head t): head t's term of EncoderLayer's
+    ``self_attn``, ``\\sum_(c < K | c < d_head) head expR P M n Z t i c * Wo P t c e``.  The
+    premises are the softmax stage's and the V stage's (Wv, bv where U's layout puts them, Wv zero
+    beyond d_model rows), Wo at U's wo block (heads, rows c, columns e), zero beyond d_head rows
+    (U's input map pads it so), and the sequence covering the grid vw sums (vwo.products).  No
+    premise that query i sees a key: when it sees none, U's 0 / 0 is MathComp's 0, the head's 0."""
+    binders, on_input, _ = _softmax_premises(variant)
+    pre = program_name(variant)
+    heads = _block(variant, "attn.heads")
+    binders = binders.replace(" (q : nat)", "").replace(" (j : 'I_N)", "")
+    binders = binders.replace("(t : 'I_H) (n p : nat)", "(t : 'I_H) (e : 'I_D) (n p : nat)")
+    on_input += _v_wo_premises(variant)
+    on_input += f"  (p %/ {nat_term(heads.cols)} %% {nat_term(heads.rows)})%nat = e -> (i < n)%nat ->\n"
+    st = (
+        f"{binders},\n{on_input}"
+        f"  {_ev_real(variant, pre + '_attn_o', 'p')}\n"
+        f"  = \\sum_(c < K | (c < d_head P)%nat) head (@expR R) P M n {_Z} t i c * Wo P t c e"
+    )
+    return [(f"{pre}_head_spec", st)]
 
 
 @dataclass(frozen=True)
@@ -521,7 +591,27 @@ SOFTMAX = Stage(
     softmax_definitions,
     reals=True,
 )
-STAGES: tuple[Stage, ...] = (ROW_MEAN, ROW_STATS, LAYER_NORM1, Q_PROJ, K_PROJ, V_PROJ, SCORES, SOFTMAX)
+HEADS = Stage(
+    "UniversalHeads",
+    (SOFTMAX,),
+    heads_theorems,
+    "U's head output (attn.o: the sum over the keys of attn.exp times V W_O over the row sum attn.o.den) "
+    "== head t's term of EncoderLayer's self_attn, \\sum_(c < d_head) head expR P M n Z t i c * Wo P t c e "
+    "(i < n; Wo zero beyond d_head rows)",
+    heads_definitions,
+    reals=True,
+)
+STAGES: tuple[Stage, ...] = (
+    ROW_MEAN,
+    ROW_STATS,
+    LAYER_NORM1,
+    Q_PROJ,
+    K_PROJ,
+    V_PROJ,
+    SCORES,
+    SOFTMAX,
+    HEADS,
+)
 
 
 def theorem_name(variant: str) -> str:
@@ -679,6 +769,7 @@ def universal_kernel_obligations() -> Iterable[Obligation]:
 
 __all__ = [
     "CONSTRUCTION",
+    "HEADS",
     "K_PROJ",
     "LAYER_NORM1",
     "Q_PROJ",
@@ -691,6 +782,8 @@ __all__ = [
     "Stage",
     "check",
     "files",
+    "heads_definitions",
+    "heads_theorems",
     "k_proj_theorems",
     "layer_norm1_definitions",
     "layer_norm1_theorems",

@@ -1,10 +1,11 @@
 """Theorem 6 in the kernel, stage by stage: U's ln_x.mean node == d_model * EncoderLayer's row_mean,
 LayerNorm 1's centred value and variance == X i j - row_mean and row_var, LayerNorm 1's value ==
 norm1, U's Q, K and V projections == EncoderLayer's proj, attn.logit == scores, attn.exp over the
-row sum attn.o.den == softmax_rows over expR (and the row sum positive), every capacity, through the
-kernel gate; a mutated node, a mutated exporter, a wrong eps, a max shift that does not cancel, a row
-sum over one key fewer and a statement from another layout are each refused; no obligation claims
-Theorem 6."""
+row sum attn.o.den == softmax_rows over expR (and the row sum positive), the head output attn.o ==
+head t's term of self_attn, every capacity, through the kernel gate; a mutated node, a mutated
+exporter, a wrong eps, a max shift that does not cancel, a row sum over one key fewer, a numerator
+summed at column 0, every head reading head 0's Wo and a statement from another layout are each
+refused; no obligation claims Theorem 6."""
 
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ def test_the_obligations_are_stages_not_theorem_6() -> None:
         "UniversalVProj",
         "UniversalScores",
         "UniversalSoftmax",
+        "UniversalHeads",
     )
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
@@ -349,3 +351,48 @@ def test_a_row_sum_over_one_key_fewer_is_refused() -> None:
     bad = _mutate("compact", "attn_o_den_key_group", f"(ilt x0 {end})", f"(ilt x0 (Z.sub {end} D))")
     out = UK.check(bad, UK.SOFTMAX)(0.0)
     assert out.ok is False and "UniversalSoftmax.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_heads_statement_reads_wo_and_the_head_grid_from_us_layout() -> None:
+    """Wo at U's wo block (H matrices K x D), zero beyond d_head rows; the query p on the head grid
+    (i, e, h): e = p / H mod D; EncoderLayer's head times Wo, summed over c < d_head."""
+    [(name, st)], [(name_s, st_s)] = UK.heads_theorems("compact"), UK.heads_theorems("shallow")
+    assert (name, name_s) == ("U_compact_head_spec", "U_shallow_head_spec")
+    assert "encodes x (U_compact_wo_offset N D H K F) H K D (Wo P)" in st
+    assert "(forall (t : 'I_H) (c : 'I_K) (e : 'I_D), (d_head P <= c)%nat -> Wo P t c e = 0)" in st
+    assert "encodes x (U_compact_wqkv_offset N D H K F + 2 * H * D * K)%nat H D K (Wv P)" in st
+    assert "(p %/ H %% D)%nat = e -> (i < n)%nat" in st and "exists j" not in st
+    assert "eval (@expR R) sqrtf geluf gelu_tanhf (U_compact_attn_o (Z.of_nat N)" in st
+    assert st.endswith(
+        "= \\sum_(c < K | (c < d_head P)%nat) head (@expR R) P M n "
+        "(if norm P is PreNorm then norm1 sqrtf P n X else X) t i c * Wo P t c e"
+    )
+    assert "U_shallow_wo_offset" in st_s
+    assert "Definition U_compact_wo_offset (N D H K F : nat) : nat :=" in UK.statement_text(UK.HEADS)
+
+
+@needs_coq
+def test_us_head_output_is_the_layers_head_times_wo() -> None:
+    out = UK.check(stage=UK.HEADS)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_head_spec", "U_shallow_head_spec")
+    assert set(out.kernel.assumptions) <= UK.G.ALLOWED_AXIOMS and out.kernel.assumptions, out.kernel.assumptions
+
+
+@needs_coq
+def test_a_numerator_summed_at_column_0_is_refused() -> None:
+    """attn.o's numerator grouped as its denominator is (column 0 for every e): every column of the
+    head output reads column 0's V W_O, refused by Coq."""
+    bad = _mutate("compact", "attn_o_num_query_group", "(Z.modulo (Z.div (Z.sub x0 (0)%Z) H) D)", "(0)%Z")
+    out = UK.check(bad, UK.HEADS)(0.0)
+    assert out.ok is False and "UniversalHeads.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_every_head_reading_head_0s_wo_is_refused() -> None:
+    """The shallow variant's vwo.wo gathering Wo's matrix 0 for every head h: refused by Coq."""
+    head = "(Z.mul (Z.div (Z.div (Z.div (Z.sub x0 (0)%Z) D) K) N) K)"
+    bad = _mutate("shallow", "vwo_wo_source", head, "(Z.mul (0)%Z K)")
+    out = UK.check(bad, UK.HEADS)(0.0)
+    assert out.ok is False and "UniversalHeads.v: Coq rejects it" in out.detail, out.detail
