@@ -33,6 +33,11 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   c e`` (Wo at the wo block, zero beyond d_head rows; no premise that query i sees a key: U's 0 / 0
   is MathComp's 0, the empty softmax row's head 0).  The proof's lemmas about a sum node and
   ``_head_out`` (``agg_stride``, ``head_out_sum``) hold on any grid whose selectors pick the keys.
+* :data:`ATTN_OUT` (``coq/UniversalAttnOut.v``, both variants, over ``expR``): node ``out.R`` (the sum
+  over the heads of attn.r_terms: attn.o plus, at h = 0, bo and the residual gate times X) at every
+  query of the out grid (row i < n, column e < d_model) is EncoderLayer's ``add_residual P X
+  (self_attn expR P M n Z) i e``: the residual connection and self-attention before LayerNorm (the
+  residual gate and bo where U's layout puts them; Wo zero beyond nhead heads; 0 < H).
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -499,6 +504,45 @@ def heads_theorems(variant: str) -> list[tuple[str, str]]:
     return [(f"{pre}_head_spec", st)]
 
 
+def attn_out_definitions(variant: str) -> list[str]:
+    """The offset of the out-projection's bias block bo in U's layout, as a Coq definition."""
+    offset = nat_term(_block(variant, "bo").offset)
+    return [f"Definition {_offset_name(variant, 'bo')} ({_SIZES} : nat) : nat :=\n  {offset}."]
+
+
+def attn_out_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's R before LayerNorm (node ``out.R``: the sum over the heads h of attn.r_terms, attn.o plus,
+    at h = 0, bo and the residual gate times X) at every query of the out grid (row i < n, column
+    e < d_model): EncoderLayer's ``add_residual P X (self_attn expR P M n Z) i e``.  The premises are
+    the heads stage's (for every head) and the residual gate, bo where U's layout puts it, Wo zero
+    beyond nhead heads (U's input map pads it so), a head at all (0 < H) and the sequence covering
+    the head grid R sums."""
+    binders, on_input, _ = _softmax_premises(variant, head_query=False)
+    pre = program_name(variant)
+    out, heads, bo = _block(variant, "out"), _block(variant, "attn.heads"), _block(variant, "bo")
+    if (nat_term(bo.stack), nat_term(bo.rows), nat_term(bo.cols)) != ("1", "1", "D"):
+        raise ValueError(f"{variant} U's bo block is not one row of D")
+    os_, or_, oc = nat_term(out.stack), nat_term(out.rows), nat_term(out.cols)
+    hs, hr, hc = nat_term(heads.stack), nat_term(heads.rows), nat_term(heads.cols)
+    binders = binders.replace(" (q : nat)", "").replace(" (j : 'I_N)", "").replace(" (t : 'I_H)", "")
+    binders = binders.replace("(i : 'I_N) (n p : nat)", "(i : 'I_N) (e : 'I_D) (n p : nat)")
+    gates = _offset_name(variant, "gates")
+    on_input += _v_wo_premises(variant) + (
+        f"  nth 0 x ({gates} {_SIZES} + {GATES.index('residual')})%nat = (if residual P then 1 else 0) ->\n"
+        f"  encodes x ({_offset_name(variant, 'bo')} {_SIZES}) 1 1 D (fun _ => bo P) ->\n"
+        "  (forall (t : 'I_H) (c : 'I_K) (e : 'I_D), (nhead P <= t)%nat -> Wo P t c e = 0) ->\n"
+        f"  (0 < H)%nat -> (({hs} * {hr} * {hc})%nat <= size x)%nat ->\n"
+        f"  (p < ({os_} * {or_} * {oc})%nat)%nat -> (p %/ {oc} %% {or_})%nat = i -> (p %% {oc})%nat = e ->\n"
+        "  (i < n)%nat -> (e < d_model P)%nat ->\n"
+    )
+    st = (
+        f"{binders},\n{on_input}"
+        f"  {_ev_real(variant, pre + '_out_R', 'p')}\n"
+        f"  = add_residual P X (self_attn (@expR R) P M n {_Z}) i e"
+    )
+    return [(f"{pre}_attn_out_spec", st)]
+
+
 @dataclass(frozen=True)
 class Stage:
     """A hand-written theory about U's nodes: the theories it requires and its theorems' names and
@@ -601,6 +645,16 @@ HEADS = Stage(
     heads_definitions,
     reals=True,
 )
+ATTN_OUT = Stage(
+    "UniversalAttnOut",
+    (HEADS,),
+    attn_out_theorems,
+    "U's R before LayerNorm (out.R: the sum over the heads of attn.o, plus bo and the residual gate "
+    "times X) == EncoderLayer's add_residual P X (self_attn expR P M n Z) i e (i < n, e < d_model; Wo "
+    "zero beyond nhead heads)",
+    attn_out_definitions,
+    reals=True,
+)
 STAGES: tuple[Stage, ...] = (
     ROW_MEAN,
     ROW_STATS,
@@ -611,6 +665,7 @@ STAGES: tuple[Stage, ...] = (
     SCORES,
     SOFTMAX,
     HEADS,
+    ATTN_OUT,
 )
 
 
@@ -768,6 +823,7 @@ def universal_kernel_obligations() -> Iterable[Obligation]:
 
 
 __all__ = [
+    "ATTN_OUT",
     "CONSTRUCTION",
     "HEADS",
     "K_PROJ",
@@ -780,6 +836,8 @@ __all__ = [
     "STAGES",
     "V_PROJ",
     "Stage",
+    "attn_out_definitions",
+    "attn_out_theorems",
     "check",
     "files",
     "heads_definitions",

@@ -2,9 +2,10 @@
 LayerNorm 1's centred value and variance == X i j - row_mean and row_var, LayerNorm 1's value ==
 norm1, U's Q, K and V projections == EncoderLayer's proj, attn.logit == scores, attn.exp over the
 row sum attn.o.den == softmax_rows over expR (and the row sum positive), the head output attn.o ==
-head t's term of self_attn, every capacity, through the kernel gate; a mutated node, a mutated
-exporter, a wrong eps, a max shift that does not cancel, a row sum over one key fewer, a numerator
-summed at column 0, every head reading head 0's Wo and a statement from another layout are each
+head t's term of self_attn, R (out.R) == add_residual X (self_attn Z), every capacity, through the
+kernel gate; a mutated node, a mutated exporter, a wrong eps, a max shift that does not cancel, a
+row sum over one key fewer, a numerator summed at column 0, every head reading head 0's Wo, the
+residual added at every head, bo read at the head index and a statement from another layout are each
 refused; no obligation claims Theorem 6."""
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def test_the_obligations_are_stages_not_theorem_6() -> None:
         "UniversalScores",
         "UniversalSoftmax",
         "UniversalHeads",
+        "UniversalAttnOut",
     )
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
@@ -396,3 +398,45 @@ def test_every_head_reading_head_0s_wo_is_refused() -> None:
     bad = _mutate("shallow", "vwo_wo_source", head, "(Z.mul (0)%Z K)")
     out = UK.check(bad, UK.HEADS)(0.0)
     assert out.ok is False and "UniversalHeads.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_attn_out_statement_reads_the_residual_gate_and_bo_from_us_layout() -> None:
+    """The residual gate, bo at U's bo block, Wo zero beyond nhead heads, the query on the out grid
+    (i, e); EncoderLayer's add_residual of self_attn."""
+    [(name, st)] = UK.attn_out_theorems("compact")
+    assert name == "U_compact_attn_out_spec"
+    assert "nth 0 x (U_compact_gates_offset N D H K F + 0)%nat = (if residual P then 1 else 0)" in st
+    assert "encodes x (U_compact_bo_offset N D H K F) 1 1 D (fun _ => bo P)" in st
+    assert "(forall (t : 'I_H) (c : 'I_K) (e : 'I_D), (nhead P <= t)%nat -> Wo P t c e = 0)" in st
+    assert "(p < (1 * N * D)%nat)%nat -> (p %/ D %% N)%nat = i -> (p %% D)%nat = e" in st
+    assert "(t : 'I_H)" not in st.split(",")[0]
+    assert st.endswith(
+        "= add_residual P X (self_attn (@expR R) P M n (if norm P is PreNorm then norm1 sqrtf P n X else X)) i e"
+    )
+
+
+@needs_coq
+def test_us_r_is_the_layers_residual_plus_self_attention() -> None:
+    out = UK.check(stage=UK.ATTN_OUT)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_attn_out_spec", "U_shallow_attn_out_spec")
+    assert set(out.kernel.assumptions) <= UK.G.ALLOWED_AXIOMS and out.kernel.assumptions, out.kernel.assumptions
+
+
+@needs_coq
+def test_the_residual_added_at_every_head_is_refused() -> None:
+    """attn.h0 true at every head (not only h = 0): R holds H copies of bo + X, refused by Coq."""
+    bad = _mutate("compact", "attn_h0", "(ieq (Z.modulo (Z.sub x0 (0)%Z) H) (0)%Z)", "(ieq (0)%Z (0)%Z)")
+    out = UK.check(bad, UK.ATTN_OUT)(0.0)
+    assert out.ok is False and "UniversalAttnOut.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_bo_read_at_the_head_index_is_refused() -> None:
+    """The shallow variant's attn.bo gathering bo at the head h instead of the column e: refused."""
+    bad = _mutate(
+        "shallow", "attn_bo_source", "(Z.modulo (Z.div (Z.sub x0 (0)%Z) H) D)", "(Z.modulo (Z.sub x0 (0)%Z) H)"
+    )
+    out = UK.check(bad, UK.ATTN_OUT)(0.0)
+    assert out.ok is False and "UniversalAttnOut.v: Coq rejects it" in out.detail, out.detail
