@@ -44,14 +44,15 @@ STACKS = (1, 2, 3)
 
 
 def commit() -> str:
-    """The checkout's short hash, with a note when attnsim/ or this script has uncommitted changes."""
+    """The checkout's short hash, with a note when attnsim/ (where every figure comes from) has
+    uncommitted changes."""
 
     def git(*a: str) -> str:
         return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--", "attnsim", "benchmarks/universal_size.py")
-    return head + (" + uncommitted changes" if dirty else "")
+    dirty = git("status", "--porcelain", "--", "attnsim")
+    return head + (" + uncommitted changes to attnsim/" if dirty else "")
 
 
 def provenance(rev: str) -> str:
@@ -200,7 +201,7 @@ def render(rev: str | None = None) -> str:
         "An L-layer encoder is simulated by running the same program L times on <T1..TL, X> "
         f"(`UniversalSimulator.run_stack`): the input grows by `{sp.sstr(record)}` positions per further layer's "
         "record (compact; P above is for one record, the sequence length being the largest of the input's end and "
-        "the stage grids' ends), and the residual width stays. Compact U at {STACK_CAPACITY}, compiled with max_len = "
+        f"the stage grids' ends), and the residual width stays. Compact U at {STACK_CAPACITY}, compiled with max_len = "
         "`U.positions(L)`:",
         "",
         *stack_rows(),
@@ -213,9 +214,9 @@ def render(rev: str | None = None) -> str:
         "authors' scripts) state: \"Depth is constant in the input size; "
         "width (number of heads) grows with it\"; in the authors' scripts a matmul of A (r x k) by B (k x C) "
         "takes 3 layers with heads 1 / r+C / r·C, a row softmax 2 layers, and the multi-head form one layer "
-        "more, its width growing linearly with the number of heads. U here agrees on the depth (constant: "
-        f"{compact.layers} or {shallow.layers} attention layers) and differs on the width: its heads per layer "
-        "do not grow with the capacity either (each head's selector is built once over the capacity symbols).",
+        "more, its width growing linearly with the number of heads. U here agrees that the depth is constant "
+        f"({compact.layers} or {shallow.layers} attention layers) and differs on the width: its heads per layer "
+        "do not grow with the capacity (each head's selector is built once over the capacity symbols).",
         "",
         "**Fixed Universal Transformers** (arXiv:2605.31423), the closest published construction: its width "
         "bound is O(HLd), as stated in issue 44; we have not read that paper, our notes do not mention it, "
