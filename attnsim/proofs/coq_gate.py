@@ -86,10 +86,12 @@ def parse_assumptions(text: str) -> Printed:
     axioms: list[str] = []
     other: list[str] = []
     section: str | None = None
+    closed = False
     for line in text.splitlines():
         if not line.strip() or line[0].isspace():
             continue
         if line.strip() == _CLOSED:
+            closed = True
             continue
         if line.endswith(":") and " : " not in line:
             section = line[:-1].strip()
@@ -101,6 +103,8 @@ def parse_assumptions(text: str) -> Printed:
             axioms.append(name)
         else:
             other.append(f"{section or 'no section'}: {name}")
+    if not closed and section is None and not other:  # Coq prints one or the other, never nothing
+        other.append(f"Print Assumptions printed neither {_CLOSED!r} nor a list of assumptions")
     return Printed(tuple(axioms), tuple(other))
 
 

@@ -58,6 +58,7 @@ is in :data:`~attnsim.proofs.coq_gate.ALLOWED_AXIOMS`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -91,7 +92,30 @@ def _block(variant: str, name: str) -> Block:
     return found[0]
 
 
+_LABELLED = re.compile(r"^\(\* (.*) \*\)\nDefinition (\S+) ", re.M)
+
+
+@functools.lru_cache(maxsize=4)
+def _label_stems(prefix: str, text: str) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """The export's (label, name) pairs and each name's label as printed (``prefix`` + the label)."""
+    labels = _LABELLED.findall(text)
+    return labels, {name: prefix + re.sub(r"[^A-Za-z0-9_]", "_", label) for label, name in labels}
+
+
+def _unambiguous(variant: str, node: str) -> None:
+    """Refuse a statement naming ``node`` when ``node`` prints its own label (``<prefix>_<label>``) and
+    another exported node's label prints the same way (``out.R_sum`` and ``out.R.sum`` both give
+    ``out_R_sum``; the exporter suffixes the later one): the name would not say which node is meant."""
+    labels, stem = _label_stems(program_name(variant) + "_", export_universal(variant).text)
+    if stem.get(node) != node:  # an unlabelled node, or one named by its term (node_by_term)
+        return
+    same = sorted(label for label, name in labels if stem[name] == node)
+    if len(same) > 1:
+        raise ValueError(f"{variant} U's nodes labelled {' and '.join(map(repr, same))} both print as {node}")
+
+
 def _call(variant: str, node: str) -> str:
+    _unambiguous(variant, node)
     return f"{node} " + " ".join(f"(Z.of_nat {s})" for s in SIZES)
 
 
@@ -817,7 +841,8 @@ def universal_kernel_obligations() -> Iterable[Obligation]:
             "kernel",
             check(stage=stage),
             statement=f"{stage.claim} (coq/EncoderLayer.v) at every query of its grid, for every capacity "
-            "N, D, H, K, F and every input zero beyond d_model columns (one stage)",
+            "N, D, H, K, F and every encoding <T, X> laid out as U's encoder writes it (X and T's weights "
+            "zero beyond their true sizes, each block at U's offset: the theorem's premises) (one stage)",
             tools=("coqc",),
         )
 

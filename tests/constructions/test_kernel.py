@@ -166,6 +166,13 @@ def test_print_assumptions_is_read_by_its_structure() -> None:
     assert G.parse_assumptions("Closed under the global context\n") == G.Printed((), ())
 
 
+@pytest.mark.parametrize("text", ["", "\n", "   indented only\n"])
+def test_print_assumptions_printing_nothing_is_not_closed(text: str) -> None:
+    """Coq prints "Closed under the global context" or a list: an empty text is refused, not read as closed."""
+    got = G.parse_assumptions(text)
+    assert got.axioms == () and len(got.other) == 1 and "printed neither" in got.other[0], got
+
+
 def test_names_are_resolved_to_one_full_path() -> None:
     env = ("mathcomp.classical.boolp.propositional_extensionality", "Attnsim.Relu.boolp.propositional_extensionality")
     one = G.resolve("t", G.Printed(("Relu.boolp.propositional_extensionality",), ()), env)

@@ -33,6 +33,24 @@ def _mutate(variant: str, node: str, old: str, new: str) -> dict[str, KE.CoqProg
     return {variant: replace(good, text=text)}
 
 
+def test_a_statement_naming_a_node_two_labels_print_alike_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exporter prints ``out.R_sum`` and ``out.R.sum`` both as ``out_R_sum`` (suffixing the later):
+    a statement naming such a node is refused, not pointed at whichever node took the plain name."""
+    with pytest.raises(ValueError, match=r"labelled 'out.R.sum' and 'out.R_sum' both print as U_compact_out_R_sum"):
+        UK._call("compact", "U_compact_out_R_sum")
+    good = KE.export_universal("compact")
+    clash = "(* attn.o *)\nDefinition U_compact_attn_o_999 (N D H K F : Z) : sop :=\n  (Const 0).\n"
+    monkeypatch.setattr(
+        UK,
+        "export_universal",
+        lambda v: replace(good, text=good.text + clash) if v == "compact" else KE.export_universal(v),
+    )
+    with pytest.raises(ValueError, match="both print as U_compact_attn_o"):
+        UK.heads_theorems("compact")
+    out = UK.check(stage=UK.HEADS)(0.0)
+    assert out.ok is False and "both print as U_compact_attn_o" in out.detail, out.detail
+
+
 def test_the_shipped_sources_pass_the_source_check() -> None:
     assert UK.source_problems() == []
 
@@ -155,7 +173,7 @@ def test_layer_norm_1_is_the_layers_norm1() -> None:
 
 
 def test_the_layer_norm_1_statement_reads_eps_and_norm1_where_us_layout_puts_them() -> None:
-    (_, st), = UK.layer_norm1_theorems("compact")
+    ((_, st),) = UK.layer_norm1_theorems("compact")
     assert "nth 0 x (U_compact_gates_offset N D H K F + 7)%nat = eps P" in st
     assert "encodes x (U_compact_g1_offset N D H K F) 1 1 D (fun _ => norm1_w P)" in st
     assert "(U_compact_n75 (Z.of_nat N)" in st and st.endswith("= norm1 sqrtf P n X i j")
