@@ -38,6 +38,13 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   query of the out grid (row i < n, column e < d_model) is EncoderLayer's ``add_residual P X
   (self_attn expR P M n Z) i e``: the residual connection and self-attention before LayerNorm (the
   residual gate and bo where U's layout puts them; Wo zero beyond nhead heads; 0 < H).
+* :data:`Y1` (``coq/UniversalY1.v``, both variants, over ``expR``): node ``out.Y1`` (LayerNorm 1 of
+  R when post-norm, else R) at every query of the out grid (row i < n, column e < d_model) is
+  EncoderLayer's x1 before the FFN, ``norm1 sqrtf P n X1 i e`` when post-norm, else ``X1 i e``, X1 =
+  ``add_residual P X (self_attn expR P M n Z)``; R's mean from ``out.R_sum`` (the sum over (e, h) of
+  attn.r_terms) over d, its variance from ``out.R_sq`` (the sum over (e, h, h2) of U's square terms
+  O_h O_h2 + [h2 = 0] 2 O_h c + [h = h2 = 0] c^2, i.e. of R^2) over d minus the squared mean (the
+  post gate where U's layout puts it; Wo and bo zero beyond d_model columns).
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -517,8 +524,20 @@ def attn_out_theorems(variant: str) -> list[tuple[str, str]]:
     the heads stage's (for every head) and the residual gate, bo where U's layout puts it, Wo zero
     beyond nhead heads (U's input map pads it so), a head at all (0 < H) and the sequence covering
     the head grid R sums."""
-    binders, on_input, _ = _softmax_premises(variant, head_query=False)
+    binders, on_input = _attn_out_premises(variant)
     pre = program_name(variant)
+    st = (
+        f"{binders},\n{on_input}"
+        f"  {_ev_real(variant, pre + '_out_R', 'p')}\n"
+        f"  = add_residual P X (self_attn (@expR R) P M n {_Z}) i e"
+    )
+    return [(f"{pre}_attn_out_spec", st)]
+
+
+def _attn_out_premises(variant: str) -> tuple[str, str]:
+    """The R stage's binders (row i, column e, n and the out-grid query p) and premises (see
+    :func:`attn_out_theorems`)."""
+    binders, on_input, _ = _softmax_premises(variant, head_query=False)
     out, heads, bo = _block(variant, "out"), _block(variant, "attn.heads"), _block(variant, "bo")
     if (nat_term(bo.stack), nat_term(bo.rows), nat_term(bo.cols)) != ("1", "1", "D"):
         raise ValueError(f"{variant} U's bo block is not one row of D")
@@ -535,12 +554,36 @@ def attn_out_theorems(variant: str) -> list[tuple[str, str]]:
         f"  (p < ({os_} * {or_} * {oc})%nat)%nat -> (p %/ {oc} %% {or_})%nat = i -> (p %% {oc})%nat = e ->\n"
         "  (i < n)%nat -> (e < d_model P)%nat ->\n"
     )
+    return binders, on_input
+
+
+_X1 = f"(add_residual P X (self_attn (@expR R) P M n {_Z}))"
+
+
+def y1_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's ``out.Y1`` (LayerNorm 1 of R when post-norm, else R; R's mean from out.R_sum, the sum over
+    (e, h) of attn.r_terms, over d, its variance from out.R_sq, the sum over (e, h, h2) of
+    ln1.square_terms, over d, minus the squared mean) at every query of the out grid (row i < n,
+    column e < d_model): EncoderLayer's x1 before the FFN, ``norm1 sqrtf P n X1 i e`` when post-norm,
+    else ``X1 i e``, X1 = add_residual P X (self_attn expR P M n Z).  The premises are the R stage's
+    and the post gate, Wo and bo zero beyond d_model columns (U's input map pads them so) and the
+    sequence covering the grid of the square terms (ln1.square_terms)."""
+    binders, on_input = _attn_out_premises(variant)
+    pre = program_name(variant)
+    sq = _block(variant, "ln1.square_terms")
+    gates = _offset_name(variant, "gates")
+    on_input += (
+        f"  nth 0 x ({gates} {_SIZES} + {GATES.index('post')})%nat = (if norm P is PostNorm then 1 else 0) ->\n"
+        "  (forall (t : 'I_H) (c : 'I_K) (e : 'I_D), (d_model P <= e)%nat -> Wo P t c e = 0) ->\n"
+        "  (forall e : 'I_D, (d_model P <= e)%nat -> bo P 0 e = 0) ->\n"
+        f"  (({nat_term(sq.stack)} * {nat_term(sq.rows)} * {nat_term(sq.cols)})%nat <= size x)%nat ->\n"
+    )
     st = (
         f"{binders},\n{on_input}"
-        f"  {_ev_real(variant, pre + '_out_R', 'p')}\n"
-        f"  = add_residual P X (self_attn (@expR R) P M n {_Z}) i e"
+        f"  {_ev_real(variant, pre + '_out_Y1', 'p')}\n"
+        f"  = (if norm P is PostNorm then norm1 sqrtf P n {_X1} else {_X1}) i e"
     )
-    return [(f"{pre}_attn_out_spec", st)]
+    return [(f"{pre}_y1_spec", st)]
 
 
 @dataclass(frozen=True)
@@ -655,6 +698,16 @@ ATTN_OUT = Stage(
     attn_out_definitions,
     reals=True,
 )
+Y1 = Stage(
+    "UniversalY1",
+    (ATTN_OUT,),
+    y1_theorems,
+    "U's x1 (out.Y1: LayerNorm 1 of R when post-norm, its mean and variance from the sums out.R_sum "
+    "and out.R_sq of U's square terms, else R) == EncoderLayer's norm1 sqrtf P n X1 i e when post-norm, "
+    "else X1 i e, X1 = add_residual P X (self_attn expR P M n Z) (i < n, e < d_model; Wo and bo zero "
+    "beyond d_model columns)",
+    reals=True,
+)
 STAGES: tuple[Stage, ...] = (
     ROW_MEAN,
     ROW_STATS,
@@ -666,6 +719,7 @@ STAGES: tuple[Stage, ...] = (
     SOFTMAX,
     HEADS,
     ATTN_OUT,
+    Y1,
 )
 
 
@@ -835,6 +889,7 @@ __all__ = [
     "SOFTMAX",
     "STAGES",
     "V_PROJ",
+    "Y1",
     "Stage",
     "attn_out_definitions",
     "attn_out_theorems",
@@ -861,4 +916,5 @@ __all__ = [
     "universal_kernel_obligations",
     "v_proj_definitions",
     "v_proj_theorems",
+    "y1_theorems",
 ]

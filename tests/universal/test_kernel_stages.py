@@ -2,11 +2,13 @@
 LayerNorm 1's centred value and variance == X i j - row_mean and row_var, LayerNorm 1's value ==
 norm1, U's Q, K and V projections == EncoderLayer's proj, attn.logit == scores, attn.exp over the
 row sum attn.o.den == softmax_rows over expR (and the row sum positive), the head output attn.o ==
-head t's term of self_attn, R (out.R) == add_residual X (self_attn Z), every capacity, through the
-kernel gate; a mutated node, a mutated exporter, a wrong eps, a max shift that does not cancel, a
-row sum over one key fewer, a numerator summed at column 0, every head reading head 0's Wo, the
-residual added at every head, bo read at the head index and a statement from another layout are each
-refused; no obligation claims Theorem 6."""
+head t's term of self_attn, R (out.R) == add_residual X (self_attn Z), x1 (out.Y1) == norm1 of that
+when post-norm, else that, every capacity, through the kernel gate; a mutated node, a mutated
+exporter, a wrong eps, a max shift that does not cancel, a row sum over one key fewer, a numerator
+summed at column 0, every head reading head 0's Wo, the residual added at every head, bo read at the
+head index, the square terms' cross term counted once, ln1.o2 reading the first head, the post gate
+read at the pre gate and a statement from another layout are each refused; no obligation claims
+Theorem 6."""
 
 from __future__ import annotations
 
@@ -73,6 +75,7 @@ def test_the_obligations_are_stages_not_theorem_6() -> None:
         "UniversalSoftmax",
         "UniversalHeads",
         "UniversalAttnOut",
+        "UniversalY1",
     )
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
@@ -440,3 +443,66 @@ def test_bo_read_at_the_head_index_is_refused() -> None:
     )
     out = UK.check(bad, UK.ATTN_OUT)(0.0)
     assert out.ok is False and "UniversalAttnOut.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_y1_statement_reads_the_post_gate_and_the_square_grid_from_us_layout() -> None:
+    """The R stage's premises, the post gate, Wo and bo zero beyond d_model columns, the square-terms
+    grid's extent; EncoderLayer's norm1 of add_residual X (self_attn Z) when post-norm, else that."""
+    [(name, st)] = UK.y1_theorems("compact")
+    assert name == "U_compact_y1_spec"
+    [(_, r_stage)] = UK.attn_out_theorems("compact")
+    assert st.startswith(r_stage[: r_stage.index("  eval (@expR R)")])
+    assert "nth 0 x (U_compact_gates_offset N D H K F + 2)%nat = (if norm P is PostNorm then 1 else 0)" in st
+    assert "(forall (t : 'I_H) (c : 'I_K) (e : 'I_D), (d_model P <= e)%nat -> Wo P t c e = 0)" in st
+    assert "(forall e : 'I_D, (d_model P <= e)%nat -> bo P 0 e = 0)" in st
+    assert "(((N * D)%nat * H * H)%nat <= size x)%nat" in st
+    x1 = "(add_residual P X (self_attn (@expR R) P M n (if norm P is PreNorm then norm1 sqrtf P n X else X)))"
+    assert "U_compact_out_Y1 (Z.of_nat N)" in st
+    assert st.endswith(f"= (if norm P is PostNorm then norm1 sqrtf P n {x1} else {x1}) i e")
+    [(name, _)] = UK.y1_theorems("shallow")
+    assert name == "U_shallow_y1_spec"
+
+
+@needs_coq
+def test_us_y1_is_the_layers_x1() -> None:
+    out = UK.check(stage=UK.Y1)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_y1_spec", "U_shallow_y1_spec")
+    assert set(out.kernel.assumptions) <= UK.G.ALLOWED_AXIOMS and out.kernel.assumptions, out.kernel.assumptions
+
+
+@needs_coq
+def test_square_terms_with_the_cross_term_counted_once_are_refused() -> None:
+    """ln1.square_terms' cross term O c scaled by 1, not 2: R_sq is not the sum of R^2, refused by Coq."""
+    pre = KE.program_name("compact")
+    bad = _mutate_term(
+        "compact",
+        "(Map1 (PScale (CQ (2)%Z (1)%Z)) {a})",
+        "(CQ (2)%Z (1)%Z)",
+        "(CQ (1)%Z (1)%Z)",
+        a=UK.node_by_term("compact", "(Map2 PMul {a} {b})", a=f"{pre}_ln1_o", b=f"{pre}_ln1_c"),
+    )
+    out = UK.check(bad, UK.Y1)(0.0)
+    assert out.ok is False and "UniversalY1.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_the_second_head_output_read_at_the_first_head_is_refused() -> None:
+    """ln1.o2 reading head h (not h2): the square terms sum H O_h^2, not (sum_h O_h)^2, refused."""
+    bad = _mutate(
+        "compact",
+        "ln1_o2_num_query_group",
+        "(Z.add (Z.mul (0)%Z H) (Z.modulo (Z.sub x0 (0)%Z) H))",
+        "(Z.add (Z.mul (0)%Z H) (Z.modulo (Z.div (Z.sub x0 (0)%Z) H) H))",
+    )
+    out = UK.check(bad, UK.Y1)(0.0)
+    assert out.ok is False and "UniversalY1.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_the_post_gate_read_at_the_pre_gate_is_refused() -> None:
+    """The shallow variant's post gate read from the pre gate (index 1, not 2): refused by Coq."""
+    bad = _mutate("shallow", "post_source", "(2)%Z) (0)%Z)", "(1)%Z) (0)%Z)")
+    out = UK.check(bad, UK.Y1)(0.0)
+    assert out.ok is False and "UniversalY1.v: Coq rejects it" in out.detail, out.detail
