@@ -45,6 +45,13 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   attn.r_terms) over d, its variance from ``out.R_sq`` (the sum over (e, h, h2) of U's square terms
   O_h O_h2 + [h2 = 0] 2 O_h c + [h = h2 = 0] c^2, i.e. of R^2) over d minus the squared mean (the
   post gate where U's layout puts it; Wo and bo zero beyond d_model columns).
+* :data:`FFN_ACT` (``coq/UniversalFfnAct.v``, both variants, over ``expR``): node ``ffn2.u.act`` at
+  every query of the grid ffn2.products (row i < n, column e, feature f) is EncoderLayer's
+  ``activation P (\\sum_(j' < D | j' < d_model) Z2 i j' * W1 P j' f + b1 P 0 f)``, Z2 = norm2 X1
+  (pre-norm), norm1 X1 (post-norm), else X1: U's LayerNorm folded into sums of ffn1.rgw, ffn1.gw and
+  ffn1.bw over (h, e'); norm2's weight and bias, W1 (zero beyond d_model rows) and b1 where U's
+  layout puts them; the premise that ``activation P`` is the function U's gelu / gelu_tanh gates
+  select (geluf, gelu_tanhf, else ReLU).
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -698,6 +705,80 @@ ATTN_OUT = Stage(
     attn_out_definitions,
     reals=True,
 )
+
+
+def ffn_act_definitions(variant: str) -> list[str]:
+    """The offsets of the g2, be2, w1 and b1 blocks in U's layout, as Coq definitions over the sizes."""
+    return [
+        f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
+        for b in ("g2", "be2", "w1", "b1")
+    ]
+
+
+_Z2 = f"(match norm P with PreNorm => norm2 sqrtf P n {_X1} | PostNorm => norm1 sqrtf P n {_X1} | NoNorm => {_X1} end)"
+
+
+def ffn_act_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's FFN-1 activation ``ffn2.u.act`` at every query of the grid ffn2.products (row i < n,
+    column e, feature f): EncoderLayer's ``activation P (\\sum_(j' < D | j' < d_model) Z2 i j' * W1 P
+    j' f + b1 P 0 f)``, Z2 the FFN's input (norm2 of X1 when pre-norm, norm1 of X1 when post-norm,
+    else X1; X1 = add_residual P X (self_attn expR P M n Z)).  U folds that LayerNorm into sums over
+    (h, e') of ffn1.rgw, ffn1.gw and ffn1.bw.  The premises are the x1 stage's (but its out-grid
+    query), norm2's weight and bias, W1 (zero beyond d_model rows) and b1 where U's layout puts
+    them, the sequence covering the grid ffn1.products, and: ``activation P`` is the function U's
+    gelu and gelu_tanh gates select (geluf, gelu_tanhf, else ReLU)."""
+    binders, on_input = _attn_out_premises(variant)
+    pre = program_name(variant)
+    out = _block(variant, "out")
+    p_lines = (
+        f"  (p < ({nat_term(out.stack)} * {nat_term(out.rows)} * {nat_term(out.cols)})%nat)%nat -> "
+        f"(p %/ {nat_term(out.cols)} %% {nat_term(out.rows)})%nat = i -> (p %% {nat_term(out.cols)})%nat = e ->\n"
+        "  (i < n)%nat -> (e < d_model P)%nat ->\n"
+    )
+    if p_lines not in on_input:
+        raise ValueError(f"{variant} U's R premises do not end with the out-grid query")
+    on_input = on_input.replace(p_lines, "  (i < n)%nat ->\n")
+    binders = binders.replace("(e : 'I_D) (n p : nat)", "(f : 'I_F) (n q : nat)")
+    y1 = y1_theorems(variant)[0][1]
+    post = f"  nth 0 x ({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('post')})%nat"
+    extra = y1[y1.index(post) : y1.index("  eval (@expR R)")]
+    grid, fp = _block(variant, "ffn2.products"), _block(variant, "ffn1.products")
+    gs, gr, gc = nat_term(grid.stack), nat_term(grid.rows), nat_term(grid.cols)
+    gates = _offset_name(variant, "gates")
+    g = {b: _block(variant, b) for b in ("g2", "be2", "w1", "b1")}
+    for b, shape in {
+        "g2": ("1", "1", "D"),
+        "be2": ("1", "1", "D"),
+        "w1": ("1", "D", "F"),
+        "b1": ("1", "1", "F"),
+    }.items():
+        if (nat_term(g[b].stack), nat_term(g[b].rows), nat_term(g[b].cols)) != shape:
+            raise ValueError(f"{variant} U's {b} block is not {shape}")
+    operands = {name: src.operand for name, _, src in RECORD}
+    for b, operand in {"g2": "norm2_weight", "be2": "norm2_bias", "w1": "linear1_weight", "b1": "linear1_bias"}.items():
+        if operands.get(b) != operand:
+            raise ValueError(f"U's record block {b} holds {operands.get(b)!r}, not {operand}")
+    on_input += extra + (
+        f"  encodes x ({_offset_name(variant, 'g2')} {_SIZES}) 1 1 D (fun _ => norm2_w P) ->\n"
+        f"  encodes x ({_offset_name(variant, 'be2')} {_SIZES}) 1 1 D (fun _ => norm2_b P) ->\n"
+        f"  encodes x ({_offset_name(variant, 'w1')} {_SIZES}) 1 D F (fun _ => W1 P) ->\n"
+        f"  encodes x ({_offset_name(variant, 'b1')} {_SIZES}) 1 1 F (fun _ => b1 P) ->\n"
+        "  (forall (j : 'I_D) (f : 'I_F), (d_model P <= j)%nat -> W1 P j f = 0) ->\n"
+        f"  (({nat_term(fp.stack)} * {nat_term(fp.rows)} * {nat_term(fp.cols)})%nat <= size x)%nat ->\n"
+        f"  (forall v : R, activation P v = if nth 0 x ({gates} {_SIZES} + {GATES.index('gelu')})%nat != 0\n"
+        "    then geluf v"
+        f" else if nth 0 x ({gates} {_SIZES} + {GATES.index('gelu_tanh')})%nat != 0 then gelu_tanhf v"
+        " else Num.max v 0) ->\n"
+        f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr})%nat = i -> (q %% {gc})%nat = f ->\n"
+    )
+    st = (
+        f"{binders},\n{on_input}"
+        f"  {_ev_real(variant, pre + '_ffn2_u_act', 'q')}\n"
+        f"  = activation P (\\sum_(j' < D | (j' < d_model P)%nat) {_Z2} i j' * W1 P j' f + b1 P 0 f)"
+    )
+    return [(f"{pre}_ffn_act_spec", st)]
+
+
 Y1 = Stage(
     "UniversalY1",
     (ATTN_OUT,),
@@ -706,6 +787,17 @@ Y1 = Stage(
     "and out.R_sq of U's square terms, else R) == EncoderLayer's norm1 sqrtf P n X1 i e when post-norm, "
     "else X1 i e, X1 = add_residual P X (self_attn expR P M n Z) (i < n, e < d_model; Wo and bo zero "
     "beyond d_model columns)",
+    reals=True,
+)
+FFN_ACT = Stage(
+    "UniversalFfnAct",
+    (Y1,),
+    ffn_act_theorems,
+    "U's FFN-1 activation (ffn2.u.act: LayerNorm folded into sums of ffn1.rgw, ffn1.gw, ffn1.bw over "
+    "(h, e'), plus b1, through the gates' activation) == EncoderLayer's activation P (sum_(j' < d_model) "
+    "Z2 i j' * W1 P j' f + b1 P 0 f), Z2 = norm2 X1 (pre-norm), norm1 X1 (post-norm), else X1 (i < n; "
+    "activation P the function U's gelu / gelu_tanh gates select; W1 zero beyond d_model rows)",
+    ffn_act_definitions,
     reals=True,
 )
 STAGES: tuple[Stage, ...] = (
@@ -720,6 +812,7 @@ STAGES: tuple[Stage, ...] = (
     HEADS,
     ATTN_OUT,
     Y1,
+    FFN_ACT,
 )
 
 
@@ -879,6 +972,7 @@ def universal_kernel_obligations() -> Iterable[Obligation]:
 __all__ = [
     "ATTN_OUT",
     "CONSTRUCTION",
+    "FFN_ACT",
     "HEADS",
     "K_PROJ",
     "LAYER_NORM1",
@@ -894,6 +988,8 @@ __all__ = [
     "attn_out_definitions",
     "attn_out_theorems",
     "check",
+    "ffn_act_definitions",
+    "ffn_act_theorems",
     "files",
     "heads_definitions",
     "heads_theorems",

@@ -3,11 +3,13 @@ LayerNorm 1's centred value and variance == X i j - row_mean and row_var, LayerN
 norm1, U's Q, K and V projections == EncoderLayer's proj, attn.logit == scores, attn.exp over the
 row sum attn.o.den == softmax_rows over expR (and the row sum positive), the head output attn.o ==
 head t's term of self_attn, R (out.R) == add_residual X (self_attn Z), x1 (out.Y1) == norm1 of that
-when post-norm, else that, every capacity, through the kernel gate; a mutated node, a mutated
+when post-norm, else that, the FFN-1 activation (ffn2.u.act) == activation of the FFN input's first
+linear layer, every capacity, through the kernel gate; a mutated node, a mutated
 exporter, a wrong eps, a max shift that does not cancel, a row sum over one key fewer, a numerator
 summed at column 0, every head reading head 0's Wo, the residual added at every head, bo read at the
 head index, the square terms' cross term counted once, ln1.o2 reading the first head, the post gate
-read at the pre gate and a statement from another layout are each refused; no obligation claims
+read at the pre gate, W1 read transposed, norm1's bias in the pre-norm FFN, the gelu gate read at
+gelu_tanh's index and a statement from another layout are each refused; no obligation claims
 Theorem 6."""
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ def test_the_obligations_are_stages_not_theorem_6() -> None:
         "UniversalHeads",
         "UniversalAttnOut",
         "UniversalY1",
+        "UniversalFfnAct",
     )
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
@@ -506,3 +509,60 @@ def test_the_post_gate_read_at_the_pre_gate_is_refused() -> None:
     bad = _mutate("shallow", "post_source", "(2)%Z) (0)%Z)", "(1)%Z) (0)%Z)")
     out = UK.check(bad, UK.Y1)(0.0)
     assert out.ok is False and "UniversalY1.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_ffn_act_statement_reads_w1_b1_norm2_and_the_gates_from_us_layout() -> None:
+    """The x1 stage's premises without its out-grid query, norm2's weight and bias, W1 (D x F) and
+    b1 where U's layout puts them, the activation the gates select; EncoderLayer's activation of
+    the first linear layer of the FFN's input."""
+    [(name, st)] = UK.ffn_act_theorems("compact")
+    assert name == "U_compact_ffn_act_spec"
+    assert "(p < " not in st and "(e < d_model P)%nat ->" not in st
+    assert "nth 0 x (U_compact_gates_offset N D H K F + 2)%nat = (if norm P is PostNorm then 1 else 0)" in st
+    assert "encodes x (U_compact_g2_offset N D H K F) 1 1 D (fun _ => norm2_w P)" in st
+    assert "encodes x (U_compact_w1_offset N D H K F) 1 D F (fun _ => W1 P)" in st
+    assert "encodes x (U_compact_b1_offset N D H K F) 1 1 F (fun _ => b1 P)" in st
+    assert "(forall (j : 'I_D) (f : 'I_F), (d_model P <= j)%nat -> W1 P j f = 0)" in st
+    assert "activation P v = if nth 0 x (U_compact_gates_offset N D H K F + 3)%nat != 0\n    then geluf v" in st
+    assert "(q < (N * D * F)%nat)%nat -> (q %/ F %/ D)%nat = i -> (q %% F)%nat = f" in st
+    assert "U_compact_ffn2_u_act (Z.of_nat N)" in st
+    assert "match norm P with PreNorm => norm2 sqrtf P n" in st
+    assert st.endswith("i j' * W1 P j' f + b1 P 0 f)")
+    assert "Definition U_compact_w1_offset (N D H K F : nat) : nat :=" in UK.statement_text(UK.FFN_ACT)
+
+
+@needs_coq
+def test_us_ffn_activation_is_the_layers() -> None:
+    out = UK.check(stage=UK.FFN_ACT)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_ffn_act_spec", "U_shallow_ffn_act_spec")
+    assert set(out.kernel.assumptions) <= UK.G.ALLOWED_AXIOMS and out.kernel.assumptions, out.kernel.assumptions
+
+
+@needs_coq
+def test_w1_read_transposed_is_refused() -> None:
+    """ffn1.w1 reading W1 as if stored F x D (row f, column e): refused by Coq."""
+    e_col, f_col = "(Z.modulo (Z.sub x0 (0)%Z) D)", "(Z.modulo (Z.div (Z.div (Z.sub x0 (0)%Z) D) H) F)"
+    bad = _mutate(
+        "compact", "ffn1_w1_source", f"(Z.add (Z.mul {e_col} F) {f_col})", f"(Z.add (Z.mul {f_col} D) {e_col})"
+    )
+    out = UK.check(bad, UK.FFN_ACT)(0.0)
+    assert out.ok is False and "UniversalFfnAct.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_pre_norm_ffn_reading_norm1s_bias_is_refused() -> None:
+    """ffn1.beta reading norm1's bias when pre-norm too (not norm2's): refused by Coq."""
+    pre = KE.program_name("shallow")
+    bad = _mutate("shallow", "ffn1_beta", f"({pre}_ffn1_be2 N D H K F)", f"({pre}_ffn1_be1 N D H K F)")
+    out = UK.check(bad, UK.FFN_ACT)(0.0)
+    assert out.ok is False and "UniversalFfnAct.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_the_gelu_gate_read_at_the_gelu_tanh_index_is_refused() -> None:
+    """The gelu gate read at gelu_tanh's index (4, not 3): not the activation the layer declares."""
+    bad = _mutate("compact", "gelu_source", "(3)%Z) (0)%Z)", "(4)%Z) (0)%Z)")
+    out = UK.check(bad, UK.FFN_ACT)(0.0)
+    assert out.ok is False and "UniversalFfnAct.v: Coq rejects it" in out.detail, out.detail
