@@ -52,6 +52,11 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   ffn1.bw over (h, e'); norm2's weight and bias, W1 (zero beyond d_model rows) and b1 where U's
   layout puts them; the premise that ``activation P`` is the function U's gelu / gelu_tanh gates
   select (geluf, gelu_tanhf, else ReLU).
+* :data:`FFN_OUT` (``coq/UniversalFfnOut.v``, both variants, over ``expR``): node ``out.R2`` (c2 = the
+  residual gate times out.Y1 plus b2, plus out.ffn, the sum over f of ffn2.u.act times W2) at every
+  query of the out grid (row i < n, column e < d_model) is EncoderLayer's ``add_residual P x1
+  (ff_block P n Z2) i e``, x1 = norm1 X1 when post-norm, else X1 (W2 zero beyond dim_ff rows; W2
+  and b2 where U's layout puts them).
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -789,6 +794,49 @@ Y1 = Stage(
     "beyond d_model columns)",
     reals=True,
 )
+
+
+def ffn_out_definitions(variant: str) -> list[str]:
+    """The offsets of the w2 and b2 blocks in U's layout, as Coq definitions over the sizes."""
+    return [
+        f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
+        for b in ("w2", "b2")
+    ]
+
+
+def ffn_out_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's ``out.R2`` (c2 = the residual gate times out.Y1 plus b2, plus out.ffn, the sum over f of
+    ffn2.prod = ffn2.u.act times W2) at every query of the out grid (row i < n, column e < d_model):
+    EncoderLayer's ``add_residual P x1 (ff_block P n Z2) i e``, x1 = norm1 X1 when post-norm, else X1,
+    Z2 the FFN's input (see :func:`ffn_act_theorems`).  The premises are the x1 stage's, the FFN-1
+    stage's (but its query), W2 (F x D, zero beyond dim_ff rows) and b2 where U's layout puts them
+    and the sequence covering the grid ffn2.products."""
+    binders, on_input = _attn_out_premises(variant)
+    pre = program_name(variant)
+    y1 = y1_theorems(variant)[0][1]
+    act = ffn_act_theorems(variant)[0][1]
+    post = f"  nth 0 x ({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('post')})%nat"
+    g2 = f"  encodes x ({_offset_name(variant, 'g2')} {_SIZES})"
+    extra = y1[y1.index(post) : y1.index("  eval (@expR R)")] + act[act.index(g2) : act.index("  (q < ")]
+    for b, shape, operand in (("w2", ("1", "F", "D"), "linear2_weight"), ("b2", ("1", "1", "D"), "linear2_bias")):
+        blk = _block(variant, b)
+        if (nat_term(blk.stack), nat_term(blk.rows), nat_term(blk.cols)) != shape:
+            raise ValueError(f"{variant} U's {b} block is not {shape}")
+        if {name: src.operand for name, _, src in RECORD}.get(b) != operand:
+            raise ValueError(f"U's record block {b} does not hold {operand}")
+    grid = _block(variant, "ffn2.products")
+    on_input += extra + (
+        f"  encodes x ({_offset_name(variant, 'w2')} {_SIZES}) 1 F D (fun _ => W2 P) ->\n"
+        f"  encodes x ({_offset_name(variant, 'b2')} {_SIZES}) 1 1 D (fun _ => b2 P) ->\n"
+        "  (forall (f : 'I_F) (e : 'I_D), (dim_ff P <= f)%nat -> W2 P f e = 0) ->\n"
+        f"  (({nat_term(grid.stack)} * {nat_term(grid.rows)} * {nat_term(grid.cols)})%nat <= size x)%nat ->\n"
+    )
+    x1 = f"(if norm P is PostNorm then norm1 sqrtf P n {_X1} else {_X1})"
+    st = f"{binders},\n{on_input}  {_ev_real(variant, pre + '_out_R2', 'p')}\n"
+    st += f"  = add_residual P {x1} (ff_block P n {_Z2}) i e"
+    return [(f"{pre}_ffn_out_spec", st)]
+
+
 FFN_ACT = Stage(
     "UniversalFfnAct",
     (Y1,),
@@ -798,6 +846,16 @@ FFN_ACT = Stage(
     "Z2 i j' * W1 P j' f + b1 P 0 f), Z2 = norm2 X1 (pre-norm), norm1 X1 (post-norm), else X1 (i < n; "
     "activation P the function U's gelu / gelu_tanh gates select; W1 zero beyond d_model rows)",
     ffn_act_definitions,
+    reals=True,
+)
+FFN_OUT = Stage(
+    "UniversalFfnOut",
+    (FFN_ACT,),
+    ffn_out_theorems,
+    "U's R2 (out.R2: the residual gate times out.Y1 plus b2, plus out.ffn, the sum over f of ffn2.u.act "
+    "times W2) == EncoderLayer's add_residual P x1 (ff_block P n Z2) i e, x1 = norm1 X1 when post-norm, "
+    "else X1 (i < n, e < d_model; W2 zero beyond dim_ff rows, the FFN-1 stage's premises)",
+    ffn_out_definitions,
     reals=True,
 )
 STAGES: tuple[Stage, ...] = (
@@ -813,6 +871,7 @@ STAGES: tuple[Stage, ...] = (
     ATTN_OUT,
     Y1,
     FFN_ACT,
+    FFN_OUT,
 )
 
 
@@ -973,6 +1032,7 @@ __all__ = [
     "ATTN_OUT",
     "CONSTRUCTION",
     "FFN_ACT",
+    "FFN_OUT",
     "HEADS",
     "K_PROJ",
     "LAYER_NORM1",
@@ -990,6 +1050,8 @@ __all__ = [
     "check",
     "ffn_act_definitions",
     "ffn_act_theorems",
+    "ffn_out_definitions",
+    "ffn_out_theorems",
     "files",
     "heads_definitions",
     "heads_theorems",

@@ -4,13 +4,13 @@ norm1, U's Q, K and V projections == EncoderLayer's proj, attn.logit == scores, 
 row sum attn.o.den == softmax_rows over expR (and the row sum positive), the head output attn.o ==
 head t's term of self_attn, R (out.R) == add_residual X (self_attn Z), x1 (out.Y1) == norm1 of that
 when post-norm, else that, the FFN-1 activation (ffn2.u.act) == activation of the FFN input's first
-linear layer, every capacity, through the kernel gate; a mutated node, a mutated
-exporter, a wrong eps, a max shift that does not cancel, a row sum over one key fewer, a numerator
-summed at column 0, every head reading head 0's Wo, the residual added at every head, bo read at the
-head index, the square terms' cross term counted once, ln1.o2 reading the first head, the post gate
-read at the pre gate, W1 read transposed, norm1's bias in the pre-norm FFN, the gelu gate read at
-gelu_tanh's index and a statement from another layout are each refused; no obligation claims
-Theorem 6."""
+linear layer, R2 (out.R2) == add_residual x1 (ff_block Z2), every capacity, through the kernel gate;
+a mutated node, a mutated exporter, a wrong eps, a max shift that does not cancel, a row sum over
+one key fewer, a numerator summed at column 0, every head reading head 0's Wo, the residual added at
+every head, bo read at the head index, the square terms' cross term counted once, ln1.o2 reading the
+first head, the post gate read at the pre gate, W1 read transposed, norm1's bias in the pre-norm
+FFN, the gelu gate read at gelu_tanh's index, W2 read transposed, x1 added without the residual gate
+and a statement from another layout are each refused; no obligation claims Theorem 6."""
 
 from __future__ import annotations
 
@@ -79,6 +79,7 @@ def test_the_obligations_are_stages_not_theorem_6() -> None:
         "UniversalAttnOut",
         "UniversalY1",
         "UniversalFfnAct",
+        "UniversalFfnOut",
     )
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
@@ -566,3 +567,48 @@ def test_the_gelu_gate_read_at_the_gelu_tanh_index_is_refused() -> None:
     bad = _mutate("compact", "gelu_source", "(3)%Z) (0)%Z)", "(4)%Z) (0)%Z)")
     out = UK.check(bad, UK.FFN_ACT)(0.0)
     assert out.ok is False and "UniversalFfnAct.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_ffn_out_statement_reads_w2_and_b2_from_us_layout() -> None:
+    """The x1 and FFN-1 stages' premises, W2 (F x D, zero beyond dim_ff rows) and b2 where U's layout
+    puts them; EncoderLayer's add_residual of x1 and ff_block of the FFN's input."""
+    [(name, st)] = UK.ffn_out_theorems("compact")
+    assert name == "U_compact_ffn_out_spec"
+    assert "(p < (1 * N * D)%nat)%nat -> (p %/ D %% N)%nat = i -> (p %% D)%nat = e" in st
+    assert "encodes x (U_compact_w1_offset N D H K F) 1 D F (fun _ => W1 P)" in st and "(q < " not in st
+    assert "encodes x (U_compact_w2_offset N D H K F) 1 F D (fun _ => W2 P)" in st
+    assert "encodes x (U_compact_b2_offset N D H K F) 1 1 D (fun _ => b2 P)" in st
+    assert "(forall (f : 'I_F) (e : 'I_D), (dim_ff P <= f)%nat -> W2 P f e = 0)" in st
+    assert "U_compact_out_R2 (Z.of_nat N)" in st
+    assert "= add_residual P (if norm P is PostNorm then norm1 sqrtf P n" in st
+    assert "(ff_block P n (match norm P with PreNorm => norm2 sqrtf P n" in st and st.endswith(" end)) i e")
+
+
+@needs_coq
+def test_us_r2_is_x1_plus_the_layers_ff_block() -> None:
+    out = UK.check(stage=UK.FFN_OUT)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_ffn_out_spec", "U_shallow_ffn_out_spec")
+    assert set(out.kernel.assumptions) <= UK.G.ALLOWED_AXIOMS and out.kernel.assumptions, out.kernel.assumptions
+
+
+@needs_coq
+def test_w2_read_transposed_is_refused() -> None:
+    """ffn2.w2 reading W2 as if stored D x F (row e, column f): refused by Coq."""
+    f_col, e_col = "(Z.modulo (Z.sub x0 (0)%Z) F)", "(Z.modulo (Z.div (Z.sub x0 (0)%Z) F) D)"
+    bad = _mutate(
+        "compact", "ffn2_w2_source", f"(Z.add (Z.mul {f_col} D) {e_col})", f"(Z.add (Z.mul {e_col} F) {f_col})"
+    )
+    out = UK.check(bad, UK.FFN_OUT)(0.0)
+    assert out.ok is False and "UniversalFfnOut.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_x1_added_without_the_residual_gate_is_refused() -> None:
+    """out.c2 adding out.Y1 whatever the residual gate: refused by Coq (a layer without residual)."""
+    pre = KE.program_name("shallow")
+    gated = UK.node_by_term("shallow", "(Map2 PMul {a} {b})", a=f"{pre}_residual", b=f"{pre}_out_Y1")
+    bad = _mutate("shallow", "out_c2", f"({gated} N D H K F)", f"({pre}_out_Y1 N D H K F)")
+    out = UK.check(bad, UK.FFN_OUT)(0.0)
+    assert out.ok is False and "UniversalFfnOut.v: Coq rejects it" in out.detail, out.detail
