@@ -38,6 +38,25 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   query of the out grid (row i < n, column e < d_model) is EncoderLayer's ``add_residual P X
   (self_attn expR P M n Z) i e``: the residual connection and self-attention before LayerNorm (the
   residual gate and bo where U's layout puts them; Wo zero beyond nhead heads; 0 < H).
+* :data:`Y1` (``coq/UniversalY1.v``, both variants, over ``expR``): node ``out.Y1`` (LayerNorm 1 of
+  R when post-norm, else R) at every query of the out grid (row i < n, column e < d_model) is
+  EncoderLayer's x1 before the FFN, ``norm1 sqrtf P n X1 i e`` when post-norm, else ``X1 i e``, X1 =
+  ``add_residual P X (self_attn expR P M n Z)``; R's mean from ``out.R_sum`` (the sum over (e, h) of
+  attn.r_terms) over d, its variance from ``out.R_sq`` (the sum over (e, h, h2) of U's square terms
+  O_h O_h2 + [h2 = 0] 2 O_h c + [h = h2 = 0] c^2, i.e. of R^2) over d minus the squared mean (the
+  post gate where U's layout puts it; Wo and bo zero beyond d_model columns).
+* :data:`FFN_ACT` (``coq/UniversalFfnAct.v``, both variants, over ``expR``): node ``ffn2.u.act`` at
+  every query of the grid ffn2.products (row i < n, column e, feature f) is EncoderLayer's
+  ``activation P (\\sum_(j' < D | j' < d_model) Z2 i j' * W1 P j' f + b1 P 0 f)``, Z2 = norm2 X1
+  (pre-norm), norm1 X1 (post-norm), else X1: U's LayerNorm folded into sums of ffn1.rgw, ffn1.gw and
+  ffn1.bw over (h, e'); norm2's weight and bias, W1 (zero beyond d_model rows) and b1 where U's
+  layout puts them; the premise that ``activation P`` is the function U's gelu / gelu_tanh gates
+  select (geluf, gelu_tanhf, else ReLU).
+* :data:`FFN_OUT` (``coq/UniversalFfnOut.v``, both variants, over ``expR``): node ``out.R2`` (c2 = the
+  residual gate times out.Y1 plus b2, plus out.ffn, the sum over f of ffn2.u.act times W2) at every
+  query of the out grid (row i < n, column e < d_model) is EncoderLayer's ``add_residual P x1
+  (ff_block P n Z2) i e``, x1 = norm1 X1 when post-norm, else X1 (W2 zero beyond dim_ff rows; W2
+  and b2 where U's layout puts them).
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -541,8 +560,20 @@ def attn_out_theorems(variant: str) -> list[tuple[str, str]]:
     the heads stage's (for every head) and the residual gate, bo where U's layout puts it, Wo zero
     beyond nhead heads (U's input map pads it so), a head at all (0 < H) and the sequence covering
     the head grid R sums."""
-    binders, on_input, _ = _softmax_premises(variant, head_query=False)
+    binders, on_input = _attn_out_premises(variant)
     pre = program_name(variant)
+    st = (
+        f"{binders},\n{on_input}"
+        f"  {_ev_real(variant, pre + '_out_R', 'p')}\n"
+        f"  = add_residual P X (self_attn (@expR R) P M n {_Z}) i e"
+    )
+    return [(f"{pre}_attn_out_spec", st)]
+
+
+def _attn_out_premises(variant: str) -> tuple[str, str]:
+    """The R stage's binders (row i, column e, n and the out-grid query p) and premises (see
+    :func:`attn_out_theorems`)."""
+    binders, on_input, _ = _softmax_premises(variant, head_query=False)
     out, heads, bo = _block(variant, "out"), _block(variant, "attn.heads"), _block(variant, "bo")
     if (nat_term(bo.stack), nat_term(bo.rows), nat_term(bo.cols)) != ("1", "1", "D"):
         raise ValueError(f"{variant} U's bo block is not one row of D")
@@ -559,12 +590,36 @@ def attn_out_theorems(variant: str) -> list[tuple[str, str]]:
         f"  (p < ({os_} * {or_} * {oc})%nat)%nat -> (p %/ {oc} %% {or_})%nat = i -> (p %% {oc})%nat = e ->\n"
         "  (i < n)%nat -> (e < d_model P)%nat ->\n"
     )
+    return binders, on_input
+
+
+_X1 = f"(add_residual P X (self_attn (@expR R) P M n {_Z}))"
+
+
+def y1_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's ``out.Y1`` (LayerNorm 1 of R when post-norm, else R; R's mean from out.R_sum, the sum over
+    (e, h) of attn.r_terms, over d, its variance from out.R_sq, the sum over (e, h, h2) of
+    ln1.square_terms, over d, minus the squared mean) at every query of the out grid (row i < n,
+    column e < d_model): EncoderLayer's x1 before the FFN, ``norm1 sqrtf P n X1 i e`` when post-norm,
+    else ``X1 i e``, X1 = add_residual P X (self_attn expR P M n Z).  The premises are the R stage's
+    and the post gate, Wo and bo zero beyond d_model columns (U's input map pads them so) and the
+    sequence covering the grid of the square terms (ln1.square_terms)."""
+    binders, on_input = _attn_out_premises(variant)
+    pre = program_name(variant)
+    sq = _block(variant, "ln1.square_terms")
+    gates = _offset_name(variant, "gates")
+    on_input += (
+        f"  nth 0 x ({gates} {_SIZES} + {GATES.index('post')})%nat = (if norm P is PostNorm then 1 else 0) ->\n"
+        "  (forall (t : 'I_H) (c : 'I_K) (e : 'I_D), (d_model P <= e)%nat -> Wo P t c e = 0) ->\n"
+        "  (forall e : 'I_D, (d_model P <= e)%nat -> bo P 0 e = 0) ->\n"
+        f"  (({nat_term(sq.stack)} * {nat_term(sq.rows)} * {nat_term(sq.cols)})%nat <= size x)%nat ->\n"
+    )
     st = (
         f"{binders},\n{on_input}"
-        f"  {_ev_real(variant, pre + '_out_R', 'p')}\n"
-        f"  = add_residual P X (self_attn (@expR R) P M n {_Z}) i e"
+        f"  {_ev_real(variant, pre + '_out_Y1', 'p')}\n"
+        f"  = (if norm P is PostNorm then norm1 sqrtf P n {_X1} else {_X1}) i e"
     )
-    return [(f"{pre}_attn_out_spec", st)]
+    return [(f"{pre}_y1_spec", st)]
 
 
 @dataclass(frozen=True)
@@ -679,6 +734,154 @@ ATTN_OUT = Stage(
     attn_out_definitions,
     reals=True,
 )
+
+
+def ffn_act_definitions(variant: str) -> list[str]:
+    """The offsets of the g2, be2, w1 and b1 blocks in U's layout, as Coq definitions over the sizes."""
+    return [
+        f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
+        for b in ("g2", "be2", "w1", "b1")
+    ]
+
+
+_Z2 = f"(match norm P with PreNorm => norm2 sqrtf P n {_X1} | PostNorm => norm1 sqrtf P n {_X1} | NoNorm => {_X1} end)"
+
+
+def ffn_act_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's FFN-1 activation ``ffn2.u.act`` at every query of the grid ffn2.products (row i < n,
+    column e, feature f): EncoderLayer's ``activation P (\\sum_(j' < D | j' < d_model) Z2 i j' * W1 P
+    j' f + b1 P 0 f)``, Z2 the FFN's input (norm2 of X1 when pre-norm, norm1 of X1 when post-norm,
+    else X1; X1 = add_residual P X (self_attn expR P M n Z)).  U folds that LayerNorm into sums over
+    (h, e') of ffn1.rgw, ffn1.gw and ffn1.bw.  The premises are the x1 stage's (but its out-grid
+    query), norm2's weight and bias, W1 (zero beyond d_model rows) and b1 where U's layout puts
+    them, the sequence covering the grid ffn1.products, and: ``activation P`` is the function U's
+    gelu and gelu_tanh gates select (geluf, gelu_tanhf, else ReLU)."""
+    binders, on_input = _attn_out_premises(variant)
+    pre = program_name(variant)
+    out = _block(variant, "out")
+    p_lines = (
+        f"  (p < ({nat_term(out.stack)} * {nat_term(out.rows)} * {nat_term(out.cols)})%nat)%nat -> "
+        f"(p %/ {nat_term(out.cols)} %% {nat_term(out.rows)})%nat = i -> (p %% {nat_term(out.cols)})%nat = e ->\n"
+        "  (i < n)%nat -> (e < d_model P)%nat ->\n"
+    )
+    if p_lines not in on_input:
+        raise ValueError(f"{variant} U's R premises do not end with the out-grid query")
+    on_input = on_input.replace(p_lines, "  (i < n)%nat ->\n")
+    binders = binders.replace("(e : 'I_D) (n p : nat)", "(f : 'I_F) (n q : nat)")
+    y1 = y1_theorems(variant)[0][1]
+    post = f"  nth 0 x ({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('post')})%nat"
+    extra = y1[y1.index(post) : y1.index("  eval (@expR R)")]
+    grid, fp = _block(variant, "ffn2.products"), _block(variant, "ffn1.products")
+    gs, gr, gc = nat_term(grid.stack), nat_term(grid.rows), nat_term(grid.cols)
+    gates = _offset_name(variant, "gates")
+    g = {b: _block(variant, b) for b in ("g2", "be2", "w1", "b1")}
+    for b, shape in {
+        "g2": ("1", "1", "D"),
+        "be2": ("1", "1", "D"),
+        "w1": ("1", "D", "F"),
+        "b1": ("1", "1", "F"),
+    }.items():
+        if (nat_term(g[b].stack), nat_term(g[b].rows), nat_term(g[b].cols)) != shape:
+            raise ValueError(f"{variant} U's {b} block is not {shape}")
+    operands = {name: src.operand for name, _, src in RECORD}
+    for b, operand in {"g2": "norm2_weight", "be2": "norm2_bias", "w1": "linear1_weight", "b1": "linear1_bias"}.items():
+        if operands.get(b) != operand:
+            raise ValueError(f"U's record block {b} holds {operands.get(b)!r}, not {operand}")
+    on_input += extra + (
+        f"  encodes x ({_offset_name(variant, 'g2')} {_SIZES}) 1 1 D (fun _ => norm2_w P) ->\n"
+        f"  encodes x ({_offset_name(variant, 'be2')} {_SIZES}) 1 1 D (fun _ => norm2_b P) ->\n"
+        f"  encodes x ({_offset_name(variant, 'w1')} {_SIZES}) 1 D F (fun _ => W1 P) ->\n"
+        f"  encodes x ({_offset_name(variant, 'b1')} {_SIZES}) 1 1 F (fun _ => b1 P) ->\n"
+        "  (forall (j : 'I_D) (f : 'I_F), (d_model P <= j)%nat -> W1 P j f = 0) ->\n"
+        f"  (({nat_term(fp.stack)} * {nat_term(fp.rows)} * {nat_term(fp.cols)})%nat <= size x)%nat ->\n"
+        f"  (forall v : R, activation P v = if nth 0 x ({gates} {_SIZES} + {GATES.index('gelu')})%nat != 0\n"
+        "    then geluf v"
+        f" else if nth 0 x ({gates} {_SIZES} + {GATES.index('gelu_tanh')})%nat != 0 then gelu_tanhf v"
+        " else Num.max v 0) ->\n"
+        f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr})%nat = i -> (q %% {gc})%nat = f ->\n"
+    )
+    st = (
+        f"{binders},\n{on_input}"
+        f"  {_ev_real(variant, pre + '_ffn2_u_act', 'q')}\n"
+        f"  = activation P (\\sum_(j' < D | (j' < d_model P)%nat) {_Z2} i j' * W1 P j' f + b1 P 0 f)"
+    )
+    return [(f"{pre}_ffn_act_spec", st)]
+
+
+Y1 = Stage(
+    "UniversalY1",
+    (ATTN_OUT,),
+    y1_theorems,
+    "U's x1 (out.Y1: LayerNorm 1 of R when post-norm, its mean and variance from the sums out.R_sum "
+    "and out.R_sq of U's square terms, else R) == EncoderLayer's norm1 sqrtf P n X1 i e when post-norm, "
+    "else X1 i e, X1 = add_residual P X (self_attn expR P M n Z) (i < n, e < d_model; Wo and bo zero "
+    "beyond d_model columns)",
+    reals=True,
+)
+
+
+def ffn_out_definitions(variant: str) -> list[str]:
+    """The offsets of the w2 and b2 blocks in U's layout, as Coq definitions over the sizes."""
+    return [
+        f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
+        for b in ("w2", "b2")
+    ]
+
+
+def ffn_out_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's ``out.R2`` (c2 = the residual gate times out.Y1 plus b2, plus out.ffn, the sum over f of
+    ffn2.prod = ffn2.u.act times W2) at every query of the out grid (row i < n, column e < d_model):
+    EncoderLayer's ``add_residual P x1 (ff_block P n Z2) i e``, x1 = norm1 X1 when post-norm, else X1,
+    Z2 the FFN's input (see :func:`ffn_act_theorems`).  The premises are the x1 stage's, the FFN-1
+    stage's (but its query), W2 (F x D, zero beyond dim_ff rows) and b2 where U's layout puts them
+    and the sequence covering the grid ffn2.products."""
+    binders, on_input = _attn_out_premises(variant)
+    pre = program_name(variant)
+    y1 = y1_theorems(variant)[0][1]
+    act = ffn_act_theorems(variant)[0][1]
+    post = f"  nth 0 x ({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('post')})%nat"
+    g2 = f"  encodes x ({_offset_name(variant, 'g2')} {_SIZES})"
+    extra = y1[y1.index(post) : y1.index("  eval (@expR R)")] + act[act.index(g2) : act.index("  (q < ")]
+    for b, shape, operand in (("w2", ("1", "F", "D"), "linear2_weight"), ("b2", ("1", "1", "D"), "linear2_bias")):
+        blk = _block(variant, b)
+        if (nat_term(blk.stack), nat_term(blk.rows), nat_term(blk.cols)) != shape:
+            raise ValueError(f"{variant} U's {b} block is not {shape}")
+        if {name: src.operand for name, _, src in RECORD}.get(b) != operand:
+            raise ValueError(f"U's record block {b} does not hold {operand}")
+    grid = _block(variant, "ffn2.products")
+    on_input += extra + (
+        f"  encodes x ({_offset_name(variant, 'w2')} {_SIZES}) 1 F D (fun _ => W2 P) ->\n"
+        f"  encodes x ({_offset_name(variant, 'b2')} {_SIZES}) 1 1 D (fun _ => b2 P) ->\n"
+        "  (forall (f : 'I_F) (e : 'I_D), (dim_ff P <= f)%nat -> W2 P f e = 0) ->\n"
+        f"  (({nat_term(grid.stack)} * {nat_term(grid.rows)} * {nat_term(grid.cols)})%nat <= size x)%nat ->\n"
+    )
+    x1 = f"(if norm P is PostNorm then norm1 sqrtf P n {_X1} else {_X1})"
+    st = f"{binders},\n{on_input}  {_ev_real(variant, pre + '_out_R2', 'p')}\n"
+    st += f"  = add_residual P {x1} (ff_block P n {_Z2}) i e"
+    return [(f"{pre}_ffn_out_spec", st)]
+
+
+FFN_ACT = Stage(
+    "UniversalFfnAct",
+    (Y1,),
+    ffn_act_theorems,
+    "U's FFN-1 activation (ffn2.u.act: LayerNorm folded into sums of ffn1.rgw, ffn1.gw, ffn1.bw over "
+    "(h, e'), plus b1, through the gates' activation) == EncoderLayer's activation P (sum_(j' < d_model) "
+    "Z2 i j' * W1 P j' f + b1 P 0 f), Z2 = norm2 X1 (pre-norm), norm1 X1 (post-norm), else X1 (i < n; "
+    "activation P the function U's gelu / gelu_tanh gates select; W1 zero beyond d_model rows)",
+    ffn_act_definitions,
+    reals=True,
+)
+FFN_OUT = Stage(
+    "UniversalFfnOut",
+    (FFN_ACT,),
+    ffn_out_theorems,
+    "U's R2 (out.R2: the residual gate times out.Y1 plus b2, plus out.ffn, the sum over f of ffn2.u.act "
+    "times W2) == EncoderLayer's add_residual P x1 (ff_block P n Z2) i e, x1 = norm1 X1 when post-norm, "
+    "else X1 (i < n, e < d_model; W2 zero beyond dim_ff rows, the FFN-1 stage's premises)",
+    ffn_out_definitions,
+    reals=True,
+)
 STAGES: tuple[Stage, ...] = (
     ROW_MEAN,
     ROW_STATS,
@@ -690,6 +893,9 @@ STAGES: tuple[Stage, ...] = (
     SOFTMAX,
     HEADS,
     ATTN_OUT,
+    Y1,
+    FFN_ACT,
+    FFN_OUT,
 )
 
 
@@ -850,6 +1056,8 @@ def universal_kernel_obligations() -> Iterable[Obligation]:
 __all__ = [
     "ATTN_OUT",
     "CONSTRUCTION",
+    "FFN_ACT",
+    "FFN_OUT",
     "HEADS",
     "K_PROJ",
     "LAYER_NORM1",
@@ -860,10 +1068,15 @@ __all__ = [
     "SOFTMAX",
     "STAGES",
     "V_PROJ",
+    "Y1",
     "Stage",
     "attn_out_definitions",
     "attn_out_theorems",
     "check",
+    "ffn_act_definitions",
+    "ffn_act_theorems",
+    "ffn_out_definitions",
+    "ffn_out_theorems",
     "files",
     "heads_definitions",
     "heads_theorems",
@@ -886,4 +1099,5 @@ __all__ = [
     "universal_kernel_obligations",
     "v_proj_definitions",
     "v_proj_theorems",
+    "y1_theorems",
 ]

@@ -2,11 +2,15 @@
 LayerNorm 1's centred value and variance == X i j - row_mean and row_var, LayerNorm 1's value ==
 norm1, U's Q, K and V projections == EncoderLayer's proj, attn.logit == scores, attn.exp over the
 row sum attn.o.den == softmax_rows over expR (and the row sum positive), the head output attn.o ==
-head t's term of self_attn, R (out.R) == add_residual X (self_attn Z), every capacity, through the
-kernel gate; a mutated node, a mutated exporter, a wrong eps, a max shift that does not cancel, a
-row sum over one key fewer, a numerator summed at column 0, every head reading head 0's Wo, the
-residual added at every head, bo read at the head index and a statement from another layout are each
-refused; no obligation claims Theorem 6."""
+head t's term of self_attn, R (out.R) == add_residual X (self_attn Z), x1 (out.Y1) == norm1 of that
+when post-norm, else that, the FFN-1 activation (ffn2.u.act) == activation of the FFN input's first
+linear layer, R2 (out.R2) == add_residual x1 (ff_block Z2), every capacity, through the kernel gate;
+a mutated node, a mutated exporter, a wrong eps, a max shift that does not cancel, a row sum over
+one key fewer, a numerator summed at column 0, every head reading head 0's Wo, the residual added at
+every head, bo read at the head index, the square terms' cross term counted once, ln1.o2 reading the
+first head, the post gate read at the pre gate, W1 read transposed, norm1's bias in the pre-norm
+FFN, the gelu gate read at gelu_tanh's index, W2 read transposed, x1 added without the residual gate
+and a statement from another layout are each refused; no obligation claims Theorem 6."""
 
 from __future__ import annotations
 
@@ -91,6 +95,9 @@ def test_the_obligations_are_stages_not_theorem_6() -> None:
         "UniversalSoftmax",
         "UniversalHeads",
         "UniversalAttnOut",
+        "UniversalY1",
+        "UniversalFfnAct",
+        "UniversalFfnOut",
     )
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
@@ -458,3 +465,168 @@ def test_bo_read_at_the_head_index_is_refused() -> None:
     )
     out = UK.check(bad, UK.ATTN_OUT)(0.0)
     assert out.ok is False and "UniversalAttnOut.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_y1_statement_reads_the_post_gate_and_the_square_grid_from_us_layout() -> None:
+    """The R stage's premises, the post gate, Wo and bo zero beyond d_model columns, the square-terms
+    grid's extent; EncoderLayer's norm1 of add_residual X (self_attn Z) when post-norm, else that."""
+    [(name, st)] = UK.y1_theorems("compact")
+    assert name == "U_compact_y1_spec"
+    [(_, r_stage)] = UK.attn_out_theorems("compact")
+    assert st.startswith(r_stage[: r_stage.index("  eval (@expR R)")])
+    assert "nth 0 x (U_compact_gates_offset N D H K F + 2)%nat = (if norm P is PostNorm then 1 else 0)" in st
+    assert "(forall (t : 'I_H) (c : 'I_K) (e : 'I_D), (d_model P <= e)%nat -> Wo P t c e = 0)" in st
+    assert "(forall e : 'I_D, (d_model P <= e)%nat -> bo P 0 e = 0)" in st
+    assert "(((N * D)%nat * H * H)%nat <= size x)%nat" in st
+    x1 = "(add_residual P X (self_attn (@expR R) P M n (if norm P is PreNorm then norm1 sqrtf P n X else X)))"
+    assert "U_compact_out_Y1 (Z.of_nat N)" in st
+    assert st.endswith(f"= (if norm P is PostNorm then norm1 sqrtf P n {x1} else {x1}) i e")
+    [(name, _)] = UK.y1_theorems("shallow")
+    assert name == "U_shallow_y1_spec"
+
+
+@needs_coq
+def test_us_y1_is_the_layers_x1() -> None:
+    out = UK.check(stage=UK.Y1)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_y1_spec", "U_shallow_y1_spec")
+    assert set(out.kernel.assumptions) <= UK.G.ALLOWED_AXIOMS and out.kernel.assumptions, out.kernel.assumptions
+
+
+@needs_coq
+def test_square_terms_with_the_cross_term_counted_once_are_refused() -> None:
+    """ln1.square_terms' cross term O c scaled by 1, not 2: R_sq is not the sum of R^2, refused by Coq."""
+    pre = KE.program_name("compact")
+    bad = _mutate_term(
+        "compact",
+        "(Map1 (PScale (CQ (2)%Z (1)%Z)) {a})",
+        "(CQ (2)%Z (1)%Z)",
+        "(CQ (1)%Z (1)%Z)",
+        a=UK.node_by_term("compact", "(Map2 PMul {a} {b})", a=f"{pre}_ln1_o", b=f"{pre}_ln1_c"),
+    )
+    out = UK.check(bad, UK.Y1)(0.0)
+    assert out.ok is False and "UniversalY1.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_the_second_head_output_read_at_the_first_head_is_refused() -> None:
+    """ln1.o2 reading head h (not h2): the square terms sum H O_h^2, not (sum_h O_h)^2, refused."""
+    bad = _mutate(
+        "compact",
+        "ln1_o2_num_query_group",
+        "(Z.add (Z.mul (0)%Z H) (Z.modulo (Z.sub x0 (0)%Z) H))",
+        "(Z.add (Z.mul (0)%Z H) (Z.modulo (Z.div (Z.sub x0 (0)%Z) H) H))",
+    )
+    out = UK.check(bad, UK.Y1)(0.0)
+    assert out.ok is False and "UniversalY1.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_the_post_gate_read_at_the_pre_gate_is_refused() -> None:
+    """The shallow variant's post gate read from the pre gate (index 1, not 2): refused by Coq."""
+    bad = _mutate("shallow", "post_source", "(2)%Z) (0)%Z)", "(1)%Z) (0)%Z)")
+    out = UK.check(bad, UK.Y1)(0.0)
+    assert out.ok is False and "UniversalY1.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_ffn_act_statement_reads_w1_b1_norm2_and_the_gates_from_us_layout() -> None:
+    """The x1 stage's premises without its out-grid query, norm2's weight and bias, W1 (D x F) and
+    b1 where U's layout puts them, the activation the gates select; EncoderLayer's activation of
+    the first linear layer of the FFN's input."""
+    [(name, st)] = UK.ffn_act_theorems("compact")
+    assert name == "U_compact_ffn_act_spec"
+    assert "(p < " not in st and "(e < d_model P)%nat ->" not in st
+    assert "nth 0 x (U_compact_gates_offset N D H K F + 2)%nat = (if norm P is PostNorm then 1 else 0)" in st
+    assert "encodes x (U_compact_g2_offset N D H K F) 1 1 D (fun _ => norm2_w P)" in st
+    assert "encodes x (U_compact_w1_offset N D H K F) 1 D F (fun _ => W1 P)" in st
+    assert "encodes x (U_compact_b1_offset N D H K F) 1 1 F (fun _ => b1 P)" in st
+    assert "(forall (j : 'I_D) (f : 'I_F), (d_model P <= j)%nat -> W1 P j f = 0)" in st
+    assert "activation P v = if nth 0 x (U_compact_gates_offset N D H K F + 3)%nat != 0\n    then geluf v" in st
+    assert "(q < (N * D * F)%nat)%nat -> (q %/ F %/ D)%nat = i -> (q %% F)%nat = f" in st
+    assert "U_compact_ffn2_u_act (Z.of_nat N)" in st
+    assert "match norm P with PreNorm => norm2 sqrtf P n" in st
+    assert st.endswith("i j' * W1 P j' f + b1 P 0 f)")
+    assert "Definition U_compact_w1_offset (N D H K F : nat) : nat :=" in UK.statement_text(UK.FFN_ACT)
+
+
+@needs_coq
+def test_us_ffn_activation_is_the_layers() -> None:
+    out = UK.check(stage=UK.FFN_ACT)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_ffn_act_spec", "U_shallow_ffn_act_spec")
+    assert set(out.kernel.assumptions) <= UK.G.ALLOWED_AXIOMS and out.kernel.assumptions, out.kernel.assumptions
+
+
+@needs_coq
+def test_w1_read_transposed_is_refused() -> None:
+    """ffn1.w1 reading W1 as if stored F x D (row f, column e): refused by Coq."""
+    e_col, f_col = "(Z.modulo (Z.sub x0 (0)%Z) D)", "(Z.modulo (Z.div (Z.div (Z.sub x0 (0)%Z) D) H) F)"
+    bad = _mutate(
+        "compact", "ffn1_w1_source", f"(Z.add (Z.mul {e_col} F) {f_col})", f"(Z.add (Z.mul {f_col} D) {e_col})"
+    )
+    out = UK.check(bad, UK.FFN_ACT)(0.0)
+    assert out.ok is False and "UniversalFfnAct.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_pre_norm_ffn_reading_norm1s_bias_is_refused() -> None:
+    """ffn1.beta reading norm1's bias when pre-norm too (not norm2's): refused by Coq."""
+    pre = KE.program_name("shallow")
+    bad = _mutate("shallow", "ffn1_beta", f"({pre}_ffn1_be2 N D H K F)", f"({pre}_ffn1_be1 N D H K F)")
+    out = UK.check(bad, UK.FFN_ACT)(0.0)
+    assert out.ok is False and "UniversalFfnAct.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_the_gelu_gate_read_at_the_gelu_tanh_index_is_refused() -> None:
+    """The gelu gate read at gelu_tanh's index (4, not 3): not the activation the layer declares."""
+    bad = _mutate("compact", "gelu_source", "(3)%Z) (0)%Z)", "(4)%Z) (0)%Z)")
+    out = UK.check(bad, UK.FFN_ACT)(0.0)
+    assert out.ok is False and "UniversalFfnAct.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_ffn_out_statement_reads_w2_and_b2_from_us_layout() -> None:
+    """The x1 and FFN-1 stages' premises, W2 (F x D, zero beyond dim_ff rows) and b2 where U's layout
+    puts them; EncoderLayer's add_residual of x1 and ff_block of the FFN's input."""
+    [(name, st)] = UK.ffn_out_theorems("compact")
+    assert name == "U_compact_ffn_out_spec"
+    assert "(p < (1 * N * D)%nat)%nat -> (p %/ D %% N)%nat = i -> (p %% D)%nat = e" in st
+    assert "encodes x (U_compact_w1_offset N D H K F) 1 D F (fun _ => W1 P)" in st and "(q < " not in st
+    assert "encodes x (U_compact_w2_offset N D H K F) 1 F D (fun _ => W2 P)" in st
+    assert "encodes x (U_compact_b2_offset N D H K F) 1 1 D (fun _ => b2 P)" in st
+    assert "(forall (f : 'I_F) (e : 'I_D), (dim_ff P <= f)%nat -> W2 P f e = 0)" in st
+    assert "U_compact_out_R2 (Z.of_nat N)" in st
+    assert "= add_residual P (if norm P is PostNorm then norm1 sqrtf P n" in st
+    assert "(ff_block P n (match norm P with PreNorm => norm2 sqrtf P n" in st and st.endswith(" end)) i e")
+
+
+@needs_coq
+def test_us_r2_is_x1_plus_the_layers_ff_block() -> None:
+    out = UK.check(stage=UK.FFN_OUT)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_ffn_out_spec", "U_shallow_ffn_out_spec")
+    assert set(out.kernel.assumptions) <= UK.G.ALLOWED_AXIOMS and out.kernel.assumptions, out.kernel.assumptions
+
+
+@needs_coq
+def test_w2_read_transposed_is_refused() -> None:
+    """ffn2.w2 reading W2 as if stored D x F (row e, column f): refused by Coq."""
+    f_col, e_col = "(Z.modulo (Z.sub x0 (0)%Z) F)", "(Z.modulo (Z.div (Z.sub x0 (0)%Z) F) D)"
+    bad = _mutate(
+        "compact", "ffn2_w2_source", f"(Z.add (Z.mul {f_col} D) {e_col})", f"(Z.add (Z.mul {e_col} F) {f_col})"
+    )
+    out = UK.check(bad, UK.FFN_OUT)(0.0)
+    assert out.ok is False and "UniversalFfnOut.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_x1_added_without_the_residual_gate_is_refused() -> None:
+    """out.c2 adding out.Y1 whatever the residual gate: refused by Coq (a layer without residual)."""
+    pre = KE.program_name("shallow")
+    gated = UK.node_by_term("shallow", "(Map2 PMul {a} {b})", a=f"{pre}_residual", b=f"{pre}_out_Y1")
+    bad = _mutate("shallow", "out_c2", f"({gated} N D H K F)", f"({pre}_out_Y1 N D H K F)")
+    out = UK.check(bad, UK.FFN_OUT)(0.0)
+    assert out.ok is False and "UniversalFfnOut.v: Coq rejects it" in out.detail, out.detail
