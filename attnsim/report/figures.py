@@ -109,6 +109,7 @@ def error_figure(
         ax.scatter([x], [max(y, EXACT_FLOOR)], marker="x", s=80, color="red", zorder=7)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    ax.set_ylim(EXACT_FLOOR / 10, top * 30)  # before the floor lines: an empty plot has no y range of its own
     ax.axhline(FLOAT_FLOOR, color="grey", linewidth=0.6, linestyle=":")
     _right_note(ax, FLOAT_FLOOR / 1.6, "float64 error 0 (bit-exact) drawn here", "top", "dimgrey")
     ax.axhline(EXACT_FLOOR, color="green", linewidth=0.6, linestyle="--")
@@ -116,12 +117,14 @@ def error_figure(
     _right_note(
         ax, 1.6e-6, "det(n) / inverse(n) stated float64 accuracy 1e-6: run() refuses above", "bottom", "firebrick"
     )
-    ax.set_ylim(EXACT_FLOOR / 10, top * 30)
     ax.set_xlabel("size (every scaled dimension = size; U: max_len = d_model)")
     ax.set_ylabel("max |ours - NumPy| / max(1, |NumPy|)")
     ax.set_title("Error against NumPy linear algebra (cf. the paper's Figure 2)")
     # below the axes, and the file cropped to what is drawn: inside, the legend hid curves or was cut
-    ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3, framealpha=0.9)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3, framealpha=0.9)
+    else:  # only fixed-size constructions selected: no sweep over sizes to draw
+        ax.text(0.5, 0.5, "no size sweep in this selection", transform=ax.transAxes, ha="center", va="center")
     ax.grid(True, which="major", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")

@@ -241,3 +241,16 @@ def test_fixed_size_constructions_show_their_shape(tmp_path: Path) -> None:
     md = res.markdown.read_text(encoding="utf-8")
     assert "| det3 | A 3 x 3 (fixed) | 9 |" in md
     assert "None" not in md
+
+
+def test_an_error_figure_with_nothing_to_draw_says_so(tmp_path: Path) -> None:
+    """`report --only det3` (fixed sizes only): the error figure says there is no sweep, without
+    matplotlib's warnings about an empty legend and a singular y range."""
+    import warnings
+
+    from attnsim.report.figures import error_figure
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        path = error_figure({}, tmp_path / "error.png")
+    assert path.stat().st_size > 0
