@@ -371,6 +371,7 @@ def test_a_max_shift_that_does_not_cancel_is_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_a_row_sum_over_one_key_fewer_is_refused() -> None:
     """The row sum's key group ending D positions early: the last row (head H - 1, query N - 1) sums
     N - 1 keys, its last key (N - 1, 0) left out."""
@@ -417,6 +418,7 @@ def test_a_numerator_summed_at_column_0_is_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_every_head_reading_head_0s_wo_is_refused() -> None:
     """The shallow variant's vwo.wo gathering Wo's matrix 0 for every head h: refused by Coq."""
     head = "(Z.mul (Z.div (Z.div (Z.div (Z.sub x0 (0)%Z) D) K) N) K)"
@@ -458,6 +460,7 @@ def test_the_residual_added_at_every_head_is_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_bo_read_at_the_head_index_is_refused() -> None:
     """The shallow variant's attn.bo gathering bo at the head h instead of the column e: refused."""
     bad = _mutate(
@@ -510,6 +513,7 @@ def test_square_terms_with_the_cross_term_counted_once_are_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_the_second_head_output_read_at_the_first_head_is_refused() -> None:
     """ln1.o2 reading head h (not h2): the square terms sum H O_h^2, not (sum_h O_h)^2, refused."""
     bad = _mutate(
@@ -523,6 +527,7 @@ def test_the_second_head_output_read_at_the_first_head_is_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_the_post_gate_read_at_the_pre_gate_is_refused() -> None:
     """The shallow variant's post gate read from the pre gate (index 1, not 2): refused by Coq."""
     bad = _mutate("shallow", "post_source", "(2)%Z) (0)%Z)", "(1)%Z) (0)%Z)")
@@ -571,6 +576,7 @@ def test_w1_read_transposed_is_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_pre_norm_ffn_reading_norm1s_bias_is_refused() -> None:
     """ffn1.beta reading norm1's bias when pre-norm too (not norm2's): refused by Coq."""
     pre = KE.program_name("shallow")
@@ -580,6 +586,7 @@ def test_pre_norm_ffn_reading_norm1s_bias_is_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_the_gelu_gate_read_at_the_gelu_tanh_index_is_refused() -> None:
     """The gelu gate read at gelu_tanh's index (4, not 3): not the activation the layer declares."""
     bad = _mutate("compact", "gelu_source", "(3)%Z) (0)%Z)", "(4)%Z) (0)%Z)")
@@ -623,6 +630,7 @@ def test_w2_read_transposed_is_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_x1_added_without_the_residual_gate_is_refused() -> None:
     """out.c2 adding out.Y1 whatever the residual gate: refused by Coq (a layer without residual)."""
     pre = KE.program_name("shallow")
