@@ -283,6 +283,7 @@ def test_us_attention_logit_is_the_layers_scores() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_scores_scaled_by_eps_are_refused() -> None:
     """The scale gathered from the gate after it (eps): refused by Coq."""
     bad = _mutate("compact", "scale_source", "(6)%Z) (0)%Z)", "(7)%Z) (0)%Z)")
@@ -291,6 +292,7 @@ def test_scores_scaled_by_eps_are_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_a_float_mask_read_transposed_is_refused() -> None:
     """The float mask gathered at (key, query) instead of (query, key): refused by Coq."""
     row = "(Z.modulo (Z.div (Z.div (Z.sub x0 (0)%Z) D) N) N)"
@@ -301,6 +303,7 @@ def test_a_float_mask_read_transposed_is_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_a_shallow_spread_reading_the_keys_row_for_the_query_is_refused() -> None:
     """The shallow spread's query side gathering X at the key's row (one division by N left out)."""
     e = "(Z.add D (1)%Z)"
@@ -409,6 +412,7 @@ def test_us_head_output_is_the_layers_head_times_wo() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_a_numerator_summed_at_column_0_is_refused() -> None:
     """attn.o's numerator grouped as its denominator is (column 0 for every e): every column of the
     head output reads column 0's V W_O, refused by Coq."""
@@ -452,6 +456,7 @@ def test_us_r_is_the_layers_residual_plus_self_attention() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_the_residual_added_at_every_head_is_refused() -> None:
     """attn.h0 true at every head (not only h = 0): R holds H copies of bo + X, refused by Coq."""
     bad = _mutate("compact", "attn_h0", "(ieq (Z.modulo (Z.sub x0 (0)%Z) H) (0)%Z)", "(ieq (0)%Z (0)%Z)")
@@ -498,6 +503,7 @@ def test_us_y1_is_the_layers_x1() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_square_terms_with_the_cross_term_counted_once_are_refused() -> None:
     """ln1.square_terms' cross term O c scaled by 1, not 2: R_sq is not the sum of R^2, refused by Coq."""
     pre = KE.program_name("compact")
@@ -565,6 +571,7 @@ def test_us_ffn_activation_is_the_layers() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_w1_read_transposed_is_refused() -> None:
     """ffn1.w1 reading W1 as if stored F x D (row f, column e): refused by Coq."""
     e_col, f_col = "(Z.modulo (Z.sub x0 (0)%Z) D)", "(Z.modulo (Z.div (Z.div (Z.sub x0 (0)%Z) D) H) F)"
@@ -619,6 +626,7 @@ def test_us_r2_is_x1_plus_the_layers_ff_block() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_mutants
 def test_w2_read_transposed_is_refused() -> None:
     """ffn2.w2 reading W2 as if stored D x F (row e, column f): refused by Coq."""
     f_col, e_col = "(Z.modulo (Z.sub x0 (0)%Z) F)", "(Z.modulo (Z.div (Z.sub x0 (0)%Z) F) D)"
