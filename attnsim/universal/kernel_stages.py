@@ -225,22 +225,44 @@ def _offset_name(variant: str, block: str) -> str:
     return f"{program_name(variant)}_{block}_offset"
 
 
-def layer_norm1_definitions(variant: str) -> list[str]:
-    """The offsets of the gates, g1 and be1 blocks in U's layout, as Coq definitions over the sizes."""
+def _offset_definitions(variant: str, *blocks: str) -> list[str]:
+    """The offsets of ``blocks`` in U's layout, as Coq definitions over the sizes."""
     return [
         f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
-        for b in ("gates", *_NORM1)
+        for b in blocks
     ]
+
+
+def _shape(variant: str, name: str) -> tuple[str, str, str]:
+    """Block or grid ``name``'s (stack, rows, cols) as Coq terms."""
+    b = _block(variant, name)
+    return nat_term(b.stack), nat_term(b.rows), nat_term(b.cols)
+
+
+def _fits(variant: str, name: str) -> str:
+    """The premise that the sequence x covers block or grid ``name``."""
+    s, r, c = _shape(variant, name)
+    return f"  (({s} * {r} * {c})%nat <= size x)%nat ->\n"
+
+
+def _check_operands(expected: Mapping[str, str]) -> None:
+    """Each of U's record blocks named in ``expected`` holds the torch operand given there."""
+    operands = {name: src.operand for name, _, src in RECORD}
+    for block, operand in expected.items():
+        if operands.get(block) != operand:
+            raise ValueError(f"U's record block {block} holds {operands.get(block)!r}, not {operand}")
+
+
+def layer_norm1_definitions(variant: str) -> list[str]:
+    """The offsets of the gates, g1 and be1 blocks in U's layout, as Coq definitions over the sizes."""
+    return _offset_definitions(variant, "gates", *_NORM1)
 
 
 def layer_norm1_theorems(variant: str) -> list[tuple[str, str]]:
     """U's LayerNorm-1 value (the centred value times 1 / sqrt(variance + eps), times g1, plus be1)
     at every query of its grid, row i < n and column j < d_model: EncoderLayer's ``norm1 sqrtf P n X
     i j``; eps, norm1's weight and bias read where U's layout and input map put them."""
-    operands = {name: src.operand for name, _, src in RECORD}
-    for block, (operand, _) in _NORM1.items():
-        if operands.get(block) != operand:
-            raise ValueError(f"U's record block {block} holds {operands.get(block)!r}, not {operand}")
+    _check_operands({block: operand for block, (operand, _) in _NORM1.items()})
     binders, on_x, query = _premises(variant, header=True)
     gc = nat_term(_block(variant, QUERY_GRID).cols)
     pre = program_name(variant)
@@ -279,10 +301,7 @@ _QKV = ((("t", "3"), ("h", "H"), ("l", "D"), ("c", "K")), (("t", "3"), ("h", "H"
 
 def _weight_offsets(variant: str) -> list[str]:
     """The offsets of the wqkv and bqkv blocks in U's layout, as Coq definitions over the sizes."""
-    return [
-        f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
-        for b in ("wqkv", "bqkv")
-    ]
+    return _offset_definitions(variant, "wqkv", "bqkv")
 
 
 def q_proj_definitions(variant: str) -> list[str]:
@@ -365,10 +384,7 @@ def v_proj_theorems(variant: str) -> list[tuple[str, str]]:
 
 def scores_definitions(variant: str) -> list[str]:
     """The offset of the additive mask's block in U's layout, as a Coq definition over the sizes."""
-    return [
-        f"Definition {_offset_name(variant, 'mask_add')} ({_SIZES} : nat) : nat :=\n"
-        f"  {nat_term(_block(variant, 'mask_add').offset)}."
-    ]
+    return _offset_definitions(variant, "mask_add")
 
 
 def _scores_premises(variant: str) -> tuple[str, str, str]:
@@ -437,10 +453,7 @@ def scores_theorems(variant: str) -> list[tuple[str, str]]:
 
 def softmax_definitions(variant: str) -> list[str]:
     """The offset of the boolean mask's block in U's layout, as a Coq definition over the sizes."""
-    return [
-        f"Definition {_offset_name(variant, 'mask_blocked')} ({_SIZES} : nat) : nat :=\n"
-        f"  {nat_term(_block(variant, 'mask_blocked').offset)}."
-    ]
+    return _offset_definitions(variant, "mask_blocked")
 
 
 def _softmax_premises(variant: str, head_query: bool = True) -> tuple[str, str, str]:
@@ -500,8 +513,7 @@ def softmax_theorems(variant: str) -> list[tuple[str, str]]:
 
 def heads_definitions(variant: str) -> list[str]:
     """The offset of the out-projection's block wo in U's layout, as a Coq definition over the sizes."""
-    offset = nat_term(_block(variant, "wo").offset)
-    return [f"Definition {_offset_name(variant, 'wo')} ({_SIZES} : nat) : nat :=\n  {offset}."]
+    return _offset_definitions(variant, "wo")
 
 
 def _v_wo_premises(variant: str) -> str:
@@ -549,8 +561,7 @@ def heads_theorems(variant: str) -> list[tuple[str, str]]:
 
 def attn_out_definitions(variant: str) -> list[str]:
     """The offset of the out-projection's bias block bo in U's layout, as a Coq definition."""
-    offset = nat_term(_block(variant, "bo").offset)
-    return [f"Definition {_offset_name(variant, 'bo')} ({_SIZES} : nat) : nat :=\n  {offset}."]
+    return _offset_definitions(variant, "bo")
 
 
 def attn_out_theorems(variant: str) -> list[tuple[str, str]]:
@@ -570,9 +581,9 @@ def attn_out_theorems(variant: str) -> list[tuple[str, str]]:
     return [(f"{pre}_attn_out_spec", st)]
 
 
-def _attn_out_premises(variant: str) -> tuple[str, str]:
+def _attn_out_premises(variant: str, out_query: bool = True) -> tuple[str, str]:
     """The R stage's binders (row i, column e, n and the out-grid query p) and premises (see
-    :func:`attn_out_theorems`)."""
+    :func:`attn_out_theorems`); without ``out_query``, row i < n stands for the out-grid query."""
     binders, on_input, _ = _softmax_premises(variant, head_query=False)
     out, heads, bo = _block(variant, "out"), _block(variant, "attn.heads"), _block(variant, "bo")
     if (nat_term(bo.stack), nat_term(bo.rows), nat_term(bo.cols)) != ("1", "1", "D"):
@@ -587,6 +598,10 @@ def _attn_out_premises(variant: str) -> tuple[str, str]:
         f"  encodes x ({_offset_name(variant, 'bo')} {_SIZES}) 1 1 D (fun _ => bo P) ->\n"
         "  (forall (t : 'I_H) (c : 'I_K) (e : 'I_D), (nhead P <= t)%nat -> Wo P t c e = 0) ->\n"
         f"  (0 < H)%nat -> (({hs} * {hr} * {hc})%nat <= size x)%nat ->\n"
+    )
+    if not out_query:
+        return binders, on_input + "  (i < n)%nat ->\n"
+    on_input += (
         f"  (p < ({os_} * {or_} * {oc})%nat)%nat -> (p %/ {oc} %% {or_})%nat = i -> (p %% {oc})%nat = e ->\n"
         "  (i < n)%nat -> (e < d_model P)%nat ->\n"
     )
@@ -594,6 +609,18 @@ def _attn_out_premises(variant: str) -> tuple[str, str]:
 
 
 _X1 = f"(add_residual P X (self_attn (@expR R) P M n {_Z}))"
+
+
+def _y1_premises(variant: str) -> str:
+    """The x1 stage's premises beyond the R stage's: the post gate, Wo and bo zero beyond d_model
+    columns, the sequence covering the grid of the square terms."""
+    gates = _offset_name(variant, "gates")
+    return (
+        f"  nth 0 x ({gates} {_SIZES} + {GATES.index('post')})%nat = (if norm P is PostNorm then 1 else 0) ->\n"
+        "  (forall (t : 'I_H) (c : 'I_K) (e : 'I_D), (d_model P <= e)%nat -> Wo P t c e = 0) ->\n"
+        "  (forall e : 'I_D, (d_model P <= e)%nat -> bo P 0 e = 0) ->\n"
+        f"{_fits(variant, 'ln1.square_terms')}"
+    )
 
 
 def y1_theorems(variant: str) -> list[tuple[str, str]]:
@@ -606,14 +633,7 @@ def y1_theorems(variant: str) -> list[tuple[str, str]]:
     sequence covering the grid of the square terms (ln1.square_terms)."""
     binders, on_input = _attn_out_premises(variant)
     pre = program_name(variant)
-    sq = _block(variant, "ln1.square_terms")
-    gates = _offset_name(variant, "gates")
-    on_input += (
-        f"  nth 0 x ({gates} {_SIZES} + {GATES.index('post')})%nat = (if norm P is PostNorm then 1 else 0) ->\n"
-        "  (forall (t : 'I_H) (c : 'I_K) (e : 'I_D), (d_model P <= e)%nat -> Wo P t c e = 0) ->\n"
-        "  (forall e : 'I_D, (d_model P <= e)%nat -> bo P 0 e = 0) ->\n"
-        f"  (({nat_term(sq.stack)} * {nat_term(sq.rows)} * {nat_term(sq.cols)})%nat <= size x)%nat ->\n"
-    )
+    on_input += _y1_premises(variant)
     st = (
         f"{binders},\n{on_input}"
         f"  {_ev_real(variant, pre + '_out_Y1', 'p')}\n"
@@ -738,10 +758,7 @@ ATTN_OUT = Stage(
 
 def ffn_act_definitions(variant: str) -> list[str]:
     """The offsets of the g2, be2, w1 and b1 blocks in U's layout, as Coq definitions over the sizes."""
-    return [
-        f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
-        for b in ("g2", "be2", "w1", "b1")
-    ]
+    return _offset_definitions(variant, "g2", "be2", "w1", "b1")
 
 
 _Z2 = f"(match norm P with PreNorm => norm2 sqrtf P n {_X1} | PostNorm => norm1 sqrtf P n {_X1} | NoNorm => {_X1} end)"
@@ -756,56 +773,42 @@ def ffn_act_theorems(variant: str) -> list[tuple[str, str]]:
     query), norm2's weight and bias, W1 (zero beyond d_model rows) and b1 where U's layout puts
     them, the sequence covering the grid ffn1.products, and: ``activation P`` is the function U's
     gelu and gelu_tanh gates select (geluf, gelu_tanhf, else ReLU)."""
-    binders, on_input = _attn_out_premises(variant)
+    binders, on_input = _attn_out_premises(variant, out_query=False)
     pre = program_name(variant)
-    out = _block(variant, "out")
-    p_lines = (
-        f"  (p < ({nat_term(out.stack)} * {nat_term(out.rows)} * {nat_term(out.cols)})%nat)%nat -> "
-        f"(p %/ {nat_term(out.cols)} %% {nat_term(out.rows)})%nat = i -> (p %% {nat_term(out.cols)})%nat = e ->\n"
-        "  (i < n)%nat -> (e < d_model P)%nat ->\n"
-    )
-    if p_lines not in on_input:
-        raise ValueError(f"{variant} U's R premises do not end with the out-grid query")
-    on_input = on_input.replace(p_lines, "  (i < n)%nat ->\n")
     binders = binders.replace("(e : 'I_D) (n p : nat)", "(f : 'I_F) (n q : nat)")
-    y1 = y1_theorems(variant)[0][1]
-    post = f"  nth 0 x ({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('post')})%nat"
-    extra = y1[y1.index(post) : y1.index("  eval (@expR R)")]
-    grid, fp = _block(variant, "ffn2.products"), _block(variant, "ffn1.products")
-    gs, gr, gc = nat_term(grid.stack), nat_term(grid.rows), nat_term(grid.cols)
-    gates = _offset_name(variant, "gates")
-    g = {b: _block(variant, b) for b in ("g2", "be2", "w1", "b1")}
-    for b, shape in {
-        "g2": ("1", "1", "D"),
-        "be2": ("1", "1", "D"),
-        "w1": ("1", "D", "F"),
-        "b1": ("1", "1", "F"),
-    }.items():
-        if (nat_term(g[b].stack), nat_term(g[b].rows), nat_term(g[b].cols)) != shape:
-            raise ValueError(f"{variant} U's {b} block is not {shape}")
-    operands = {name: src.operand for name, _, src in RECORD}
-    for b, operand in {"g2": "norm2_weight", "be2": "norm2_bias", "w1": "linear1_weight", "b1": "linear1_bias"}.items():
-        if operands.get(b) != operand:
-            raise ValueError(f"U's record block {b} holds {operands.get(b)!r}, not {operand}")
-    on_input += extra + (
-        f"  encodes x ({_offset_name(variant, 'g2')} {_SIZES}) 1 1 D (fun _ => norm2_w P) ->\n"
-        f"  encodes x ({_offset_name(variant, 'be2')} {_SIZES}) 1 1 D (fun _ => norm2_b P) ->\n"
-        f"  encodes x ({_offset_name(variant, 'w1')} {_SIZES}) 1 D F (fun _ => W1 P) ->\n"
-        f"  encodes x ({_offset_name(variant, 'b1')} {_SIZES}) 1 1 F (fun _ => b1 P) ->\n"
-        "  (forall (j : 'I_D) (f : 'I_F), (d_model P <= j)%nat -> W1 P j f = 0) ->\n"
-        f"  (({nat_term(fp.stack)} * {nat_term(fp.rows)} * {nat_term(fp.cols)})%nat <= size x)%nat ->\n"
-        f"  (forall v : R, activation P v = if nth 0 x ({gates} {_SIZES} + {GATES.index('gelu')})%nat != 0\n"
-        "    then geluf v"
-        f" else if nth 0 x ({gates} {_SIZES} + {GATES.index('gelu_tanh')})%nat != 0 then gelu_tanhf v"
-        " else Num.max v 0) ->\n"
-        f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr})%nat = i -> (q %% {gc})%nat = f ->\n"
-    )
+    gs, gr, gc = _shape(variant, "ffn2.products")
+    on_input += _y1_premises(variant) + _ffn1_premises(variant)
+    on_input += f"  (q < ({gs} * {gr} * {gc})%nat)%nat -> (q %/ {gc} %/ {gr})%nat = i -> (q %% {gc})%nat = f ->\n"
     st = (
         f"{binders},\n{on_input}"
         f"  {_ev_real(variant, pre + '_ffn2_u_act', 'q')}\n"
         f"  = activation P (\\sum_(j' < D | (j' < d_model P)%nat) {_Z2} i j' * W1 P j' f + b1 P 0 f)"
     )
     return [(f"{pre}_ffn_act_spec", st)]
+
+
+def _ffn1_premises(variant: str) -> str:
+    """The FFN-1 stage's premises beyond the x1 stage's: norm2's weight and bias, W1 (zero beyond
+    d_model rows) and b1 where U's layout puts them, the sequence covering ffn1.products, and
+    ``activation P`` the function U's gelu and gelu_tanh gates select."""
+    shapes = {"g2": ("1", "1", "D"), "be2": ("1", "1", "D"), "w1": ("1", "D", "F"), "b1": ("1", "1", "F")}
+    for b, shape in shapes.items():
+        if _shape(variant, b) != shape:
+            raise ValueError(f"{variant} U's {b} block is not {shape}")
+    _check_operands({"g2": "norm2_weight", "be2": "norm2_bias", "w1": "linear1_weight", "b1": "linear1_bias"})
+    gates = _offset_name(variant, "gates")
+    return (
+        f"  encodes x ({_offset_name(variant, 'g2')} {_SIZES}) 1 1 D (fun _ => norm2_w P) ->\n"
+        f"  encodes x ({_offset_name(variant, 'be2')} {_SIZES}) 1 1 D (fun _ => norm2_b P) ->\n"
+        f"  encodes x ({_offset_name(variant, 'w1')} {_SIZES}) 1 D F (fun _ => W1 P) ->\n"
+        f"  encodes x ({_offset_name(variant, 'b1')} {_SIZES}) 1 1 F (fun _ => b1 P) ->\n"
+        "  (forall (j : 'I_D) (f : 'I_F), (d_model P <= j)%nat -> W1 P j f = 0) ->\n"
+        f"{_fits(variant, 'ffn1.products')}"
+        f"  (forall v : R, activation P v = if nth 0 x ({gates} {_SIZES} + {GATES.index('gelu')})%nat != 0\n"
+        "    then geluf v"
+        f" else if nth 0 x ({gates} {_SIZES} + {GATES.index('gelu_tanh')})%nat != 0 then gelu_tanhf v"
+        " else Num.max v 0) ->\n"
+    )
 
 
 Y1 = Stage(
@@ -822,10 +825,7 @@ Y1 = Stage(
 
 def ffn_out_definitions(variant: str) -> list[str]:
     """The offsets of the w2 and b2 blocks in U's layout, as Coq definitions over the sizes."""
-    return [
-        f"Definition {_offset_name(variant, b)} ({_SIZES} : nat) : nat :=\n  {nat_term(_block(variant, b).offset)}."
-        for b in ("w2", "b2")
-    ]
+    return _offset_definitions(variant, "w2", "b2")
 
 
 def ffn_out_theorems(variant: str) -> list[tuple[str, str]]:
@@ -837,23 +837,19 @@ def ffn_out_theorems(variant: str) -> list[tuple[str, str]]:
     and the sequence covering the grid ffn2.products."""
     binders, on_input = _attn_out_premises(variant)
     pre = program_name(variant)
-    y1 = y1_theorems(variant)[0][1]
-    act = ffn_act_theorems(variant)[0][1]
-    post = f"  nth 0 x ({_offset_name(variant, 'gates')} {_SIZES} + {GATES.index('post')})%nat"
-    g2 = f"  encodes x ({_offset_name(variant, 'g2')} {_SIZES})"
-    extra = y1[y1.index(post) : y1.index("  eval (@expR R)")] + act[act.index(g2) : act.index("  (q < ")]
-    for b, shape, operand in (("w2", ("1", "F", "D"), "linear2_weight"), ("b2", ("1", "1", "D"), "linear2_bias")):
-        blk = _block(variant, b)
-        if (nat_term(blk.stack), nat_term(blk.rows), nat_term(blk.cols)) != shape:
+    for b, shape in (("w2", ("1", "F", "D")), ("b2", ("1", "1", "D"))):
+        if _shape(variant, b) != shape:
             raise ValueError(f"{variant} U's {b} block is not {shape}")
-        if {name: src.operand for name, _, src in RECORD}.get(b) != operand:
-            raise ValueError(f"U's record block {b} does not hold {operand}")
-    grid = _block(variant, "ffn2.products")
-    on_input += extra + (
-        f"  encodes x ({_offset_name(variant, 'w2')} {_SIZES}) 1 F D (fun _ => W2 P) ->\n"
-        f"  encodes x ({_offset_name(variant, 'b2')} {_SIZES}) 1 1 D (fun _ => b2 P) ->\n"
-        "  (forall (f : 'I_F) (e : 'I_D), (dim_ff P <= f)%nat -> W2 P f e = 0) ->\n"
-        f"  (({nat_term(grid.stack)} * {nat_term(grid.rows)} * {nat_term(grid.cols)})%nat <= size x)%nat ->\n"
+    _check_operands({"w2": "linear2_weight", "b2": "linear2_bias"})
+    on_input += (
+        _y1_premises(variant)
+        + _ffn1_premises(variant)
+        + (
+            f"  encodes x ({_offset_name(variant, 'w2')} {_SIZES}) 1 F D (fun _ => W2 P) ->\n"
+            f"  encodes x ({_offset_name(variant, 'b2')} {_SIZES}) 1 1 D (fun _ => b2 P) ->\n"
+            "  (forall (f : 'I_F) (e : 'I_D), (dim_ff P <= f)%nat -> W2 P f e = 0) ->\n"
+            f"{_fits(variant, 'ffn2.products')}"
+        )
     )
     x1 = f"(if norm P is PostNorm then norm1 sqrtf P n {_X1} else {_X1})"
     st = f"{binders},\n{on_input}  {_ev_real(variant, pre + '_out_R2', 'p')}\n"
