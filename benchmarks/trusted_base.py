@@ -87,8 +87,8 @@ COQ_TRUST: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("attnsim/coq/EncoderLayer.v",),
     ),
     (
-        "the exporter (U's program printed as the Coq terms the theorems are about)",
-        ("attnsim/proofs/coq.py", "attnsim/universal/kernel_export.py"),
+        "the exporter (U's program printed as the Coq terms the theorems are about, cut into per-stage libraries)",
+        ("attnsim/proofs/coq.py", "attnsim/universal/kernel_export.py", "attnsim/universal/kernel_nodes.py"),
     ),
     (
         "the statements and the gate (generated from U's layout; each theorem typed by its statement)",

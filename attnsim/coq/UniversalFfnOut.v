@@ -12,7 +12,7 @@ From mathcomp Require Import all_ssreflect all_algebra.
 From mathcomp Require Import reals sequences exp.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas UniversalLemmas UniversalCompact UniversalShallow EncoderLayer.
+From Attnsim Require Import Semantics Lemmas UniversalLemmas UniversalFfnOutNodes EncoderLayer.
 From Attnsim Require Import UniversalRowMean UniversalRowStats UniversalLayerNorm1Statement UniversalLayerNorm1.
 From Attnsim Require Import UniversalQProjStatement UniversalQProj UniversalVProjStatement UniversalVProj.
 From Attnsim Require Import UniversalScoresStatement UniversalScores UniversalSoftmaxStatement UniversalSoftmax.

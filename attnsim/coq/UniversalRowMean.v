@@ -1,12 +1,11 @@
 (** Theorem 6 in the kernel, its first stage: U's own exported node [ln_x.mean] (the
-    pre-LayerNorm row sum; generated from the Python program into UniversalCompact.v and
-    UniversalShallow.v) is, at every query of its grid, d_model times the row mean of
+    pre-LayerNorm row sum; generated from the Python program into UniversalRowMeanNodes.v) is, at every query of its grid, d_model times the row mean of
     EncoderLayer.v's LayerNorm, for every capacity N, D, H, K, F, both variants.  The statements
     the gate types these theorems by are generated from U's layout (attnsim.universal.kernel_stages). *)
 From mathcomp Require Import all_ssreflect all_algebra.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas UniversalLemmas UniversalCompact UniversalShallow EncoderLayer.
+From Attnsim Require Import Semantics Lemmas UniversalLemmas UniversalRowMeanNodes EncoderLayer.
 Import GRing.Theory Num.Theory.
 
 Set Implicit Arguments.

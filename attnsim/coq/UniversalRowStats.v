@@ -7,7 +7,7 @@ From mathcomp Require Import all_ssreflect all_algebra.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
 From mathcomp Require Import ring.
-From Attnsim Require Import Semantics Lemmas UniversalLemmas UniversalCompact UniversalShallow EncoderLayer.
+From Attnsim Require Import Semantics Lemmas UniversalLemmas UniversalRowStatsNodes EncoderLayer.
 From Attnsim Require Import UniversalRowMean.
 Import GRing.Theory Num.Theory.
 

@@ -6,7 +6,7 @@
 From mathcomp Require Import all_ssreflect all_algebra.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
-From Attnsim Require Import Semantics Lemmas UniversalLemmas UniversalCompact UniversalShallow EncoderLayer.
+From Attnsim Require Import Semantics Lemmas UniversalLemmas UniversalVProjNodes EncoderLayer.
 From Attnsim Require Import UniversalRowMean UniversalRowStats UniversalLayerNorm1Statement UniversalLayerNorm1.
 From Attnsim Require Import UniversalQProjStatement UniversalQProj UniversalKProjStatement UniversalVProjStatement.
 Import GRing.Theory Num.Theory.

@@ -16,7 +16,7 @@ From mathcomp Require Import reals sequences exp.
 From Coq Require Import ZArith Lia.
 From mathcomp Require Import zify.
 From mathcomp Require Import ring.
-From Attnsim Require Import Semantics Lemmas UniversalLemmas UniversalCompact UniversalShallow EncoderLayer.
+From Attnsim Require Import Semantics Lemmas UniversalLemmas UniversalY1Nodes EncoderLayer.
 From Attnsim Require Import UniversalRowMean UniversalRowStats UniversalLayerNorm1Statement UniversalLayerNorm1.
 From Attnsim Require Import UniversalQProjStatement UniversalQProj UniversalVProjStatement UniversalVProj.
 From Attnsim Require Import UniversalScoresStatement UniversalScores UniversalSoftmaxStatement UniversalSoftmax.
