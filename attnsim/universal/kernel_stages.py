@@ -62,6 +62,12 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   f2), R's statistics recomputed there (``gram1.*``), are FFN_ACT's right-hand side at f and f2 (its
   premises); node ``gram`` (the sum over e of gram.prod = W2[f, e] W2[f2, e]) is ``\\sum_(e < D) W2 P f
   e * W2 P f2 e`` over all D columns (W2 where U's layout puts it, no premise on its padding).
+* :data:`Y2` (``coq/UniversalY2.v``, both variants, over ``expR``): node ``out.Y2`` (LayerNorm 2 of
+  R2 when post-norm, else R2) at every query of the out grid (row i < n, column e < d_model) is
+  EncoderLayer's ``norm2 sqrtf P n X2 i e`` when post-norm, else ``X2 i e``, X2 = ``add_residual P
+  x1 (ff_block P n Z2)``: R2's mean from out.R2_sum (the sum over (e, f) of ln2.sum_terms), its
+  second moment from out.R2_sq + out.R2_gram (the Gram identity); norm1's weight and bias, b2 and
+  W2 zero beyond d_model columns, 0 < F.
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -945,6 +951,48 @@ GRAM_ACT = Stage(
 )
 
 
+def _y2_premises(variant: str) -> str:
+    """The LayerNorm-2 stage's premises beyond the R2 stage's: U's sums over every column e < D are
+    the layer's over d_model when R2 is zero beyond d_model columns, so norm1's weight and bias (x1
+    when post-norm), b2 and W2 are zero beyond d_model columns (U's input map pads them so); a
+    feature at all (0 < F: at F = 0 U's sums over (e, f) are empty, its mean 0, while R2 is x1
+    plus b2); the sequence covers the grids gram.products and ln2.gram_terms."""
+    return (
+        "  (forall e : 'I_D, (d_model P <= e)%nat -> norm1_w P 0 e = 0) ->\n"
+        "  (forall e : 'I_D, (d_model P <= e)%nat -> norm1_b P 0 e = 0) ->\n"
+        "  (forall e : 'I_D, (d_model P <= e)%nat -> b2 P 0 e = 0) ->\n"
+        "  (forall (f : 'I_F) (e : 'I_D), (d_model P <= e)%nat -> W2 P f e = 0) ->\n"
+        f"  (0 < F)%nat ->\n{_fits(variant, 'gram.products')}{_fits(variant, 'ln2.gram_terms')}"
+    )
+
+
+def y2_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's ``out.Y2`` (LayerNorm 2 of R2 when post-norm, else R2) at every query of the out grid (row
+    i < n, column e < d_model): EncoderLayer's ``norm2 sqrtf P n X2 i e`` when post-norm, else ``X2
+    i e``, X2 = add_residual P x1 (ff_block P n Z2) (see :func:`ffn_out_theorems`).  R2's mean is
+    out.R2_sum (the sum over (e, f) of ln2.sum_terms) over d, its second moment (out.R2_sq +
+    out.R2_gram) over d: the sum over (e, f) of ln2.sq_terms plus the sum over (f, f2) of
+    ln2.gram_terms (act_f act_f2 gram[f, f2], the Gram identity).  The premises are the R2 stage's
+    and :func:`_y2_premises`."""
+    binders, on_input = _attn_out_premises(variant)
+    pre = program_name(variant)
+    on_input += _y1_premises(variant) + _ffn1_premises(variant) + _ffn2_premises(variant) + _y2_premises(variant)
+    st = f"{binders},\n{on_input}  {_ev_real(variant, pre + '_out_Y2', 'p')}\n"
+    st += f"  = (if norm P is PostNorm then norm2 sqrtf P n ({_X2}) else {_X2}) i e"
+    return [(f"{pre}_y2_spec", st)]
+
+
+Y2 = Stage(
+    "UniversalY2",
+    (GRAM_ACT,),
+    y2_theorems,
+    "U's output before the write (out.Y2: LayerNorm 2 of R2 when post-norm, its mean from out.R2_sum, its "
+    "second moment from out.R2_sq + out.R2_gram, else R2) == EncoderLayer's norm2 sqrtf P n X2 i e when "
+    "post-norm, else X2 i e, X2 = add_residual P x1 (ff_block P n Z2) (i < n, e < d_model; norm1's weight "
+    "and bias, b2 and W2 zero beyond d_model columns)",
+    reals=True,
+)
+
 STAGES: tuple[Stage, ...] = (
     ROW_MEAN,
     ROW_STATS,
@@ -960,6 +1008,7 @@ STAGES: tuple[Stage, ...] = (
     FFN_ACT,
     FFN_OUT,
     GRAM_ACT,
+    Y2,
 )
 
 
@@ -1134,6 +1183,7 @@ __all__ = [
     "STAGES",
     "V_PROJ",
     "Y1",
+    "Y2",
     "Stage",
     "attn_out_definitions",
     "attn_out_theorems",
@@ -1166,4 +1216,5 @@ __all__ = [
     "v_proj_definitions",
     "v_proj_theorems",
     "y1_theorems",
+    "y2_theorems",
 ]
