@@ -57,6 +57,17 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   query of the out grid (row i < n, column e < d_model) is EncoderLayer's ``add_residual P x1
   (ff_block P n Z2) i e``, x1 = norm1 X1 when post-norm, else X1 (W2 zero beyond dim_ff rows; W2
   and b2 where U's layout puts them).
+* :data:`GRAM_ACT` (``coq/UniversalGramAct.v``, both variants, over ``expR``): on the grid
+  ln2.gram_terms (row i < n, features f, f2), nodes ``gram.u.act`` (at f) and ``gram.u2.act`` (at
+  f2), R's statistics recomputed there (``gram1.*``), are FFN_ACT's right-hand side at f and f2 (its
+  premises); node ``gram`` (the sum over e of gram.prod = W2[f, e] W2[f2, e]) is ``\\sum_(e < D) W2 P f
+  e * W2 P f2 e`` over all D columns (W2 where U's layout puts it, no premise on its padding).
+* :data:`Y2` (``coq/UniversalY2.v``, both variants, over ``expR``): node ``out.Y2`` (LayerNorm 2 of
+  R2 when post-norm, else R2) at every query of the out grid (row i < n, column e < d_model) is
+  EncoderLayer's ``norm2 sqrtf P n X2 i e`` when post-norm, else ``X2 i e``, X2 = ``add_residual P
+  x1 (ff_block P n Z2)``: R2's mean from out.R2_sum (the sum over (e, f) of ln2.sum_terms), its
+  second moment from out.R2_sq + out.R2_gram (the Gram identity); norm1's weight and bias, b2 and
+  W2 zero beyond d_model columns, 0 < F.
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -841,24 +852,28 @@ def ffn_out_theorems(variant: str) -> list[tuple[str, str]]:
     and the sequence covering the grid ffn2.products."""
     binders, on_input = _attn_out_premises(variant)
     pre = program_name(variant)
+    on_input += _y1_premises(variant) + _ffn1_premises(variant) + _ffn2_premises(variant)
+    st = f"{binders},\n{on_input}  {_ev_real(variant, pre + '_out_R2', 'p')}\n"
+    st += f"  = {_X2} i e"
+    return [(f"{pre}_ffn_out_spec", st)]
+
+
+def _ffn2_premises(variant: str) -> str:
+    """The R2 stage's premises beyond the FFN-1 stage's: W2 (F x D, zero beyond dim_ff rows) and b2
+    where U's layout puts them and the sequence covering the grid ffn2.products."""
     for b, shape in (("w2", ("1", "F", "D")), ("b2", ("1", "1", "D"))):
         if _shape(variant, b) != shape:
             raise ValueError(f"{variant} U's {b} block is not {shape}")
     _check_operands({"w2": "linear2_weight", "b2": "linear2_bias"})
-    on_input += (
-        _y1_premises(variant)
-        + _ffn1_premises(variant)
-        + (
-            f"  encodes x ({_offset_name(variant, 'w2')} {_SIZES}) 1 F D (fun _ => W2 P) ->\n"
-            f"  encodes x ({_offset_name(variant, 'b2')} {_SIZES}) 1 1 D (fun _ => b2 P) ->\n"
-            "  (forall (f : 'I_F) (e : 'I_D), (dim_ff P <= f)%nat -> W2 P f e = 0) ->\n"
-            f"{_fits(variant, 'ffn2.products')}"
-        )
+    return (
+        f"  encodes x ({_offset_name(variant, 'w2')} {_SIZES}) 1 F D (fun _ => W2 P) ->\n"
+        f"  encodes x ({_offset_name(variant, 'b2')} {_SIZES}) 1 1 D (fun _ => b2 P) ->\n"
+        "  (forall (f : 'I_F) (e : 'I_D), (dim_ff P <= f)%nat -> W2 P f e = 0) ->\n"
+        f"{_fits(variant, 'ffn2.products')}"
     )
-    x1 = f"(if norm P is PostNorm then norm1 sqrtf P n {_X1} else {_X1})"
-    st = f"{binders},\n{on_input}  {_ev_real(variant, pre + '_out_R2', 'p')}\n"
-    st += f"  = add_residual P {x1} (ff_block P n {_Z2}) i e"
-    return [(f"{pre}_ffn_out_spec", st)]
+
+
+_X2 = f"add_residual P (if norm P is PostNorm then norm1 sqrtf P n {_X1} else {_X1}) (ff_block P n {_Z2})"
 
 
 FFN_ACT = Stage(
@@ -882,6 +897,106 @@ FFN_OUT = Stage(
     ffn_out_definitions,
     reals=True,
 )
+
+
+def _w2_premise(variant: str) -> str:
+    """W2 (F x D) where U's layout puts it."""
+    if _shape(variant, "w2") != ("1", "F", "D"):
+        raise ValueError(f"{variant} U's w2 block is not one F x D matrix")
+    _check_operands({"w2": "linear2_weight"})
+    return f"  encodes x ({_offset_name(variant, 'w2')} {_SIZES}) 1 F D (fun _ => W2 P) ->\n"
+
+
+def _gram_query(variant: str, at: str = "q") -> str:
+    """The premises on the query ``at`` of the grid ln2.gram_terms (row i, features f, f2)."""
+    gs, gr, gc = _shape(variant, "ln2.gram_terms")
+    if (gs, gr, gc) != ("N", "F", "F"):
+        raise ValueError(f"{variant} U's ln2.gram_terms grid is not (i, f, f2) over N, F, F")
+    return (
+        f"  ({at} < ({gs} * {gr} * {gc})%nat)%nat -> ({at} %/ {gc} %/ {gr})%nat = i ->\n"
+        f"  ({at} %/ {gc} %% {gr})%nat = f -> ({at} %% {gc})%nat = f2 ->\n"
+    )
+
+
+def gram_act_theorems(variant: str) -> list[tuple[str, str]]:
+    """On the grid ln2.gram_terms (row i < n, features f, f2), U's FFN-1 activations ``gram.u.act``
+    (at f) and ``gram.u2.act`` (at f2), R's statistics recomputed on this grid (``gram1.*``): each
+    EncoderLayer's ``activation P (\\sum_(j' < D | j' < d_model) Z2 i j' * W1 P j' f + b1 P 0 f)`` as in
+    :func:`ffn_act_theorems` (its premises, the query on this grid); and U's Gram entry ``gram`` (the
+    sum over e of gram.prod = W2[f, e] W2[f2, e] over the grid gram.products) is ``\\sum_(e < D) W2
+    P f e * W2 P f2 e``, over all D columns (no premise on W2: LayerNorm 2's stage restricts it)."""
+    binders, on_input = _attn_out_premises(variant, out_query=False)
+    pre = program_name(variant)
+    binders = binders.replace("(e : 'I_D) (n p : nat)", "(f f2 : 'I_F) (n q : nat)")
+    on_input += _y1_premises(variant) + _ffn1_premises(variant) + _gram_query(variant)
+    act = "activation P (\\sum_(j' < D | (j' < d_model P)%nat) {z} i j' * W1 P j' {f} + b1 P 0 {f})"
+    out = []
+    for node, f, name in (("gram_u_act", "f", "gram_act_spec"), ("gram_u2_act", "f2", "gram_act2_spec")):
+        st = f"{binders},\n{on_input}  {_ev_real(variant, f'{pre}_{node}', 'q')}\n  = {act.format(z=_Z2, f=f)}"
+        out.append((f"{pre}_{name}", st))
+    gram = (
+        f"  forall (R : realType) (sqrtf geluf gelu_tanhf : R -> R) ({_SIZES} : nat)\n"
+        "    (P : params R D H K F) (x : seq R) (i : 'I_N) (f f2 : 'I_F) (q : nat),\n"
+        f"{_w2_premise(variant)}{_fits(variant, 'gram.products')}{_gram_query(variant)}"
+        f"  {_ev_real(variant, pre + '_gram', 'q')}\n  = \\sum_(e < D) W2 P f e * W2 P f2 e"
+    )
+    return [*out, (f"{pre}_gram_spec", gram)]
+
+
+GRAM_ACT = Stage(
+    "UniversalGramAct",
+    (FFN_OUT,),
+    gram_act_theorems,
+    "U's FFN-1 activations on the Gram grid (gram.u.act at f, gram.u2.act at f2, R's statistics "
+    "recomputed there) == EncoderLayer's activation P (sum_(j' < d_model) Z2 i j' * W1 P j' f + b1 P 0 f), "
+    "and U's Gram entry (gram: the sum over e of W2[f, e] W2[f2, e]) == sum_(e < D) W2 P f e * W2 P f2 e "
+    "(i < n; the FFN-1 stage's premises)",
+    reals=True,
+)
+
+
+def _y2_premises(variant: str) -> str:
+    """The LayerNorm-2 stage's premises beyond the R2 stage's: U's sums over every column e < D are
+    the layer's over d_model when R2 is zero beyond d_model columns, so norm1's weight and bias (x1
+    when post-norm), b2 and W2 are zero beyond d_model columns (U's input map pads them so); a
+    feature at all (0 < F: at F = 0 U's sums over (e, f) are empty, its mean 0, while R2 is x1
+    plus b2); the sequence covers the grids gram.products and ln2.gram_terms."""
+    return (
+        "  (forall e : 'I_D, (d_model P <= e)%nat -> norm1_w P 0 e = 0) ->\n"
+        "  (forall e : 'I_D, (d_model P <= e)%nat -> norm1_b P 0 e = 0) ->\n"
+        "  (forall e : 'I_D, (d_model P <= e)%nat -> b2 P 0 e = 0) ->\n"
+        "  (forall (f : 'I_F) (e : 'I_D), (d_model P <= e)%nat -> W2 P f e = 0) ->\n"
+        f"  (0 < F)%nat ->\n{_fits(variant, 'gram.products')}{_fits(variant, 'ln2.gram_terms')}"
+    )
+
+
+def y2_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's ``out.Y2`` (LayerNorm 2 of R2 when post-norm, else R2) at every query of the out grid (row
+    i < n, column e < d_model): EncoderLayer's ``norm2 sqrtf P n X2 i e`` when post-norm, else ``X2
+    i e``, X2 = add_residual P x1 (ff_block P n Z2) (see :func:`ffn_out_theorems`).  R2's mean is
+    out.R2_sum (the sum over (e, f) of ln2.sum_terms) over d, its second moment (out.R2_sq +
+    out.R2_gram) over d: the sum over (e, f) of ln2.sq_terms plus the sum over (f, f2) of
+    ln2.gram_terms (act_f act_f2 gram[f, f2], the Gram identity).  The premises are the R2 stage's
+    and :func:`_y2_premises`."""
+    binders, on_input = _attn_out_premises(variant)
+    pre = program_name(variant)
+    on_input += _y1_premises(variant) + _ffn1_premises(variant) + _ffn2_premises(variant) + _y2_premises(variant)
+    st = f"{binders},\n{on_input}  {_ev_real(variant, pre + '_out_Y2', 'p')}\n"
+    st += f"  = (if norm P is PostNorm then norm2 sqrtf P n ({_X2}) else {_X2}) i e"
+    return [(f"{pre}_y2_spec", st)]
+
+
+Y2 = Stage(
+    "UniversalY2",
+    (GRAM_ACT,),
+    y2_theorems,
+    "U's output before the write (out.Y2: LayerNorm 2 of R2 when post-norm, its mean from out.R2_sum, its "
+    "second moment from out.R2_sq + out.R2_gram, else R2) == EncoderLayer's norm2 sqrtf P n X2 i e when "
+    "post-norm, else X2 i e, X2 = add_residual P x1 (ff_block P n Z2) (i < n, e < d_model; norm1's weight "
+    "and bias, b2 and W2 zero beyond d_model columns)",
+    reals=True,
+)
+
 STAGES: tuple[Stage, ...] = (
     ROW_MEAN,
     ROW_STATS,
@@ -896,6 +1011,8 @@ STAGES: tuple[Stage, ...] = (
     Y1,
     FFN_ACT,
     FFN_OUT,
+    GRAM_ACT,
+    Y2,
 )
 
 
@@ -1094,6 +1211,7 @@ __all__ = [
     "CONSTRUCTION",
     "FFN_ACT",
     "FFN_OUT",
+    "GRAM_ACT",
     "HEADS",
     "K_PROJ",
     "LAYER_NORM1",
@@ -1105,6 +1223,7 @@ __all__ = [
     "STAGES",
     "V_PROJ",
     "Y1",
+    "Y2",
     "Stage",
     "attn_out_definitions",
     "attn_out_theorems",
@@ -1114,6 +1233,7 @@ __all__ = [
     "ffn_out_definitions",
     "ffn_out_theorems",
     "files",
+    "gram_act_theorems",
     "heads_definitions",
     "heads_theorems",
     "k_proj_theorems",
@@ -1136,4 +1256,5 @@ __all__ = [
     "v_proj_definitions",
     "v_proj_theorems",
     "y1_theorems",
+    "y2_theorems",
 ]

@@ -4,13 +4,17 @@ norm1, U's Q, K and V projections == EncoderLayer's proj, attn.logit == scores, 
 row sum attn.o.den == softmax_rows over expR (and the row sum positive), the head output attn.o ==
 head t's term of self_attn, R (out.R) == add_residual X (self_attn Z), x1 (out.Y1) == norm1 of that
 when post-norm, else that, the FFN-1 activation (ffn2.u.act) == activation of the FFN input's first
-linear layer, R2 (out.R2) == add_residual x1 (ff_block Z2), every capacity, through the kernel gate;
+linear layer, R2 (out.R2) == add_residual x1 (ff_block Z2), on the Gram grid gram.u.act and
+gram.u2.act == that activation at f and f2 and gram == sum_e W2[f, e] W2[f2, e], out.Y2 == norm2
+of X2 when post-norm, else X2, every capacity, through the kernel gate;
 a mutated node, a mutated exporter, a wrong eps, a max shift that does not cancel, a row sum over
 one key fewer, a numerator summed at column 0, every head reading head 0's Wo, the residual added at
 every head, bo read at the head index, the square terms' cross term counted once, ln1.o2 reading the
 first head, the post gate read at the pre gate, W1 read transposed, norm1's bias in the pre-norm
-FFN, the gelu gate read at gelu_tanh's index, W2 read transposed, x1 added without the residual gate
-and a statement from another layout are each refused; no obligation claims Theorem 6."""
+FFN, the gelu gate read at gelu_tanh's index, W2 read transposed, x1 added without the residual gate,
+a Gram entry reading W2 at f twice, gram.u2's b1 read at f, LayerNorm 2's cross term counted once,
+norm1's bias added by LayerNorm 2 and a statement from another layout are each refused; no
+obligation claims Theorem 6."""
 
 from __future__ import annotations
 
@@ -98,6 +102,8 @@ def test_the_obligations_are_stages_not_theorem_6() -> None:
         "UniversalY1",
         "UniversalFfnAct",
         "UniversalFfnOut",
+        "UniversalGramAct",
+        "UniversalY2",
     )
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
@@ -646,3 +652,105 @@ def test_x1_added_without_the_residual_gate_is_refused() -> None:
     bad = _mutate("shallow", "out_c2", f"({gated} N D H K F)", f"({pre}_out_Y1 N D H K F)")
     out = UK.check(bad, UK.FFN_OUT)(0.0)
     assert out.ok is False and "UniversalFfnOut.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_gram_act_statements_read_the_gram_grid_and_w2_from_us_layout() -> None:
+    """The FFN-1 stage's premises with the query on U's grid ln2.gram_terms (row i, features f, f2):
+    gram.u.act at f, gram.u2.act at f2; the Gram entry from W2 where U's layout puts it, over the
+    grid gram.products, summed over all D columns."""
+    [(act, st), (act2, st2), (gram, sg)] = UK.gram_act_theorems("compact")
+    assert (act, act2, gram) == ("U_compact_gram_act_spec", "U_compact_gram_act2_spec", "U_compact_gram_spec")
+    query = "(q < (N * F * F)%nat)%nat -> (q %/ F %/ F)%nat = i ->\n  (q %/ F %% F)%nat = f -> (q %% F)%nat = f2 ->"
+    assert all(query in s for s in (st, st2, sg))
+    assert "encodes x (U_compact_w1_offset N D H K F) 1 D F (fun _ => W1 P)" in st and "(p < " not in st
+    assert "U_compact_gram_u_act (Z.of_nat N)" in st and st.endswith("i j' * W1 P j' f + b1 P 0 f)")
+    assert "U_compact_gram_u2_act (Z.of_nat N)" in st2 and st2.endswith("i j' * W1 P j' f2 + b1 P 0 f2)")
+    assert "encodes x (U_compact_w2_offset N D H K F) 1 F D (fun _ => W2 P)" in sg
+    assert "((F * F * D)%nat <= size x)%nat" in sg and "U_compact_gram (Z.of_nat N)" in sg
+    assert sg.endswith("= \\sum_(e < D) W2 P f e * W2 P f2 e")
+
+
+@needs_coq
+def test_us_gram_grid_activations_and_gram_entry_are_the_layers() -> None:
+    out = UK.check(stage=UK.GRAM_ACT)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is False
+    names = ("gram_act_spec", "gram_act2_spec", "gram_spec")
+    assert out.kernel.theorems == tuple(f"U_{v}_{n}" for v in ("compact", "shallow") for n in names)
+    assert set(out.kernel.assumptions) <= UK.G.ALLOWED_AXIOMS and out.kernel.assumptions, out.kernel.assumptions
+
+
+@needs_coq
+@pytest.mark.kernel_mutants
+def test_a_gram_entry_reading_w2_at_f_twice_is_refused() -> None:
+    """gram.b reading W2 at row f (not f2): the diagonal sum of squares, refused by Coq."""
+    bad = _mutate(
+        "compact",
+        "gram_b_source",
+        "(Z.mul (Z.modulo (Z.div (Z.sub x0 (0)%Z) D) F) D)",
+        "(Z.mul (Z.div (Z.div (Z.sub x0 (0)%Z) D) F) D)",
+    )
+    out = UK.check(bad, UK.GRAM_ACT)(0.0)
+    assert out.ok is False and "UniversalGramAct.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+@pytest.mark.kernel_mutants
+def test_the_second_activation_reading_b1_at_the_first_feature_is_refused() -> None:
+    """gram.u2.b1 reading b1 at feature f (gram.u's), not f2: refused by Coq."""
+    f2_col, f_col = "(Z.modulo (Z.sub x0 (0)%Z) F)", "(Z.modulo (Z.div (Z.sub x0 (0)%Z) F) F)"
+    bad = _mutate("shallow", "gram_u2_b1_source", f2_col, f_col)
+    out = UK.check(bad, UK.GRAM_ACT)(0.0)
+    assert out.ok is False and "UniversalGramAct.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_y2_statement_reads_the_post_gate_norm2_and_the_padding_premises_from_us_layout() -> None:
+    """The R2 stage's premises, norm1's weight and bias, b2 and W2 zero beyond d_model columns, a
+    feature at all, the grids gram.products and ln2.gram_terms inside x; EncoderLayer's norm2 of X2
+    when post-norm, else X2."""
+    [(name, st)] = UK.y2_theorems("compact")
+    assert name == "U_compact_y2_spec"
+    assert "(p < (1 * N * D)%nat)%nat -> (p %/ D %% N)%nat = i -> (p %% D)%nat = e" in st
+    assert "nth 0 x (U_compact_gates_offset N D H K F + 2)%nat = (if norm P is PostNorm then 1 else 0)" in st
+    assert "encodes x (U_compact_g2_offset N D H K F) 1 1 D (fun _ => norm2_w P)" in st
+    assert "encodes x (U_compact_w2_offset N D H K F) 1 F D (fun _ => W2 P)" in st
+    assert "(forall e : 'I_D, (d_model P <= e)%nat -> norm1_w P 0 e = 0)" in st
+    assert "(forall e : 'I_D, (d_model P <= e)%nat -> norm1_b P 0 e = 0)" in st
+    assert "(forall e : 'I_D, (d_model P <= e)%nat -> b2 P 0 e = 0)" in st
+    assert "(forall (f : 'I_F) (e : 'I_D), (d_model P <= e)%nat -> W2 P f e = 0)" in st
+    assert "(0 < F)%nat ->" in st
+    assert "((F * F * D)%nat <= size x)%nat" in st and "((N * F * F)%nat <= size x)%nat" in st
+    assert "U_compact_out_Y2 (Z.of_nat N)" in st
+    assert "= (if norm P is PostNorm then norm2 sqrtf P n (add_residual P (if norm P is PostNorm" in st
+    assert st.endswith(" end))) i e")
+
+
+@needs_coq
+def test_us_y2_is_the_layers_output_before_the_write() -> None:
+    out = UK.check(stage=UK.Y2)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is False
+    assert out.kernel.theorems == ("U_compact_y2_spec", "U_shallow_y2_spec")
+    assert set(out.kernel.assumptions) <= UK.G.ALLOWED_AXIOMS and out.kernel.assumptions, out.kernel.assumptions
+
+
+@needs_coq
+@pytest.mark.kernel_mutants
+def test_layer_norm_2s_square_terms_with_the_cross_term_counted_once_are_refused() -> None:
+    """ln2.sq_terms scaling c2 by 1, not 2, in 2 c2 ffn2.prod: not R2's second moment, refused by Coq."""
+    pre = KE.program_name("compact")
+    node = UK.node_by_term("compact", "(Map1 (PScale (CQ (2)%Z (1)%Z)) {a})", a=f"{pre}_ffn2_c2")
+    bad = _mutate("compact", node.removeprefix(f"{pre}_"), "(CQ (2)%Z (1)%Z)", "(CQ (1)%Z (1)%Z)")
+    out = UK.check(bad, UK.Y2)(0.0)
+    assert out.ok is False and "UniversalY2.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+@pytest.mark.kernel_mutants
+def test_layer_norm_2_adding_norm1s_bias_is_refused() -> None:
+    """out.Y2 adding out.be1 (norm1's bias) where norm2's belongs: refused by Coq."""
+    pre = KE.program_name("shallow")
+    node = UK.node_by_term("shallow", "(Map2 PAdd {a} {b})", a="*", b=f"{pre}_out_be2")
+    bad = _mutate("shallow", node.removeprefix(f"{pre}_"), f"({pre}_out_be2 N D H K F)", f"({pre}_out_be1 N D H K F)")
+    out = UK.check(bad, UK.Y2)(0.0)
+    assert out.ok is False and "UniversalY2.v: Coq rejects it" in out.detail, out.detail
