@@ -68,6 +68,12 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   x1 (ff_block P n Z2)``: R2's mean from out.R2_sum (the sum over (e, f) of ln2.sum_terms), its
   second moment from out.R2_sq + out.R2_gram (the Gram identity); norm1's weight and bias, b2 and
   W2 zero beyond d_model columns, 0 < F.
+* :data:`LAYER` (``coq/UniversalLayer.v``, both variants, over ``expR``): node ``Y`` (where(ffn gate,
+  out.Y2, out.Y1) times mask.rows, i < n, and mask.cols, e < d) at every query of the out grid
+  (every row i < N, column e < D) is EncoderLayer's ``encoder_layer expR sqrtf P M n X i e`` for
+  every layer except post-norm with an FFN (not covered: LayerNorm 2), for every layer given
+  out.Y2's equation (``U_<v>_layer_of_y2``), and node ``U`` at X's entry (i, e) is the same (the
+  ffn gate where U's layout puts it; FFN_OUT's premises but i < n and e < d_model).
 
 These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
 whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
@@ -596,9 +602,10 @@ def attn_out_theorems(variant: str) -> list[tuple[str, str]]:
     return [(f"{pre}_attn_out_spec", st)]
 
 
-def _attn_out_premises(variant: str, out_query: bool = True) -> tuple[str, str]:
+def _attn_out_premises(variant: str, out_query: bool = True, bounds: bool = True) -> tuple[str, str]:
     """The R stage's binders (row i, column e, n and the out-grid query p) and premises (see
-    :func:`attn_out_theorems`); without ``out_query``, row i < n stands for the out-grid query."""
+    :func:`attn_out_theorems`); without ``out_query``, row i < n stands for the out-grid query;
+    without ``bounds``, no i < n (nor e < d_model): every row and column of the grid."""
     binders, on_input, _ = _softmax_premises(variant, head_query=False)
     out, heads, bo = _block(variant, "out"), _block(variant, "attn.heads"), _block(variant, "bo")
     if (nat_term(bo.stack), nat_term(bo.rows), nat_term(bo.cols)) != ("1", "1", "D"):
@@ -615,12 +622,9 @@ def _attn_out_premises(variant: str, out_query: bool = True) -> tuple[str, str]:
         f"  (0 < H)%nat -> (({hs} * {hr} * {hc})%nat <= size x)%nat ->\n"
     )
     if not out_query:
-        return binders, on_input + "  (i < n)%nat ->\n"
-    on_input += (
-        f"  (p < ({os_} * {or_} * {oc})%nat)%nat -> (p %/ {oc} %% {or_})%nat = i -> (p %% {oc})%nat = e ->\n"
-        "  (i < n)%nat -> (e < d_model P)%nat ->\n"
-    )
-    return binders, on_input
+        return binders, on_input + ("  (i < n)%nat ->\n" if bounds else "")
+    on_input += f"  (p < ({os_} * {or_} * {oc})%nat)%nat -> (p %/ {oc} %% {or_})%nat = i -> (p %% {oc})%nat = e ->\n"
+    return binders, on_input + ("  (i < n)%nat -> (e < d_model P)%nat ->\n" if bounds else "")
 
 
 _X1 = f"(add_residual P X (self_attn (@expR R) P M n {_Z}))"
@@ -838,6 +842,11 @@ Y1 = Stage(
 )
 
 
+# EncoderLayer's x1 (the FFN's residual input) and X2 (x1 plus the FFN, before LayerNorm 2)
+_x1 = f"(if norm P is PostNorm then norm1 sqrtf P n {_X1} else {_X1})"
+_X2 = f"(add_residual P {_x1} (ff_block P n {_Z2}))"
+
+
 def ffn_out_definitions(variant: str) -> list[str]:
     """The offsets of the w2 and b2 blocks in U's layout, as Coq definitions over the sizes."""
     return _offset_definitions(variant, "w2", "b2")
@@ -854,13 +863,13 @@ def ffn_out_theorems(variant: str) -> list[tuple[str, str]]:
     pre = program_name(variant)
     on_input += _y1_premises(variant) + _ffn1_premises(variant) + _ffn2_premises(variant)
     st = f"{binders},\n{on_input}  {_ev_real(variant, pre + '_out_R2', 'p')}\n"
-    st += f"  = {_X2} i e"
+    st += f"  = {_X2[1:-1]} i e"
     return [(f"{pre}_ffn_out_spec", st)]
 
 
 def _ffn2_premises(variant: str) -> str:
-    """The R2 stage's premises beyond the FFN-1 stage's: W2 (F x D, zero beyond dim_ff rows) and b2
-    where U's layout puts them and the sequence covering the grid ffn2.products."""
+    """The FFN-2 stage's premises beyond the FFN-1 stage's: W2 (F x D, zero beyond dim_ff rows) and
+    b2 where U's layout puts them, the sequence covering the grid ffn2.products."""
     for b, shape in (("w2", ("1", "F", "D")), ("b2", ("1", "1", "D"))):
         if _shape(variant, b) != shape:
             raise ValueError(f"{variant} U's {b} block is not {shape}")
@@ -871,9 +880,6 @@ def _ffn2_premises(variant: str) -> str:
         "  (forall (f : 'I_F) (e : 'I_D), (dim_ff P <= f)%nat -> W2 P f e = 0) ->\n"
         f"{_fits(variant, 'ffn2.products')}"
     )
-
-
-_X2 = f"add_residual P (if norm P is PostNorm then norm1 sqrtf P n {_X1} else {_X1}) (ff_block P n {_Z2})"
 
 
 FFN_ACT = Stage(
@@ -982,7 +988,7 @@ def y2_theorems(variant: str) -> list[tuple[str, str]]:
     pre = program_name(variant)
     on_input += _y1_premises(variant) + _ffn1_premises(variant) + _ffn2_premises(variant) + _y2_premises(variant)
     st = f"{binders},\n{on_input}  {_ev_real(variant, pre + '_out_Y2', 'p')}\n"
-    st += f"  = (if norm P is PostNorm then norm2 sqrtf P n ({_X2}) else {_X2}) i e"
+    st += f"  = (if norm P is PostNorm then norm2 sqrtf P n {_X2} else {_X2}) i e"
     return [(f"{pre}_y2_spec", st)]
 
 
@@ -996,6 +1002,71 @@ Y2 = Stage(
     "and bias, b2 and W2 zero beyond d_model columns)",
     reals=True,
 )
+
+
+def _layer_premises(variant: str, out_query: bool = True) -> tuple[str, str]:
+    """The whole layer's binders and premises: FFN_OUT's without i < n and e < d_model (every query
+    of the out grid; without ``out_query``, no query p: X's entry (i, e)), and the ffn gate where
+    U's layout puts it."""
+    X, out = _block(variant, "X"), _block(variant, "out")
+    if (nat_term(out.stack), nat_term(out.rows), nat_term(out.cols)) != ("1", nat_term(X.rows), nat_term(X.cols)):
+        raise ValueError(f"{variant} U's out grid is not X's positions (row-major, one matrix)")
+    binders, on_input = _attn_out_premises(variant, out_query, bounds=False)
+    if not out_query:
+        binders = binders.replace("(n p : nat)", "(n : nat)")
+    gates = _offset_name(variant, "gates")
+    on_input += _y1_premises(variant) + _ffn1_premises(variant) + _ffn2_premises(variant)
+    on_input += f"  nth 0 x ({gates} {_SIZES} + {GATES.index('ffn')})%nat = (if has_ffn P then 1 else 0) ->\n"
+    return binders, on_input
+
+
+_LAYER = "encoder_layer (@expR R) sqrtf P M n X"
+
+
+def layer_theorems(variant: str) -> list[tuple[str, str]]:
+    """U's output ``Y`` (where(ffn gate, out.Y2, out.Y1) times the masks mask.rows, i < n read at the
+    header's n, and mask.cols, e < d read at the header's d) at every query of the out grid (every
+    row i < N, column e < D): EncoderLayer's ``encoder_layer expR sqrtf P M n X i e``, for every
+    layer but post-norm with an FFN (``norm P = PostNorm -> ~~ has_ffn P``: that one needs LayerNorm
+    2, out.Y2 = norm2 of X2); and the same for every layer given out.Y2's equation at the query
+    (when the layer has an FFN, i < n and e < d_model: out.Y2 is ``norm2 sqrtf P n X2 i e`` when
+    post-norm, else ``X2 i e``, X2 = add_residual P x1 (ff_block P n Z2), FFN_OUT's right-hand
+    side); and U's program (node ``U``: Y over X) at the position where the encoding puts X's entry
+    (i, e) (``pos`` of X's block) is ``encoder_layer ... i e``, every layer but post-norm with an
+    FFN.  The premises are FFN_OUT's (but i < n and e < d_model) and the ffn gate."""
+    binders, on_input = _layer_premises(variant)
+    no_p, at_x = _layer_premises(variant, out_query=False)
+    pre = program_name(variant)
+    X = _block(variant, "X")
+    covered = "  (norm P = PostNorm -> ~~ has_ffn P) ->\n"
+    y = f"  {_ev_real(variant, pre + '_Y', 'p')}\n  = {_LAYER} i e"
+    y2 = (
+        "  (has_ffn P -> (i < n)%nat -> (e < d_model P)%nat ->\n"
+        f"    {_ev_real(variant, pre + '_out_Y2', 'p')}\n"
+        f"    = (if norm P is PostNorm then norm2 sqrtf P n {_X2} else {_X2}) i e) ->\n"
+    )
+    where = f"(pos {nat_term(X.offset)} {nat_term(X.rows)} {nat_term(X.cols)} 0 i e)"
+    u = f"  {_ev_real(variant, pre, where)}\n  = {_LAYER} i e"
+    return [
+        (f"{pre}_layer_spec", f"{binders},\n{on_input}{covered}{y}"),
+        (f"{pre}_layer_of_y2", f"{binders},\n{on_input}{y2}{y}"),
+        (f"{pre}_layer_out_spec", f"{no_p},\n{at_x}{covered}{u}"),
+    ]
+
+
+LAYER = Stage(
+    "UniversalLayer",
+    (FFN_OUT,),
+    layer_theorems,
+    "U's output (Y: where(ffn gate, out.Y2, out.Y1) times the row mask i < n and the column mask "
+    "e < d) == EncoderLayer's encoder_layer expR sqrtf P M n X i e at every query of the out grid "
+    "(every i < N, e < D: 0 outside n x d_model on both sides), for every layer except post-norm with "
+    "an FFN (not covered: it needs LayerNorm 2); for every layer given out.Y2 == norm2 X2 (post-norm) "
+    "or X2; and node U (Y over X) at X's entry (i, e) == encoder_layer ... i e (the ffn gate, n and d "
+    "where U's layout puts them)",
+    reals=True,
+)
+
 
 STAGES: tuple[Stage, ...] = (
     ROW_MEAN,
@@ -1013,6 +1084,7 @@ STAGES: tuple[Stage, ...] = (
     FFN_OUT,
     GRAM_ACT,
     Y2,
+    LAYER,
 )
 
 
@@ -1214,6 +1286,7 @@ __all__ = [
     "GRAM_ACT",
     "HEADS",
     "K_PROJ",
+    "LAYER",
     "LAYER_NORM1",
     "Q_PROJ",
     "ROW_MEAN",
@@ -1239,6 +1312,7 @@ __all__ = [
     "k_proj_theorems",
     "layer_norm1_definitions",
     "layer_norm1_theorems",
+    "layer_theorems",
     "node_by_term",
     "q_proj_definitions",
     "q_proj_theorems",

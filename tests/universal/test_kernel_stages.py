@@ -6,14 +6,16 @@ head t's term of self_attn, R (out.R) == add_residual X (self_attn Z), x1 (out.Y
 when post-norm, else that, the FFN-1 activation (ffn2.u.act) == activation of the FFN input's first
 linear layer, R2 (out.R2) == add_residual x1 (ff_block Z2), on the Gram grid gram.u.act and
 gram.u2.act == that activation at f and f2 and gram == sum_e W2[f, e] W2[f2, e], out.Y2 == norm2
-of X2 when post-norm, else X2, every capacity, through the kernel gate;
+of X2 when post-norm, else X2, U's output Y == encoder_layer at every query of the out grid (every
+layer but post-norm with an FFN), every capacity, through the kernel gate;
 a mutated node, a mutated exporter, a wrong eps, a max shift that does not cancel, a row sum over
 one key fewer, a numerator summed at column 0, every head reading head 0's Wo, the residual added at
 every head, bo read at the head index, the square terms' cross term counted once, ln1.o2 reading the
 first head, the post gate read at the pre gate, W1 read transposed, norm1's bias in the pre-norm
 FFN, the gelu gate read at gelu_tanh's index, W2 read transposed, x1 added without the residual gate,
 a Gram entry reading W2 at f twice, gram.u2's b1 read at f, LayerNorm 2's cross term counted once,
-norm1's bias added by LayerNorm 2 and a statement from another layout are each refused; no
+norm1's bias added by LayerNorm 2, the row mask compared with d, Y reading out.Y2 without an FFN,
+a column mask one position off and a statement from another layout are each refused; no
 obligation claims Theorem 6."""
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ def test_the_obligations_are_stages_not_theorem_6() -> None:
         "UniversalFfnOut",
         "UniversalGramAct",
         "UniversalY2",
+        "UniversalLayer",
     )
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
@@ -754,3 +757,75 @@ def test_layer_norm_2_adding_norm1s_bias_is_refused() -> None:
     bad = _mutate("shallow", node.removeprefix(f"{pre}_"), f"({pre}_out_be2 N D H K F)", f"({pre}_out_be1 N D H K F)")
     out = UK.check(bad, UK.Y2)(0.0)
     assert out.ok is False and "UniversalY2.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_layer_statement_reads_the_ffn_gate_and_the_masks_n_and_d_from_us_layout() -> None:
+    """FFN_OUT's premises but i < n and e < d_model (every query of the out grid), the ffn gate where
+    U's layout puts it, the layers covered; U's masks compare the row with the header's n and the
+    column with the header's d (the statement's premises on those tokens)."""
+    [(spec, st), (of_y2, given), (out_spec, at_x)] = UK.layer_theorems("compact")
+    assert (spec, of_y2, out_spec) == ("U_compact_layer_spec", "U_compact_layer_of_y2", "U_compact_layer_out_spec")
+    ffn = "nth 0 x (U_compact_gates_offset N D H K F + 5)%nat = (if has_ffn P then 1 else 0)"
+    for s in (st, given, at_x):
+        assert ffn in s and "nth 0 x (N * D)%nat = n%:R" in s and "nth 0 x ((N * D)%nat + 1)%nat = (d_model P)%:R" in s
+        assert "\n  (i < n)%nat -> (e < d_model P)%nat ->\n" not in s
+        assert s.endswith("  = encoder_layer (@expR R) sqrtf P M n X i e")
+    assert "(p < (1 * N * D)%nat)%nat -> (p %/ D %% N)%nat = i -> (p %% D)%nat = e" in st
+    assert "(norm P = PostNorm -> ~~ has_ffn P)" in st and "(norm P = PostNorm -> ~~ has_ffn P)" in at_x
+    assert "U_compact_Y (Z.of_nat N)" in st and "~~ has_ffn P" not in given
+    assert "(has_ffn P -> (i < n)%nat -> (e < d_model P)%nat ->\n    eval (@expR R)" in given
+    assert "U_compact_out_Y2 (Z.of_nat N)" in given
+    assert "= (if norm P is PostNorm then norm2 sqrtf P n (add_residual" in given
+    sizes = "(Z.of_nat N) (Z.of_nat D) (Z.of_nat H) (Z.of_nat K) (Z.of_nat F)"
+    assert "(p < " not in at_x and f"(U_compact {sizes}) x (pos 0 N D 0 i e)" in at_x
+    text = KE.export_universal("compact").text
+    rows = UK.node_by_term("compact", "(Map2 PLt (OfIdx {a}) {b})", a="U_compact_mask_rows_coord", b="U_compact_n")
+    cols = UK.node_by_term("compact", "(Map2 PLt (OfIdx {a}) {b})", a="U_compact_mask_cols_coord", b="U_compact_d")
+    assert f"(Map2 PMul ({rows} N D H K F) (OfIdx (U_compact_mask_rows_inside N D H K F)))" in text
+    assert f"(Map2 PMul ({cols} N D H K F) (OfIdx (U_compact_mask_cols_inside N D H K F)))" in text
+    assert UK.node_by_term(
+        "shallow", "(Map3 PWhere {a} {b} {c})", a="U_shallow_ffn", b="U_shallow_out_Y2", c="U_shallow_out_Y1"
+    )
+
+
+@needs_coq
+def test_us_output_is_the_encoder_layer_but_post_norm_with_an_ffn() -> None:
+    out = UK.check(stage=UK.LAYER)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is False
+    assert "except post-norm with an FFN (not covered" in out.detail
+    assert out.kernel.theorems == tuple(
+        f"U_{v}_layer_{t}" for v in ("compact", "shallow") for t in ("spec", "of_y2", "out_spec")
+    )
+    assert set(out.kernel.assumptions) <= UK.G.ALLOWED_AXIOMS and out.kernel.assumptions, out.kernel.assumptions
+
+
+@needs_coq
+@pytest.mark.kernel_mutants
+def test_the_row_mask_compared_with_d_is_refused() -> None:
+    """mask.rows testing i < d (the header's d) instead of i < n: refused by Coq."""
+    pre = KE.program_name("compact")
+    rows = UK.node_by_term("compact", "(Map2 PLt (OfIdx {a}) {b})", a=f"{pre}_mask_rows_coord", b=f"{pre}_n")
+    bad = _mutate("compact", rows[len(pre) + 1 :], f"({pre}_n N D H K F)", f"({pre}_d N D H K F)")
+    out = UK.check(bad, UK.LAYER)(0.0)
+    assert out.ok is False and "UniversalLayer.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+@pytest.mark.kernel_mutants
+def test_y_reading_out_y2_when_the_ffn_gate_is_0_is_refused() -> None:
+    """Y = where(ffn, out.Y2, out.Y2): a layer without an FFN gets out.Y2, not x1; refused by Coq."""
+    pre = KE.program_name("shallow")
+    y = UK.node_by_term("shallow", "(Map3 PWhere {a} {b} {c})", a=f"{pre}_ffn", b=f"{pre}_out_Y2", c=f"{pre}_out_Y1")
+    bad = _mutate("shallow", y[len(pre) + 1 :], f"({pre}_out_Y1 N D H K F)", f"({pre}_out_Y2 N D H K F)")
+    out = UK.check(bad, UK.LAYER)(0.0)
+    assert out.ok is False and "UniversalLayer.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+@pytest.mark.kernel_mutants
+def test_a_column_mask_one_position_off_is_refused() -> None:
+    """mask.cols reading the column of position p - 1: refused by Coq."""
+    bad = _mutate("compact", "mask_cols_coord", "(Z.modulo (Z.sub x0 (0)%Z) D)", "(Z.modulo (Z.sub x0 (1)%Z) D)")
+    out = UK.check(bad, UK.LAYER)(0.0)
+    assert out.ok is False and "UniversalLayer.v: Coq rejects it" in out.detail, out.detail
