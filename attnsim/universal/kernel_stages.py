@@ -110,7 +110,8 @@ from attnsim.proofs.coq import CoqProgram, module_text
 from attnsim.proofs.coq_encoder_layer import ENCODER_LAYER_SHA256
 from attnsim.proofs.coq_statement import nat_term
 from attnsim.proofs.obligation import KernelFacts, Obligation, Outcome
-from attnsim.rasp.layout import Block
+from attnsim.rasp.core import built_once
+from attnsim.rasp.layout import Block, Layout
 from attnsim.universal import kernel_nodes as KN
 from attnsim.universal.kernel_export import SIZES, export_universal, program_name
 from attnsim.universal.program import VARIANTS
@@ -124,8 +125,14 @@ PAPER_REF = "Theorem 6: U's layout and stages (scores, attention, ffn, act, outp
 _SIZES = " ".join(SIZES)
 
 
+@built_once
+def _layout(variant: str) -> Layout:
+    """U's layout over the symbolic capacity (built once per process, as its export is)."""
+    return UniversalSimulator.over_symbolic_capacity(variant).layout
+
+
 def _block(variant: str, name: str) -> Block:
-    layout = UniversalSimulator.over_symbolic_capacity(variant).layout
+    layout = _layout(variant)
     found = [b for b in layout.blocks if b.name == name]
     if len(found) != 1:
         raise ValueError(f"{variant} U's layout has {len(found)} blocks named {name!r}")
