@@ -75,9 +75,16 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   out.Y2's equation (``U_<v>_layer_of_y2``), and node ``U`` at X's entry (i, e) is the same (the
   ffn gate where U's layout puts it; FFN_OUT's premises but i < n and e < d_model).
 
-These are parts of U's layer, not Theorem 6: each obligation's facts say it is not the catalogue's
-whole construction (``KernelFacts.registered`` False), so no scope row calls Theorem 6
-kernel-checked.
+* :data:`THEOREM6` (``coq/UniversalTheorem6.v``, both variants, over ``expR``): **Theorem 6**, U's
+  whole layer: node ``Y`` at every query of the out grid (every i < N, e < D) and node ``U`` at X's
+  entry (i, e) are EncoderLayer's ``encoder_layer expR sqrtf P M n X i e`` for every layer (LAYER's
+  ``layer_of_y2`` with Y2's theorem), the premises the two stages' (0 < H, 0 < F).
+
+The stages are parts of U's layer: each obligation's facts say it is not the catalogue's whole
+construction (``KernelFacts.registered`` False).  :data:`THEOREM6` is: its obligations
+(``simulator/kernel/UniversalTheorem6`` for Theorem 6 and ``.../multi-head`` for Theorem 9, the
+same theorems with H a variable) are rows of U's own construction, registered, over the sizes
+N, D, H, K, F.
 
 The build of a stage, through the content-addressed cache of :mod:`attnsim.proofs.coq_build`:
 
@@ -122,6 +129,9 @@ HAND_WRITTEN = ("Semantics", "Lemmas", "EncoderLayer", "UniversalLemmas")
 QUERY_GRID = "proj.products"  # the grid whose every position reads the row statistics
 CONSTRUCTION = "simulator-stages"
 PAPER_REF = "Theorem 6: U's layout and stages (scores, attention, ffn, act, output, write)"
+THEOREM_CONSTRUCTION = "simulator"  # U's own construction (attnsim.universal.obligations.CID)
+THEOREM_REF = "Theorem 6"  # its paper result (attnsim.universal.obligations.THM6)
+THEOREM9_REF = "Theorem 9 / Corollary 9.1"  # multi-head (attnsim.universal.obligations.THM9)
 _SIZES = " ".join(SIZES)
 
 
@@ -679,6 +689,7 @@ class Stage:
     claim: str
     definitions: Callable[[str], list[str]] = lambda variant: []
     reals: bool = False  # the statements name MathComp-analysis' realType and expR
+    theorem: bool = False  # U's whole layer (Theorem 6), not a stage of it
 
     def statements(self) -> list[tuple[str, str]]:
         return [t for v in VARIANTS for t in self.theorems(v)]
@@ -1075,6 +1086,43 @@ LAYER = Stage(
 )
 
 
+def theorem6_theorems(variant: str) -> list[tuple[str, str]]:
+    """Theorem 6 for one layer, every norm placement, with or without an FFN: U's output ``Y`` at every
+    query of the out grid (every row i < N, column e < D) is EncoderLayer's ``encoder_layer expR
+    sqrtf P M n X i e`` (:func:`layer_theorems`' ``layer_of_y2`` with the LayerNorm-2 theorem of
+    :func:`y2_theorems`), and U's program (node ``U``) at the position where the encoding puts X's
+    entry (i, e) is the same.  The premises are the two stages': FFN_OUT's (but i < n and e <
+    d_model), the ffn gate and :func:`_y2_premises` (norm1's weight and bias, b2 and W2 zero beyond
+    d_model columns, 0 < F, the Gram grids inside x)."""
+    binders, on_input = _layer_premises(variant)
+    no_p, at_x = _layer_premises(variant, out_query=False)
+    pre = program_name(variant)
+    X = _block(variant, "X")
+    y = f"  {_ev_real(variant, pre + '_Y', 'p')}\n  = {_LAYER} i e"
+    where = f"(pos {nat_term(X.offset)} {nat_term(X.rows)} {nat_term(X.cols)} 0 i e)"
+    u = f"  {_ev_real(variant, pre, where)}\n  = {_LAYER} i e"
+    y2 = _y2_premises(variant)
+    return [
+        (f"{pre}_theorem6", f"{binders},\n{on_input}{y2}{y}"),
+        (f"{pre}_theorem6_out", f"{no_p},\n{at_x}{y2}{u}"),
+    ]
+
+
+THEOREM6 = Stage(
+    "UniversalTheorem6",
+    (Y2, LAYER),
+    theorem6_theorems,
+    "U's whole layer: U's output (Y) == EncoderLayer's encoder_layer expR sqrtf P M n X i e at every query "
+    "of the out grid (every i < N, e < D), and U's program (node U) at X's entry (i, e) == encoder_layer "
+    "... i e, for every layer: pre-norm, post-norm or no norm, with or without an FFN and residual "
+    "connections, any scale, masks and activation U's gates select, H heads (Theorem 9), for every "
+    "capacity N, D, H, K, F with 0 < H and 0 < F (the premises: each block of <T, X> where U's layout "
+    "puts it, X and T's weights zero beyond their true sizes)",
+    reals=True,
+    theorem=True,
+)
+
+
 STAGES: tuple[Stage, ...] = (
     ROW_MEAN,
     ROW_STATS,
@@ -1092,6 +1140,7 @@ STAGES: tuple[Stage, ...] = (
     GRAM_ACT,
     Y2,
     LAYER,
+    THEOREM6,
 )
 
 
@@ -1260,18 +1309,38 @@ def check(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_M
         every = tuple(sorted({f for a in found for f in a.full}))
         detail = (
             f"Coq accepts {stage.theory}.v, statements as generated from U's layout, coqchk re-checks it: "
-            f"{stage.claim} (one stage of Theorem 6, not the whole layer), {' and '.join(stage.variants)} U, "
+            f"{stage.claim} ({'Theorem 6' if stage.theorem else 'one stage of Theorem 6, not the whole layer'}), "
+            f"{' and '.join(stage.variants)} U, "
             "every capacity; "
             f"assumptions by full path: {per}"
         )
-        return Outcome(True, detail, kernel=KernelFacts(tuple(names), every, False))
+        sizes = SIZES if stage.theorem else ()
+        return Outcome(True, detail, kernel=KernelFacts(tuple(names), every, stage.theorem, sizes))
 
     return run
 
 
 def universal_kernel_obligations() -> Iterable[Obligation]:
-    """``simulator-stages/kernel/<Theory>``: each proved stage of U against the Coq layer, every capacity."""
+    """``simulator-stages/kernel/<Theory>``: each proved stage of U against the Coq layer, every
+    capacity; ``simulator/kernel/UniversalTheorem6``: U's whole layer (:data:`THEOREM6`), a row of
+    U's own construction."""
     for stage in STAGES:
+        premises = (
+            "every encoding <T, X> laid out as U's encoder writes it (X and T's weights zero beyond their "
+            "true sizes, each block at U's offset: the theorem's premises)"
+        )
+        if stage.theorem:  # Theorem 6, and Theorem 9 (the same theorems: the head count H is a variable)
+            for ref, tag, note in ((THEOREM_REF, "", ""), (THEOREM9_REF, "/multi-head", "; Theorem 9: H heads")):
+                yield Obligation(
+                    f"{THEOREM_CONSTRUCTION}/kernel/{stage.theory}{tag}",
+                    THEOREM_CONSTRUCTION,
+                    ref,
+                    "kernel",
+                    check(stage=stage),
+                    statement=f"{stage.claim} (coq/EncoderLayer.v), for {premises}{note}",
+                    tools=("coqc",),
+                )
+            continue
         yield Obligation(
             f"{CONSTRUCTION}/kernel/{stage.theory}",
             CONSTRUCTION,
@@ -1279,8 +1348,7 @@ def universal_kernel_obligations() -> Iterable[Obligation]:
             "kernel",
             check(stage=stage),
             statement=f"{stage.claim} (coq/EncoderLayer.v) at every query of its grid, for every capacity "
-            "N, D, H, K, F and every encoding <T, X> laid out as U's encoder writes it (X and T's weights "
-            "zero beyond their true sizes, each block at U's offset: the theorem's premises) (one stage)",
+            f"N, D, H, K, F and {premises} (one stage)",
             tools=("coqc",),
         )
 
@@ -1301,6 +1369,7 @@ __all__ = [
     "SCORES",
     "SOFTMAX",
     "STAGES",
+    "THEOREM6",
     "V_PROJ",
     "Y1",
     "Y2",
@@ -1332,6 +1401,7 @@ __all__ = [
     "source_problems",
     "statement",
     "statement_text",
+    "theorem6_theorems",
     "theorem_name",
     "universal_kernel_obligations",
     "v_proj_definitions",

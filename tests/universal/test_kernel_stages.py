@@ -88,8 +88,17 @@ def test_the_statement_is_read_from_us_layout() -> None:
     assert "Definition U_compact_ln_x_mean (N D H K F : Z) : sop" in KE.export_universal("compact").text
 
 
-def test_the_obligations_are_stages_not_theorem_6() -> None:
-    obs = list(UK.universal_kernel_obligations())
+def test_the_stage_obligations_are_stages_and_one_is_theorem_6() -> None:
+    """Sixteen stages of construction simulator-stages, then U's whole layer as two rows of U's own
+    construction (simulator), backing Theorem 6 and Theorem 9 (the same theorems, H a variable);
+    the U constants named here are the catalogue's."""
+    from attnsim.universal import obligations as UO
+
+    *obs, whole, multi = list(UK.universal_kernel_obligations())
+    assert whole.id == "simulator/kernel/UniversalTheorem6" and whole.method == "kernel"
+    assert (whole.construction, whole.paper_ref) == (UO.CID, UO.THM6) and "one stage" not in whole.statement
+    assert multi.id == "simulator/kernel/UniversalTheorem6/multi-head" and multi.paper_ref == UO.THM9
+    assert UK.THEOREM6.theorem and not any(s.theorem for s in UK.STAGES[:-1])
     stages = (
         "UniversalRowMean",
         "UniversalRowStats",
@@ -725,7 +734,7 @@ def test_the_y2_statement_reads_the_post_gate_norm2_and_the_padding_premises_fro
     assert "((F * F * D)%nat <= size x)%nat" in st and "((N * F * F)%nat <= size x)%nat" in st
     assert "U_compact_out_Y2 (Z.of_nat N)" in st
     assert "= (if norm P is PostNorm then norm2 sqrtf P n (add_residual P (if norm P is PostNorm" in st
-    assert st.endswith(" end))) i e")
+    assert st.endswith(" end)))) i e")
 
 
 @needs_coq
@@ -829,3 +838,62 @@ def test_a_column_mask_one_position_off_is_refused() -> None:
     bad = _mutate("compact", "mask_cols_coord", "(Z.modulo (Z.sub x0 (0)%Z) D)", "(Z.modulo (Z.sub x0 (1)%Z) D)")
     out = UK.check(bad, UK.LAYER)(0.0)
     assert out.ok is False and "UniversalLayer.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_the_theorem6_statement_is_every_layer_over_the_two_stages_premises() -> None:
+    """Theorem 6's statement: no premise restricting the layer (the LAYER stage's post-norm-without-
+    FFN premise is gone), LayerNorm 2's padding premises and 0 < F added, every query of the out
+    grid (no i < n), and node U at X's entry; both variants."""
+    for v in ("compact", "shallow"):
+        pre = KE.program_name(v)
+        [(name, st), (name_out, st_out)] = UK.theorem6_theorems(v)
+        assert (name, name_out) == (f"{pre}_theorem6", f"{pre}_theorem6_out")
+        [(_, layer_spec), _, _] = UK.layer_theorems(v)
+        assert "PostNorm -> ~~ has_ffn P" in layer_spec and "has_ffn P" in st and "~~ has_ffn" not in st
+        for s in (st, st_out):
+            assert "(0 < F)%nat ->" in s and "(d_model P <= e)%nat -> W2 P f e = 0" in s
+            assert "(i < n)%nat ->" not in s and s.endswith("= encoder_layer (@expR R) sqrtf P M n X i e")
+        assert f"({pre}_Y (Z.of_nat N)" in st and f"({pre} (Z.of_nat N)" in st_out and "(pos 0 N D 0 i e)" in st_out
+
+
+@needs_coq
+def test_us_whole_layer_is_the_encoder_layer_theorem_6() -> None:
+    """Theorem 6 (and 9: H a variable) in the kernel, both variants, every capacity, every layer."""
+    out = UK.check(stage=UK.THEOREM6)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is True and out.kernel.sizes == KE.SIZES
+    assert out.kernel.theorems == tuple(f"U_{v}_theorem6{t}" for v in ("compact", "shallow") for t in ("", "_out"))
+    assert set(out.kernel.assumptions) == UK.G.ALLOWED_AXIOMS & set(out.kernel.assumptions)
+    assert out.kernel.assumptions and "(Theorem 6)" in out.detail and "not the whole layer" not in out.detail
+
+
+@needs_coq
+def test_theorem_6_fails_on_a_node_reading_one_position_off() -> None:
+    """The row mean's key group shifted by one position: Theorem 6's build stops at the first stage."""
+    bad = _mutate("compact", "ln_x_mean_key_group", "(Z.div (Z.sub x0 (0)%Z) D)", "(Z.div (Z.sub x0 (1)%Z) D)")
+    out = UK.check(bad, UK.THEOREM6)(0.0)
+    assert out.ok is False and "UniversalRowMean.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_theorem_6_fails_on_a_wrong_layer_norm_eps() -> None:
+    """eps gathered from the scale gate."""
+    bad = _mutate("compact", "eps_source", "(7)%Z) (0)%Z)", "(6)%Z) (0)%Z)")
+    out = UK.check(bad, UK.THEOREM6)(0.0)
+    assert out.ok is False and "UniversalLayerNorm1.v: Coq rejects it" in out.detail, out.detail
+
+
+@needs_coq
+def test_theorem_6_fails_on_a_softmax_whose_max_shift_does_not_cancel() -> None:
+    """Each key shifted by its own logit, not the row's max (uniform weights)."""
+    pre = KE.program_name("compact")
+    bad = _mutate_term(
+        "compact",
+        "(Map2 PSub {a} {b})",
+        f"({pre}_attn_max N D H K F)",
+        f"({pre}_attn_logit N D H K F)",
+        a=f"{pre}_attn_logit",
+        b=f"{pre}_attn_max",
+    )
+    out = UK.check(bad, UK.THEOREM6)(0.0)
+    assert out.ok is False and "UniversalSoftmax.v: Coq rejects it" in out.detail, out.detail
