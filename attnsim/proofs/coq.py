@@ -127,7 +127,10 @@ class _Printer:
     def node(self, n: C.RASPExpr) -> None:
         kind, term = self._term(n)
         name = f"n{len(self.lets)}"
-        label = n.label.replace("(*", "( *").replace("*)", "* )")  # a label cannot close the comment
+        # a label the construction gave, else the node's kind: a generated label (e.g. select_48)
+        # counts the nodes built before in the process, and the text (a cache key) would follow it
+        label = getattr(n, "_label", None) or type(n).__name__
+        label = label.replace("(*", "( *").replace("*)", "* )")  # a label cannot close the comment
         self.lets.append(f"  let {name} := {term} in (* {label} *)")
         self.names[id(n)], self.kinds[id(n)] = name, kind
 

@@ -44,6 +44,20 @@ def test_a_label_cannot_close_its_comment() -> None:
     assert "(Map1 PRelu n0)" in text
 
 
+def test_the_export_does_not_depend_on_what_the_process_built_before() -> None:
+    """An unlabelled node's comment is its kind, not its generated label (which counts every node the
+    process built): the text, a Coq cache key, is the same after other programs were built."""
+
+    def program() -> C.SOp:
+        return C.aggregate(C.select(C.indices, C.indices, "=="), C.apply("relu", C.tokens))
+
+    first = export_program("p", program()).text
+    for _ in range(3):
+        C.apply("neg", C.apply("relu", C.tokens))
+    assert export_program("p", program()).text == first
+    assert "(* Select *)" in first and "(* Map *)" in first
+
+
 def test_export_nodes_is_one_definition_per_node_named_by_its_label() -> None:
     """The same terms as the let form, each node a definition over the sizes read by name; a labelled
     node is named after its label (a clash gets its index), the others by their index, the root the
