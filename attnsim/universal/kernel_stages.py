@@ -885,16 +885,23 @@ def ffn_out_theorems(variant: str) -> list[tuple[str, str]]:
     return [(f"{pre}_ffn_out_spec", st)]
 
 
+def _w2_premise(variant: str) -> str:
+    """W2 (F x D) where U's layout puts it."""
+    if _shape(variant, "w2") != ("1", "F", "D"):
+        raise ValueError(f"{variant} U's w2 block is not one F x D matrix")
+    _check_operands({"w2": "linear2_weight"})
+    return f"  encodes x ({_offset_name(variant, 'w2')} {_SIZES}) 1 F D (fun _ => W2 P) ->\n"
+
+
 def _ffn2_premises(variant: str) -> str:
     """The FFN-2 stage's premises beyond the FFN-1 stage's: W2 (F x D, zero beyond dim_ff rows) and
     b2 where U's layout puts them, the sequence covering the grid ffn2.products."""
-    for b, shape in (("w2", ("1", "F", "D")), ("b2", ("1", "1", "D"))):
-        if _shape(variant, b) != shape:
-            raise ValueError(f"{variant} U's {b} block is not {shape}")
-    _check_operands({"w2": "linear2_weight", "b2": "linear2_bias"})
+    if _shape(variant, "b2") != ("1", "1", "D"):
+        raise ValueError(f"{variant} U's b2 block is not one row of D")
+    _check_operands({"b2": "linear2_bias"})
     return (
-        f"  encodes x ({_offset_name(variant, 'w2')} {_SIZES}) 1 F D (fun _ => W2 P) ->\n"
-        f"  encodes x ({_offset_name(variant, 'b2')} {_SIZES}) 1 1 D (fun _ => b2 P) ->\n"
+        _w2_premise(variant)
+        + f"  encodes x ({_offset_name(variant, 'b2')} {_SIZES}) 1 1 D (fun _ => b2 P) ->\n"
         "  (forall (f : 'I_F) (e : 'I_D), (dim_ff P <= f)%nat -> W2 P f e = 0) ->\n"
         f"{_fits(variant, 'ffn2.products')}"
     )
@@ -921,14 +928,6 @@ FFN_OUT = Stage(
     ffn_out_definitions,
     reals=True,
 )
-
-
-def _w2_premise(variant: str) -> str:
-    """W2 (F x D) where U's layout puts it."""
-    if _shape(variant, "w2") != ("1", "F", "D"):
-        raise ValueError(f"{variant} U's w2 block is not one F x D matrix")
-    _check_operands({"w2": "linear2_weight"})
-    return f"  encodes x ({_offset_name(variant, 'w2')} {_SIZES}) 1 F D (fun _ => W2 P) ->\n"
 
 
 def _gram_query(variant: str, at: str = "q") -> str:
@@ -1041,6 +1040,15 @@ def _layer_premises(variant: str, out_query: bool = True) -> tuple[str, str]:
 _LAYER = "encoder_layer (@expR R) sqrtf P M n X"
 
 
+def _layer_conclusions(variant: str) -> tuple[str, str]:
+    """The whole layer's two conclusions: node ``Y`` at the out-grid query p, and U's program (node
+    ``U``) at the position where the encoding puts X's entry (i, e), each ``encoder_layer ... i e``."""
+    pre, X = program_name(variant), _block(variant, "X")
+    where = f"(pos {nat_term(X.offset)} {nat_term(X.rows)} {nat_term(X.cols)} 0 i e)"
+    y = f"  {_ev_real(variant, pre + '_Y', 'p')}\n  = {_LAYER} i e"
+    return y, f"  {_ev_real(variant, pre, where)}\n  = {_LAYER} i e"
+
+
 def layer_theorems(variant: str) -> list[tuple[str, str]]:
     """U's output ``Y`` (where(ffn gate, out.Y2, out.Y1) times the masks mask.rows, i < n read at the
     header's n, and mask.cols, e < d read at the header's d) at every query of the out grid (every
@@ -1055,16 +1063,13 @@ def layer_theorems(variant: str) -> list[tuple[str, str]]:
     binders, on_input = _layer_premises(variant)
     no_p, at_x = _layer_premises(variant, out_query=False)
     pre = program_name(variant)
-    X = _block(variant, "X")
     covered = "  (norm P = PostNorm -> ~~ has_ffn P) ->\n"
-    y = f"  {_ev_real(variant, pre + '_Y', 'p')}\n  = {_LAYER} i e"
+    y, u = _layer_conclusions(variant)
     y2 = (
         "  (has_ffn P -> (i < n)%nat -> (e < d_model P)%nat ->\n"
         f"    {_ev_real(variant, pre + '_out_Y2', 'p')}\n"
         f"    = (if norm P is PostNorm then norm2 sqrtf P n {_X2} else {_X2}) i e) ->\n"
     )
-    where = f"(pos {nat_term(X.offset)} {nat_term(X.rows)} {nat_term(X.cols)} 0 i e)"
-    u = f"  {_ev_real(variant, pre, where)}\n  = {_LAYER} i e"
     return [
         (f"{pre}_layer_spec", f"{binders},\n{on_input}{covered}{y}"),
         (f"{pre}_layer_of_y2", f"{binders},\n{on_input}{y2}{y}"),
@@ -1097,10 +1102,7 @@ def theorem6_theorems(variant: str) -> list[tuple[str, str]]:
     binders, on_input = _layer_premises(variant)
     no_p, at_x = _layer_premises(variant, out_query=False)
     pre = program_name(variant)
-    X = _block(variant, "X")
-    y = f"  {_ev_real(variant, pre + '_Y', 'p')}\n  = {_LAYER} i e"
-    where = f"(pos {nat_term(X.offset)} {nat_term(X.rows)} {nat_term(X.cols)} 0 i e)"
-    u = f"  {_ev_real(variant, pre, where)}\n  = {_LAYER} i e"
+    y, u = _layer_conclusions(variant)
     y2 = _y2_premises(variant)
     return [
         (f"{pre}_theorem6", f"{binders},\n{on_input}{y2}{y}"),
