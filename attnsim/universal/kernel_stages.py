@@ -83,8 +83,8 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
 The stages are parts of U's layer: each obligation's facts say it is not the catalogue's whole
 construction (``KernelFacts.registered`` False).  :data:`THEOREM6` is: its obligations
 (``simulator/kernel/UniversalTheorem6`` for Theorem 6 and ``.../multi-head`` for Theorem 9, the
-same theorems with H a variable) are rows of U's own construction, registered, over the sizes
-N, D, H, K, F.
+same theorems with H a variable: that row checks H is bound and unbounded, and rests on the first)
+are rows of U's own construction, registered, over the sizes N, D, H, K, F.
 
 The build of a stage, through the content-addressed cache of :mod:`attnsim.proofs.coq_build`:
 
@@ -1322,26 +1322,64 @@ def check(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_M
     return run
 
 
+_H_FREE = re.compile(r"\(N D H K F : nat\)")
+_H_FIXED = re.compile(r"\bH\s*(?:=|<=|<)\s*\d|\(H\s*(?:=|<=|<)\s*\d|\d\s*(?:=|<=)\s*H\b")
+THEOREM6_BUDGET = 300.0  # the worker's own CPU seconds (coqc runs apart): the largest, so it starts first
+
+
+def heads_bound_problems(stage: Stage = THEOREM6) -> list[str]:
+    """Why ``stage``'s statements are not over every head count H (empty when they are): each must
+    bind H among the sizes, and no premise may bound H above or fix it (``0 < H`` is allowed)."""
+    out = []
+    for name, text in stage.statements():
+        binders, _, body = text.partition(",\n")
+        if not _H_FREE.search(binders):
+            out.append(f"{name} does not bind H among its sizes")
+        fixed = _H_FIXED.search(body.replace("(0 < H)%nat", ""))
+        if fixed:
+            out.append(f"{name} bounds or fixes H: {fixed.group(0)!r}")
+    return out
+
+
+def _multi_head(timeout: float) -> Outcome:
+    """Theorem 9's check: Theorem 6's theorems bind H, unbounded (the row rests on Theorem 6's)."""
+    _ = timeout
+    problems = heads_bound_problems()
+    if problems:
+        return Outcome.bad("; ".join(problems))
+    names = THEOREM6.theorem_names
+    detail = (
+        f"Theorem 6's kernel theorems ({', '.join(names)}; simulator/kernel/{THEOREM6.theory}, required) "
+        "bind the head count H among the sizes, H > 0 the only premise on it: the same theorems for every "
+        "number of heads"
+    )
+    return Outcome(True, detail, kernel=KernelFacts(tuple(names), (), True, SIZES))
+
+
 def universal_kernel_obligations() -> Iterable[Obligation]:
     """``simulator-stages/kernel/<Theory>``: each proved stage of U against the Coq layer, every
-    capacity; ``simulator/kernel/UniversalTheorem6``: U's whole layer (:data:`THEOREM6`), a row of
-    U's own construction."""
+    capacity, under ``--deep`` (each gates its own statements and re-runs coqchk over its closure;
+    the default run's Theorem 6 row compiles every stage, so a stage Coq rejects fails it, named);
+    ``simulator/kernel/UniversalTheorem6``: U's whole layer (:data:`THEOREM6`), a row of U's own
+    construction, in the default run, started first; ``.../multi-head``: Theorem 9, the same
+    theorems read with H a variable (:func:`heads_bound_problems`), resting on that row."""
+    premises = (
+        "every encoding <T, X> laid out as U's encoder writes it (X and T's weights zero beyond their "
+        "true sizes, each block at U's offset: the theorem's premises)"
+    )
     for stage in STAGES:
-        premises = (
-            "every encoding <T, X> laid out as U's encoder writes it (X and T's weights zero beyond their "
-            "true sizes, each block at U's offset: the theorem's premises)"
-        )
-        if stage.theorem:  # Theorem 6, and Theorem 9 (the same theorems: the head count H is a variable)
-            for ref, tag, note in ((THEOREM_REF, "", ""), (THEOREM9_REF, "/multi-head", "; Theorem 9: H heads")):
-                yield Obligation(
-                    f"{THEOREM_CONSTRUCTION}/kernel/{stage.theory}{tag}",
-                    THEOREM_CONSTRUCTION,
-                    ref,
-                    "kernel",
-                    check(stage=stage),
-                    statement=f"{stage.claim} (coq/EncoderLayer.v), for {premises}{note}",
-                    tools=("coqc",),
-                )
+        if stage.theorem:
+            whole = f"{THEOREM_CONSTRUCTION}/kernel/{stage.theory}"
+            statement = f"{stage.claim} (coq/EncoderLayer.v), for {premises}"
+            yield Obligation(
+                whole, THEOREM_CONSTRUCTION, THEOREM_REF, "kernel", check(stage=stage),
+                statement=statement, tools=("coqc",), budget=THEOREM6_BUDGET,
+            )  # fmt: skip
+            yield Obligation(
+                f"{whole}/multi-head", THEOREM_CONSTRUCTION, THEOREM9_REF, "kernel", _multi_head,
+                statement=f"{statement}; Theorem 9: H heads, the same theorems", requires=(whole,),
+                tools=("coqc",),
+            )  # fmt: skip
             continue
         yield Obligation(
             f"{CONSTRUCTION}/kernel/{stage.theory}",
@@ -1352,6 +1390,7 @@ def universal_kernel_obligations() -> Iterable[Obligation]:
             statement=f"{stage.claim} (coq/EncoderLayer.v) at every query of its grid, for every capacity "
             f"N, D, H, K, F and {premises} (one stage)",
             tools=("coqc",),
+            deep=True,
         )
 
 
@@ -1385,6 +1424,7 @@ __all__ = [
     "ffn_out_theorems",
     "files",
     "gram_act_theorems",
+    "heads_bound_problems",
     "heads_definitions",
     "heads_theorems",
     "k_proj_theorems",

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from attnsim.proofs.obligation import Outcome, Result, settle
 from attnsim.universal import kernel_export as KE
 from attnsim.universal import kernel_stages as UK
 
@@ -89,9 +91,9 @@ def test_the_statement_is_read_from_us_layout() -> None:
 
 
 def test_the_stage_obligations_are_stages_and_one_is_theorem_6() -> None:
-    """Sixteen stages of construction simulator-stages, then U's whole layer as two rows of U's own
-    construction (simulator), backing Theorem 6 and Theorem 9 (the same theorems, H a variable);
-    the U constants named here are the catalogue's."""
+    """Sixteen stages of construction simulator-stages (under --deep), then U's whole layer as two
+    rows of U's own construction (simulator, the default run), backing Theorem 6 and Theorem 9 (the
+    same theorems, H a variable); the U constants named here are the catalogue's."""
     from attnsim.universal import obligations as UO
 
     *obs, whole, multi = list(UK.universal_kernel_obligations())
@@ -120,7 +122,42 @@ def test_the_stage_obligations_are_stages_and_one_is_theorem_6() -> None:
     assert [o.id for o in obs] == [f"simulator-stages/kernel/{s}" for s in stages]
     for ob in obs:
         assert ob.method == "kernel" and ob.construction == "simulator-stages" and ob.tools == ("coqc",)
-        assert "one stage" in ob.statement
+        assert "one stage" in ob.statement and ob.deep
+    assert not whole.deep and not multi.deep  # the default run's: Theorem 6 builds every stage
+    assert multi.requires == (whole.id,)
+
+
+def test_theorem_6_starts_first_in_the_default_run() -> None:
+    """Theorem 6's row has the largest budget of the default run, so the runner starts it first: its
+    serial Coq build (every stage, cold) then overlaps the rest of the run instead of ending it."""
+    from attnsim.proofs import registry
+    from attnsim.verify.budgets import budget
+
+    default = [o for o in registry.all_obligations() if not o.deep]
+    (whole,) = [o for o in default if o.id == "simulator/kernel/UniversalTheorem6"]
+    assert budget(whole) > max(budget(o) for o in default if o is not whole)
+
+
+def test_theorem_9_is_theorem_6s_theorems_over_every_head_count() -> None:
+    """Theorem 9's row: Theorem 6's statements bind H and bound it by nothing but 0 < H; a statement
+    that fixes H (H = 1), bounds it (H <= 2) or does not bind it is refused; the row rests on
+    Theorem 6's and is conditional when that one does not hold."""
+    assert UK.heads_bound_problems() == []
+    *_, whole, multi = UK.universal_kernel_obligations()
+    good = multi.check(1.0)
+    assert good.ok and good.kernel is not None and good.kernel.registered and "H" in good.kernel.sizes
+
+    def with_text(edit: Callable[[str], str]) -> UK.Stage:
+        return replace(UK.THEOREM6, theorems=lambda v: [(n, edit(t)) for n, t in UK.theorem6_theorems(v)])
+
+    fixed = with_text(lambda t: t.replace("(0 < H)%nat ->", "(0 < H)%nat -> (H = 1)%nat ->"))
+    assert any("fixes H" in p for p in UK.heads_bound_problems(fixed))
+    bounded = with_text(lambda t: t.replace("(0 < H)%nat ->", "(0 < H)%nat -> (H <= 2)%nat ->"))
+    assert any("fixes H" in p for p in UK.heads_bound_problems(bounded))
+    unbound = with_text(lambda t: t.replace("(N D H K F : nat)", "(N D K F : nat)"))
+    assert any("does not bind H" in p for p in UK.heads_bound_problems(unbound))
+    rows = [Result.of(whole, Outcome.unknown("coqc stopped"), 0.0), Result.of(multi, good, 0.0)]
+    assert [r.status for r in settle(rows)] == ["unknown", "conditional"]
 
 
 def test_the_stats_statements_name_us_nodes_by_their_terms() -> None:
