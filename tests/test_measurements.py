@@ -101,8 +101,9 @@ def test_render_counts_rows_by_status_and_method(benchmark_script: Callable[[str
     run = m.VerifyRun("attnsim verify --json -j 2", 12.34, 1, rows)
     cost = m.CostRow("compact", (2, 2, 1, 1, 2), 7, [1, 2], 55)
     comp = m.CompiledRow((3, 3, 2, 2, 3), 136, 343, 405083, 19929, 6.9e-17, 1.2e-16)
-    page = m.render(run, [cost], comp, None, "0123abc")
-    assert "**3 obligations** in **12.3 s**" in page
+    warm = m.VerifyRun("attnsim verify --json -j 2", 5.67, 1, [{**r, "seconds": 0.1} for r in rows])
+    page = m.render(run, [cost], comp, None, "0123abc", warm=warm)
+    assert "**3 obligations** in **12.3 s**" in page and "3 obligations in **5.7 s**" in page
     assert "| proved | 1 |" in page and "| unknown | 1 |" in page and "| failed | 0 |" in page
     assert "| z3-parametric | 1 | 0 | 0 | 0 | 1 | 2 |" in page
     assert "| `b/z3-parametric/z` | z3-parametric | unknown | 10.0 | timeout |" in page  # named, not just counted
