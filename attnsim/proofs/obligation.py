@@ -232,12 +232,14 @@ class KernelFacts:
     """What a kernel check established: the theorems Coq accepted with their generated statements,
     every axiom they rest on by full path, whether the program checked is the catalogue's own
     construction (else a variant of it), and the sizes its statements quantify over (none: the
-    construction has one fixed size, e.g. 3 x 3)."""
+    construction has one fixed size, e.g. 3 x 3).  ``via``: the id of the kernel row (a ``requires``
+    of this one) that ran Coq on these theorems and lists their axioms; ``assumptions`` is then empty."""
 
     theorems: tuple[str, ...]
     assumptions: tuple[str, ...]
     registered: bool
     sizes: tuple[str, ...] = ()
+    via: str = ""
 
 
 @dataclass(frozen=True)
@@ -405,7 +407,11 @@ class Result:
         if f.get("kernel") is not None:
             k = f["kernel"]
             f["kernel"] = KernelFacts(
-                tuple(k["theorems"]), tuple(k["assumptions"]), bool(k["registered"]), tuple(k.get("sizes", ()))
+                tuple(k["theorems"]),
+                tuple(k["assumptions"]),
+                bool(k["registered"]),
+                tuple(k.get("sizes", ())),
+                str(k.get("via", "")),
             )
         return Result(**f)
 

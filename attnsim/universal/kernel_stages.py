@@ -1349,11 +1349,12 @@ def _multi_head(timeout: float) -> Outcome:
         return Outcome.bad("; ".join(problems))
     names = THEOREM6.theorem_names
     detail = (
-        f"Theorem 6's kernel theorems ({', '.join(names)}; simulator/kernel/{THEOREM6.theory}, required) "
-        "bind the head count H among the sizes, H > 0 the only premise on it: the same theorems for every "
-        "number of heads"
+        f"Theorem 6's kernel theorems ({', '.join(names)}; simulator/kernel/{THEOREM6.theory}, required, "
+        "lists their assumptions) bind the head count H among the sizes, H > 0 the only premise on it: the "
+        "same theorems for every number of heads"
     )
-    return Outcome(True, detail, kernel=KernelFacts(tuple(names), (), True, SIZES))
+    whole = f"{THEOREM_CONSTRUCTION}/kernel/{THEOREM6.theory}"
+    return Outcome(True, detail, kernel=KernelFacts(tuple(names), (), True, SIZES, via=whole))
 
 
 def universal_kernel_obligations() -> Iterable[Obligation]:

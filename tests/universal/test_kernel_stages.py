@@ -146,6 +146,7 @@ def test_theorem_9_is_theorem_6s_theorems_over_every_head_count() -> None:
     *_, whole, multi = UK.universal_kernel_obligations()
     good = multi.check(1.0)
     assert good.ok and good.kernel is not None and good.kernel.registered and "H" in good.kernel.sizes
+    assert good.kernel.via == whole.id and good.kernel.assumptions == ()  # Theorem 6's row lists them
 
     def with_text(edit: Callable[[str], str]) -> UK.Stage:
         return replace(UK.THEOREM6, theorems=lambda v: [(n, edit(t)) for n, t in UK.theorem6_theorems(v)])
