@@ -175,6 +175,7 @@ def test_the_stats_statements_name_us_nodes_by_their_terms() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_u_row_sum_is_d_model_times_the_layers_row_mean() -> None:
     out = UK.check()(0.0)
     assert out.ok is True, out.detail
@@ -212,6 +213,7 @@ def test_a_statement_from_another_layout_is_refused(monkeypatch: pytest.MonkeyPa
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_layer_norm_1s_centred_value_and_variance_are_the_layers() -> None:
     out = UK.check(stage=UK.ROW_STATS)(0.0)
     assert out.ok is True, out.detail
@@ -228,6 +230,7 @@ def test_d_read_from_the_header_s_pointer_is_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_layer_norm_1_is_the_layers_norm1() -> None:
     out = UK.check(stage=UK.LAYER_NORM1)(0.0)
     assert out.ok is True, out.detail
@@ -253,6 +256,7 @@ def test_a_wrong_layer_norm_eps_is_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_compact_us_q_projection_is_the_layers() -> None:
     out = UK.check(stage=UK.Q_PROJ)(0.0)
     assert out.ok is True, out.detail
@@ -269,6 +273,7 @@ def test_a_q_weight_read_transposed_is_refused() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_compact_us_k_projection_is_the_layers() -> None:
     out = UK.check(stage=UK.K_PROJ)(0.0)
     assert out.ok is True, out.detail
@@ -297,6 +302,7 @@ def test_the_v_statement_reads_wv_and_bv_where_us_layout_puts_them() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_us_v_projection_is_the_layers() -> None:
     out = UK.check(stage=UK.V_PROJ)(0.0)
     assert out.ok is True, out.detail
@@ -331,6 +337,7 @@ def test_the_scores_statement_reads_the_scale_and_the_mask_where_us_layout_puts_
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_us_attention_logit_is_the_layers_scores() -> None:
     out = UK.check(stage=UK.SCORES)(0.0)
     assert out.ok is True, out.detail
@@ -398,6 +405,7 @@ def _mutate_term(variant: str, term: str, old: str, new: str, **nodes: str) -> d
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_us_softmax_is_the_layers_softmax_rows_over_expr() -> None:
     out = UK.check(stage=UK.SOFTMAX)(0.0)
     assert out.ok is True, out.detail
@@ -459,6 +467,7 @@ def test_the_heads_statement_reads_wo_and_the_head_grid_from_us_layout() -> None
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_us_head_output_is_the_layers_head_times_wo() -> None:
     out = UK.check(stage=UK.HEADS)(0.0)
     assert out.ok is True, out.detail
@@ -503,6 +512,7 @@ def test_the_attn_out_statement_reads_the_residual_gate_and_bo_from_us_layout() 
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_us_r_is_the_layers_residual_plus_self_attention() -> None:
     out = UK.check(stage=UK.ATTN_OUT)(0.0)
     assert out.ok is True, out.detail
@@ -550,6 +560,7 @@ def test_the_y1_statement_reads_the_post_gate_and_the_square_grid_from_us_layout
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_us_y1_is_the_layers_x1() -> None:
     out = UK.check(stage=UK.Y1)(0.0)
     assert out.ok is True, out.detail
@@ -618,6 +629,7 @@ def test_the_ffn_act_statement_reads_w1_b1_norm2_and_the_gates_from_us_layout() 
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_us_ffn_activation_is_the_layers() -> None:
     out = UK.check(stage=UK.FFN_ACT)(0.0)
     assert out.ok is True, out.detail
@@ -673,6 +685,7 @@ def test_the_ffn_out_statement_reads_w2_and_b2_from_us_layout() -> None:
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_us_r2_is_x1_plus_the_layers_ff_block() -> None:
     out = UK.check(stage=UK.FFN_OUT)(0.0)
     assert out.ok is True, out.detail
@@ -721,6 +734,7 @@ def test_the_gram_act_statements_read_the_gram_grid_and_w2_from_us_layout() -> N
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_us_gram_grid_activations_and_gram_entry_are_the_layers() -> None:
     out = UK.check(stage=UK.GRAM_ACT)(0.0)
     assert out.ok is True, out.detail
@@ -776,6 +790,7 @@ def test_the_y2_statement_reads_the_post_gate_norm2_and_the_padding_premises_fro
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_us_y2_is_the_layers_output_before_the_write() -> None:
     out = UK.check(stage=UK.Y2)(0.0)
     assert out.ok is True, out.detail
@@ -836,6 +851,7 @@ def test_the_layer_statement_reads_the_ffn_gate_and_the_masks_n_and_d_from_us_la
 
 
 @needs_coq
+@pytest.mark.kernel_stages
 def test_us_output_is_the_encoder_layer_but_post_norm_with_an_ffn() -> None:
     out = UK.check(stage=UK.LAYER)(0.0)
     assert out.ok is True, out.detail
