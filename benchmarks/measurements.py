@@ -179,15 +179,22 @@ def _commit() -> str:
 KINDS = ("one-build", "spec-independent", "input-domain", "cap64", "cap128")
 
 
+def seconds_by_method(rows: list[dict[str, object]]) -> dict[str, float]:
+    """Seconds of check time per method, summed over the rows."""
+    per_method: dict[str, float] = {}
+    for r in rows:
+        per_method[str(r["method"])] = per_method.get(str(r["method"]), 0.0) + float(str(r["seconds"]))
+    return per_method
+
+
 def where_the_time_goes(rows: list[dict[str, object]]) -> list[str]:
     """Seconds of check time (summed over obligations: with -j 2 about twice the wall time) per
     method, and per check kind of :data:`KINDS` (an id containing the kind's name)."""
-    per_method: dict[str, float] = {}
+    per_method = seconds_by_method(rows)
     per_kind: dict[str, float] = dict.fromkeys(KINDS, 0.0)
     count: Counter[str] = Counter()
     for r in rows:
         sec = float(str(r["seconds"]))
-        per_method[str(r["method"])] = per_method.get(str(r["method"]), 0.0) + sec
         for kind in KINDS:
             if kind in str(r["id"]):
                 per_kind[kind] += sec
@@ -220,7 +227,7 @@ def warm_line(cold: VerifyRun, warm: VerifyRun | None) -> list[str]:
     """The second verify run, on the Coq cache the first left, beside the first's kernel time."""
     if warm is None:
         return []
-    kernel = lambda run: sum(float(str(r["seconds"])) for r in run.rows if r["method"] == "kernel")
+    kernel = lambda run: seconds_by_method(run.rows).get("kernel", 0.0)
     return [
         "",
         f"The same command again, on the Coq libraries the first run compiled (every later run on this "

@@ -1323,8 +1323,9 @@ def check(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_M
 
 
 _H_FREE = re.compile(r"\(N D H K F : nat\)")
-_H_FIXED = re.compile(r"\bH\s*(?:=|<=|<)\s*\d|\(H\s*(?:=|<=|<)\s*\d|\d\s*(?:=|<=)\s*H\b")
+_H_FIXED = re.compile(r"\bH\s*(?:=|<=|<)\s*\d|\d\s*(?:=|<=)\s*H\b")
 THEOREM6_BUDGET = 300.0  # the worker's own CPU seconds (coqc runs apart): the largest, so it starts first
+THEOREM6_ID = f"{THEOREM_CONSTRUCTION}/kernel/{THEOREM6.theory}"  # Theorem 6's kernel row
 
 
 def heads_bound_problems(stage: Stage = THEOREM6) -> list[str]:
@@ -1349,12 +1350,11 @@ def _multi_head(timeout: float) -> Outcome:
         return Outcome.bad("; ".join(problems))
     names = THEOREM6.theorem_names
     detail = (
-        f"Theorem 6's kernel theorems ({', '.join(names)}; simulator/kernel/{THEOREM6.theory}, required, "
+        f"Theorem 6's kernel theorems ({', '.join(names)}; {THEOREM6_ID}, required, "
         "lists their assumptions) bind the head count H among the sizes, H > 0 the only premise on it: the "
         "same theorems for every number of heads"
     )
-    whole = f"{THEOREM_CONSTRUCTION}/kernel/{THEOREM6.theory}"
-    return Outcome(True, detail, kernel=KernelFacts(tuple(names), (), True, SIZES, via=whole))
+    return Outcome(True, detail, kernel=KernelFacts(tuple(names), (), True, SIZES, via=THEOREM6_ID))
 
 
 def universal_kernel_obligations() -> Iterable[Obligation]:
@@ -1370,7 +1370,7 @@ def universal_kernel_obligations() -> Iterable[Obligation]:
     )
     for stage in STAGES:
         if stage.theorem:
-            whole = f"{THEOREM_CONSTRUCTION}/kernel/{stage.theory}"
+            whole = THEOREM6_ID
             statement = f"{stage.claim} (coq/EncoderLayer.v), for {premises}"
             yield Obligation(
                 whole, THEOREM_CONSTRUCTION, THEOREM_REF, "kernel", check(stage=stage),
