@@ -79,12 +79,17 @@ layer (``params``) and every input X zero beyond ``d_model`` columns, both varia
   whole layer: node ``Y`` at every query of the out grid (every i < N, e < D) and node ``U`` at X's
   entry (i, e) are EncoderLayer's ``encoder_layer expR sqrtf P M n X i e`` for every layer (LAYER's
   ``layer_of_y2`` with Y2's theorem), the premises the two stages' (0 < H, 0 < F).
+* :data:`STACK` (``coq/UniversalStack.v``, both variants, over ``expR``): **stacks by looping**,
+  U's pass (node ``U`` at every position) iterated m times holds at X's entry (i, e) the m-layer
+  encoder ``encoder_stack`` (:data:`ENCODER_STACK`) for every m, with Theorem 6's premises (but
+  X's) on each record seen in the slot a pass reads (:func:`stack_theorems`).
 
 The stages are parts of U's layer: each obligation's facts say it is not the catalogue's whole
 construction (``KernelFacts.registered`` False).  :data:`THEOREM6` is: its obligations
 (``simulator/kernel/UniversalTheorem6`` for Theorem 6 and ``.../multi-head`` for Theorem 9, the
 same theorems with H a variable: that row checks H is bound and unbounded, and rests on the first)
-are rows of U's own construction, registered, over the sizes N, D, H, K, F.
+are rows of U's own construction, registered, over the sizes N, D, H, K, F; :data:`STACK`'s
+(``simulator-frame/kernel/UniversalStack``) is the stacks' construction's, over them and m.
 
 The build of a stage, through the content-addressed cache of :mod:`attnsim.proofs.coq_build`:
 
@@ -690,6 +695,8 @@ class Stage:
     definitions: Callable[[str], list[str]] = lambda variant: []
     reals: bool = False  # the statements name MathComp-analysis' realType and expR
     theorem: bool = False  # U's whole layer (Theorem 6), not a stage of it
+    shared: tuple[str, ...] = ()  # definitions of both variants' statements, stated once
+    result: str = ""  # the paper result its theorems state whole (beyond Theorem 6), else a stage's
 
     def statements(self) -> list[tuple[str, str]]:
         return [t for v in VARIANTS for t in self.theorems(v)]
@@ -1125,6 +1132,93 @@ THEOREM6 = Stage(
 )
 
 
+ENCODER_STACK = (
+    "Fixpoint encoder_stack (R : realType) (sqrtf : R -> R) (N D H K F : nat) (Ps : nat -> params R D H K F)\n"
+    "  (M : mask R N) (n m : nat) (X : 'M[R]_(N, D)) {struct m} : 'M[R]_(N, D) :=\n"
+    "  if m is m'.+1 then encoder_layer (@expR R) sqrtf (Ps m') M n (encoder_stack R sqrtf N D H K F Ps M n m' X)\n"
+    "  else X."
+)
+_X_PAD = "  (forall (i : 'I_N) (j : 'I_D), (d_model P <= j)%nat -> X i j = 0) ->\n"
+
+
+def _one_layer_premises(variant: str) -> tuple[str, str, str]:
+    """Theorem 6's premises at X's entries (``U_<v>_theorem6_out``) split in two: the two on X (its
+    block in the encoding, zero beyond d_model columns) and the rest, none of which names X."""
+    _, at_x = _layer_premises(variant, out_query=False)
+    rest = at_x + _y2_premises(variant)
+    _, on_x, _ = _premises(variant)
+    for line in (on_x, _X_PAD):
+        if rest.count(line) != 1:
+            raise ValueError(f"{variant} U's Theorem 6 premises hold {rest.count(line)} copies of {line.strip()!r}")
+        rest = rest.replace(line, "")
+    if re.search(r"\bX\b", rest):
+        raise ValueError(f"{variant} U's Theorem 6 premises name X beyond its two premises")
+    return on_x, _X_PAD, rest
+
+
+def stack_definitions(variant: str) -> list[str]:
+    """The loop of the stack theorem (:func:`stack_theorems`): where the record queue starts and ends
+    in U's input map, one pass of U over a whole sequence, the sequence seen t records on, and
+    Theorem 6's premises on one layer's record as a proposition."""
+    pre, umap = program_name(variant), UniversalSimulator.over_symbolic_capacity(variant).map
+    size_args = " ".join(f"(Z.of_nat {s})" for s in SIZES)
+    _, _, rest = _one_layer_premises(variant)
+    return [
+        f"Definition {pre}_record_base ({_SIZES} : nat) : nat :=\n  {nat_term(umap.base)}.",
+        f"Definition {pre}_record_end ({_SIZES} : nat) : nat :=\n  {nat_term(umap.record[-1].end_expr())}.",
+        f"Definition {pre}_record_size ({_SIZES} : nat) : nat :=\n"
+        f"  ({pre}_record_end {_SIZES} - {pre}_record_base {_SIZES})%nat.",
+        f"Definition {pre}_pass (R : realType) (sqrtf geluf gelu_tanhf : R -> R) ({_SIZES} : nat) (x : seq R)\n"
+        f"  : seq R := mkseq (eval (@expR R) sqrtf geluf gelu_tanhf ({pre} {size_args}) x) (size x).",
+        f"Definition {pre}_view (R : realType) ({_SIZES} : nat) (x : seq R) (t : nat) : seq R :=\n"
+        f"  mkseq (fun q => nth 0 x (if (q < {pre}_record_base {_SIZES})%nat then q\n"
+        f"    else (q + t * {pre}_record_size {_SIZES})%nat)) (size x).",
+        f"Definition {pre}_layer_premises (R : realType) (sqrtf geluf gelu_tanhf : R -> R) ({_SIZES} : nat)\n"
+        f"  (P : params R D H K F) (M : mask R N) (n : nat) (x : seq R) : Prop :=\n"
+        f"  forall G : Prop, (\n{rest}  G) -> G.",
+    ]
+
+
+def stack_theorems(variant: str) -> list[tuple[str, str]]:
+    """Stacks by looping: U's pass iterated m times over <T_0 .. T_(m-1), X> (the records of layers
+    ``Ps 0 .. Ps (m - 1)`` queued from the record base, one every ``record_size`` positions; the
+    header and masks once) holds at X's entry (i, e) EncoderLayer's m-layer encoder
+    ``encoder_stack`` (:data:`ENCODER_STACK`, layer ``Ps t`` applied t-th).  The premises: X's two
+    (on layer 0's d_model) and, for each t < m, Theorem 6's others on the sequence seen t records on
+    (``<v>_view x t``: the header and masks as they are, the record slot holding record t)."""
+    pre = program_name(variant)
+    on_x, pad, _ = _one_layer_premises(variant)
+    binders = (
+        f"  forall (R : realType) (sqrtf geluf gelu_tanhf : R -> R) ({_SIZES} : nat)\n"
+        "    (Ps : nat -> params R D H K F) (M : mask R N) (X : 'M[R]_(N, D)) (x : seq R) (n m : nat)"
+        " (i : 'I_N) (e : 'I_D)"
+    )
+    X = _block(variant, "X")
+    where = f"(pos {nat_term(X.offset)} {nat_term(X.rows)} {nat_term(X.cols)} 0 i e)"
+    st = (
+        f"{binders},\n{on_x}{pad.replace('d_model P', 'd_model (Ps 0)')}"
+        f"  (forall t : nat, (t < m)%nat ->\n"
+        f"    {pre}_layer_premises R sqrtf geluf gelu_tanhf {_SIZES} (Ps t) M n ({pre}_view R {_SIZES} x t)) ->\n"
+        f"  nth 0 (ssrnat.iter m ({pre}_pass R sqrtf geluf gelu_tanhf {_SIZES}) x) {where}\n"
+        f"  = encoder_stack R sqrtf {_SIZES} Ps M n m X i e"
+    )
+    return [(f"{pre}_stack", st)]
+
+
+STACK = Stage(
+    "UniversalStack",
+    (THEOREM6,),
+    stack_theorems,
+    "stacks by looping: U's pass iterated m times over the records of layers Ps 0 .. Ps (m - 1) and X holds "
+    "EncoderLayer's m-layer encoder at X's entries, for every m, every capacity N, D, H, K, F (0 < H, 0 < F) "
+    "and every layer of each record (the premises: Theorem 6's for each record seen in the slot a pass reads)",
+    stack_definitions,
+    reals=True,
+    shared=(ENCODER_STACK,),
+    result="stacks (depth by looping)",
+)
+
+
 STAGES: tuple[Stage, ...] = (
     ROW_MEAN,
     ROW_STATS,
@@ -1143,6 +1237,7 @@ STAGES: tuple[Stage, ...] = (
     Y2,
     LAYER,
     THEOREM6,
+    STACK,
 )
 
 
@@ -1179,7 +1274,8 @@ def _preamble(stage: Stage, own: bool) -> str:
 
 def statement_text(stage: Stage = ROW_MEAN) -> str:
     """``<Theory>Statement.v``: the stage's definitions and each theorem's statement as a ``Prop``."""
-    offsets = "".join(d + "\n" for v in VARIANTS for d in stage.definitions(v))
+    shared = "".join(d + "\n" for d in stage.shared)
+    offsets = shared + "".join(d + "\n" for v in VARIANTS for d in stage.definitions(v))
     defs = offsets + "\n".join(f"Definition {name}_statement : Prop :=\n{st}.\n" for name, st in stage.statements())
     head = "(* Generated by attnsim.universal.kernel_stages from U's layout. *)\n"
     return head + _preamble(stage, own=False) + "\n" + defs
@@ -1206,8 +1302,7 @@ def node_libraries(programs: Mapping[str, CoqProgram] | None = None, stage: Stag
         text, pre = (given.get(v) or export_universal(v)).text, program_name(v)
         defined = KN.nodes(text, pre).keys()
         wanted = [
-            KN.names_in("\n".join([*(st for _, st in s.theorems(v)), *s.definitions(v)]), pre) & defined
-            for s in chain
+            KN.names_in("\n".join([*(st for _, st in s.theorems(v)), *s.definitions(v)]), pre) & defined for s in chain
         ]
         parts[v] = KN.partition(text, pre, wanted)
     out: list[B.CoqFile] = []
@@ -1309,15 +1404,17 @@ def check(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_M
             return Outcome.bad(f"assumptions outside the allowed set: {'; '.join(refused)}")
         per = "; ".join(f"{a.theorem}: {', '.join(a.full) or 'none (closed under the global context)'}" for a in found)
         every = tuple(sorted({f for a in found for f in a.full}))
+        kind = "Theorem 6" if stage.theorem else stage.result or "one stage of Theorem 6, not the whole layer"
         detail = (
             f"Coq accepts {stage.theory}.v, statements as generated from U's layout, coqchk re-checks it: "
-            f"{stage.claim} ({'Theorem 6' if stage.theorem else 'one stage of Theorem 6, not the whole layer'}), "
+            f"{stage.claim} ({kind}), "
             f"{' and '.join(stage.variants)} U, "
             "every capacity; "
             f"assumptions by full path: {per}"
         )
-        sizes = SIZES if stage.theorem else ()
-        return Outcome(True, detail, kernel=KernelFacts(tuple(names), every, stage.theorem, sizes))
+        whole = stage.theorem or bool(stage.result)
+        sizes = (*SIZES, *(("m",) if stage.result else ())) if whole else ()
+        return Outcome(True, detail, kernel=KernelFacts(tuple(names), every, whole, sizes))
 
     return run
 
@@ -1326,6 +1423,9 @@ _H_FREE = re.compile(r"\(N D H K F : nat\)")
 _H_FIXED = re.compile(r"\bH\s*(?:=|<=|<)\s*\d|\d\s*(?:=|<=)\s*H\b")
 THEOREM6_BUDGET = 300.0  # the worker's own CPU seconds (coqc runs apart): the largest, so it starts first
 THEOREM6_ID = f"{THEOREM_CONSTRUCTION}/kernel/{THEOREM6.theory}"  # Theorem 6's kernel row
+STACK_CONSTRUCTION = "simulator-frame"  # the stacks' construction (attnsim.universal.obligations.FRAME)
+STACK_ID = f"{STACK_CONSTRUCTION}/kernel/{STACK.theory}"  # the stacks' kernel row
+STACK_BUDGET = 240.0  # second to Theorem 6's: it starts next, its build waiting on Theorem 6's libraries
 
 
 def heads_bound_problems(stage: Stage = THEOREM6) -> list[str]:
@@ -1363,12 +1463,21 @@ def universal_kernel_obligations() -> Iterable[Obligation]:
     the default run's Theorem 6 row compiles every stage, so a stage Coq rejects fails it, named);
     ``simulator/kernel/UniversalTheorem6``: U's whole layer (:data:`THEOREM6`), a row of U's own
     construction, in the default run, started first; ``.../multi-head``: Theorem 9, the same
-    theorems read with H a variable (:func:`heads_bound_problems`), resting on that row."""
+    theorems read with H a variable (:func:`heads_bound_problems`), resting on that row;
+    ``simulator-frame/kernel/UniversalStack``: stacks by looping (:data:`STACK`, its build holds
+    Theorem 6's), in the default run."""
     premises = (
         "every encoding <T, X> laid out as U's encoder writes it (X and T's weights zero beyond their "
         "true sizes, each block at U's offset: the theorem's premises)"
     )
     for stage in STAGES:
+        if stage.result:
+            yield Obligation(
+                STACK_ID, STACK_CONSTRUCTION, stage.result, "kernel", check(stage=stage),
+                statement=f"{stage.claim} (coq/EncoderLayer.v's encoder_layer, m times)", tools=("coqc",),
+                budget=STACK_BUDGET,
+            )  # fmt: skip
+            continue
         if stage.theorem:
             whole = THEOREM6_ID
             statement = f"{stage.claim} (coq/EncoderLayer.v), for {premises}"
@@ -1410,6 +1519,7 @@ __all__ = [
     "ROW_STATS",
     "SCORES",
     "SOFTMAX",
+    "STACK",
     "STAGES",
     "THEOREM6",
     "V_PROJ",
@@ -1442,6 +1552,8 @@ __all__ = [
     "softmax_definitions",
     "softmax_theorems",
     "source_problems",
+    "stack_definitions",
+    "stack_theorems",
     "statement",
     "statement_text",
     "theorem6_theorems",

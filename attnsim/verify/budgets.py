@@ -56,6 +56,8 @@ deep ``all-sizes``          900 s    the deep all-sizes proofs (U's stacks and f
 own ``budget``              300 s    Theorem 6 in Coq (``simulator/kernel/UniversalTheorem6``): the
                                      largest, so the runner starts it first; cold, its serial build of
                                      every stage took 240 s of wall time (2026-12-07, 2-core machine)
+own ``budget``              240 s    stacks in Coq (``simulator-frame/kernel/UniversalStack``): second,
+                                     so it starts next; its build waits on Theorem 6's libraries
 own ``budget``              120 s    a stage goal of U's layer (``simulator-stages/.../<stage>/<node>``):
                                      CPU seconds 0.1-15 each, the FFN 1 pre-activations 10-15 (6 option
                                      cases; 2026-12-04, one process, 2-core machine)

@@ -14,7 +14,8 @@ x for every i < N and e < D.
 P is tied to T: the line-for-line transcription of EncoderLayer.v's ``encoder_layer`` over P, M
 and X agrees with T's reference to 1e-12 (a float comparison, not an exact one), so the theorem's
 right-hand side is the layer the user gave.  Wrong premises, encodings and records are caught:
-the last tests break each on purpose.
+the last tests break each on purpose.  Stacks (``coq/UniversalStack.v``): each record's premises
+hold on ``U.encode([T_0 .. T_(m-1)], X)`` seen t records on; seen one position off, they fail.
 """
 
 from __future__ import annotations
@@ -464,3 +465,68 @@ def test_theorem6s_premises_hold_on_torch_layers(options: dict[str, Any]) -> Non
         for name, text in _theorems(variant):
             assert violations(text, case) == [], name
         assert _agrees_with_t(layer, case)
+
+
+# -- stacks (coq/UniversalStack.v): each record's premises on the sequence seen t records on --------
+def view(U: UniversalSimulator, x: np.ndarray, t: int, shift: int = 0) -> np.ndarray:
+    """UniversalStack's ``U_<v>_view x t``: positions before the record base as they are, position p
+    from it on read at p + t S (+ ``shift``, to break it), 0 past the end; the length kept."""
+    base, S = int(U.base), int(U.record_size)
+    at = np.arange(len(x))
+    src = np.where(at < base, at, at + t * S + shift)
+    return np.where(src < len(x), x[np.minimum(src, len(x) - 1)], 0.0)
+
+
+@st.composite
+def stacks(draw: st.DrawFn) -> tuple[Layer, list[TransformerLayer]]:
+    """A first layer (:func:`layers`) and 0-2 more of its d_model, each of its own heads, widths and
+    options, at the first one's capacity."""
+    first = draw(layers())
+    _, _, H, K, F = first.cap
+    more = []
+    for _ in range(draw(st.integers(0, 2))):
+        h, k = draw(st.integers(1, H)), draw(st.integers(1, K))
+        f = draw(st.one_of(st.none(), st.integers(1, F)))
+        options = {
+            "seed": draw(st.integers(0, 2**16)),
+            "residual": draw(st.booleans()),
+            "norm": draw(st.sampled_from(sorted(_NORM))),
+            "activation": draw(st.sampled_from(sorted(_ACT))),
+            "biases": draw(st.booleans()),
+        }
+        more.append(TransformerLayer.random(first.T.d_model, h, k, f, **options))
+    return first, [first.T, *more]
+
+
+def stack_cases(first: Layer, Ts: list[TransformerLayer], variant: str, shift: int = 0) -> list[Case]:
+    """``U.encode(Ts, X)`` seen t records on, with layer t's record, for every t < len(Ts)."""
+    one = encoded(first, variant)
+    U = _u(first.cap, variant)
+    m = attention_mask(first.X.shape[0], **first.masks) if first.masks else None
+    x = U.encode(Ts, first.X, additive=None if m is None else m.additive, blocked=None if m is None else m.blocked)
+    return [replace(one, x=view(U, x, t, shift), P=record(T, first.cap)) for t, T in enumerate(Ts)]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stack=stacks())
+def test_the_stacks_premises_hold_on_us_encodings_of_stacks(
+    variant: str, stack: tuple[Layer, list[TransformerLayer]]
+) -> None:
+    """Stacks (kernel, UniversalStack.v): for every t < m, Theorem 6's premises at X's entries hold on
+    U.encode([T_0 .. T_(m-1)], X) seen t records on with layer t's record (the stack theorem's
+    premises are these, X's two on X and layer 0 only)."""
+    first, Ts = stack
+    event(f"{len(Ts)} layer(s)")
+    out = _theorems(variant)[1][1]
+    for t, case in enumerate(stack_cases(first, Ts, variant)):
+        assert violations(out, case) == [], t
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_stack_seen_one_position_off_is_caught(variant: str) -> None:
+    """The records read one position past where the queue puts them: record 1's premises fail."""
+    second = TransformerLayer.random(2, 2, 1, None, seed=5, residual=False, norm="pre")
+    out = _theorems(variant)[1][1]
+    assert violations(out, stack_cases(_ONE, [_ONE.T, second], variant)[1]) == []
+    assert violations(out, stack_cases(_ONE, [_ONE.T, second], variant, shift=1)[1])

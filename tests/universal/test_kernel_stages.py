@@ -16,7 +16,9 @@ FFN, the gelu gate read at gelu_tanh's index, W2 read transposed, x1 added witho
 a Gram entry reading W2 at f twice, gram.u2's b1 read at f, LayerNorm 2's cross term counted once,
 norm1's bias added by LayerNorm 2, the row mask compared with d, Y reading out.Y2 without an FFN,
 a column mask one position off and a statement from another layout are each refused; no
-obligation claims Theorem 6."""
+obligation claims Theorem 6.  Stacks by looping (U's pass m times == EncoderLayer's m-layer
+encoder) are one kernel row of the frame construction; a record queue moved one position past the
+next record is refused."""
 
 from __future__ import annotations
 
@@ -96,11 +98,12 @@ def test_the_stage_obligations_are_stages_and_one_is_theorem_6() -> None:
     same theorems, H a variable); the U constants named here are the catalogue's."""
     from attnsim.universal import obligations as UO
 
-    *obs, whole, multi = list(UK.universal_kernel_obligations())
+    *obs, whole, multi, _stack = list(UK.universal_kernel_obligations())
     assert whole.id == "simulator/kernel/UniversalTheorem6" and whole.method == "kernel"
     assert (whole.construction, whole.paper_ref) == (UO.CID, UO.THM6) and "one stage" not in whole.statement
     assert multi.id == "simulator/kernel/UniversalTheorem6/multi-head" and multi.paper_ref == UO.THM9
-    assert UK.THEOREM6.theorem and not any(s.theorem for s in UK.STAGES[:-1])
+    assert UK.THEOREM6.theorem and not any(s.theorem for s in UK.STAGES[:-2])
+    assert UK.STAGES[-2:] == (UK.THEOREM6, UK.STACK)
     stages = (
         "UniversalRowMean",
         "UniversalRowStats",
@@ -143,7 +146,7 @@ def test_theorem_9_is_theorem_6s_theorems_over_every_head_count() -> None:
     that fixes H (H = 1), bounds it (H <= 2) or does not bind it is refused; the row rests on
     Theorem 6's and is conditional when that one does not hold."""
     assert UK.heads_bound_problems() == []
-    *_, whole, multi = UK.universal_kernel_obligations()
+    *_, whole, multi, _ = UK.universal_kernel_obligations()
     good = multi.check(1.0)
     assert good.ok and good.kernel is not None and good.kernel.registered and "H" in good.kernel.sizes
     assert good.kernel.via == whole.id and good.kernel.assumptions == ()  # Theorem 6's row lists them
@@ -951,3 +954,58 @@ def test_theorem_6_fails_on_a_softmax_whose_max_shift_does_not_cancel() -> None:
     )
     out = UK.check(bad, UK.THEOREM6)(0.0)
     assert out.ok is False and "UniversalSoftmax.v: Coq rejects it" in out.detail, out.detail
+
+
+def test_stacks_are_one_kernel_row_of_the_frame_construction() -> None:
+    """Stacks by looping: a kernel row of simulator-frame (stacks, depth by looping), in the default
+    run, its budget second to Theorem 6's (it starts next; its cold build holds Theorem 6's)."""
+    from attnsim.universal import obligations as UO
+
+    *_, whole, _, stack = list(UK.universal_kernel_obligations())
+    assert stack.id == UK.STACK_ID == "simulator-frame/kernel/UniversalStack" and stack.method == "kernel"
+    assert (stack.construction, stack.paper_ref) == (UO.FRAME, UO.FRAME_REF) and not stack.deep
+    assert stack.tools == ("coqc",) and stack.budget is not None and whole.budget is not None
+    assert stack.budget < whole.budget
+    assert UK.STACK.requires == (UK.THEOREM6,) and UK.STACK.result == UO.FRAME_REF
+
+
+@pytest.mark.parametrize("variant", ["compact", "shallow"])
+def test_the_stack_statement_keeps_theorem_6s_premises_on_every_record(variant: str) -> None:
+    """Each record's premises are Theorem 6's at X's entries but X's two, read on the sequence seen t
+    records on; X's two are stated once, on layer 0's d_model; the loop is U's own pass."""
+    pre = KE.program_name(variant)
+    on_x, pad, rest = UK._one_layer_premises(variant)
+    [_, (_, out)] = UK.theorem6_theorems(variant)
+    body = out.split(",\n", 1)[1].splitlines()[:-2]  # the premises: no binders, no conclusion
+    kept = body
+    assert [line for line in kept if f"{line}\n" not in rest] == [on_x.rstrip("\n"), pad.rstrip("\n")]
+    assert not re.search(r"\bX\b", rest)
+    [(name, st)] = UK.stack_theorems(variant)
+    assert name == f"{pre}_stack" and on_x in st and pad.replace("d_model P", "d_model (Ps 0)") in st
+    assert f"{pre}_layer_premises R sqrtf geluf gelu_tanhf N D H K F (Ps t) M n ({pre}_view R N D H K F x t)" in st
+    assert st.endswith(
+        f"nth 0 (ssrnat.iter m ({pre}_pass R sqrtf geluf gelu_tanhf N D H K F) x) (pos 0 N D 0 i e)\n"
+        "  = encoder_stack R sqrtf N D H K F Ps M n m X i e"
+    )
+    defs = "\n".join(UK.stack_definitions(variant))
+    assert f"mkseq (eval (@expR R) sqrtf geluf gelu_tanhf ({pre} (Z.of_nat N)" in defs and rest in defs
+
+
+@needs_coq
+def test_looping_u_is_the_m_layer_encoder() -> None:
+    """Stacks in the kernel, both variants, every capacity, every m and every layer of each record."""
+    out = UK.check(stage=UK.STACK)(0.0)
+    assert out.ok is True, out.detail
+    assert out.kernel is not None and out.kernel.registered is True and out.kernel.sizes == (*KE.SIZES, "m")
+    assert out.kernel.theorems == ("U_compact_stack", "U_shallow_stack")
+    assert set(out.kernel.assumptions) == UK.G.ALLOWED_AXIOMS & set(out.kernel.assumptions)
+    assert "(stacks (depth by looping))" in out.detail
+
+
+@needs_coq
+@pytest.mark.kernel_mutants
+def test_a_record_queue_moved_one_past_the_next_record_is_refused() -> None:
+    """The queue reading position p + S + 1: pass t would read record t shifted by t positions."""
+    bad = _mutate("compact", "queue_source", "(Z.add x0 (Z.sub", "(Z.add (Z.add x0 1) (Z.sub")
+    out = UK.check(bad, UK.STACK)(0.0)
+    assert out.ok is False and "UniversalStack.v: Coq rejects it" in out.detail, out.detail
