@@ -57,6 +57,8 @@ ROWS: dict[str, tuple[str, ...]] = {
 # rows of the box no obligation backs, and results the box leaves to another page
 NOT_FROM_VERIFY = {"Figure 2": "drawn by `attnsim report`"}
 NOT_IN_BOX = {"Definition (GAHAT-RASP semantics)": "the language itself: docs/semantics.md"}
+# results only our prover's second route backs: in the default run only where coqc is missing
+SECOND_ROUTE = {"Theorem 6: U's layout and stages (scores, attention, ffn, act, output, write)"}
 PROOF_METHODS = {"all-sizes", "kernel", "z3-bounded", "sympy", "z3-parametric", "z3-instance"}
 
 
@@ -79,9 +81,7 @@ def scopes() -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
     catalog.load()
     obs = registry.select(None)
     earns = {
-        f"{t.construction}/kernel/{t.theory}": KernelFacts(
-            t.theorem_names, (), kernel.covers_registered(t), t.sizes
-        )
+        f"{t.construction}/kernel/{t.theory}": KernelFacts(t.theorem_names, (), kernel.covers_registered(t), t.sizes)
         for t in THEOREMS
     } | {  # U's stages in the kernel: the whole construction only for U's whole layer (Theorem 6) and stacks
         ob.id: KernelFacts(s.theorem_names, (), s.theorem or bool(s.result), kernel_stages.SIZES if s.theorem else ())
@@ -110,7 +110,10 @@ def test_the_box_names_every_paper_result_the_catalogue_registers(
 ) -> None:
     by_ref, _, _ = scopes
     mapped = {ref for refs in ROWS.values() for ref in refs}
-    assert set(by_ref) - set(NOT_IN_BOX) == mapped, "a paper result is missing from ROWS (or ROWS names a gone one)"
+    ran = set(by_ref) - set(NOT_IN_BOX)
+    assert ran <= mapped and mapped - ran <= SECOND_ROUTE, (
+        "a paper result is missing from ROWS (or ROWS names a gone one)"
+    )
     assert set(box()) == set(ROWS) | set(NOT_FROM_VERIFY)
 
 
@@ -118,12 +121,12 @@ def test_the_box_names_every_paper_result_the_catalogue_registers(
 def test_a_row_claims_all_sizes_and_kernel_checked_only_as_verify_computes_them(
     row: str, scopes: tuple[dict[str, str], dict[str, str], dict[str, set[str]]]
 ) -> None:
-    """"all sizes" leads the row exactly when every result behind it is all sizes; "kernel-checked"
+    """ "all sizes" leads the row exactly when every result behind it is all sizes; "kernel-checked"
     is in the row exactly when a construction behind it earns the label; "bounded" / "instance" /
     "sampled" lead a row that is not all sizes, as verify's weaker scopes say."""
     by_ref, by_con, ref_of = scopes
     said = box()[row]
-    refs = ROWS[row]
+    refs = tuple(r for r in ROWS[row] if r in by_ref)
     all_sizes = all(by_ref[r] == "all sizes" for r in refs)
     assert said.startswith("all sizes") == all_sizes, (row, said, {r: by_ref[r] for r in refs})
     kernel_label = any("kernel-checked" in s for c, s in by_con.items() if ref_of[c] & set(refs))
@@ -132,6 +135,8 @@ def test_a_row_claims_all_sizes_and_kernel_checked_only_as_verify_computes_them(
         weaker = {s for c, s in by_con.items() if ref_of[c] & set(refs) and not s.startswith("all sizes")}
         words = {"bounded": "bounded", "fixed size": "instance", "fixed instances": "instance", "sampled": "sampled"}
         expected = {w for key, w in words.items() if any(s.startswith(key) for s in weaker)}
-        assert any(re.search(rf"\b{w}\b", said) for w in expected) or said.startswith("not all sizes") or (
-            "all sizes" in said and not said.startswith("all sizes")
+        assert (
+            any(re.search(rf"\b{w}\b", said) for w in expected)
+            or said.startswith("not all sizes")
+            or ("all sizes" in said and not said.startswith("all sizes"))
         ), (row, said, weaker)

@@ -275,6 +275,9 @@ def _selected(args: argparse.Namespace, err: Console) -> tuple[list[Any], list[A
     """The obligations to run, and the kernel ones left out when coqc is not installed."""
     obs = registry.select(args.only, include_deep=args.deep)
     if not obs:
+        deep = len(registry.select(args.only, include_deep=True))
+        if deep:
+            raise UsageError(f"{args.only!r} matches only --deep obligations ({deep}): add --deep to run them")
         raise UsageError(
             f"no obligation matches {args.only!r} (an id prefix, e.g. `matmul/` or `matmul/z3-parametric`)"
         )
@@ -369,7 +372,7 @@ def _print_tables(
 
     ran = {o.id for o in obs}
     every = registry.select(args.only, include_deep=True)
-    skipped = [o for o in every if o.id not in ran and (o.deep or o in without_coq)]
+    skipped = [o for o in every if o.id not in ran and (registry.is_deep(o) or o in without_coq)]
     # what a complete run at this depth would run and this one left out (--only): not evaluated
     absent = ran | {o.id for o in without_coq}
     unrun = [o for o in registry.all_obligations(include_deep=args.deep) if o.id not in absent]

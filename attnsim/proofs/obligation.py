@@ -346,6 +346,9 @@ class Obligation:
     budget: float | None = None
     # external programs the check runs (``coqc``): without one, the obligation is not run (skipped)
     tools: tuple[str, ...] = ()
+    # a second route to what obligations running these programs prove: under --deep where they are
+    # all installed, in the default run where one is missing (attnsim.proofs.registry.is_deep)
+    deep_where: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

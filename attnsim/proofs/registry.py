@@ -8,6 +8,7 @@ points (the CLI, the test suite's conftest, a Dask worker before it looks an obl
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -92,7 +93,14 @@ def all_obligations(include_deep: bool = True) -> list[Obligation]:
                 raise ObligationError(f"{ob.id} requires {', '.join(unknown)}: no such obligation")
         _refuse_circular_premises(seen)
         _CACHE = list(seen.values())
-    return [o for o in _CACHE if include_deep or not o.deep]
+    return [o for o in _CACHE if include_deep or not is_deep(o)]
+
+
+def is_deep(ob: Obligation) -> bool:
+    """Whether ``ob`` runs only under ``--deep`` here: it says so, or it is a second route
+    (``deep_where``) and every program of its ``deep_where`` is installed (so the default run
+    proves the same by the first; where one is missing, the default run takes this route)."""
+    return ob.deep or (bool(ob.deep_where) and all(shutil.which(t) is not None for t in ob.deep_where))
 
 
 def _refuse_circular_premises(obs: dict[str, Obligation]) -> None:

@@ -1425,7 +1425,6 @@ THEOREM6_BUDGET = 300.0  # the worker's own CPU seconds (coqc runs apart): the l
 THEOREM6_ID = f"{THEOREM_CONSTRUCTION}/kernel/{THEOREM6.theory}"  # Theorem 6's kernel row
 STACK_CONSTRUCTION = "simulator-frame"  # the stacks' construction (attnsim.universal.obligations.FRAME)
 STACK_ID = f"{STACK_CONSTRUCTION}/kernel/{STACK.theory}"  # the stacks' kernel row
-STACK_BUDGET = 240.0  # second to Theorem 6's: it starts next, its build waiting on Theorem 6's libraries
 
 
 def heads_bound_problems(stage: Stage = THEOREM6) -> list[str]:
@@ -1471,11 +1470,10 @@ def universal_kernel_obligations() -> Iterable[Obligation]:
         "true sizes, each block at U's offset: the theorem's premises)"
     )
     for stage in STAGES:
-        if stage.result:
+        if stage.result:  # the kernel's default budget: it starts after Theorem 6's, whose libraries it waits on
             yield Obligation(
                 STACK_ID, STACK_CONSTRUCTION, stage.result, "kernel", check(stage=stage),
                 statement=f"{stage.claim} (coq/EncoderLayer.v's encoder_layer, m times)", tools=("coqc",),
-                budget=STACK_BUDGET,
             )  # fmt: skip
             continue
         if stage.theorem:

@@ -50,14 +50,13 @@ deep ``sympy``              120 s    whole-U SymPy: 0.4-1.0 s, FFN post/ReLU 13.
                                      det/inverse n=5 <= 1.9 s
 deep ``z3-bounded``         30 s     U's stage selectors for capacities <= 3: 1.2-2.4 s each
 deep ``exact``/``numeric``  30 s     det/inverse at n = 16: <= 4.4 s; compile exhaustive <= 0.6 s
-deep ``all-sizes``          900 s    the deep all-sizes proofs (U's stacks and frames are not deep)
+deep ``all-sizes``          900 s    the deep all-sizes proofs (U's layer, frame and step by our prover
+                                     are a second route, ``deep_where``: their non-deep budgets)
 ``kernel`` (deep or not)    120 s    the worker's own CPU: statements, the gate's parse (coqc and coqchk
                                      run on COQ_BUDGET); U's stages are deep, Theorem 6 builds them all
 own ``budget``              300 s    Theorem 6 in Coq (``simulator/kernel/UniversalTheorem6``): the
                                      largest, so the runner starts it first; cold, its serial build of
                                      every stage took 240 s of wall time (2026-12-07, 2-core machine)
-own ``budget``              240 s    stacks in Coq (``simulator-frame/kernel/UniversalStack``): second,
-                                     so it starts next; its build waits on Theorem 6's libraries
 own ``budget``              120 s    a stage goal of U's layer (``simulator-stages/.../<stage>/<node>``):
                                      CPU seconds 0.1-15 each, the FFN 1 pre-activations 10-15 (6 option
                                      cases; 2026-12-04, one process, 2-core machine)

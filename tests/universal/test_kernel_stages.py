@@ -958,14 +958,14 @@ def test_theorem_6_fails_on_a_softmax_whose_max_shift_does_not_cancel() -> None:
 
 def test_stacks_are_one_kernel_row_of_the_frame_construction() -> None:
     """Stacks by looping: a kernel row of simulator-frame (stacks, depth by looping), in the default
-    run, its budget second to Theorem 6's (it starts next; its cold build holds Theorem 6's)."""
+    run on the kernel's default budget, so it starts after Theorem 6's and the lemmas' kernel rows
+    (its cold build waits on Theorem 6's libraries: started second, it would hold a worker idle)."""
     from attnsim.universal import obligations as UO
 
     *_, whole, _, stack = list(UK.universal_kernel_obligations())
     assert stack.id == UK.STACK_ID == "simulator-frame/kernel/UniversalStack" and stack.method == "kernel"
     assert (stack.construction, stack.paper_ref) == (UO.FRAME, UO.FRAME_REF) and not stack.deep
-    assert stack.tools == ("coqc",) and stack.budget is not None and whole.budget is not None
-    assert stack.budget < whole.budget
+    assert stack.tools == ("coqc",) and stack.budget is None and whole.budget is not None
     assert UK.STACK.requires == (UK.THEOREM6,) and UK.STACK.result == UO.FRAME_REF
 
 

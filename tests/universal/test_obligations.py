@@ -91,12 +91,13 @@ def test_ts_attention_scale_wrong_only_when_d_head_exceeds_8_fails(monkeypatch: 
 
 
 # -- Theorem 6 in the default run: the layer is the conjunction of its goal obligations --------------
-def test_the_layer_rests_on_its_layout_and_every_stage_goal_and_is_in_the_default_run() -> None:
-    """Issue 27: simulator/{,shallow/}all-sizes/layer is not deep; it requires U's layout and each
-    stage goal (one obligation each), and each goal requires the layout and the goals it reads."""
+def test_the_layer_rests_on_its_layout_and_every_stage_goal_and_is_a_second_route() -> None:
+    """simulator/{,shallow/}all-sizes/layer requires U's layout and each stage goal (one obligation
+    each), and each goal requires the layout and the goals it reads; all are a second route to
+    Theorem 6 (``deep_where`` coqc: the default run's where Coq is missing, issue 27)."""
     from attnsim.universal.layerproof.stages.chain import ORDER
 
-    default = {o.id: o for o in registry.all_obligations(include_deep=False)}
+    default = {o.id: o for o in registry.all_obligations(include_deep=True)}
     for tag in ("", "shallow/"):
         layer = default[f"simulator/{tag}all-sizes/layer"]
         goals = [
@@ -107,6 +108,29 @@ def test_the_layer_rests_on_its_layout_and_every_stage_goal_and_is_in_the_defaul
         pre = [g for g in goals if "/ffn/" in g]
         assert set(act.requires) == {f"simulator-stages/{tag}all-sizes/layout", *pre}
         assert list(dict.fromkeys(g.split("/")[-2] for g in goals)) == [s.name for s in ORDER]  # in order
+        route = [
+            layer,
+            act,
+            default[f"simulator-frame/{tag}all-sizes/stack"],
+            default[f"simulator-frame/{tag}all-sizes/frame"],
+        ]
+        assert all(o.deep_where == ("coqc",) and not o.deep for o in route)
+        assert not default[f"simulator-frame/{tag}all-sizes/base-case"].deep_where  # Coq does not see encode
+
+
+def test_the_second_route_is_deep_only_where_coq_proves_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With coqc installed the default run proves Theorem 6 and stacks in the kernel and our prover's
+    route runs under --deep; without it, the default run takes our prover's route (issue 27: Theorem
+    6 for all sizes in the default run, on either machine)."""
+    import shutil
+
+    layer = "simulator/all-sizes/layer"
+    real = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: "/usr/bin/coqc" if name == "coqc" else real(name))
+    assert layer not in {o.id for o in registry.all_obligations(include_deep=False)}
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "coqc" else real(name))
+    default = {o.id for o in registry.all_obligations(include_deep=False)}
+    assert layer in default and "simulator-stages/shallow/all-sizes/layout" in default
 
 
 def test_the_layer_conjunction_fails_for_a_chain_that_is_not_the_whole_layer() -> None:

@@ -53,6 +53,20 @@ def test_verify_only_without_a_match_exits_2(capsys: pytest.CaptureFixture[str])
     assert out == "" and "no obligation matches 'no-such-construction/'" in err
 
 
+def test_a_prefix_of_deep_obligations_only_says_to_add_deep(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Our prover's route to Theorem 6 is --deep where coqc is installed: asking for it alone is a
+    usage error (exit 2) that says to add --deep, not that nothing matches."""
+    import shutil
+
+    real = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: "/usr/bin/coqc" if name == "coqc" else real(name))
+    assert main(["verify", "--only", "simulator-stages/all-sizes/", "-j", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "'simulator-stages/all-sizes/' matches only --deep obligations (16): add --deep" in err
+
+
 def test_unknown_and_failed_statuses() -> None:
     obs = [
         Obligation("t/z3-parametric/u", "t", "x", "z3-parametric", lambda t: Outcome.unknown("z3 unknown")),
@@ -113,7 +127,7 @@ def test_only_on_a_conclusion_runs_its_premises() -> None:
     so it settles proved instead of conditional."""
     from attnsim.proofs import registry
 
-    (layer,) = registry.select("simulator/shallow/all-sizes/layer")
+    (layer,) = registry.select("simulator/shallow/all-sizes/layer", include_deep=True)
     obs = registry.with_premises([layer])
     ids = {o.id for o in obs}
     assert set(layer.requires) <= ids and len(obs) == 1 + len(layer.requires)
