@@ -1,6 +1,7 @@
 (** Stacks by looping, in the kernel: U's pass iterated m times over <T_0 .. T_(m-1), X> holds
-    at X's entries EncoderLayer's m-layer encoder [encoder_stack] (layer [Ps t] applied t-th), for
-    every m, every capacity and both variants (generated statements: UniversalStackStatement.v).
+    at X's entries the m-layer encoder [encoder_stack] (generated with the statements: EncoderLayer.v's
+    [encoder_layer] applied m times, layer [Ps t] t-th; no final norm), for every m, every capacity
+    and both variants (generated statements: UniversalStackStatement.v).
 
     The induction is generic (section [Loop]): a pass that keeps the header and the masks, moves
     the record queue one record on and, on a sequence meeting Theorem 6's premises for a layer P,
@@ -154,7 +155,6 @@ Local Notation pass := (U_compact_pass R sqrtf geluf gelu_tanhf N D H K F).
 Local Notation base := (U_compact_record_base N D H K F).
 Local Notation S := (U_compact_record_size N D H K F).
 Local Notation ev := (eval (@expR R) sqrtf geluf gelu_tanhf).
-Local Notation Z5 := (Z.of_nat N) (only parsing).
 
 Lemma U_compact_outside_X x q : (N * D <= q)%nat ->
   ev (OfIdx (U_compact_is_X (Z.of_nat N) (Z.of_nat D) (Z.of_nat H) (Z.of_nat K) (Z.of_nat F))) x q = 0.
@@ -257,7 +257,6 @@ Local Notation pass := (U_shallow_pass R sqrtf geluf gelu_tanhf N D H K F).
 Local Notation base := (U_shallow_record_base N D H K F).
 Local Notation S := (U_shallow_record_size N D H K F).
 Local Notation ev := (eval (@expR R) sqrtf geluf gelu_tanhf).
-Local Notation Z5 := (Z.of_nat N) (only parsing).
 
 Lemma U_shallow_outside_X x q : (N * D <= q)%nat ->
   ev (OfIdx (U_shallow_is_X (Z.of_nat N) (Z.of_nat D) (Z.of_nat H) (Z.of_nat K) (Z.of_nat F))) x q = 0.
