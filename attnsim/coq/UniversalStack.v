@@ -130,12 +130,8 @@ Qed.
 
 End Loop.
 
-(** A where node: its then-branch where its condition is nonzero, else its else-branch. *)
-Lemma eval_where3 (R : realFieldType) (expf sqrtf geluf gelu_tanhf : R -> R) (c a b : sop) (x : seq R) (q : nat) :
-  eval expf sqrtf geluf gelu_tanhf (Map3 PWhere c a b) x q
-  = if eval expf sqrtf geluf gelu_tanhf c x q != 0 then eval expf sqrtf geluf gelu_tanhf a x q
-    else eval expf sqrtf geluf gelu_tanhf b x q.
-Proof. by []. Qed.
+(** A where node: UniversalLayer.v's [eval_where] (UniversalQProj.v has one of the same name). *)
+Local Notation eval_where3 := UniversalLayer.eval_where.
 
 (** A gather reading the one key z: position z of the input, 0 past its end (no key). *)
 Lemma mean_shift (R : realFieldType) (expf sqrtf geluf gelu_tanhf : R -> R) (s : sel) (x : seq R) (q z : nat) :
