@@ -84,7 +84,7 @@ def scopes() -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
         f"{t.construction}/kernel/{t.theory}": KernelFacts(t.theorem_names, (), kernel.covers_registered(t), t.sizes)
         for t in THEOREMS
     } | {  # U's stages in the kernel: the whole construction only for U's whole layer (Theorem 6) and stacks
-        ob.id: KernelFacts(s.theorem_names, (), s.theorem or bool(s.result), kernel_stages.SIZES if s.theorem else ())
+        ob.id: KernelFacts(s.theorem_names, (), s.whole, s.sizes)
         for ob in kernel_stages.universal_kernel_obligations()
         for s in kernel_stages.STAGES
         if ob.id.split("/")[2] == s.theory

@@ -697,6 +697,17 @@ class Stage:
     theorem: bool = False  # U's whole layer (Theorem 6), not a stage of it
     shared: tuple[str, ...] = ()  # definitions of both variants' statements, stated once
     result: str = ""  # the paper result its theorems state whole (beyond Theorem 6), else a stage's
+    extra_sizes: tuple[str, ...] = ()  # sizes its statements bind beyond the capacity's (the stack's m)
+
+    @property
+    def whole(self) -> bool:
+        """Whether its theorems state a paper result whole (Theorem 6, stacks), not a stage of one."""
+        return self.theorem or bool(self.result)
+
+    @property
+    def sizes(self) -> tuple[str, ...]:
+        """The sizes a whole result's statements quantify over (a stage's kernel facts name none)."""
+        return (*SIZES, *self.extra_sizes) if self.whole else ()
 
     def statements(self) -> list[tuple[str, str]]:
         return [t for v in VARIANTS for t in self.theorems(v)]
@@ -1216,6 +1227,7 @@ STACK = Stage(
     reals=True,
     shared=(ENCODER_STACK,),
     result="stacks (depth by looping)",
+    extra_sizes=("m",),
 )
 
 
@@ -1412,9 +1424,7 @@ def check(programs: Mapping[str, CoqProgram] | None = None, stage: Stage = ROW_M
             "every capacity; "
             f"assumptions by full path: {per}"
         )
-        whole = stage.theorem or bool(stage.result)
-        sizes = (*SIZES, *(("m",) if stage.result else ())) if whole else ()
-        return Outcome(True, detail, kernel=KernelFacts(tuple(names), every, whole, sizes))
+        return Outcome(True, detail, kernel=KernelFacts(tuple(names), every, stage.whole, stage.sizes))
 
     return run
 
