@@ -130,9 +130,6 @@ Qed.
 
 End Loop.
 
-(** A where node: UniversalLayer.v's [eval_where] (UniversalQProj.v has one of the same name). *)
-Local Notation eval_where3 := UniversalLayer.eval_where.
-
 (** A gather reading the one key z: position z of the input, 0 past its end (no key). *)
 Lemma mean_shift (R : realFieldType) (expf sqrtf geluf gelu_tanhf : R -> R) (s : sel) (x : seq R) (q z : nat) :
   (forall k, (k < size x)%nat -> seval expf sqrtf geluf gelu_tanhf s x q k = (k == z)) ->
@@ -165,7 +162,7 @@ Lemma U_compact_pass_header x q : (N * D <= q)%nat -> (q < base)%nat -> q != (N 
   nth 0 (pass x) q = nth 0 x q.
 Proof.
 move=> H1 H2 H3; case: (ltnP q (size x)) => Hq; last by rewrite !nth_default ?size_mkseq.
-rewrite nth_mkseq // /U_compact eval_where3 U_compact_outside_X // eqxx /= !Zmatch_id /iif /ile /ieq /zb.
+rewrite nth_mkseq // /U_compact UniversalLayer.eval_where U_compact_outside_X // eqxx /= !Zmatch_id /iif /ile /ieq /zb.
 have -> : (Z.of_nat N * Z.of_nat D + 3 + Z.of_nat N * Z.of_nat N + Z.of_nat N * Z.of_nat N <=? Z.of_nat q)%Z = false.
   by apply/Z.leb_gt; move: H2; rewrite /U_compact_record_base; lia.
 have -> : (Z.of_nat q =? Z.of_nat N * Z.of_nat D + 2)%Z = false.
@@ -189,7 +186,7 @@ Proof.
 move=> Hb; case: (ltnP q (size x)) => Hq; last first.
   by rewrite !nth_default ?size_mkseq //; exact: leq_trans Hq (leq_addr _ _).
 have HX : (N * D <= q)%nat by move: Hb; rewrite /U_compact_record_base; lia.
-rewrite nth_mkseq // /U_compact eval_where3 U_compact_outside_X // eqxx /= !Zmatch_id /iif /ile /ieq /zb.
+rewrite nth_mkseq // /U_compact UniversalLayer.eval_where U_compact_outside_X // eqxx /= !Zmatch_id /iif /ile /ieq /zb.
 have -> : (Z.of_nat N * Z.of_nat D + 3 + Z.of_nat N * Z.of_nat N + Z.of_nat N * Z.of_nat N <=? Z.of_nat q)%Z = true.
   by apply/Z.leb_le; move: Hb; rewrite /U_compact_record_base; lia.
 rewrite /= /zR /= subr0 oner_neq0.
@@ -267,7 +264,7 @@ Lemma U_shallow_pass_header x q : (N * D <= q)%nat -> (q < base)%nat -> q != (N 
   nth 0 (pass x) q = nth 0 x q.
 Proof.
 move=> H1 H2 H3; case: (ltnP q (size x)) => Hq; last by rewrite !nth_default ?size_mkseq.
-rewrite nth_mkseq // /U_shallow eval_where3 U_shallow_outside_X // eqxx /= !Zmatch_id /iif /ile /ieq /zb.
+rewrite nth_mkseq // /U_shallow UniversalLayer.eval_where U_shallow_outside_X // eqxx /= !Zmatch_id /iif /ile /ieq /zb.
 have -> : (Z.of_nat N * Z.of_nat D + 3 + Z.of_nat N * Z.of_nat N + Z.of_nat N * Z.of_nat N <=? Z.of_nat q)%Z = false.
   by apply/Z.leb_gt; move: H2; rewrite /U_shallow_record_base; lia.
 have -> : (Z.of_nat q =? Z.of_nat N * Z.of_nat D + 2)%Z = false.
@@ -291,7 +288,7 @@ Proof.
 move=> Hb; case: (ltnP q (size x)) => Hq; last first.
   by rewrite !nth_default ?size_mkseq //; exact: leq_trans Hq (leq_addr _ _).
 have HX : (N * D <= q)%nat by move: Hb; rewrite /U_shallow_record_base; lia.
-rewrite nth_mkseq // /U_shallow eval_where3 U_shallow_outside_X // eqxx /= !Zmatch_id /iif /ile /ieq /zb.
+rewrite nth_mkseq // /U_shallow UniversalLayer.eval_where U_shallow_outside_X // eqxx /= !Zmatch_id /iif /ile /ieq /zb.
 have -> : (Z.of_nat N * Z.of_nat D + 3 + Z.of_nat N * Z.of_nat N + Z.of_nat N * Z.of_nat N <=? Z.of_nat q)%Z = true.
   by apply/Z.leb_le; move: Hb; rewrite /U_shallow_record_base; lia.
 rewrite /= /zR /= subr0 oner_neq0.
